@@ -1,0 +1,3 @@
+from tfcost.cli import main
+
+main()

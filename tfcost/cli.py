@@ -1,0 +1,151 @@
+"""The command line: parse, call the core, hand the result to rendering. No arithmetic lives here."""
+
+from __future__ import annotations
+
+import os
+import sys
+from enum import Enum
+from typing import Annotated, NoReturn
+
+import typer
+
+from tfcost import __version__
+from tfcost.errors import TfcostError
+
+app = typer.Typer(
+    name="tfcost",
+    help="What a transformer costs: parameters, FLOPs, KV cache and attention memory, from model presets.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+class OutputFormat(str, Enum):
+    table = "table"
+    json = "json"
+
+
+class DtypeChoice(str, Enum):
+    fp32 = "fp32"
+    fp16 = "fp16"
+    bf16 = "bf16"
+    fp8 = "fp8"
+    int8 = "int8"
+
+
+def show_version(value: bool) -> None:
+    if value:
+        print(f"tfcost {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=show_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """What a transformer costs: parameters, FLOPs, KV cache and attention memory, from model presets."""
+
+
+Seq = Annotated[int, typer.Option("--seq", "-T", min=1, help="T: tokens per sequence.")]
+Batch = Annotated[int, typer.Option("--batch", "-B", min=1, help="B: sequences in the batch.")]
+DtypeOption = Annotated[DtypeChoice, typer.Option("--dtype", help="Storage dtype of the KV cache and score matrix.")]
+Causal = Annotated[
+    bool, typer.Option("--causal/--full", help="Count only the T(T+1)/2 unmasked score entries in FLOPs.")
+]
+FormatOption = Annotated[OutputFormat, typer.Option("--format", "-f", help="table for people, json for scripts.")]
+
+
+@app.command("list")
+def list_presets() -> None:
+    """List the built-in model presets with their size."""
+    from tfcost.params import total_params
+    from tfcost.presets import all_models
+    from tfcost.render import models_table
+
+    models = all_models()
+    models_table(models, [total_params(model) for model in models])
+
+
+@app.command()
+def estimate(
+    model: Annotated[str, typer.Argument(help="A preset name (see `tfcost list`) or a path to a YAML file.")],
+    seq: Seq = 1024,
+    batch: Batch = 1,
+    dtype: DtypeOption = DtypeChoice.bf16,
+    causal: Causal = False,
+    output: FormatOption = OutputFormat.table,
+) -> None:
+    """Parameters, FLOPs, KV cache and score-matrix size of one model."""
+    from tfcost import render
+    from tfcost.presets import load_model
+    from tfcost.report import estimate as run_estimate
+    from tfcost.schema import Workload
+
+    workload = Workload(seq_len=seq, batch=batch, dtype=dtype.value, causal=causal)
+    result = run_estimate(load_model(model), workload)
+    if output is OutputFormat.json:
+        render.print_json(result)
+    else:
+        render.estimate_table(result)
+
+
+@app.command()
+def compare(
+    models: Annotated[list[str], typer.Argument(help="Two or more preset names or YAML paths.")],
+    seq: Seq = 1024,
+    batch: Batch = 1,
+    dtype: DtypeOption = DtypeChoice.bf16,
+    causal: Causal = False,
+    output: FormatOption = OutputFormat.table,
+) -> None:
+    """The same quantities for several models, side by side."""
+    from tfcost import render
+    from tfcost.presets import load_model
+    from tfcost.report import estimate as run_estimate
+    from tfcost.schema import Workload
+
+    workload = Workload(seq_len=seq, batch=batch, dtype=dtype.value, causal=causal)
+    results = [run_estimate(load_model(model), workload) for model in models]
+    if output is OutputFormat.json:
+        render.print_json(results)
+    else:
+        render.compare_table(results)
+
+
+def fail(message: str, exit_code: int) -> NoReturn:
+    from tfcost.render import print_error
+
+    print_error(message)
+    sys.exit(exit_code)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: run the app, turning every expected failure into one line on stderr.
+
+    Set TFCOST_DEBUG=1 to see the traceback instead.
+    """
+    if os.environ.get("TFCOST_DEBUG") == "1":
+        app(args=argv)
+        return
+    try:
+        code = app(args=argv, standalone_mode=False)
+    except typer.Abort:
+        fail("aborted", 1)
+    except TfcostError as error:
+        fail(str(error), error.exit_code)
+    except KeyboardInterrupt:
+        fail("interrupted", 130)
+    except RecursionError:
+        fail("input nested too deeply", 1)
+    except Exception as error:  # noqa: BLE001 - the promise is: never a traceback
+        if type(error).__name__ == "NoArgsIsHelpError":  # bare `tfcost` or `tfcost estimate`: show the help
+            sys.stderr.write(error.format_message() + "\n")  # type: ignore[attr-defined]
+            sys.exit(2)
+        if hasattr(error, "format_message"):  # click's UsageError (exit 2) and ClickException (exit 1)
+            fail(error.format_message().replace("Value error, ", ""), getattr(error, "exit_code", 1))
+        fail(f"internal error ({type(error).__name__}: {error}); rerun with TFCOST_DEBUG=1 for the traceback", 1)
+    sys.exit(code if isinstance(code, int) else 0)

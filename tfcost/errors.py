@@ -1,0 +1,34 @@
+"""The errors tfcost reports to a user as one line, never as a traceback."""
+
+from __future__ import annotations
+
+
+class TfcostError(Exception):
+    """A problem with what the user gave us (a file, a preset, a shape): exit code 1."""
+
+    exit_code = 1
+
+
+class UsageError(TfcostError):
+    """A command line that cannot be run as written: exit code 2, as for any usage error."""
+
+    exit_code = 2
+
+
+def describe_validation_error(error: Exception) -> str:
+    """One line naming every field a pydantic ValidationError complains about."""
+    from pydantic import ValidationError
+
+    if not isinstance(error, ValidationError):
+        return str(error)
+    problems = []
+    for item in error.errors():
+        where = ".".join(str(part) for part in item["loc"])
+        if item["type"] == "extra_forbidden":
+            problems.append(f"unknown key '{where}'")
+        elif item["type"] == "missing":
+            problems.append(f"missing key '{where}'")
+        else:
+            message = item["msg"].removeprefix("Value error, ")
+            problems.append(f"{where}: {message}" if where else message)
+    return "; ".join(problems)

@@ -1,0 +1,94 @@
+"""Find and load model presets: YAML files shipped in the wheel (found by name) or the user's own (by path).
+
+Files are read with yaml.safe_load only, size-checked before parsing, and validated into a ModelShape; every
+failure becomes one TfcostError line that names the file and the problem.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any
+
+from tfcost.errors import TfcostError, describe_validation_error
+from tfcost.schema import ModelShape
+
+# No sane preset comes near this; refusing before parsing keeps a stray multi-GB file from hanging the tool.
+MAX_PRESET_BYTES = 1 << 20
+
+
+def presets_dir() -> Path:
+    """The shipped presets: inside the installed package, or the repo's top-level presets/ in a checkout."""
+    packaged = Path(__file__).parent / "presets"
+    return packaged if packaged.is_dir() else Path(__file__).parent.parent / "presets"
+
+
+def model_preset_paths() -> dict[str, Path]:
+    """Shipped model presets by name (the file stem), sorted."""
+    return {path.stem: path for path in sorted((presets_dir() / "models").glob("*.yaml"))}
+
+
+def looks_like_path(reference: str) -> bool:
+    return reference.endswith((".yaml", ".yml", ".json")) or "/" in reference or "\\" in reference
+
+
+def read_yaml_mapping(path: Path) -> dict[str, Any]:
+    """A YAML file that must hold a mapping, read safely, or one line saying why not."""
+    import yaml
+
+    try:
+        if not path.is_file():
+            raise TfcostError(f"{path}: {'is a directory' if path.is_dir() else 'no such file'}")
+        size = path.stat().st_size
+        if size > MAX_PRESET_BYTES:
+            raise TfcostError(f"{path}: {size:,} bytes is too large for a preset (limit {MAX_PRESET_BYTES:,})")
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise TfcostError(f"{path}: not UTF-8 text (byte {error.start})") from None
+    except OSError as error:
+        raise TfcostError(f"{path}: cannot read: {error.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(error, "problem", None) or type(error).__name__
+        raise TfcostError(f"{path}: malformed YAML{where}: {problem}") from None
+    except RecursionError:
+        raise TfcostError(f"{path}: YAML nested too deeply") from None
+    if not isinstance(data, dict):
+        kind = "empty" if data is None else f"a {type(data).__name__}"
+        raise TfcostError(f"{path}: a preset must be a mapping of keys to values, this file is {kind}")
+    return data
+
+
+def model_from_mapping(data: dict[str, Any], origin: str, default_name: str) -> ModelShape:
+    """Validate a mapping into a ModelShape; `origin` names it in errors."""
+    from pydantic import ValidationError
+
+    try:
+        return ModelShape.model_validate({"name": default_name, **data})
+    except (ValidationError, ValueError) as error:
+        raise TfcostError(f"{origin}: {describe_validation_error(error)}") from None
+
+
+def load_model_file(path: Path) -> ModelShape:
+    """A user's own preset file."""
+    return model_from_mapping(read_yaml_mapping(path), str(path), path.stem)
+
+
+def load_model(reference: str) -> ModelShape:
+    """A preset by name (`gpt2-small`) or a path to a YAML file."""
+    if looks_like_path(reference) or Path(reference).is_file():
+        return load_model_file(Path(reference))
+    known = model_preset_paths()
+    if reference not in known:
+        close = difflib.get_close_matches(reference, known, n=4, cutoff=0.5)
+        hint = f"; did you mean {', '.join(close)}?" if close else "; `tfcost list` shows them all"
+        raise TfcostError(f"unknown preset '{reference}'{hint}")
+    return load_model_file(known[reference])
+
+
+def all_models() -> list[ModelShape]:
+    """Every shipped model preset, in name order."""
+    return [load_model_file(path) for path in model_preset_paths().values()]

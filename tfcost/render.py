@@ -1,0 +1,124 @@
+"""The one place results become text: rich tables for people, JSON for scripts. The only module importing rich.
+
+Nothing here computes: every number comes from a result object of the core, and each is printed through
+tfcost.units in its labelled unit (SI for counts and FLOPs, IEC for bytes).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from tfcost import __version__
+from tfcost.report import SECTIONS, Estimate
+from tfcost.schema import ModelShape
+from tfcost.units import Unit, human
+
+
+def console() -> Any:
+    from rich.console import Console
+
+    return Console(file=sys.stdout, highlight=False, soft_wrap=False)
+
+
+def quantity_rows(result: BaseModel, prefix: str = "") -> Iterator[tuple[str, str, Unit, int | None]]:
+    """(key, label, unit, value) for each reported number of a section; a breakdown is a heading (value None)
+    followed by its items, indented."""
+    for name, field in type(result).model_fields.items():
+        extra = field.json_schema_extra
+        if not isinstance(extra, dict):
+            continue
+        unit: Unit = extra["unit"]  # type: ignore[assignment]
+        value = getattr(result, name)
+        if isinstance(value, dict):
+            yield f"{prefix}{name}", f"{field.description}:", unit, None
+            for item, amount in value.items():
+                yield f"{prefix}{name}.{item}", f"  {item}", unit, amount
+        else:
+            yield f"{prefix}{name}", field.description or name, unit, value
+
+
+def workload_caption(result: Estimate) -> str:
+    w = result.workload
+    mask = "causal T(T+1)/2 scores" if w.causal else "full T x T scores"
+    return f"T = {w.seq_len:,} tokens, batch {w.batch:,}, {w.dtype}, {mask}"
+
+
+def estimate_table(result: Estimate) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"{result.model}: {workload_caption(result)}", title_justify="left")
+    table.add_column("quantity")
+    table.add_column("value", justify="right")
+    table.add_column("exact", justify="right")
+    for section, title in SECTIONS.items():
+        table.add_section()
+        table.add_row(f"[bold]{title}[/bold]", "", "")
+        for _, label, unit, value in quantity_rows(getattr(result, section)):
+            if value is None:
+                table.add_row(label, "", "")
+            else:
+                table.add_row(label, human(value, unit), f"{value:,}")
+    out = console()
+    out.print(table)
+    if result.source:
+        out.print(f"source: {result.source}")
+    out.print("FLOPs are 2*m*k*n per matmul (not MACs); counts and FLOPs in SI units, bytes in IEC units (MiB = 2^20 B).")
+
+
+def compare_table(results: Sequence[Estimate]) -> None:
+    from rich.table import Table
+
+    table = Table(title=workload_caption(results[0]), title_justify="left")
+    table.add_column("quantity")
+    for result in results:
+        table.add_column(result.model, justify="right")
+    for section, title in SECTIONS.items():
+        table.add_section()
+        table.add_row(f"[bold]{title}[/bold]", *["" for _ in results])
+        columns = [{key: (label, unit, value) for key, label, unit, value in quantity_rows(getattr(r, section))}
+                   for r in results]
+        keys = list(dict.fromkeys(key for column in columns for key in column))
+        for key in keys:
+            label = next(column[key][0] for column in columns if key in column)
+            cells = []
+            for column in columns:
+                if key not in column:
+                    cells.append("-")
+                else:
+                    _, unit, value = column[key]
+                    cells.append("" if value is None else human(value, unit))
+            table.add_row(label, *cells)
+    console().print(table)
+    console().print("Counts and FLOPs in SI units, bytes in IEC units (MiB = 2^20 B); `--format json` gives exact integers.")
+
+
+def models_table(models: Sequence[ModelShape], totals: Sequence[int]) -> None:
+    from rich.table import Table
+
+    table = Table(title="model presets", title_justify="left")
+    for name, justify in (("name", "left"), ("parameters", "right"), ("layers", "right"), ("d_model", "right"),
+                          ("heads (kv)", "right"), ("context", "right")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for model, total in zip(models, totals, strict=True):
+        table.add_row(model.name, human(total, "count"), str(model.n_layers), str(model.d_model),
+                      f"{model.n_heads} ({model.n_kv_heads})", f"{model.max_seq_len:,}")
+    console().print(table)
+
+
+def print_json(payload: BaseModel | Sequence[BaseModel]) -> None:
+    """Exact integers, with the tool's version so a saved file says what produced it."""
+    if isinstance(payload, BaseModel):
+        document: Any = {"tfcost_version": __version__, **payload.model_dump(mode="json")}
+    else:
+        document = {"tfcost_version": __version__, "results": [item.model_dump(mode="json") for item in payload]}
+    sys.stdout.write(json.dumps(document, indent=2) + "\n")
+
+
+def print_error(message: str) -> None:
+    """One line on stderr; no rich here so that an error can never fail to print."""
+    sys.stderr.write(f"tfcost: error: {message}\n")

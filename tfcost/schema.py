@@ -1,0 +1,96 @@
+"""Pydantic shapes: a model's architecture and a workload. Pure data, validated on the way in.
+
+Every model is frozen and refuses unknown keys, so a typo in a preset (`n_head` for `n_heads`) is an error
+naming the key rather than a silently ignored field.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
+
+
+from tfcost.units import Dtype
+
+
+class Frozen(BaseModel):
+    """Base of every schema: immutable, unknown keys refused, no silent str->int coercion."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+
+class Biases(Frozen):
+    """Which linear layers carry a bias vector (GPT-2: all three; Llama: none; Qwen2: qkv only)."""
+
+    qkv: bool = Field(False, description="bias on the query, key and value projections")
+    attn_out: bool = Field(False, description="bias on the attention output projection")
+    mlp: bool = Field(False, description="bias on the feed-forward matrices")
+
+
+class ModelShape(Frozen):
+    """The architecture of a decoder-only transformer, as far as its costs depend on it.
+
+    Sizes follow the lesson's notation: d = d_model, L = n_layers, H = n_heads, Q = head_dim, F = d_ff, V = vocab.
+    """
+
+    name: str = Field(description="short name, e.g. gpt2-small")
+    source: str | None = Field(None, description="where the shape and published count come from")
+    published_params: PositiveInt | None = Field(
+        None, description="the published parameter count this shape must reproduce exactly"
+    )
+
+    vocab_size: PositiveInt = Field(description="V: rows of the token embedding")
+    d_model: PositiveInt = Field(description="d: width of the residual stream")
+    n_layers: PositiveInt = Field(description="L: transformer blocks")
+    n_heads: PositiveInt = Field(description="H: query heads")
+    # n_kv_heads and head_dim may be left out of a preset: the "before" validator fills them in.
+    n_kv_heads: PositiveInt = Field(description="key-value heads: H for MHA, 1 for MQA, between for GQA (default H)")
+    head_dim: PositiveInt = Field(description="Q: width of one head (default d_model / n_heads)")
+    d_ff: PositiveInt = Field(description="F: hidden width of the feed-forward block")
+    mlp: Literal["plain", "gated"] = Field(
+        description="plain: 2 matrices d->F->d with GELU; gated: 3 matrices (gate, up, down), SwiGLU/GeGLU"
+    )
+    norm: Literal["layernorm", "rmsnorm"] = Field(description="layernorm: scale and shift; rmsnorm: scale only")
+    bias: Biases = Field(default_factory=Biases, description="which linear layers carry biases")
+    tied_embeddings: bool = Field(description="true when the output head reuses the token embedding matrix")
+    position: Literal["learned", "sinusoidal", "rotary", "alibi", "none"] = Field(
+        description="position scheme; only 'learned' has parameters (a max_seq_len x d_model table)"
+    )
+    max_seq_len: PositiveInt = Field(description="maximum context the model was built for")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_head_defaults(cls, data: object) -> object:
+        # Resolve the two derived sizes once, here, so the core never has to ask "was it given?".
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        heads, width = data.get("n_heads"), data.get("d_model")
+        if data.get("n_kv_heads") is None and isinstance(heads, int):
+            data["n_kv_heads"] = heads
+        if data.get("head_dim") is None and isinstance(heads, int) and isinstance(width, int) and heads > 0:
+            if width % heads:
+                raise ValueError(
+                    f"n_heads ({heads}) must divide d_model ({width}) when head_dim is not given"
+                )
+            data["head_dim"] = width // heads
+        return data
+
+    @model_validator(mode="after")
+    def _check_groups(self) -> ModelShape:
+        if self.n_kv_heads > self.n_heads or self.n_heads % self.n_kv_heads:
+            raise ValueError(
+                f"n_kv_heads ({self.n_kv_heads}) must divide n_heads ({self.n_heads}): "
+                "each key-value head serves a whole group of query heads"
+            )
+        return self
+
+
+class Workload(Frozen):
+    """What the model is asked to do: T tokens per sequence, B sequences, stored at a dtype."""
+
+    seq_len: PositiveInt = Field(1024, description="T: tokens per sequence")
+    batch: PositiveInt = Field(1, description="B: sequences")
+    dtype: Dtype = Field("bf16", description="storage dtype of the KV cache and score matrix")
+    causal: bool = Field(False, description="count only the T(T+1)/2 unmasked score entries in FLOPs")
