@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from enum import Enum
+from enum import StrEnum
 from typing import Annotated, NoReturn
 
 import typer
@@ -22,12 +22,12 @@ app = typer.Typer(
 )
 
 
-class OutputFormat(str, Enum):
+class OutputFormat(StrEnum):
     table = "table"
     json = "json"
 
 
-class DtypeChoice(str, Enum):
+class DtypeChoice(StrEnum):
     fp32 = "fp32"
     fp16 = "fp16"
     bf16 = "bf16"

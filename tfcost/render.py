@@ -18,6 +18,11 @@ from tfcost.report import SECTIONS, Estimate
 from tfcost.schema import ModelShape
 from tfcost.units import Unit, human
 
+CONVENTIONS = (
+    "FLOPs are 2*m*k*n per matmul (not MACs). Counts and FLOPs in SI units (G = 10^9), bytes in IEC units "
+    "(MiB = 2^20 B); --format json gives exact integers."
+)
+
 
 def console() -> Any:
     from rich.console import Console
@@ -67,7 +72,7 @@ def estimate_table(result: Estimate) -> None:
     out.print(table)
     if result.source:
         out.print(f"source: {result.source}")
-    out.print("FLOPs are 2*m*k*n per matmul (not MACs); counts and FLOPs in SI units, bytes in IEC units (MiB = 2^20 B).")
+    out.print(CONVENTIONS)
 
 
 def compare_table(results: Sequence[Estimate]) -> None:
@@ -80,8 +85,10 @@ def compare_table(results: Sequence[Estimate]) -> None:
     for section, title in SECTIONS.items():
         table.add_section()
         table.add_row(f"[bold]{title}[/bold]", *["" for _ in results])
-        columns = [{key: (label, unit, value) for key, label, unit, value in quantity_rows(getattr(r, section))}
-                   for r in results]
+        columns = [
+            {key: (label, unit, value) for key, label, unit, value in quantity_rows(getattr(r, section))}
+            for r in results
+        ]
         keys = list(dict.fromkeys(key for column in columns for key in column))
         for key in keys:
             label = next(column[key][0] for column in columns if key in column)
@@ -94,19 +101,31 @@ def compare_table(results: Sequence[Estimate]) -> None:
                     cells.append("" if value is None else human(value, unit))
             table.add_row(label, *cells)
     console().print(table)
-    console().print("Counts and FLOPs in SI units, bytes in IEC units (MiB = 2^20 B); `--format json` gives exact integers.")
+    console().print(CONVENTIONS)
 
 
 def models_table(models: Sequence[ModelShape], totals: Sequence[int]) -> None:
     from rich.table import Table
 
     table = Table(title="model presets", title_justify="left")
-    for name, justify in (("name", "left"), ("parameters", "right"), ("layers", "right"), ("d_model", "right"),
-                          ("heads (kv)", "right"), ("context", "right")):
+    for name, justify in (
+        ("name", "left"),
+        ("parameters", "right"),
+        ("layers", "right"),
+        ("d_model", "right"),
+        ("heads (kv)", "right"),
+        ("context", "right"),
+    ):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for model, total in zip(models, totals, strict=True):
-        table.add_row(model.name, human(total, "count"), str(model.n_layers), str(model.d_model),
-                      f"{model.n_heads} ({model.n_kv_heads})", f"{model.max_seq_len:,}")
+        table.add_row(
+            model.name,
+            human(total, "count"),
+            str(model.n_layers),
+            str(model.d_model),
+            f"{model.n_heads} ({model.n_kv_heads})",
+            f"{model.max_seq_len:,}",
+        )
     console().print(table)
 
 

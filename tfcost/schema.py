@@ -10,7 +10,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
 
-
 from tfcost.units import Dtype
 
 
@@ -71,9 +70,7 @@ class ModelShape(Frozen):
             data["n_kv_heads"] = heads
         if data.get("head_dim") is None and isinstance(heads, int) and isinstance(width, int) and heads > 0:
             if width % heads:
-                raise ValueError(
-                    f"n_heads ({heads}) must divide d_model ({width}) when head_dim is not given"
-                )
+                raise ValueError(f"n_heads ({heads}) must divide d_model ({width}) when head_dim is not given")
             data["head_dim"] = width // heads
         return data
 

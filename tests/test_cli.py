@@ -1,0 +1,134 @@
+"""The CLI as a user runs it: real processes, exit codes, stdout and stderr."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tfcost.presets import load_model
+from tfcost.report import estimate
+from tfcost.schema import Workload
+
+
+def test_estimate_json_holds_the_lessons_numbers(tfcost):
+    run = tfcost("estimate", "gpt2-small", "--seq", "1024", "--batch", "1", "--dtype", "bf16", "--format", "json")
+    assert run.code == 0, run.stderr
+    out = json.loads(run.stdout)
+    assert out["params"]["total"] == 124_439_808
+    assert out["params"]["per_layer"] == 7_087_872
+    assert out["params"]["embedding"] == 39_383_808
+    assert out["params"]["non_embedding"] == out["params"]["total"] - out["params"]["embedding"]
+    assert round(out["flops"]["six_n_per_token"] / 1e9, 2) == 0.51
+    assert out["flops"]["attention_scores_per_token"] == 56_623_104
+    assert out["flops"]["forward_per_sequence"] == 291_648_307_200
+    assert out["flops"]["training_per_sequence"] == 3 * 291_648_307_200
+    assert out["kv_cache"]["bytes_per_token"] == 36_864
+    assert out["kv_cache"]["bytes"] == 37_748_736
+    assert out["score_matrix"]["entries_per_head"] == 1_048_576
+    assert out["score_matrix"]["bytes"] == 12 * 12 * 1_048_576 * 2
+
+
+def test_json_is_the_core_result(tfcost):
+    run = tfcost("estimate", "llama-3-8b", "--seq", "4096", "--batch", "8", "--dtype", "fp8", "--causal", "-f", "json")
+    expected = estimate(load_model("llama-3-8b"), Workload(seq_len=4096, batch=8, dtype="fp8", causal=True))
+    out = json.loads(run.stdout)
+    assert out.pop("tfcost_version")
+    assert out == expected.model_dump(mode="json")
+
+
+def test_long_context_score_entries(tfcost):
+    run = tfcost("estimate", "gpt2-small", "--seq", "32768", "-f", "json")
+    assert json.loads(run.stdout)["score_matrix"]["entries_per_head"] == 1_073_741_824
+
+
+def test_table_shows_labelled_units(tfcost):
+    run = tfcost("estimate", "gpt2-small")
+    assert run.code == 0
+    for text in ("124,439,808", "124.44 M", "36.00 MiB", "291.65 GFLOP", "56,623,104", "1,048,576"):
+        assert text in run.stdout
+
+
+def test_compare_puts_models_in_columns(tfcost):
+    run = tfcost("compare", "gpt2-small", "llama-2-7b", "qwen2.5-0.5b")
+    assert run.code == 0, run.stderr
+    header = next(line for line in run.stdout.splitlines() if "gpt2-small" in line)
+    assert "llama-2-7b" in header and "qwen2.5-0.5b" in header
+    assert re.search(r"total parameters .*124\.44 M .*6\.74 G .*494\.03 M", run.stdout)
+    data = json.loads(tfcost("compare", "gpt2-small", "llama-2-7b", "-f", "json").stdout)
+    assert [r["params"]["total"] for r in data["results"]] == [124_439_808, 6_738_415_616]
+
+
+def test_list_names_every_preset(tfcost):
+    run = tfcost("list")
+    assert run.code == 0
+    for name in ("gpt2-small", "llama-3.1-70b", "qwen2.5-7b"):
+        assert name in run.stdout
+
+
+def test_version_and_help(tfcost):
+    from tfcost import __version__
+
+    assert tfcost("--version").stdout.strip() == f"tfcost {__version__}"
+    for command in ("estimate", "compare", "list"):
+        run = tfcost(command, "--help")
+        assert run.code == 0 and "Usage" in run.stdout
+
+
+def one_line_error(run, code: int) -> str:
+    assert run.code == code, (run.code, run.stdout, run.stderr)
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1, run.stderr
+    assert lines[0].startswith("tfcost: error: ")
+    assert "Traceback" not in run.stderr
+    return lines[0]
+
+
+def test_bad_input_gets_one_line_and_the_right_code(tfcost, tmp_path):
+    assert "did you mean gpt2-small" in one_line_error(tfcost("estimate", "gpt2-smal"), 1)
+    assert "--seq" in one_line_error(tfcost("estimate", "gpt2-small", "--seq", "0"), 2)
+    assert "--batch" in one_line_error(tfcost("estimate", "gpt2-small", "--batch", "-3"), 2)
+    assert "--dtype" in one_line_error(tfcost("estimate", "gpt2-small", "--dtype", "fp9"), 2)
+    assert "no such file" in one_line_error(tfcost("estimate", str(tmp_path / "x.yaml")), 1)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("d_model: [")
+    assert "malformed YAML" in one_line_error(tfcost("estimate", str(bad)), 1)
+    assert bad.read_text() == "d_model: ["  # nothing the user had is changed
+
+
+def test_bare_command_shows_help(tfcost):
+    run = tfcost()
+    assert run.code == 2 and "Commands" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_debug_shows_the_traceback(tfcost):
+    run = tfcost("estimate", "gpt2-smal", env={"TFCOST_DEBUG": "1"})
+    assert run.code != 0 and "Traceback" in run.stderr
+
+
+NO_TORCH_PROBE = """
+import runpy, sys
+asked = []
+class Watch:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "torch":
+            asked.append(name)
+        return None
+sys.meta_path.insert(0, Watch())
+sys.argv = ["tfcost", *sys.argv[1:]]
+try:
+    runpy.run_module("tfcost", run_name="__main__")
+except SystemExit:
+    pass
+print("TORCH-ASKED" if asked else "TORCH-CLEAN")
+"""
+
+
+@pytest.mark.parametrize("args", [["--help"], ["estimate", "gpt2-small"], ["compare", "gpt2-small", "gpt2-xl"]])
+def test_commands_never_import_torch(args):
+    # A finder that records any attempt to import torch, installed or not.
+    done = subprocess.run([sys.executable, "-c", NO_TORCH_PROBE, *args], capture_output=True, text=True, check=False)
+    assert done.stdout.strip().splitlines()[-1] == "TORCH-CLEAN", done.stderr
