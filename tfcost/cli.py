@@ -71,6 +71,19 @@ def list_presets() -> None:
 
 
 @app.command()
+def gpus(output: FormatOption = OutputFormat.table) -> None:
+    """List the GPU spec table: dense peaks, memory and bandwidth, with sources."""
+    from tfcost import render
+    from tfcost.presets import all_gpus
+
+    table = all_gpus()
+    if output is OutputFormat.json:
+        render.print_json(table)
+    else:
+        render.gpus_table(table)
+
+
+@app.command()
 def estimate(
     model: Annotated[str, typer.Argument(help="A preset name (see `tfcost list`) or a path to a YAML file.")],
     seq: Seq = 1024,

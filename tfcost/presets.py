@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tfcost.errors import TfcostError, describe_validation_error
-from tfcost.schema import ModelShape
+from tfcost.schema import GpuSpec, ModelShape
 
 # No sane preset comes near this; refusing before parsing keeps a stray multi-GB file from hanging the tool.
 MAX_PRESET_BYTES = 1 << 20
@@ -92,3 +92,37 @@ def load_model(reference: str) -> ModelShape:
 def all_models() -> list[ModelShape]:
     """Every shipped model preset, in name order."""
     return [load_model_file(path) for path in model_preset_paths().values()]
+
+
+def all_gpus() -> list[GpuSpec]:
+    """The GPU spec table shipped in presets/gpus.yaml, in file order."""
+    import yaml
+    from pydantic import ValidationError
+
+    path = presets_dir() / "gpus.yaml"
+    rows = yaml.safe_load(path.read_text(encoding="utf-8"))
+    try:
+        return [GpuSpec.model_validate(row) for row in rows]
+    except ValidationError as error:  # a broken shipped table is our bug, but still one line
+        raise TfcostError(f"{path}: {describe_validation_error(error)}") from None
+
+
+def load_gpu(name: str) -> GpuSpec:
+    """A GPU by its table name (`h100-sxm`), case-insensitive, or one line listing the close names."""
+    gpus = {gpu.name: gpu for gpu in all_gpus()}
+    key = name.strip().lower()
+    if key in gpus:
+        return gpus[key]
+    close = difflib.get_close_matches(key, gpus, n=4, cutoff=0.4)
+    hint = f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(gpus)}"
+    raise TfcostError(f"unknown GPU '{name}'; {hint}")
+
+
+def gpu_for_device_name(device_name: str) -> GpuSpec | None:
+    """The table row whose device_names pattern matches what torch calls the local GPU, if any."""
+    import re
+
+    for gpu in all_gpus():
+        if any(re.search(pattern, device_name, re.IGNORECASE) for pattern in gpu.device_names):
+            return gpu
+    return None

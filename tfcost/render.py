@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from tfcost import __version__
 from tfcost.report import SECTIONS, Estimate
-from tfcost.schema import ModelShape
+from tfcost.schema import GpuSpec, ModelShape
 from tfcost.units import Unit, human
 
 CONVENTIONS = (
@@ -127,6 +127,30 @@ def models_table(models: Sequence[ModelShape], totals: Sequence[int]) -> None:
             f"{model.max_seq_len:,}",
         )
     console().print(table)
+
+
+def gpus_table(gpus: Sequence[GpuSpec]) -> None:
+    from rich.table import Table
+
+    table = Table(title="GPU spec table (dense peaks, without sparsity)", title_justify="left")
+    for name in ("name", "BF16/FP16 TFLOP/s", "FP8 TFLOP/s", "FP32 TFLOP/s", "memory", "bandwidth"):
+        table.add_column(name, justify="left" if name == "name" else "right")
+
+    def tflops(value: float | None) -> str:
+        return "-" if value is None else f"{value:g}"
+
+    for gpu in gpus:
+        table.add_row(
+            gpu.name,
+            tflops(gpu.peak_bf16_tflops),
+            tflops(gpu.peak_fp8_tflops),
+            tflops(gpu.peak_fp32_tflops),
+            f"{gpu.memory_gib:g} GiB",
+            f"{gpu.memory_bandwidth_tb_per_s:g} TB/s",
+        )
+    out = console()
+    out.print(table)
+    out.print("'-': no verified figure. Sources and caveats: `tfcost gpus --format json`.")
 
 
 def print_json(payload: BaseModel | Sequence[BaseModel]) -> None:

@@ -91,3 +91,20 @@ class Workload(Frozen):
     batch: PositiveInt = Field(1, description="B: sequences")
     dtype: Dtype = Field("bf16", description="storage dtype of the KV cache and score matrix")
     causal: bool = Field(False, description="count only the T(T+1)/2 unmasked score entries in FLOPs")
+
+
+class GpuSpec(Frozen):
+    """One accelerator's datasheet numbers. Peaks are dense (without 2:4 sparsity, which datasheets print first);
+    memory is as sold (HBM and GDDR "GB" are binary: 80 GB = 80 GiB), bandwidth in decimal TB/s."""
+
+    name: str = Field(description="short name, e.g. h100-sxm")
+    source: str = Field(description="where these numbers were read")
+    device_names: list[str] = Field(
+        description="regular expressions matched against torch.cuda.get_device_name() to recognise this GPU"
+    )
+    peak_bf16_tflops: float = Field(gt=0, description="dense BF16/FP16 tensor-core peak, 10^12 FLOP/s")
+    peak_fp8_tflops: float | None = Field(None, gt=0, description="dense FP8 peak; null when the GPU has none")
+    peak_fp32_tflops: float | None = Field(None, gt=0, description="FP32 (non-tensor-core) peak; null if unverified")
+    memory_gib: float = Field(gt=0, description="device memory, GiB")
+    memory_bandwidth_tb_per_s: float = Field(gt=0, description="device memory bandwidth, 10^12 bytes/s")
+    notes: str | None = Field(None, description="caveats: conflicting sources, unverified figures")

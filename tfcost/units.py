@@ -13,6 +13,9 @@ DTYPE_BYTES: dict[str, int] = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8"
 
 Unit = Literal["count", "flops", "bytes"]
 
+GIB = 2**30  # bytes in a gibibyte
+TERA = 10**12  # datasheets give FLOP/s and bytes/s in decimal tera
+
 _SI = ["", "k", "M", "G", "T", "P", "E", "Z", "Y", "R", "Q"]
 _IEC = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"]
 

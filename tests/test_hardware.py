@@ -1,0 +1,54 @@
+"""The GPU spec table: it validates, its units convert, and ridge points match the reference's table."""
+
+from __future__ import annotations
+
+import pytest
+
+from tfcost.errors import TfcostError
+from tfcost.hardware import bandwidth_bytes_per_s, memory_bytes, peak_flops_per_s, ridge_point
+from tfcost.presets import all_gpus, gpu_for_device_name, load_gpu
+
+ISSUE_GPUS = {"h100-sxm", "h100-pcie", "h200", "b200", "a100-40gb", "a100-80gb", "a10g", "l4", "l40s",
+              "rtx-4090", "rtx-3090", "v100", "mi300x"}  # fmt: skip
+
+
+def test_table_has_every_gpu_with_a_source():
+    gpus = all_gpus()
+    assert {gpu.name for gpu in gpus} == ISSUE_GPUS
+    assert all(gpu.source for gpu in gpus)
+
+
+@pytest.mark.parametrize(
+    ("name", "ridge"),
+    # formulas-and-specs.md §4 "Ridge points" (dense BF16 peak / bandwidth, FLOP per byte).
+    [("h100-sxm", 295), ("h100-pcie", 378), ("h200", 206), ("b200", 281), ("a100-40gb", 201),
+     ("a100-80gb", 153), ("l4", 403), ("l40s", 419), ("rtx-4090", 164), ("rtx-3090", 76), ("v100", 139),
+     ("mi300x", 247)],
+)  # fmt: skip
+def test_ridge_points(name, ridge):
+    assert round(ridge_point(load_gpu(name), "bf16")) == ridge
+
+
+def test_units():
+    h100 = load_gpu("H100-SXM")
+    assert peak_flops_per_s(h100, "bf16") == pytest.approx(989.4e12)
+    assert memory_bytes(h100) == 80 * 2**30
+    assert bandwidth_bytes_per_s(h100) == pytest.approx(3.35e12)
+    assert peak_flops_per_s(load_gpu("a100-80gb"), "fp8") is None
+
+
+@pytest.mark.parametrize(
+    ("device_name", "expected"),
+    [("NVIDIA H100 80GB HBM3", "h100-sxm"), ("NVIDIA H100 PCIe", "h100-pcie"), ("NVIDIA H200", "h200"),
+     ("NVIDIA A100-SXM4-40GB", "a100-40gb"), ("NVIDIA A100-SXM4-80GB", "a100-80gb"), ("NVIDIA L4", "l4"),
+     ("NVIDIA L40S", "l40s"), ("NVIDIA GeForce RTX 4090", "rtx-4090"), ("Tesla V100-SXM2-32GB", "v100"),
+     ("NVIDIA A10G", "a10g"), ("AMD Instinct MI300X", "mi300x"), ("NVIDIA GeForce GTX 1080", None)],
+)  # fmt: skip
+def test_device_names_are_recognised(device_name, expected):
+    gpu = gpu_for_device_name(device_name)
+    assert (gpu.name if gpu else None) == expected
+
+
+def test_unknown_gpu_lists_close_names():
+    with pytest.raises(TfcostError, match="did you mean h100-sxm"):
+        load_gpu("h100-sxn")
