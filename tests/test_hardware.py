@@ -52,3 +52,13 @@ def test_device_names_are_recognised(device_name, expected):
 def test_unknown_gpu_lists_close_names():
     with pytest.raises(TfcostError, match="did you mean h100-sxm"):
         load_gpu("h100-sxn")
+
+
+def test_roofline_takes_the_slower_of_compute_and_memory():
+    from tfcost.hardware import is_compute_bound, roofline_seconds
+
+    # 1 TFLOP on a 1 PFLOP/s, 1 TB/s device: compute takes 1 ms; moving 2 GB takes 2 ms, so memory-bound.
+    assert roofline_seconds(1e12, 2e9, 1e15, 1e12) == pytest.approx(2e-3)
+    assert not is_compute_bound(1e12, 2e9, 1e15, 1e12)
+    assert roofline_seconds(1e12, 5e8, 1e15, 1e12) == pytest.approx(1e-3)
+    assert is_compute_bound(1e12, 5e8, 1e15, 1e12)

@@ -32,3 +32,14 @@ def ridge_point(gpu: GpuSpec, dtype: Dtype | str) -> float | None:
     Williams et al. 2009). H100 SXM in bf16: 989.4e12 / 3.35e12 = 295."""
     peak = peak_flops_per_s(gpu, dtype)
     return None if peak is None else peak / bandwidth_bytes_per_s(gpu)
+
+
+def roofline_seconds(flops: float, bytes_moved: float, peak_flops: float, bandwidth: float) -> float:
+    """The roofline lower bound on a kernel's time: it can neither compute faster than the peak nor move data
+    faster than the bandwidth, so time >= max(FLOPs / peak, bytes / bandwidth) (Williams et al. 2009)."""
+    return max(flops / peak_flops, bytes_moved / bandwidth)
+
+
+def is_compute_bound(flops: float, bytes_moved: float, peak_flops: float, bandwidth: float) -> bool:
+    """True when arithmetic intensity (FLOPs per byte) reaches the ridge point peak / bandwidth."""
+    return flops * bandwidth >= bytes_moved * peak_flops
