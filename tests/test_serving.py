@@ -6,7 +6,10 @@ import pytest
 
 from tfcost import flops, memory, params, serving
 from tfcost.errors import UsageError
+from tfcost.hardware import bandwidth_bytes_per_s
 from tfcost.presets import load_gpu, load_model
+from tfcost.report import serve
+from tfcost.schema import ServingSetup
 
 
 @pytest.fixture
@@ -98,3 +101,36 @@ def test_int4_runs_at_the_16_bit_peak_and_fp8_at_the_fp8_peak_where_there_is_one
     assert serving.compute_dtype("fp8", h100) == "fp8"
     assert serving.compute_dtype("fp8", a100) == "bf16"
     assert serving.effective_peak_flops_per_s(h100, "fp8", 0.5) == pytest.approx(0.5 * 1978.9e12)
+
+
+def test_roofline_report(llama3):
+    gpu = load_gpu("h100-sxm")
+    result = serve(llama3, gpu, ServingSetup(batch=32, prompt=2048, generate=512))
+    latency = result.latency
+    assert latency.prefill_bound == "compute-bound"
+    assert latency.decode_bound == "memory-bound"
+    # Decode is memory-bound, so its time is the bytes over the reachable bandwidth.
+    decode_bytes = 2 * 8_030_261_248 + 32 * 2560 * 131_072
+    assert latency.decode_bytes_per_gpu == decode_bytes == result.memory.total_bytes_per_gpu
+    assert latency.decode_ms_per_token == pytest.approx(decode_bytes / (0.9 * bandwidth_bytes_per_s(gpu)) * 1e3)
+    assert latency.prefill_ms == pytest.approx(latency.prefill_flops_per_gpu / (0.7 * 989.4e12) * 1e3)
+    assert latency.decode_tokens_per_s == pytest.approx(32 / (latency.decode_ms_per_token / 1e3))
+    assert (result.max_batch, result.max_context) == (182, 14_602)
+    assert result.memory.fits
+
+
+def test_tensor_parallel_report_splits_weights_and_flops(llama3):
+    gpu = load_gpu("h100-sxm")
+    one = serve(llama3, gpu, ServingSetup(batch=8))
+    two = serve(llama3, gpu, ServingSetup(batch=8, gpus=2))
+    assert two.memory.weights_bytes == one.memory.weights_bytes
+    assert two.memory.weights_bytes_per_gpu == one.memory.weights_bytes_per_gpu // 2
+    assert two.memory.kv_cache_bytes_per_gpu == one.memory.kv_cache_bytes_per_gpu // 2
+    assert two.latency.prefill_flops_per_gpu == one.latency.prefill_flops_per_gpu // 2
+    assert two.max_batch > 2 * one.max_batch  # the weights' share shrinks too
+
+
+def test_a_model_too_large_for_the_gpu_fits_nothing():
+    result = serve(load_model("llama-2-70b"), load_gpu("rtx-4090"), ServingSetup())
+    assert not result.memory.fits
+    assert (result.max_batch, result.max_context) == (0, 0)
