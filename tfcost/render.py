@@ -56,25 +56,8 @@ def workload_caption(result: Estimate) -> str:
 
 
 def estimate_table(result: Estimate) -> None:
-    from rich.table import Table
-
-    table = Table(title=f"{result.model}: {workload_caption(result)}", title_justify="left")
-    table.add_column("quantity")
-    table.add_column("value", justify="right")
-    table.add_column("exact", justify="right")
-    for section, title in SECTIONS.items():
-        table.add_section()
-        table.add_row(f"[bold]{title}[/bold]", "", "")
-        for _, label, unit, value in quantity_rows(getattr(result, section)):
-            if value is None:
-                table.add_row(label, "", "")
-            else:
-                table.add_row(label, human(value, unit), f"{value:,}")
-    out = console()
-    out.print(table)
-    if result.source:
-        out.print(f"source: {result.source}")
-    out.print(CONVENTIONS)
+    notes = [f"source: {result.source}"] if result.source else []
+    sections_table(result, SECTIONS, f"{result.model}: {workload_caption(result)}", [*notes, CONVENTIONS])
 
 
 def compare_table(results: Sequence[Estimate]) -> None:
