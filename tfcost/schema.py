@@ -126,7 +126,7 @@ class TrainingSetup(Frozen):
     )
     tp: PositiveInt = Field(1, description="tensor-parallel size t")
     pp: PositiveInt = Field(1, description="pipeline-parallel size p")
-    sequence_parallel: bool = Field(False, description="Megatron sequence parallelism (Korthikanti et al. 2022 §4.2.2)")
+    sequence_parallel: bool = Field(False, description="Megatron sequence parallelism (Korthikanti et al. 2022)")
     recompute: Literal["none", "selective", "full"] = Field("none", description="activation recomputation")
     optimizer: Literal["adamw", "adamw-8bit", "sgd"] = Field("adamw", description="sgd means SGD with momentum")
     precision: Literal["bf16-mixed", "fp32"] = Field("bf16-mixed", description="bf16 compute with fp32 master weights")

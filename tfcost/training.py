@@ -26,7 +26,7 @@ SECONDS_PER_HOUR = 3_600
 
 # Bytes per parameter of (weights, gradients, optimizer states). bf16-mixed keeps 16-bit weights and gradients
 # and puts the fp32 master copy in the optimizer states: AdamW 4 + 4 (m) + 4 (v) = 12, ZeRO's K = 12
-# (Rajbhandari et al. 2020 §3.1); 8-bit AdamW 4 + 1 + 1 = 6; SGD with momentum 4 + 4 = 8 (Transformer Math 101,
+# (Rajbhandari et al. 2020, Fig. 1); 8-bit AdamW 4 + 1 + 1 = 6; SGD with momentum 4 + 4 = 8 (Transformer Math 101,
 # Anthony et al. 2023). fp32 training has no master copy: the optimizer holds only m and v, or the momentum.
 STATE_BYTES_PER_PARAM: dict[tuple[Precision, Optimizer], tuple[int, int, int]] = {
     ("bf16-mixed", "adamw"): (2, 2, 12),
@@ -41,7 +41,7 @@ STATE_BYTES_PER_PARAM: dict[tuple[Precision, Optimizer], tuple[int, int, int]] =
 ACTIVATION_BYTES: dict[Precision, int] = {"bf16-mixed": 2, "fp32": 4}
 DROPOUT_MASK_BYTES = 1  # Korthikanti et al. 2022 §4.1: a dropout mask is one byte per element
 LOGSUMEXP_BYTES = 4  # FlashAttention keeps one fp32 log-sum-exp per query row for the backward pass
-LOGIT_BYTES = 4  # the output logits are kept in fp32 for the loss (Korthikanti et al. 2022 §4.3: 4sbv/t)
+LOGIT_BYTES = 4  # the output logits are kept in fp32 for the loss (Korthikanti et al. 2022: 4sbv/t)
 
 
 def default_seq_len(shape: ModelShape) -> int:
@@ -83,7 +83,8 @@ def model_training_flops(shape: ModelShape, seq_len: int, tokens: int) -> int:
 def recompute_flops(shape: ModelShape, seq_len: int, tokens: int, recompute: Recompute) -> int:
     """The forward work done again in the backward pass, over D tokens.
 
-    selective: QK^T and AV of every layer (Korthikanti et al. 2022 §4.2.3; llm-analysis adds 4bs^2h per layer).
+    selective: QK^T and AV of every layer (Korthikanti et al. 2022's selective
+    recomputation; llm-analysis adds 4bs^2h per layer).
     full: every layer's forward once more, but not the output head (Narayanan et al. 2021 Eq. 3: four passes
     over the layers, three over the logits).
     """
@@ -203,7 +204,7 @@ def activation_bytes_per_gpu(shape: ModelShape, setup: TrainingSetup) -> int:
     """Activations on the busiest GPU, the first pipeline stage.
 
     Under the 1F1B schedule the first stage holds p micro-batches in flight, each through its L/p layers: L
-    layers' worth whatever p is (Korthikanti et al. 2022 §4.2.3; it assumes at least p micro-batches per step).
+    layers' worth whatever p is (Korthikanti et al. 2022; it assumes at least p micro-batches per step).
     With p = 1 that GPU also computes the logits, 4sbV/t.
     """
     in_flight_layers = shape.n_layers // setup.pp * setup.pp
