@@ -145,3 +145,14 @@ def test_bad_input_gets_one_line(tfcost):
 def test_train_and_serve_never_import_torch(args):
     done = subprocess.run([sys.executable, "-c", NO_TORCH_PROBE, *args], capture_output=True, text=True, check=False)
     assert done.stdout.strip().splitlines()[-1] == "TORCH-CLEAN", done.stderr
+
+
+@pytest.mark.parametrize("args", [TRAIN_ARGS, SERVE_ARGS])
+def test_readme_shows_the_real_reports(tfcost, args):
+    # The README's two examples are what the commands print at 120 columns, so they cannot drift.
+    from pathlib import Path
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    printed = "\n".join(line.rstrip() for line in tfcost(*args).stdout.strip().splitlines())
+    assert printed in readme
+    assert f"`tfcost {' '.join(args)}`" in readme

@@ -213,7 +213,7 @@ def train(
     micro_batch: Annotated[int, typer.Option("--micro-batch", "-b", min=1, help="b: sequences per GPU per pass.")] = 1,
     gpus: Annotated[int, typer.Option("--gpus", min=1, help="GPUs in the run = data-parallel x tp x pp.")] = 1,
     gpu: GpuOption = "h100-sxm",
-    mfu: Annotated[float, typer.Option("--mfu", help="Model FLOPs utilization, in (0, 1]. Default 0.4.")] = 0.4,
+    mfu: Annotated[float, typer.Option("--mfu", help="Model FLOPs utilization, in (0, 1] (PaLM App. B).")] = 0.4,
     zero: Annotated[int, typer.Option("--zero", min=0, max=3, help="ZeRO stage 0-3.")] = 0,
     tp: Annotated[int, typer.Option("--tp", min=1, help="Tensor-parallel size.")] = 1,
     pp: Annotated[int, typer.Option("--pp", min=1, help="Pipeline-parallel size.")] = 1,
@@ -291,10 +291,16 @@ def serve(
         ),
     ] = 0.1,
     compute_efficiency: Annotated[
-        float, typer.Option("--compute-efficiency", help="Fraction of peak FLOP/s reached. Default 0.7.")
+        float,
+        typer.Option(
+            "--compute-efficiency", help="Fraction of peak FLOP/s reached (llm-analysis: up to 0.7 for inference)."
+        ),
     ] = 0.7,
     memory_efficiency: Annotated[
-        float, typer.Option("--memory-efficiency", help="Fraction of peak bandwidth reached. Default 0.9.")
+        float,
+        typer.Option(
+            "--memory-efficiency", help="Fraction of peak bandwidth reached (llm-analysis: 0.9 is aggressive)."
+        ),
     ] = 0.9,
     output: FormatOption = OutputFormat.table,
 ) -> None:
