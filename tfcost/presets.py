@@ -1,6 +1,6 @@
 """Find and load model presets: YAML files shipped in the wheel (found by name) or the user's own (by path).
 
-Files are read with yaml.safe_load only, size-checked before parsing, and validated into a ModelShape; every
+Files are read with PyYAML's safe loader only, size-checked before parsing, and validated into a ModelShape; every
 failure becomes one TfcostError line that names the file and the problem.
 """
 
@@ -32,6 +32,14 @@ def looks_like_path(reference: str) -> bool:
     return reference.endswith((".yaml", ".yml", ".json")) or "/" in reference or "\\" in reference
 
 
+def safe_load(text: str) -> Any:
+    """yaml.safe_load (plain data only: no tag may build an object), through libyaml's C parser when PyYAML has it,
+    which parses presets about six times faster."""
+    import yaml
+
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
 def read_yaml_mapping(path: Path) -> dict[str, Any]:
     """A YAML file that must hold a mapping, read safely, or one line saying why not."""
     import yaml
@@ -48,7 +56,7 @@ def read_yaml_mapping(path: Path) -> dict[str, Any]:
     except OSError as error:
         raise TfcostError(f"{path}: cannot read: {error.strerror}") from None
     try:
-        data = yaml.safe_load(text)
+        data = safe_load(text)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -96,11 +104,10 @@ def all_models() -> list[ModelShape]:
 
 def all_gpus() -> list[GpuSpec]:
     """The GPU spec table shipped in presets/gpus.yaml, in file order."""
-    import yaml
     from pydantic import ValidationError
 
     path = presets_dir() / "gpus.yaml"
-    rows = yaml.safe_load(path.read_text(encoding="utf-8"))
+    rows = safe_load(path.read_text(encoding="utf-8"))
     try:
         return [GpuSpec.model_validate(row) for row in rows]
     except ValidationError as error:  # a broken shipped table is our bug, but still one line
