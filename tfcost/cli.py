@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from enum import StrEnum
@@ -366,3 +367,15 @@ def main(argv: list[str] | None = None) -> None:
             fail(error.format_message().replace("Value error, ", ""), getattr(error, "exit_code", 1))
         fail(f"internal error ({type(error).__name__}: {error}); rerun with TFCOST_DEBUG=1 for the traceback", 1)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def run() -> None:
+    """The `tfcost` console script and `python -m tfcost`: main(), then exit without the final garbage collection.
+
+    At exit the interpreter sweeps every object the imports built (typer, pydantic, rich): ~60 ms of a ~300 ms run
+    here, for nothing, as the process is ending anyway. Freezing them exempts them from that sweep.
+    """
+    try:
+        main()
+    finally:
+        gc.freeze()
