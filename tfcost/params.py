@@ -62,6 +62,7 @@ def parameter_breakdown(shape: ModelShape) -> dict[str, int]:
     return parts
 
 
+@lru_cache(maxsize=4096)  # sweeps ask for it at every (T, batch) point of the same shape
 def total_params(shape: ModelShape) -> int:
     """Every parameter, a tied embedding counted once."""
     return sum(parameter_breakdown(shape).values())
