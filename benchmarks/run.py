@@ -38,6 +38,8 @@ COMMANDS: dict[str, list[str]] = {
     "tfcost estimate gpt2-small": ["estimate", "gpt2-small"],
     f"tfcost compare <all {len(PRESETS)} presets>": ["compare", *PRESETS],
     "tfcost estimate gpt2-small --format json": ["estimate", "gpt2-small", "--format", "json"],
+    "tfcost train llama-3-8b --gpus 8": ["train", "llama-3-8b", "--gpus", "8"],
+    "tfcost serve llama-3-8b --batch 4": ["serve", "llama-3-8b", "--batch", "4"],
 }
 FLOOR = "floor: typer + rich + pydantic + pyyaml, one table"
 STARTUP_TARGET = 1.1  # at most this many times the floor's median
