@@ -1,4 +1,5 @@
-"""Shared fixtures: shapes built from the shipped presets, and a CLI runner that sees what a user sees."""
+"""Shared fixtures: shapes built from the shipped presets, a CLI runner that sees what a user sees, and the
+hypothesis profile of the property tests."""
 
 from __future__ import annotations
 
@@ -7,9 +8,15 @@ import sys
 from dataclasses import dataclass
 
 import pytest
+from hypothesis import settings
 
 from tfcost.presets import load_model
 from tfcost.schema import ModelShape
+
+# Property tests are derandomized: every run tries the same examples, so CI is repeatable and a failure reproduces.
+# No example database (nothing written outside temporary directories) and no per-example deadline (CI is shared).
+settings.register_profile("tfcost", derandomize=True, database=None, deadline=None, print_blob=True)
+settings.load_profile("tfcost")
 
 
 @pytest.fixture

@@ -104,7 +104,7 @@ def estimate(
     from tfcost.report import estimate as run_estimate
     from tfcost.schema import Workload
 
-    workload = Workload(seq_len=seq, batch=batch, dtype=dtype.value, causal=causal)
+    workload = validated(Workload, seq_len=seq, batch=batch, dtype=dtype.value, causal=causal)
     result = run_estimate(load_model(model), workload)
     if output is OutputFormat.json:
         render.print_json(result)
@@ -127,7 +127,7 @@ def compare(
     from tfcost.report import estimate as run_estimate
     from tfcost.schema import Workload
 
-    workload = Workload(seq_len=seq, batch=batch, dtype=dtype.value, causal=causal)
+    workload = validated(Workload, seq_len=seq, batch=batch, dtype=dtype.value, causal=causal)
     results = [run_estimate(load_model(model), workload) for model in models]
     if output is OutputFormat.json:
         render.print_json(results)

@@ -6,11 +6,19 @@ naming the key rather than a silently ignored field.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
 
-from tfcost.units import Dtype
+from tfcost.units import MAX_SIZE, Dtype
+
+# A model or workload size: positive, and at most MAX_SIZE so that no product of sizes outgrows printing.
+Size = Annotated[int, Field(gt=0, le=MAX_SIZE)]
+
+
+def is_size(value: object) -> bool:
+    """Whether a raw value will validate as a Size (an int, not a bool: the schema is strict)."""
+    return type(value) is int and 0 < value <= MAX_SIZE
 
 
 class Frozen(BaseModel):
@@ -39,14 +47,14 @@ class ModelShape(Frozen):
         None, description="the published parameter count this shape must reproduce exactly"
     )
 
-    vocab_size: PositiveInt = Field(description="V: rows of the token embedding")
-    d_model: PositiveInt = Field(description="d: width of the residual stream")
-    n_layers: PositiveInt = Field(description="L: transformer blocks")
-    n_heads: PositiveInt = Field(description="H: query heads")
+    vocab_size: Size = Field(description="V: rows of the token embedding")
+    d_model: Size = Field(description="d: width of the residual stream")
+    n_layers: Size = Field(description="L: transformer blocks")
+    n_heads: Size = Field(description="H: query heads")
     # n_kv_heads and head_dim may be left out of a preset: the "before" validator fills them in.
-    n_kv_heads: PositiveInt = Field(description="key-value heads: H for MHA, 1 for MQA, between for GQA (default H)")
-    head_dim: PositiveInt = Field(description="Q: width of one head (default d_model / n_heads)")
-    d_ff: PositiveInt = Field(description="F: hidden width of the feed-forward block")
+    n_kv_heads: Size = Field(description="key-value heads: H for MHA, 1 for MQA, between for GQA (default H)")
+    head_dim: Size = Field(description="Q: width of one head (default d_model / n_heads)")
+    d_ff: Size = Field(description="F: hidden width of the feed-forward block")
     mlp: Literal["plain", "gated"] = Field(
         description="plain: 2 matrices d->F->d with GELU; gated: 3 matrices (gate, up, down), SwiGLU/GeGLU"
     )
@@ -56,7 +64,7 @@ class ModelShape(Frozen):
     position: Literal["learned", "sinusoidal", "rotary", "alibi", "none"] = Field(
         description="position scheme; only 'learned' has parameters (a max_seq_len x d_model table)"
     )
-    max_seq_len: PositiveInt = Field(description="maximum context the model was built for")
+    max_seq_len: Size = Field(description="maximum context the model was built for")
 
     @model_validator(mode="before")
     @classmethod
@@ -66,12 +74,14 @@ class ModelShape(Frozen):
             return data
         data = dict(data)
         heads, width = data.get("n_heads"), data.get("d_model")
-        if data.get("n_kv_heads") is None and isinstance(heads, int):
-            data["n_kv_heads"] = heads
-        if data.get("head_dim") is None and isinstance(heads, int) and isinstance(width, int) and heads > 0:
-            if width % heads:
+        # When n_heads or d_model is itself wrong, its own error is the one to report: a placeholder of 1 keeps the
+        # derived field from also being called missing or wrong.
+        if data.get("n_kv_heads") is None:
+            data["n_kv_heads"] = heads if is_size(heads) else 1
+        if data.get("head_dim") is None:
+            if is_size(heads) and is_size(width) and width % heads:
                 raise ValueError(f"n_heads ({heads}) must divide d_model ({width}) when head_dim is not given")
-            data["head_dim"] = width // heads
+            data["head_dim"] = width // heads if is_size(heads) and is_size(width) else 1
         return data
 
     @model_validator(mode="after")
@@ -87,8 +97,8 @@ class ModelShape(Frozen):
 class Workload(Frozen):
     """What the model is asked to do: T tokens per sequence, B sequences, stored at a dtype."""
 
-    seq_len: PositiveInt = Field(1024, description="T: tokens per sequence")
-    batch: PositiveInt = Field(1, description="B: sequences")
+    seq_len: Size = Field(1024, description="T: tokens per sequence")
+    batch: Size = Field(1, description="B: sequences")
     dtype: Dtype = Field("bf16", description="storage dtype of the KV cache and score matrix")
     causal: bool = Field(False, description="count only the T(T+1)/2 unmasked score entries in FLOPs")
 
@@ -117,15 +127,15 @@ class TrainingSetup(Frozen):
     """
 
     tokens: PositiveInt = Field(description="D: training tokens (the CLI's default: Chinchilla-optimal, 20 N)")
-    seq_len: PositiveInt = Field(description="T (Korthikanti's s): tokens per sequence")
-    micro_batch: PositiveInt = Field(1, description="b: sequences per GPU per forward/backward pass")
-    gpus: PositiveInt = Field(1, description="GPUs in the run")
+    seq_len: Size = Field(description="T (Korthikanti's s): tokens per sequence")
+    micro_batch: Size = Field(1, description="b: sequences per GPU per forward/backward pass")
+    gpus: Size = Field(1, description="GPUs in the run")
     mfu: float = Field(0.4, gt=0, le=1, description="model FLOPs utilization (PaLM App. B): model FLOP/s / peak")
     zero: Literal[0, 1, 2, 3] = Field(
         0, description="ZeRO stage: 1 shards optimizer states, 2 also gradients, 3 also weights"
     )
-    tp: PositiveInt = Field(1, description="tensor-parallel size t")
-    pp: PositiveInt = Field(1, description="pipeline-parallel size p")
+    tp: Size = Field(1, description="tensor-parallel size t")
+    pp: Size = Field(1, description="pipeline-parallel size p")
     sequence_parallel: bool = Field(False, description="Megatron sequence parallelism (Korthikanti et al. 2022)")
     recompute: Literal["none", "selective", "full"] = Field("none", description="activation recomputation")
     optimizer: Literal["adamw", "adamw-8bit", "sgd"] = Field("adamw", description="sgd means SGD with momentum")
@@ -154,12 +164,12 @@ WeightsDtype = Literal["bf16", "fp16", "fp8", "int8", "int4"]
 class ServingSetup(Frozen):
     """How a model is served: tensor parallel over `gpus`, weight and KV dtypes, the batch and its lengths."""
 
-    gpus: PositiveInt = Field(1, description="GPUs, tensor parallel (each holds 1/gpus of every layer)")
+    gpus: Size = Field(1, description="GPUs, tensor parallel (each holds 1/gpus of every layer)")
     weights_dtype: WeightsDtype = Field("bf16", description="storage dtype of the weights")
     kv_dtype: Dtype = Field("bf16", description="storage dtype of the KV cache")
-    batch: PositiveInt = Field(1, description="B: sequences decoded together")
-    prompt: PositiveInt = Field(2048, description="P: prompt tokens per sequence")
-    generate: PositiveInt = Field(512, description="G: generated tokens per sequence")
+    batch: Size = Field(1, description="B: sequences decoded together")
+    prompt: Size = Field(2048, description="P: prompt tokens per sequence")
+    generate: Size = Field(512, description="G: generated tokens per sequence")
     reserve: float = Field(0.1, ge=0, lt=1, description="fraction of GPU memory kept free")
     compute_efficiency: float = Field(0.7, gt=0, le=1, description="fraction of the peak FLOP/s reached")
     memory_efficiency: float = Field(0.9, gt=0, le=1, description="fraction of the peak bandwidth reached")

@@ -15,6 +15,9 @@ Unit = Literal[
     "count", "flops", "bytes", "flops_per_s", "bytes_per_s", "fraction", "days", "hours", "ms", "usd", "per_s", "text"
 ]
 
+# The largest size tfcost accepts (layers, widths, heads, vocabulary, tokens per sequence, batch): far beyond any
+# model, 10^15 layers still answer, yet every product of a few sizes stays a number printed in an instant.
+MAX_SIZE = 10**18
 GIB = 2**30  # bytes in a gibibyte
 TERA = 10**12  # datasheets give FLOP/s and bytes/s in decimal tera
 
