@@ -45,12 +45,18 @@ def read_yaml_mapping(path: Path) -> dict[str, Any]:
     import yaml
 
     try:
-        if not path.is_file():
-            raise TfcostError(f"{path}: {'is a directory' if path.is_dir() else 'no such file'}")
+        if not path.is_file():  # a directory, or a device or pipe, whose reading would never end or never start
+            kind = "no such file" if not path.exists() else "is a directory" if path.is_dir() else "not a regular file"
+            raise TfcostError(f"{path}: {kind}")
+        too_large = f"is too large for a preset (limit {MAX_PRESET_BYTES:,} bytes)"
         size = path.stat().st_size
         if size > MAX_PRESET_BYTES:
-            raise TfcostError(f"{path}: {size:,} bytes is too large for a preset (limit {MAX_PRESET_BYTES:,})")
-        text = path.read_bytes().decode("utf-8")
+            raise TfcostError(f"{path}: {size:,} bytes {too_large}")
+        with path.open("rb") as handle:  # read no more than the limit, whatever stat said (/proc files say 0)
+            raw = handle.read(MAX_PRESET_BYTES + 1)
+        if len(raw) > MAX_PRESET_BYTES:
+            raise TfcostError(f"{path}: {too_large}")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
         raise TfcostError(f"{path}: not UTF-8 text (byte {error.start})") from None
     except OSError as error:
@@ -60,8 +66,13 @@ def read_yaml_mapping(path: Path) -> dict[str, Any]:
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(error, "problem", None) or type(error).__name__
+        problem = getattr(error, "problem", None) or getattr(error, "reason", None) or type(error).__name__
         raise TfcostError(f"{path}: malformed YAML{where}: {problem}") from None
+    except (ValueError, TypeError, AttributeError) as error:
+        # The safe constructor's own failures, not YAMLErrors: a date such as 2024-13-01 or a 5,000-digit number
+        # (ValueError), a "!!timestamp" that is no date at all (AttributeError).
+        problem = str(error).split(";")[0] if isinstance(error, ValueError) else "a value that does not fit its tag"
+        raise TfcostError(f"{path}: malformed YAML: {problem}") from None
     except RecursionError:
         raise TfcostError(f"{path}: YAML nested too deeply") from None
     if not isinstance(data, dict):
@@ -87,7 +98,11 @@ def load_model_file(path: Path) -> ModelShape:
 
 def load_model(reference: str) -> ModelShape:
     """A preset by name (`gpt2-small`) or a path to a YAML file."""
-    if looks_like_path(reference) or Path(reference).is_file():
+    try:
+        is_file = looks_like_path(reference) or Path(reference).is_file()
+    except OSError:  # a name too long to be a path is not a file either
+        is_file = False
+    if is_file:
         return load_model_file(Path(reference))
     known = model_preset_paths()
     if reference not in known:

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from tfcost import __version__
+from tfcost.errors import TfcostError
 from tfcost.report import SECTIONS, SERVE_SECTIONS, TRAIN_SECTIONS, Estimate, ServeReport, TrainReport
 from tfcost.schema import GpuSpec, ModelShape
 from tfcost.units import Unit, human
@@ -252,9 +253,15 @@ def print_json(payload: BaseModel | Sequence[BaseModel]) -> None:
         document: Any = {"tfcost_version": __version__, **payload.model_dump(mode="json")}
     else:
         document = {"tfcost_version": __version__, "results": [item.model_dump(mode="json") for item in payload]}
-    sys.stdout.write(json.dumps(document, indent=2) + "\n")
+    try:
+        text = json.dumps(document, indent=2, allow_nan=False)
+    except ValueError:  # an extreme option (an efficiency of 1e-320) overflowed a float result to infinity
+        raise TfcostError("a result is not a finite number, which JSON cannot hold; is an option extreme?") from None
+    sys.stdout.write(text + "\n")
 
 
 def print_error(message: str) -> None:
-    """One line on stderr; no rich here so that an error can never fail to print."""
-    sys.stderr.write(f"tfcost: error: {message}\n")
+    """One line on stderr, whatever the message quotes (a key or a name may hold a newline): characters that would
+    not print as themselves are written as escapes. No rich here, so that an error can never fail to print."""
+    line = "".join(char if char.isprintable() else repr(char)[1:-1] for char in message)
+    sys.stderr.write(f"tfcost: error: {line}\n")

@@ -24,7 +24,8 @@ def is_size(value: object) -> bool:
 class Frozen(BaseModel):
     """Base of every schema: immutable, unknown keys refused, no silent str->int coercion."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    # No inf or nan either: no size, fraction or price is infinite, and JSON could not hold one.
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
 
 
 class Biases(Frozen):
