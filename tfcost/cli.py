@@ -1,6 +1,8 @@
-"""The command line: parse, call the core, hand the result to rendering. No arithmetic lives here."""
+"""The command line: parse, call the core, hand the result to rendering. No arithmetic lives here.
 
-from __future__ import annotations
+No `from __future__ import annotations` here: typer would then eval and compile every option's annotation
+string twice on each run (16 ms of start-up with six commands), where real annotations cost nothing.
+"""
 
 import gc
 import os
