@@ -22,7 +22,8 @@ def quantity(label: str, unit: Unit) -> Any:
 
 
 class Section(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    # Validators are built on first use, so a command builds only the reports it prints (estimate: 4 ms less).
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
 
 class ParamsReport(Section):

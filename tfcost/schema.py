@@ -24,8 +24,9 @@ def is_size(value: object) -> bool:
 class Frozen(BaseModel):
     """Base of every schema: immutable, unknown keys refused, no silent str->int coercion."""
 
-    # No inf or nan either: no size, fraction or price is infinite, and JSON could not hold one.
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
+    # No inf or nan either: no size, fraction or price is infinite, and JSON could not hold one. Validators are built
+    # on first use, so a command builds only the schemas it needs.
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False, defer_build=True)
 
 
 class Biases(Frozen):
