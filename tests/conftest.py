@@ -18,7 +18,7 @@ from tfcost.presets import load_model
 from tfcost.schema import ModelShape
 
 # Property tests are derandomized: every run tries the same examples, so CI is repeatable and a failure reproduces.
-# No example database (nothing written outside temporary directories) and no per-example deadline (CI is shared).
+# No example database (a run replays nothing but its seed) and no per-example deadline (CI machines are shared).
 settings.register_profile("tfcost", derandomize=True, database=None, deadline=None, print_blob=True)
 settings.load_profile("tfcost")
 
