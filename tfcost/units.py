@@ -11,10 +11,21 @@ from typing import Literal
 Dtype = Literal["fp32", "fp16", "bf16", "fp8", "int8"]
 DTYPE_BYTES: dict[str, int] = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
 
-Unit = Literal["count", "flops", "bytes"]
+Unit = Literal["count", "flops", "bytes", "ms", "tflops_per_s", "gb_per_s", "fraction", "ratio"]
 
 GIB = 2**30  # bytes in a gibibyte
+GIGA = 10**9  # measured bandwidth is shown in decimal GB/s
 TERA = 10**12  # datasheets give FLOP/s and bytes/s in decimal tera
+
+# Measured quantities carry their unit in their name and label (median_ms, "TFLOP/s"), so a cell is a bare
+# number; bandwidth in decimal GB/s as datasheets quote it.
+MEASURED_FORMATS: dict[str, str] = {
+    "ms": "{:.4g}",
+    "tflops_per_s": "{:.3g}",
+    "gb_per_s": "{:.1f}",
+    "fraction": "{:.1%}",
+    "ratio": "{:.2f}x",
+}
 
 _SI = ["", "k", "M", "G", "T", "P", "E", "Z", "Y", "R", "Q"]
 _IEC = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"]
@@ -48,4 +59,6 @@ def human(value: float, unit: Unit) -> str:
     """A value in its unit's human form: SI for counts and FLOPs, IEC for bytes."""
     if unit == "bytes":
         return iec(value)
+    if unit in MEASURED_FORMATS:  # measured rates and times: already in their unit, shown to 3-4 figures
+        return MEASURED_FORMATS[unit].format(value)
     return si(value, "FLOP" if unit == "flops" else "")
