@@ -58,7 +58,8 @@ TORCH_DTYPES: dict[str, torch.dtype] = {"bf16": torch.bfloat16, "fp16": torch.fl
 # so each repetition starts with Q, K, V in device memory rather than in cache.
 L2_FLUSH_BYTES = 256 * 2**20
 WARMUP_CALLS = 3  # at least: the first calls pay for kernel selection, autotuning and allocation
-WARMUP_SECONDS = 0.025  # then keep warming up to 25 ms, do_bench's default budget
+# Then keep warming up for do_bench's default 25 ms on a GPU; a CPU's thread pool took ~50 ms to settle here.
+WARMUP_SECONDS = {"cuda": 0.025, "cpu": 0.1}
 DEFAULT_REPEATS = {"cuda": 30, "cpu": 10}
 # sdpa's enable_gqa (torch >= 2.5) lets the kernel read K heads; older torch needs K, V expanded to H heads.
 GQA_SUPPORTED = "enable_gqa" in (F.scaled_dot_product_attention.__doc__ or "")
@@ -83,6 +84,11 @@ def attention_step(
         torch.autograd.grad(forward(), (q, k, v), grad_out)
 
     return forward_backward
+
+
+def forced_backend(backend: str) -> contextlib.AbstractContextManager[Any]:
+    """Only `backend` may run inside (sdpa raises rather than fall back); 'auto' leaves torch's choice."""
+    return contextlib.nullcontext() if backend == "auto" else sdpa_kernel(BACKENDS[backend])
 
 
 def make_inputs(
@@ -135,7 +141,7 @@ class Timer:
 
     def warm_up(self, step: Callable[[], Any]) -> None:
         start, calls = time.perf_counter(), 0
-        while calls < WARMUP_CALLS or time.perf_counter() - start < WARMUP_SECONDS:
+        while calls < WARMUP_CALLS or time.perf_counter() - start < WARMUP_SECONDS[self.device]:
             step()
             self.sync()
             calls += 1
@@ -214,10 +220,9 @@ def run_kernel(
     """One backend on one shape: unsupported, out of memory, or timed."""
     q, k, v = inputs
     row = {"seq": seq, "backend": backend, "direction": direction}
-    forced = contextlib.nullcontext() if backend == "auto" else sdpa_kernel(BACKENDS[backend])
     try:
         step = attention_step(q, k, v, causal, backward=direction == "forward+backward")  # allocates dO
-        with forced:
+        with forced_backend(backend):
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 try:  # the first call says whether torch can run this shape at all
@@ -274,7 +279,7 @@ def pick_gpu(device: str, device_name: str, override: str | None, dtype: str, no
 
 
 def describe_timing(device: str, repeats: int) -> str:
-    warm = f"warm-up of at least {WARMUP_CALLS} calls and {WARMUP_SECONDS * 1000:g} ms"
+    warm = f"warm-up of at least {WARMUP_CALLS} calls and {WARMUP_SECONDS[device] * 1000:g} ms"
     if device == "cuda":
         return (
             f"CUDA events around each of {repeats} repetitions, the L2 cache flushed before each "
