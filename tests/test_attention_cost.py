@@ -106,7 +106,6 @@ SETUP = MeasureSetup(
     batch=1,
     dtype="bf16",
     causal=True,
-    repeats=3,
 )
 
 

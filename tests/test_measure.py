@@ -42,11 +42,9 @@ def sweep(**options):
 
 
 @pytest.fixture(scope="module")
-def gpt2_json(request):
+def gpt2_json(tfcost):
     """The issue's command, run once for the module."""
-    from tests.conftest import run_tfcost
-
-    run = run_tfcost("measure", "gpt2-small", "--seq", "128,256", "--device", "cpu", "--format", "json")
+    run = tfcost("measure", "gpt2-small", "--seq", "128,256", "--device", "cpu", "--format", "json")
     assert run.code == 0, run.stderr
     return json.loads(run.stdout)
 

@@ -5,12 +5,15 @@ from __future__ import annotations
 import os
 import sys
 from enum import StrEnum
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
 from tfcost import __version__
 from tfcost.errors import TfcostError
+
+if TYPE_CHECKING:
+    from tfcost.schema import AttentionShape
 
 app = typer.Typer(
     name="tfcost",
@@ -166,7 +169,7 @@ def parse_seq_list(text: str) -> list[int]:
     return list(dict.fromkeys(int(item) for item in items))
 
 
-def attention_shape(model: str | None, heads: int | None, kv_heads: int | None, head_dim: int | None) -> Any:
+def attention_shape(model: str | None, heads: int | None, kv_heads: int | None, head_dim: int | None) -> AttentionShape:
     """The shape to time: the model preset's, with any of --heads/--kv-heads/--head-dim overriding it."""
     from pydantic import ValidationError
 

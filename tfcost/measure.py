@@ -303,7 +303,10 @@ def run(
     gpu: str | None,
     progress: Callable[[int], contextlib.AbstractContextManager[Callable[[str], None]]],
 ) -> MeasureReport:
-    """The sweep: every sequence length, direction and backend, each a row whatever happens to it."""
+    """The sweep: every sequence length, direction and backend, each a row whatever happens to it.
+
+    `progress(total)` is a context manager giving a function that is called with each step's label as it starts
+    (render.progress draws it on stderr)."""
     notes: list[str] = []
     device = pick_device(device, notes)
     device_name = (
@@ -315,13 +318,13 @@ def run(
     if shape.kv_heads != shape.heads and not GQA_SUPPORTED:
         notes.append(f"torch {torch.__version__} has no enable_gqa: K and V expanded to {shape.heads} heads")
     repeats = repeats or DEFAULT_REPEATS[device]
-    setup = MeasureSetup(model=model, shape=shape, batch=batch, dtype=dtype, causal=causal, repeats=repeats)
+    setup = MeasureSetup(model=model, shape=shape, batch=batch, dtype=dtype, causal=causal)
     directions: list[Direction] = ["forward", "forward+backward"] if backward else ["forward"]
 
     torch.manual_seed(0)
     timer = Timer(device)
     runs: list[KernelRun] = []
-    with progress(len(seqs) * len(directions) * len(backends)) as advance:
+    with progress(len(seqs) * len(directions) * len(backends)) as begin:
         for seq in seqs:
             for direction in directions:
                 try:
@@ -333,12 +336,12 @@ def run(
                     for backend in backends:
                         runs.append(KernelRun(seq=seq, backend=backend, backend_ran=None, direction=direction,
                                               status="oom", reason=reason))  # fmt: skip
-                        advance(f"T={seq} {direction} {backend}")
+                        begin(f"T={seq} {direction} {backend}")
                     continue
                 for backend in backends:
+                    begin(f"T={seq} {direction} {backend}")
                     runs.append(run_kernel(timer, backend, inputs, seq, causal, direction, repeats))
                     free_memory(device)
-                    advance(f"T={seq} {direction} {backend}")
                 del inputs
                 free_memory(device)
     return MeasureReport(

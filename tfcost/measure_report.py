@@ -61,7 +61,6 @@ class MeasureSetup(BaseModel):
     batch: int
     dtype: MeasureDtype
     causal: bool
-    repeats: int
 
 
 class Measurement(Section):

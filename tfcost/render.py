@@ -244,11 +244,16 @@ def progress(total: int) -> Iterator[Callable[[str], None]]:
     err = Console(file=sys.stderr)
     with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:
         task = bar.add_task("measuring", total=total)
+        started = 0
 
-        def advance(label: str) -> None:
-            bar.update(task, advance=1, description=label)
+        def begin(label: str) -> None:
+            """Name the step starting now; the steps before it are done."""
+            nonlocal started
+            bar.update(task, completed=started, description=label)
+            started += 1
 
-        yield advance
+        yield begin
+        bar.update(task, completed=total)
 
 
 def print_json(payload: BaseModel | Sequence[BaseModel]) -> None:
