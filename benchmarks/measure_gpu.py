@@ -8,6 +8,16 @@ triton.testing.do_bench, and print one table setting them side by side with Flas
 Run from the repository root, with a python that has torch (and triton for do_bench) and tfcost's dependencies
 (typer, rich, pydantic, pyyaml); tfcost itself is imported from the checkout. Writes measure_gpu.json to --out,
 or to $OUT when set. Agreement is tfcost's median over do_bench's median, minus one; the aim is within 5%.
+
+On the lent H200 machine (python3 there has torch, triton, typer, rich and pyyaml, but no pydantic), carry
+pydantic as wheels, made here in the repository root:
+    echo /.whl/ >> .git/info/exclude
+    python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+        --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d .whl \
+        pydantic==2.14.4 pydantic-core==2.50.5 annotated-types==0.8.0 typing-inspection==0.4.5
+and run, with carry [".whl"] and a timeout of about 540 s (the sweep takes a few minutes):
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
+        && PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 python3 benchmarks/measure_gpu.py
 """
 
 from __future__ import annotations
