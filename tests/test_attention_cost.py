@@ -158,3 +158,13 @@ def test_attention_shape_refuses_uneven_groups():
         AttentionShape(heads=12, kv_heads=5, head_dim=64)
     llama = load_model("llama-3-8b")
     assert AttentionShape(heads=llama.n_heads, kv_heads=llama.n_kv_heads, head_dim=llama.head_dim).kv_heads == 8
+
+
+def test_measured_units_print_as_bare_numbers_labelled_by_their_column():
+    from tfcost.units import human
+
+    assert human(1.23456, "ms") == "1.235"
+    assert human(352.123, "tflops_per_s") == "352"
+    assert human(0.7474, "fraction") == "74.7%"
+    assert human(3.2, "ratio") == "3.20x"
+    assert human(4321.06, "gb_per_s") == "4321.1"

@@ -220,7 +220,8 @@ def measure(
     ] = None,
     heads: Annotated[int | None, typer.Option("--heads", min=1, help="Query heads (overrides the model).")] = None,
     kv_heads: Annotated[
-        int | None, typer.Option("--kv-heads", min=1, help="Key-value heads [default: the model's, else --heads].")
+        int | None,
+        typer.Option("--kv-heads", min=1, help="Key-value heads [default: --heads if given, else the model's]."),
     ] = None,
     head_dim: Annotated[int | None, typer.Option("--head-dim", min=1, help="Head dimension.")] = None,
     output: Annotated[MeasureFormat, typer.Option("--format", "-f", help="table, json or csv.")] = (
