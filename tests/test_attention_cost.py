@@ -168,3 +168,20 @@ def test_measured_units_print_as_bare_numbers_labelled_by_their_column():
     assert human(0.7474, "fraction") == "74.7%"
     assert human(3.2, "ratio") == "3.20x"
     assert human(4321.06, "gb_per_s") == "4321.1"
+
+
+def test_measure_table_prints_torch_reasons_verbatim(capsys):
+    from tfcost.measure_report import MeasureReport
+    from tfcost.render import measure_table
+
+    reason = "[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory"
+    rows = [
+        KernelRun(seq=4096, backend="math", backend_ran=None, direction="forward", status="oom", reason=reason),
+        KernelRun(seq=4096, backend="flash", backend_ran="flash", direction="forward", status="ok", samples_ms=[2.0]),
+    ]
+    report = MeasureReport(device="cpu", device_name="CPU [test]", gpu=None, torch_version="2.13.0", model=None,
+                           timing="wall clock", measurements=[measurement(r, SETUP, None) for r in rows])  # fmt: skip
+    measure_table(report)
+    out = capsys.readouterr().out
+    assert f"[1] math: {reason}" in " ".join(out.split())
+    assert "on CPU [test]" in out and "oom" in out and "auto" not in out

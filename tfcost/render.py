@@ -178,6 +178,7 @@ def measured_cell(row: Measurement, name: str) -> str:
 
 def measure_table(report: MeasureReport) -> None:
     from rich.box import SIMPLE_HEAD
+    from rich.markup import escape
     from rich.table import Table
 
     first = report.measurements[0]
@@ -185,7 +186,7 @@ def measure_table(report: MeasureReport) -> None:
     shape = f"B={first.batch}, H={first.heads} (kv {first.kv_heads}), Q={first.head_dim}, {first.dtype}, {mask}"
     where = report.device_name + (f" [{report.gpu}]" if report.gpu else "")
     table = Table(
-        title=f"{report.model or 'attention'}: {shape} on {where}",
+        title=escape(f"{report.model or 'attention'}: {shape} on {where}"),
         title_justify="left",
         box=SIMPLE_HEAD,
         pad_edge=False,
@@ -208,17 +209,22 @@ def measure_table(report: MeasureReport) -> None:
             who = reasons.setdefault(row.reason or row.status, [])
             who.extend([] if row.backend in who else [row.backend])
             cells[:2] = [row.status, f"[{list(reasons).index(row.reason or row.status) + 1}]"]
-        table.add_row(f"{row.seq:,}", "fwd" if row.direction == "forward" else "fwd+bwd", backend, *cells)
+        cells = [f"{row.seq:,}", "fwd" if row.direction == "forward" else "fwd+bwd", backend, *cells]
+        table.add_row(*(escape(cell) for cell in cells))
     problems = [f"[{n}] {', '.join(who)}: {reason}" for n, (reason, who) in enumerate(reasons.items(), 1)]
     out = console()
     out.print(table)
-    for line in [*problems, *report.notes]:
-        out.print(line)
-    out.print(f"FLOPs: {report.flop_convention}.")
-    out.print(f"Bytes: {report.bytes_convention}.")
-    out.print(f"Memory: {report.memory_convention}.")
-    out.print(f"Timing: {report.timing}. torch {report.torch_version}.")
-    out.print("--format json or csv adds the bytes moved, the achieved bandwidth and the roofline time.")
+    # torch's words may hold brackets ("[enforce fail at alloc_cpu.cpp:127]") that rich would read as markup.
+    for line in [
+        *problems,
+        *report.notes,
+        f"FLOPs: {report.flop_convention}.",
+        f"Bytes: {report.bytes_convention}.",
+        f"Memory: {report.memory_convention}.",
+        f"Timing: {report.timing}. torch {report.torch_version}.",
+        "--format json or csv adds the bytes moved, the achieved bandwidth and the roofline time.",
+    ]:
+        out.print(escape(line))
 
 
 def print_csv(rows: Sequence[dict[str, Any]]) -> None:
