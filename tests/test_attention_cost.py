@@ -163,7 +163,7 @@ def test_attention_shape_refuses_uneven_groups():
 def test_measured_units_print_as_bare_numbers_labelled_by_their_column():
     from tfcost.units import human
 
-    assert human(1.23456, "ms") == "1.235"
+    assert human(1.23456, "kernel_ms") == "1.235"
     assert human(352.123, "tflops_per_s") == "352"
     assert human(0.7474, "fraction") == "74.7%"
     assert human(3.2, "ratio") == "3.20x"

@@ -79,15 +79,15 @@ class Measurement(Section):
     status: Status
     reason: str | None
     repeats: int
-    median_ms: float | None = quantity("median ms", "ms")
-    p10_ms: float | None = quantity("p10 ms", "ms")
-    p90_ms: float | None = quantity("p90 ms", "ms")
+    median_ms: float | None = quantity("median ms", "kernel_ms")
+    p10_ms: float | None = quantity("p10 ms", "kernel_ms")
+    p90_ms: float | None = quantity("p90 ms", "kernel_ms")
     flops: int = quantity("FLOPs", "flops")
     tflops_per_s: float | None = quantity("TFLOP/s", "tflops_per_s")
     peak_fraction: float | None = quantity("of peak", "fraction")
     bytes_moved: int = quantity("min. bytes moved", "bytes")
     bandwidth_gb_per_s: float | None = quantity("GB/s", "gb_per_s")
-    roofline_ms: float | None = quantity("roofline ms", "ms")
+    roofline_ms: float | None = quantity("roofline ms", "kernel_ms")
     roofline_ratio: float | None = quantity("x roofline", "ratio")
     compute_bound: bool | None = Field(description="the roofline says compute-bound (null without a GPU spec)")
     peak_memory_bytes: int | None = quantity("peak mem", "bytes")

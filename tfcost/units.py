@@ -11,21 +11,14 @@ from typing import Literal
 Dtype = Literal["fp32", "fp16", "bf16", "fp8", "int8"]
 DTYPE_BYTES: dict[str, int] = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
 
-Unit = Literal["count", "flops", "bytes", "ms", "tflops_per_s", "gb_per_s", "fraction", "ratio"]
+Unit = Literal[
+    "count", "flops", "bytes", "flops_per_s", "bytes_per_s", "fraction", "days", "hours", "ms", "usd", "per_s", "text",
+    "kernel_ms", "tflops_per_s", "gb_per_s", "ratio",
+]  # fmt: skip
 
 GIB = 2**30  # bytes in a gibibyte
 GIGA = 10**9  # measured bandwidth is shown in decimal GB/s
 TERA = 10**12  # datasheets give FLOP/s and bytes/s in decimal tera
-
-# Measured quantities carry their unit in their name and label (median_ms, "TFLOP/s"), so a cell is a bare
-# number; bandwidth in decimal GB/s as datasheets quote it.
-MEASURED_FORMATS: dict[str, str] = {
-    "ms": "{:.4g}",
-    "tflops_per_s": "{:.3g}",
-    "gb_per_s": "{:.1f}",
-    "fraction": "{:.1%}",
-    "ratio": "{:.2f}x",
-}
 
 _SI = ["", "k", "M", "G", "T", "P", "E", "Z", "Y", "R", "Q"]
 _IEC = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"]
@@ -55,10 +48,66 @@ def iec(num_bytes: float) -> str:
     return f"{scaled:.2f} {_IEC[step]}"
 
 
-def human(value: float, unit: Unit) -> str:
-    """A value in its unit's human form: SI for counts and FLOPs, IEC for bytes."""
+def ceil_div(numerator: int, denominator: int) -> int:
+    """Whole units per share, rounding up: a shard of bytes that does not divide evenly still needs its last byte."""
+    return -(-numerator // denominator)
+
+
+def human(value: float | str | bool, unit: Unit) -> str:
+    """A value in its unit's human form: SI for counts and FLOPs, IEC for bytes, decimal B/s for bandwidth
+    (as datasheets give it), and plain forms for times, money and fractions."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, str):
+        return value
     if unit == "bytes":
         return iec(value)
-    if unit in MEASURED_FORMATS:  # measured rates and times: already in their unit, shown to 3-4 figures
-        return MEASURED_FORMATS[unit].format(value)
+    plain = {
+        "flops_per_s": lambda v: si(v, "FLOP/s"),
+        "bytes_per_s": lambda v: si(v, "B/s"),
+        "fraction": lambda v: f"{v:.1%}",
+        "days": lambda v: f"{v:,.2f} days",
+        "hours": lambda v: f"{v:,.0f} h",
+        "ms": lambda v: f"{v:,.2f} ms",
+        "usd": lambda v: f"${v:,.0f}",
+        "per_s": lambda v: f"{v:,.0f} /s",
+        "text": str,
+        # measure's table: bare numbers under a label that says the unit ("median ms", "TFLOP/s", "GB/s"), to
+        # 3-4 figures since a kernel may take 0.05 ms; bandwidth in decimal GB/s as datasheets quote it
+        "kernel_ms": lambda v: f"{v:.4g}",
+        "tflops_per_s": lambda v: f"{v:.3g}",
+        "gb_per_s": lambda v: f"{v:.1f}",
+        "ratio": lambda v: f"{v:.2f}x",
+    }
+    if unit in plain:
+        return plain[unit](value)
     return si(value, "FLOP" if unit == "flops" else "")
+
+
+MAX_COUNT = 10**30  # far beyond any training run, small enough to stay instant
+_COUNT_SUFFIXES = {"k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
+
+
+def parse_count(text: str) -> int:
+    """A positive whole count as people write it: 300000000000, 300_000_000_000, 3e11, 300B, 1.4T, 160.6b.
+
+    Raises ValueError naming the text when it is not a positive whole number.
+    """
+    from decimal import Decimal, InvalidOperation
+
+    cleaned = text.strip().replace("_", "").replace(",", "")
+    scale = _COUNT_SUFFIXES.get(cleaned[-1:].lower(), 1) if cleaned[-1:].isalpha() else 1
+    digits = cleaned[:-1] if scale != 1 else cleaned
+    try:
+        value = Decimal(digits) * scale
+    except InvalidOperation:
+        raise ValueError(f"'{text}' is not a count (try 300000000000, 3e11 or 300B)") from None
+    except ArithmeticError:  # decimal.Overflow: an exponent beyond any count
+        raise ValueError(f"'{text}' is larger than {MAX_COUNT:.0e}") from None
+    if not value.is_finite() or value <= 0:
+        raise ValueError(f"'{text}' is not a positive whole number")
+    if value > MAX_COUNT:  # checked before int() so that 1e999999 cannot build a million-digit integer
+        raise ValueError(f"'{text}' is larger than {MAX_COUNT:.0e}")
+    if value != value.to_integral_value():
+        raise ValueError(f"'{text}' is not a whole number")
+    return int(value)
