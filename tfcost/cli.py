@@ -15,6 +15,8 @@ from tfcost.errors import TfcostError
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from tfcost.schema import AttentionShape
+
 BaseModelT = TypeVar("BaseModelT", bound="BaseModel")
 
 app = typer.Typer(
@@ -328,6 +330,131 @@ def serve(
         render.print_json(result)
     else:
         render.serve_table(result)
+
+
+class MeasureFormat(StrEnum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+class MeasureDtypeChoice(StrEnum):
+    bf16 = "bf16"
+    fp16 = "fp16"
+    fp32 = "fp32"
+
+
+class BackendChoice(StrEnum):
+    auto = "auto"
+    flash = "flash"
+    efficient = "efficient"
+    cudnn = "cudnn"
+    math = "math"
+    all = "all"
+
+
+class DeviceChoice(StrEnum):
+    auto = "auto"
+    cuda = "cuda"
+    cpu = "cpu"
+
+
+def parse_seq_list(text: str) -> list[int]:
+    """'1024,2048' -> [1024, 2048]; anything else is a usage error naming --seq."""
+    from tfcost.errors import UsageError
+
+    items = [item.strip() for item in text.split(",")]
+    if not all(item.isdigit() and int(item) > 0 for item in items):
+        raise UsageError(f"--seq: expected positive integers separated by commas, got '{text}'")
+    return list(dict.fromkeys(int(item) for item in items))
+
+
+def attention_shape(model: str | None, heads: int | None, kv_heads: int | None, head_dim: int | None) -> AttentionShape:
+    """The shape to time: the model preset's, with any of --heads/--kv-heads/--head-dim overriding it."""
+    from pydantic import ValidationError
+
+    from tfcost.errors import UsageError, describe_validation_error
+    from tfcost.presets import load_model
+    from tfcost.schema import AttentionShape
+
+    if model is None and (heads is None or head_dim is None):
+        raise UsageError("give a MODEL preset, or the shape with --heads and --head-dim (and --kv-heads for GQA)")
+    base = load_model(model) if model else None
+    heads = heads or (base.n_heads if base else None)
+    chosen = {
+        "heads": heads,
+        "kv_heads": kv_heads or (base.n_kv_heads if base and heads == base.n_heads else heads),
+        "head_dim": head_dim or (base.head_dim if base else None),
+    }
+    try:
+        return AttentionShape(**chosen)
+    except ValidationError as error:
+        raise UsageError(describe_validation_error(error)) from None
+
+
+@app.command()
+def measure(
+    model: Annotated[
+        str | None, typer.Argument(help="A preset or YAML path giving the attention shape; or use --heads.")
+    ] = None,
+    seq: Annotated[str, typer.Option("--seq", "-T", help="Sequence lengths, comma-separated.")] = "1024,2048,4096",
+    batch: Batch = 1,
+    dtype: Annotated[MeasureDtypeChoice, typer.Option("--dtype", help="Element type of Q, K, V.")] = (
+        MeasureDtypeChoice.bf16
+    ),
+    causal: Annotated[
+        bool, typer.Option("--causal/--no-causal", help="Causal mask (equal query and key lengths).")
+    ] = False,
+    backward: Annotated[bool, typer.Option("--backward", help="Time forward+backward too.")] = False,
+    backend: Annotated[BackendChoice, typer.Option("--backend", help="SDPA backend to force; all: each.")] = (
+        BackendChoice.auto
+    ),
+    device: Annotated[DeviceChoice, typer.Option("--device", help="auto: CUDA if torch sees one.")] = (
+        DeviceChoice.auto
+    ),
+    repeats: Annotated[
+        int | None, typer.Option("--repeats", min=1, help="Timed repetitions [default: 30 on CUDA, 10 on CPU].")
+    ] = None,
+    gpu: Annotated[
+        str | None, typer.Option("--gpu", help="GPU spec to compare with (see `tfcost gpus`) [default: detected].")
+    ] = None,
+    heads: Annotated[int | None, typer.Option("--heads", min=1, help="Query heads (overrides the model).")] = None,
+    kv_heads: Annotated[
+        int | None,
+        typer.Option("--kv-heads", min=1, help="Key-value heads [default: --heads if given, else the model's]."),
+    ] = None,
+    head_dim: Annotated[int | None, typer.Option("--head-dim", min=1, help="Head dimension.")] = None,
+    output: Annotated[MeasureFormat, typer.Option("--format", "-f", help="table, json or csv.")] = (
+        MeasureFormat.table
+    ),
+) -> None:
+    """Time torch's scaled_dot_product_attention here and set it beside the estimate (needs tfcost[measure])."""
+    from tfcost import render
+
+    shape = attention_shape(model, heads, kv_heads, head_dim)
+    seqs = parse_seq_list(seq)
+    from tfcost import measure as measure_module  # torch is imported here, and only here
+
+    report = measure_module.run(
+        model=model,
+        shape=shape,
+        seqs=seqs,
+        batch=batch,
+        dtype=dtype.value,
+        causal=causal,
+        backward=backward,
+        backends=measure_module.BACKEND_CHOICES if backend is BackendChoice.all else [backend.value],
+        device=device.value,
+        repeats=repeats,
+        gpu=gpu,
+        progress=render.progress,
+    )
+    if output is MeasureFormat.json:
+        render.print_json(report)
+    elif output is MeasureFormat.csv:
+        render.measure_csv(report)
+    else:
+        render.measure_table(report)
 
 
 def fail(message: str, exit_code: int) -> NoReturn:

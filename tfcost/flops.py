@@ -22,6 +22,26 @@ def score_entries(seq_len: int, causal: bool) -> int:
     return seq_len * (seq_len + 1) // 2 if causal else seq_len * seq_len
 
 
+def attention_matmul_flops(batch: int, heads: int, seq_len: int, head_dim: int, causal: bool) -> int:
+    """One of attention's two matmuls, QK^T or PV, over B sequences and H query heads: each computed score entry
+    is a length-Q dot product (QK^T) and weights one length-Q value row (PV), so 2*B*H*entries*Q. Paid per query
+    head, also under GQA/MQA (every source in formulas-and-specs.md §1.12 counts it so)."""
+    return 2 * batch * heads * score_entries(seq_len, causal) * head_dim
+
+
+def attention_forward_flops(batch: int, heads: int, seq_len: int, head_dim: int, causal: bool) -> int:
+    """One attention kernel's forward pass: QK^T and PV, 4*B*H*T^2*Q, as FlashAttention-2 counts it (Dao 2023,
+    §4.1; benchmarks/benchmark_flash_attention.py). Causal: the exact T(T+1)/2 triangle, where FA halves T^2."""
+    return 2 * attention_matmul_flops(batch, heads, seq_len, head_dim, causal)
+
+
+def attention_backward_flops(batch: int, heads: int, seq_len: int, head_dim: int, causal: bool) -> int:
+    """The kernel's backward pass: 5 matmuls of the forward's size (QK^T recomputed, then dV, dP, dQ, dK), so
+    2.5x forward, FlashAttention-2's convention (Dao 2023, §4.1: "2 matmuls in the forward pass and 5 matmuls in
+    the backward pass, due to recomputation"), not the 2x of a whole model's backward."""
+    return 5 * attention_matmul_flops(batch, heads, seq_len, head_dim, causal)
+
+
 def six_n_flops_per_token(shape: ModelShape) -> int:
     """Training FLOPs per token, 6N with N the non-embedding parameters: 2N forward + 4N backward
     (Kaplan et al. 2020, §2.1)."""
@@ -43,8 +63,7 @@ def forward_flops_breakdown(shape: ModelShape, seq_len: int, causal: bool = Fals
     """
     t, d, layers = seq_len, shape.d_model, shape.n_layers
     q_width, kv_width = shape.n_heads * shape.head_dim, shape.n_kv_heads * shape.head_dim
-    # Each score entry is a length-Q dot product (QK^T) and weights one length-Q value row (AV).
-    per_score_matmul = 2 * shape.n_heads * score_entries(t, causal) * shape.head_dim
+    per_score_matmul = attention_matmul_flops(1, shape.n_heads, t, shape.head_dim, causal)
     mlp_matrices = 3 if shape.mlp == "gated" else 2
     return {
         "attention/qkv": layers * matmul_flops(t, d, q_width + 2 * kv_width),

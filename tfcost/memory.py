@@ -26,11 +26,62 @@ def score_matrix_entries_per_head(seq_len: int) -> int:
     return seq_len * seq_len
 
 
+def attention_scores_bytes(batch: int, heads: int, seq_len: int, dtype: Dtype) -> int:
+    """One attention call's B*H*T^2 scores, if materialized at `dtype` (the non-fused, math path)."""
+    return batch * heads * score_matrix_entries_per_head(seq_len) * DTYPE_BYTES[dtype]
+
+
 def score_matrix_bytes_per_layer(shape: ModelShape, seq_len: int, batch: int, dtype: Dtype) -> int:
     """The B*H*T^2 scores of one layer, if materialized at `dtype` (what fused kernels avoid)."""
-    return batch * shape.n_heads * score_matrix_entries_per_head(seq_len) * DTYPE_BYTES[dtype]
+    return attention_scores_bytes(batch, shape.n_heads, seq_len, dtype)
 
 
 def score_matrix_bytes(shape: ModelShape, seq_len: int, batch: int, dtype: Dtype) -> int:
     """Score matrices of every layer, if all were materialized at once."""
     return shape.n_layers * score_matrix_bytes_per_layer(shape, seq_len, batch, dtype)
+
+
+def attention_tensor_bytes(batch: int, heads: int, seq_len: int, head_dim: int, dtype: Dtype) -> int:
+    """One (B, heads, T, Q) attention input or output at `dtype`: Q and O have H heads, K and V have K heads."""
+    return batch * heads * seq_len * head_dim * DTYPE_BYTES[dtype]
+
+
+def attention_io_bytes(
+    batch: int, heads: int, kv_heads: int, seq_len: int, head_dim: int, dtype: Dtype, backward: bool
+) -> int:
+    """The least an attention kernel can move to and from device memory, every tensor touched once (the roofline
+    model's compulsory traffic, Williams et al. 2009): the forward reads Q, K, V and writes O; the backward
+    also reads dO and writes dQ, dK, dV, so forward+backward moves twice the forward. Under GQA, K, V, dK and dV
+    have K heads. Left out: the fp32 log-sum-exp fused kernels keep (B*H*T*4 bytes) and the re-reads of
+    Q, K, V, O that a separate backward kernel makes (FlashAttention-2 §3.1.2, Dao 2023)."""
+    q_bytes = attention_tensor_bytes(batch, heads, seq_len, head_dim, dtype)
+    kv_bytes = attention_tensor_bytes(batch, kv_heads, seq_len, head_dim, dtype)
+    forward = 2 * q_bytes + 2 * kv_bytes
+    return 2 * forward if backward else forward
+
+
+def attention_peak_memory_bytes(
+    batch: int,
+    heads: int,
+    kv_heads: int,
+    seq_len: int,
+    head_dim: int,
+    dtype: Dtype,
+    materialized: bool,
+    backward: bool,
+) -> int:
+    """A lower-bound estimate of what one attention call allocates on top of its inputs Q, K, V: the output O
+    (and dQ, dK, dV with the backward pass), plus
+    - materialized (the math backend): the B*H*T^2 scores at `dtype`, quadratic in T (and the same again for
+      their gradient dP in backward);
+    - fused (flash, memory-efficient, cuDNN): one fp32 log-sum-exp per query row, B*H*T*4 bytes, linear in T
+      (FlashAttention-2, Algorithm 1, Dao 2023).
+    The math path's temporaries (softmax copy, an upcast, the mask) come on top, so it allocates more."""
+    o_bytes = attention_tensor_bytes(batch, heads, seq_len, head_dim, dtype)
+    kv_bytes = attention_tensor_bytes(batch, kv_heads, seq_len, head_dim, dtype)
+    outputs = o_bytes + (o_bytes + 2 * kv_bytes if backward else 0)  # O; then dQ (like O), dK, dV
+    if materialized:
+        scores = attention_scores_bytes(batch, heads, seq_len, dtype)
+        return outputs + (2 * scores if backward else scores)
+    log_sum_exp = attention_tensor_bytes(batch, heads, seq_len, 1, "fp32")
+    return outputs + log_sum_exp

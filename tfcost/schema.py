@@ -19,6 +19,15 @@ class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
 
+def check_kv_groups(heads: int, kv_heads: int, heads_name: str, kv_heads_name: str) -> None:
+    """Grouped-query attention: each key-value head serves a whole group of query heads."""
+    if kv_heads > heads or heads % kv_heads:
+        raise ValueError(
+            f"{kv_heads_name} ({kv_heads}) must divide {heads_name} ({heads}): "
+            "each key-value head serves a whole group of query heads"
+        )
+
+
 class Biases(Frozen):
     """Which linear layers carry a bias vector (GPT-2: all three; Llama: none; Qwen2: qkv only)."""
 
@@ -76,11 +85,7 @@ class ModelShape(Frozen):
 
     @model_validator(mode="after")
     def _check_groups(self) -> ModelShape:
-        if self.n_kv_heads > self.n_heads or self.n_heads % self.n_kv_heads:
-            raise ValueError(
-                f"n_kv_heads ({self.n_kv_heads}) must divide n_heads ({self.n_heads}): "
-                "each key-value head serves a whole group of query heads"
-            )
+        check_kv_groups(self.n_heads, self.n_kv_heads, "n_heads", "n_kv_heads")
         return self
 
 
@@ -91,6 +96,19 @@ class Workload(Frozen):
     batch: PositiveInt = Field(1, description="B: sequences")
     dtype: Dtype = Field("bf16", description="storage dtype of the KV cache and score matrix")
     causal: bool = Field(False, description="count only the T(T+1)/2 unmasked score entries in FLOPs")
+
+
+class AttentionShape(Frozen):
+    """One attention call as `tfcost measure` times it: H query heads, K key-value heads, head width Q."""
+
+    heads: PositiveInt = Field(description="H: query heads")
+    kv_heads: PositiveInt = Field(description="K: key-value heads (H for MHA, 1 for MQA)")
+    head_dim: PositiveInt = Field(description="Q: width of one head")
+
+    @model_validator(mode="after")
+    def _check_groups(self) -> AttentionShape:
+        check_kv_groups(self.heads, self.kv_heads, "heads", "kv_heads")
+        return self
 
 
 class GpuSpec(Frozen):
