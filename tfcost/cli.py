@@ -58,6 +58,28 @@ Causal = Annotated[
 ]
 FormatOption = Annotated[OutputFormat, typer.Option("--format", "-f", help="table for people, json for scripts.")]
 
+# The model options, shared by every command that takes a model: pass all three to presets.resolve_model.
+ModelArgument = Annotated[
+    str | None,
+    typer.Argument(
+        help="A preset name (see `tfcost list`), a YAML preset file, or a Hugging Face config.json path.",
+        show_default=False,
+    ),
+]
+ConfigOption = Annotated[
+    str | None,
+    typer.Option("--config", metavar="PATH", help="A local Hugging Face config.json to read instead of MODEL."),
+]
+SetOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        metavar="KEY=VALUE",
+        help="Override a model field, validated like a preset: n_kv_heads=16, bias.qkv=true, "
+        "moe.experts_per_token=4 (repeatable).",
+    ),
+]
+
 
 @app.command("list")
 def list_presets() -> None:
@@ -85,7 +107,9 @@ def gpus(output: FormatOption = OutputFormat.table) -> None:
 
 @app.command()
 def estimate(
-    model: Annotated[str, typer.Argument(help="A preset name (see `tfcost list`) or a path to a YAML file.")],
+    model: ModelArgument = None,
+    config: ConfigOption = None,
+    overrides: SetOption = None,
     seq: Seq = 1024,
     batch: Batch = 1,
     dtype: DtypeOption = DtypeChoice.bf16,
@@ -94,12 +118,12 @@ def estimate(
 ) -> None:
     """Parameters, FLOPs, KV cache and score-matrix size of one model."""
     from tfcost import render
-    from tfcost.presets import load_model
+    from tfcost.presets import resolve_model
     from tfcost.report import estimate as run_estimate
     from tfcost.schema import Workload
 
     workload = Workload(seq_len=seq, batch=batch, dtype=dtype.value, causal=causal)
-    result = run_estimate(load_model(model), workload)
+    result = run_estimate(resolve_model(model, config, overrides or ()), workload)
     if output is OutputFormat.json:
         render.print_json(result)
     else:
@@ -108,25 +132,52 @@ def estimate(
 
 @app.command()
 def compare(
-    models: Annotated[list[str], typer.Argument(help="Two or more preset names or YAML paths.")],
+    models: Annotated[
+        list[str] | None, typer.Argument(help="Preset names, YAML preset files or config.json paths.")
+    ] = None,
+    configs: Annotated[
+        list[str] | None,
+        typer.Option("--config", metavar="PATH", help="A Hugging Face config.json to add as a column (repeatable)."),
+    ] = None,
+    overrides: SetOption = None,
     seq: Seq = 1024,
     batch: Batch = 1,
     dtype: DtypeOption = DtypeChoice.bf16,
     causal: Causal = False,
     output: FormatOption = OutputFormat.table,
 ) -> None:
-    """The same quantities for several models, side by side."""
+    """The same quantities for several models, side by side (--set applies to each)."""
     from tfcost import render
-    from tfcost.presets import load_model
+    from tfcost.errors import UsageError
+    from tfcost.presets import resolve_model
     from tfcost.report import estimate as run_estimate
     from tfcost.schema import Workload
 
+    sources = [(model, None) for model in models or ()] + [(None, path) for path in configs or ()]
+    if not sources:
+        raise UsageError("give the models to compare: preset names, YAML or config.json paths, or --config PATH")
     workload = Workload(seq_len=seq, batch=batch, dtype=dtype.value, causal=causal)
-    results = [run_estimate(load_model(model), workload) for model in models]
+    results = [run_estimate(resolve_model(model, path, overrides or ()), workload) for model, path in sources]
     if output is OutputFormat.json:
         render.print_json(results)
     else:
         render.compare_table(results)
+
+
+@app.command("import")
+def import_config(
+    model: ModelArgument = None,
+    config: ConfigOption = None,
+    overrides: SetOption = None,
+) -> None:
+    """Print the preset YAML equivalent to a Hugging Face config.json (or any model source), to stdout.
+
+    `tfcost import config.json > my-model.yaml` writes a preset that `tfcost estimate my-model.yaml` reads.
+    """
+    from tfcost import render
+    from tfcost.presets import resolve_model
+
+    render.print_preset_yaml(resolve_model(model, config, overrides or ()))
 
 
 def fail(message: str, exit_code: int) -> NoReturn:

@@ -162,6 +162,20 @@ def print_json(payload: BaseModel | Sequence[BaseModel]) -> None:
     sys.stdout.write(json.dumps(document, indent=2) + "\n")
 
 
+def print_preset_yaml(shape: ModelShape) -> None:
+    """A model as a preset file: every field that differs from its default, in schema order."""
+    import yaml
+
+    class PresetDumper(yaml.SafeDumper):
+        """Mappings as blocks, lists of layer indices on one line, as the shipped presets are written."""
+
+    PresetDumper.add_representer(
+        list, lambda dumper, items: dumper.represent_sequence("tag:yaml.org,2002:seq", items, flow_style=True)
+    )
+    document = shape.model_dump(mode="json", exclude_defaults=True)
+    sys.stdout.write(yaml.dump(document, Dumper=PresetDumper, sort_keys=False, default_flow_style=False, width=120))
+
+
 def print_error(message: str) -> None:
     """One line on stderr; no rich here so that an error can never fail to print."""
     sys.stderr.write(f"tfcost: error: {message}\n")
