@@ -54,7 +54,11 @@ Seq = Annotated[int, typer.Option("--seq", "-T", min=1, help="T: tokens per sequ
 Batch = Annotated[int, typer.Option("--batch", "-B", min=1, help="B: sequences in the batch.")]
 DtypeOption = Annotated[DtypeChoice, typer.Option("--dtype", help="Storage dtype of the KV cache and score matrix.")]
 Causal = Annotated[
-    bool, typer.Option("--causal/--full", help="Count only the T(T+1)/2 unmasked score entries in FLOPs.")
+    bool,
+    typer.Option(
+        "--causal/--full",
+        help="Count only the score entries the mask keeps in FLOPs: T(T+1)/2, fewer under a sliding window.",
+    ),
 ]
 FormatOption = Annotated[OutputFormat, typer.Option("--format", "-f", help="table for people, json for scripts.")]
 

@@ -49,7 +49,7 @@ def quantity_rows(result: BaseModel, prefix: str = "") -> Iterator[tuple[str, st
 
 def workload_caption(result: Estimate) -> str:
     w = result.workload
-    mask = "causal T(T+1)/2 scores" if w.causal else "full T x T scores"
+    mask = "causal-masked scores" if w.causal else "full T x T scores"
     return f"T = {w.seq_len:,} tokens, batch {w.batch:,}, {w.dtype}, {mask}"
 
 

@@ -26,7 +26,7 @@ class Section(BaseModel):
 
 class ParamsReport(Section):
     total: int = quantity("total parameters", "count")
-    active: int = quantity("active per token (MoE: router, shared and k routed experts)", "count")
+    active: int = quantity("active per token (MoE: k of E experts)", "count")
     embedding: int = quantity("embedding (incl. untied head)", "count")
     non_embedding: int = quantity("non-embedding N", "count")
     per_layer: int = quantity("per block", "count")

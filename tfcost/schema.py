@@ -253,7 +253,9 @@ class Workload(Frozen):
     seq_len: PositiveInt = Field(1024, description="T: tokens per sequence")
     batch: PositiveInt = Field(1, description="B: sequences")
     dtype: Dtype = Field("bf16", description="storage dtype of the KV cache and score matrix")
-    causal: bool = Field(False, description="count only the T(T+1)/2 unmasked score entries in FLOPs")
+    causal: bool = Field(
+        False, description="count only the score entries the mask keeps (causal triangle, sliding windows) in FLOPs"
+    )
 
 
 class GpuSpec(Frozen):
