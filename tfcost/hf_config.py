@@ -169,15 +169,23 @@ def windows(window: int | None, layers: list[int], total: int) -> dict[str, Any]
     return {"sliding_window": window, **({} if len(layers) == total else {"sliding_layers": layers})}
 
 
-def decoder_core(fields: Fields, *, head_dim: int | None = None) -> dict[str, Any]:
-    """The fields every Llama-like decoder shares: sizes, GQA, rotary positions, RMSNorm, a gated MLP."""
-    heads = fields.int("num_attention_heads")
+def sizes(fields: Fields) -> dict[str, Any]:
+    """The sizes under their usual transformers names: vocab_size, hidden_size, num_hidden_layers and
+    num_attention_heads."""
     return {
         "vocab_size": fields.int("vocab_size"),
         "d_model": fields.int("hidden_size"),
         "n_layers": fields.int("num_hidden_layers"),
-        "n_heads": heads,
-        "n_kv_heads": fields.int("num_key_value_heads", heads),
+        "n_heads": fields.int("num_attention_heads"),
+    }
+
+
+def decoder_core(fields: Fields, *, head_dim: int | None = None) -> dict[str, Any]:
+    """The fields every Llama-like decoder shares: sizes, GQA, rotary positions, RMSNorm, a gated MLP."""
+    shape = sizes(fields)
+    return {
+        **shape,
+        "n_kv_heads": fields.int("num_key_value_heads", shape["n_heads"]),
         **({"head_dim": head_dim} if head_dim is not None else {}),
         "d_ff": fields.int("intermediate_size"),
         "mlp": "gated",
@@ -322,7 +330,8 @@ def read_phi3(fields: Fields) -> dict[str, Any]:
 
 def read_falcon(fields: Fields) -> dict[str, Any]:
     causal_lm_head(fields)
-    heads = fields.int("num_attention_heads")
+    shape = sizes(fields)
+    heads, width = shape["n_heads"], shape["d_model"]
     new_architecture = fields.bool("new_decoder_architecture", False)
     multi_query = fields.bool("multi_query", True)
     parallel = fields.bool("parallel_attn", True)
@@ -331,12 +340,8 @@ def read_falcon(fields: Fields) -> dict[str, Any]:
     # FalconDecoderLayer: two norms unless the block is parallel with one input norm (Falcon-7B).
     norms_in_parallel = fields.int("num_ln_in_parallel_attn", 2 if new_architecture else None)
     bias = fields.bool("bias", False)
-    width = fields.int("hidden_size")
     return {
-        "vocab_size": fields.int("vocab_size"),
-        "d_model": width,
-        "n_layers": fields.int("num_hidden_layers"),
-        "n_heads": heads,
+        **shape,
         "n_kv_heads": kv_heads,
         "d_ff": fields.int("ffn_hidden_size", 4 * width),
         "mlp": "plain",
@@ -356,10 +361,7 @@ def read_gpt_neox(fields: Fields) -> dict[str, Any]:
     fraction = rotary_fraction(fields, "rotary_pct", 0.25)
     fields.read.add("rotary_pct")
     shape = {
-        "vocab_size": fields.int("vocab_size"),
-        "d_model": fields.int("hidden_size"),
-        "n_layers": fields.int("num_hidden_layers"),
-        "n_heads": fields.int("num_attention_heads"),
+        **sizes(fields),
         "d_ff": fields.int("intermediate_size"),
         "mlp": "plain",
         "norm": "layernorm",
@@ -388,10 +390,7 @@ def read_bert(fields: Fields) -> dict[str, Any]:
     fields.require("add_cross_attention", False, fields.bool("add_cross_attention", False))
     return {
         "architecture": "encoder",
-        "vocab_size": fields.int("vocab_size"),
-        "d_model": fields.int("hidden_size"),
-        "n_layers": fields.int("num_hidden_layers"),
-        "n_heads": fields.int("num_attention_heads"),
+        **sizes(fields),
         "d_ff": fields.int("intermediate_size"),
         "mlp": "plain",
         "norm": "layernorm",
@@ -445,17 +444,13 @@ def read_deepseek(fields: Fields, *, first_dense_default: int) -> dict[str, Any]
     fields.require("moe_layer_freq", 1, fields.int("moe_layer_freq", 1))
     fields.require("mlp_bias", False, fields.bool("mlp_bias", False))
     fields.read.add("num_key_value_heads")  # MLA rebuilds keys and values for every query head
-    heads = fields.int("num_attention_heads")
-    layers = fields.int("num_hidden_layers")
+    shape = sizes(fields)
     attention_bias = fields.bool("attention_bias", False)
     first_dense = fields.int("first_k_dense_replace", first_dense_default)
     nope, rope = fields.int("qk_nope_head_dim"), fields.int("qk_rope_head_dim")
     return {
-        "vocab_size": fields.int("vocab_size"),
-        "d_model": fields.int("hidden_size"),
-        "n_layers": layers,
-        "n_heads": heads,
-        "n_kv_heads": heads,
+        **shape,
+        "n_kv_heads": shape["n_heads"],
         "head_dim": nope + rope,
         "d_ff": fields.int("intermediate_size"),
         "mlp": "gated",
@@ -469,7 +464,7 @@ def read_deepseek(fields: Fields, *, first_dense_default: int) -> dict[str, Any]
             "experts_per_token": fields.int("num_experts_per_tok"),
             "expert_d_ff": fields.int("moe_intermediate_size"),
             "n_shared_experts": fields.int("n_shared_experts"),
-            "dense_layers": list(range(min(first_dense, layers))),
+            "dense_layers": list(range(min(first_dense, shape["n_layers"]))),
         },
         "mla": {
             # The DeepSeek configs' default is 1536: a config without the key gets a low-rank query.
