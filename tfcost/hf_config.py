@@ -291,6 +291,7 @@ def read_qwen2_moe(fields: Fields) -> dict[str, Any]:
                 "shared_expert_gate": True,
                 **({"dense_layers": dense} if dense else {}),
             }
+    # Without sparse layers the expert sizes are unused, and so not unknown either.
     fields.read.update({"num_experts_per_tok", "moe_intermediate_size", "shared_expert_intermediate_size"})
     # Qwen2MoeConfig: even-numbered layers below max_window_layers slide.
     return {**shape, **qwen_windows(fields, layers, lambda i, top: (i + 1) % 2 == 1 and i < top)}
@@ -359,7 +360,6 @@ def read_gpt_neox(fields: Fields) -> dict[str, Any]:
     causal_lm_head(fields)
     attention_bias = fields.bool("attention_bias", True)
     fraction = rotary_fraction(fields, "rotary_pct", 0.25)
-    fields.read.add("rotary_pct")
     shape = {
         **sizes(fields),
         "d_ff": fields.int("intermediate_size"),
