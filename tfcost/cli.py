@@ -5,12 +5,17 @@ from __future__ import annotations
 import os
 import sys
 from enum import StrEnum
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
 
 import typer
 
 from tfcost import __version__
 from tfcost.errors import TfcostError
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+BaseModelT = TypeVar("BaseModelT", bound="BaseModel")
 
 app = typer.Typer(
     name="tfcost",
@@ -182,6 +187,205 @@ def import_config(
     from tfcost.presets import resolve_model
 
     render.print_preset_yaml(resolve_model(model, config, overrides or ()))
+
+
+class RecomputeChoice(StrEnum):
+    none = "none"
+    selective = "selective"
+    full = "full"
+
+
+class OptimizerChoice(StrEnum):
+    adamw = "adamw"
+    adamw_8bit = "adamw-8bit"
+    sgd = "sgd"
+
+
+class PrecisionChoice(StrEnum):
+    bf16_mixed = "bf16-mixed"
+    fp32 = "fp32"
+
+
+class WeightsDtypeChoice(StrEnum):
+    bf16 = "bf16"
+    fp16 = "fp16"
+    fp8 = "fp8"
+    int8 = "int8"
+    int4 = "int4"
+
+
+def parse_tokens(text: str) -> int:
+    from tfcost.units import parse_count
+
+    return parse_count(text)
+
+
+def validated(schema: type[BaseModelT], **fields: object) -> BaseModelT:
+    """A setup schema built from the options; its complaints become one usage-error line naming the options."""
+    from pydantic import ValidationError
+
+    from tfcost.errors import UsageError
+
+    try:
+        return schema.model_validate(fields)
+    except ValidationError as error:
+        problems = []
+        for item in error.errors():
+            message = item["msg"].removeprefix("Value error, ")
+            if item["loc"]:
+                name = str(item["loc"][0])
+                message = f"--{OPTION_NAMES.get(name, name.replace('_', '-'))}: {message}"
+            problems.append(message)
+        raise UsageError("; ".join(problems)) from None
+
+
+OPTION_NAMES = {"seq_len": "seq"}  # setup fields whose option is not the field's name with dashes
+
+
+GpuOption = Annotated[str, typer.Option("--gpu", help="GPU name from `tfcost gpus`.")]
+
+
+@app.command()
+def train(
+    model: ModelArgument = None,
+    config: ConfigOption = None,
+    overrides: SetOption = None,
+    tokens: Annotated[
+        int | None,
+        typer.Option(
+            "--tokens",
+            "-D",
+            parser=parse_tokens,
+            metavar="COUNT",
+            help="D: training tokens, e.g. 300e9 or 300B. Default: Chinchilla-optimal, 20 per parameter.",
+        ),
+    ] = None,
+    seq: Annotated[
+        int | None,
+        typer.Option(
+            "--seq", "-T", min=1, help="T: tokens per sequence. Default: 4096, or the model's context if shorter."
+        ),
+    ] = None,
+    micro_batch: Annotated[int, typer.Option("--micro-batch", "-b", min=1, help="b: sequences per GPU per pass.")] = 1,
+    gpus: Annotated[int, typer.Option("--gpus", min=1, help="GPUs in the run = data-parallel x tp x pp.")] = 1,
+    gpu: GpuOption = "h100-sxm",
+    mfu: Annotated[float, typer.Option("--mfu", help="Model FLOPs utilization, in (0, 1] (PaLM App. B).")] = 0.4,
+    zero: Annotated[int, typer.Option("--zero", min=0, max=3, help="ZeRO stage 0-3.")] = 0,
+    tp: Annotated[int, typer.Option("--tp", min=1, help="Tensor-parallel size.")] = 1,
+    pp: Annotated[int, typer.Option("--pp", min=1, help="Pipeline-parallel size.")] = 1,
+    sequence_parallel: Annotated[
+        bool,
+        typer.Option(
+            "--sequence-parallel", help="Megatron sequence parallelism (splits the rest of the activations by tp)."
+        ),
+    ] = False,
+    recompute: Annotated[
+        RecomputeChoice, typer.Option("--recompute", help="Activation recomputation.")
+    ] = RecomputeChoice.none,
+    optimizer: Annotated[
+        OptimizerChoice, typer.Option("--optimizer", help="Optimizer (sgd: with momentum).")
+    ] = OptimizerChoice.adamw,
+    precision: Annotated[
+        PrecisionChoice, typer.Option("--precision", help="bf16-mixed: bf16 compute, fp32 master weights.")
+    ] = PrecisionChoice.bf16_mixed,
+    flash: Annotated[
+        bool, typer.Option("--flash/--no-flash", help="Fused attention: the T x T scores are never stored.")
+    ] = True,
+    price_per_gpu_hour: Annotated[
+        float | None, typer.Option("--price-per-gpu-hour", min=0, help="Price of one GPU-hour, for the cost line.")
+    ] = None,
+    output: FormatOption = OutputFormat.table,
+) -> None:
+    """Training compute, time, cost and memory per GPU: will it fit, and how long will it take?"""
+    from tfcost import render, training
+    from tfcost.presets import load_gpu, resolve_model
+    from tfcost.report import train as run_train
+    from tfcost.schema import TrainingSetup
+
+    shape = resolve_model(model, config, overrides or ())
+    setup = validated(
+        TrainingSetup,
+        tokens=tokens if tokens is not None else training.chinchilla_optimal_tokens(shape),
+        seq_len=seq if seq is not None else training.default_seq_len(shape),
+        micro_batch=micro_batch,
+        gpus=gpus,
+        mfu=mfu,
+        zero=zero,
+        tp=tp,
+        pp=pp,
+        sequence_parallel=sequence_parallel,
+        recompute=recompute.value,
+        optimizer=optimizer.value,
+        precision=precision.value,
+        flash=flash,
+        price_per_gpu_hour=price_per_gpu_hour,
+    )
+    result = run_train(shape, load_gpu(gpu), setup)
+    if output is OutputFormat.json:
+        render.print_json(result)
+    else:
+        render.train_table(result)
+
+
+@app.command()
+def serve(
+    model: ModelArgument = None,
+    config: ConfigOption = None,
+    overrides: SetOption = None,
+    gpu: GpuOption = "h100-sxm",
+    gpus: Annotated[int, typer.Option("--gpus", min=1, help="GPUs in tensor parallel.")] = 1,
+    weights_dtype: Annotated[
+        WeightsDtypeChoice, typer.Option("--weights-dtype", help="Weight storage (int4: one fp16 scale per 128).")
+    ] = WeightsDtypeChoice.bf16,
+    kv_dtype: Annotated[DtypeChoice, typer.Option("--kv-dtype", help="KV cache storage dtype.")] = DtypeChoice.bf16,
+    batch: Batch = 1,
+    prompt: Annotated[int, typer.Option("--prompt", "-P", min=1, help="P: prompt tokens per sequence.")] = 2048,
+    generate: Annotated[int, typer.Option("--generate", "-G", min=1, help="G: generated tokens per sequence.")] = 512,
+    reserve: Annotated[
+        float,
+        typer.Option(
+            "--reserve",
+            help="Fraction of GPU memory kept free, in [0, 1): 0.1 leaves what vLLM's gpu_memory_utilization=0.9 does.",
+        ),
+    ] = 0.1,
+    compute_efficiency: Annotated[
+        float,
+        typer.Option(
+            "--compute-efficiency", help="Fraction of peak FLOP/s reached (llm-analysis: up to 0.7 for inference)."
+        ),
+    ] = 0.7,
+    memory_efficiency: Annotated[
+        float,
+        typer.Option(
+            "--memory-efficiency", help="Fraction of peak bandwidth reached (llm-analysis: 0.9 is aggressive)."
+        ),
+    ] = 0.9,
+    output: FormatOption = OutputFormat.table,
+) -> None:
+    """Serving memory, largest batch and context, and roofline prefill and decode times."""
+    from tfcost import render
+    from tfcost.presets import load_gpu, resolve_model
+    from tfcost.report import serve as run_serve
+    from tfcost.schema import ServingSetup
+
+    shape = resolve_model(model, config, overrides or ())
+    setup = validated(
+        ServingSetup,
+        gpus=gpus,
+        weights_dtype=weights_dtype.value,
+        kv_dtype=kv_dtype.value,
+        batch=batch,
+        prompt=prompt,
+        generate=generate,
+        reserve=reserve,
+        compute_efficiency=compute_efficiency,
+        memory_efficiency=memory_efficiency,
+    )
+    result = run_serve(shape, load_gpu(gpu), setup)
+    if output is OutputFormat.json:
+        render.print_json(result)
+    else:
+        render.serve_table(result)
 
 
 def fail(message: str, exit_code: int) -> NoReturn:

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from tfcost import __version__
-from tfcost.report import SECTIONS, Estimate
+from tfcost.report import SECTIONS, SERVE_SECTIONS, TRAIN_SECTIONS, Estimate, ServeReport, TrainReport
 from tfcost.schema import GpuSpec, ModelShape
 from tfcost.units import Unit, human
 
@@ -39,6 +39,8 @@ def quantity_rows(result: BaseModel, prefix: str = "") -> Iterator[tuple[str, st
             continue
         unit: Unit = extra["unit"]  # type: ignore[assignment]
         value = getattr(result, name)
+        if value is None:  # an optional quantity not asked for (a cost without a price)
+            continue
         if isinstance(value, dict):
             yield f"{prefix}{name}", f"{field.description}:", unit, None
             for item, amount in value.items():
@@ -54,25 +56,8 @@ def workload_caption(result: Estimate) -> str:
 
 
 def estimate_table(result: Estimate) -> None:
-    from rich.table import Table
-
-    table = Table(title=f"{result.model}: {workload_caption(result)}", title_justify="left")
-    table.add_column("quantity")
-    table.add_column("value", justify="right")
-    table.add_column("exact", justify="right")
-    for section, title in SECTIONS.items():
-        table.add_section()
-        table.add_row(f"[bold]{title}[/bold]", "", "")
-        for _, label, unit, value in quantity_rows(getattr(result, section)):
-            if value is None:
-                table.add_row(label, "", "")
-            else:
-                table.add_row(label, human(value, unit), f"{value:,}")
-    out = console()
-    out.print(table)
-    if result.source:
-        out.print(f"source: {result.source}")
-    out.print(CONVENTIONS)
+    notes = [f"source: {result.source}"] if result.source else []
+    sections_table(result, SECTIONS, f"{result.model}: {workload_caption(result)}", [*notes, CONVENTIONS])
 
 
 def compare_table(results: Sequence[Estimate]) -> None:
@@ -151,6 +136,92 @@ def gpus_table(gpus: Sequence[GpuSpec]) -> None:
     out = console()
     out.print(table)
     out.print("'-': no verified figure. Sources and caveats: `tfcost gpus --format json`.")
+
+
+def exact(value: float | str) -> str:
+    """The 'exact' column: integers in full, other numbers to four decimals, words left to the value column."""
+    if isinstance(value, bool | str):
+        return ""
+    if isinstance(value, int) or value.is_integer():
+        return f"{int(value):,}"
+    return f"{value:,.4f}"
+
+
+def sections_table(result: BaseModel, sections: dict[str, str], title: str, notes: Sequence[str]) -> None:
+    """A quantity/value/exact table with one block per section ("" names the result's own quantities), then the
+    notes a reader needs to check it."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title=escape(title), title_justify="left")
+    table.add_column("quantity")
+    table.add_column("value", justify="right")
+    table.add_column("exact", justify="right")
+    for attribute, heading in sections.items():
+        table.add_section()
+        table.add_row(f"[bold]{escape(heading)}[/bold]", "", "")
+        for _, label, unit, value in quantity_rows(getattr(result, attribute) if attribute else result):
+            cells = ("", "") if value is None else (human(value, unit), exact(value))
+            table.add_row(escape(label), *(escape(cell) for cell in cells))
+    out = console()
+    out.print(table)
+    for note in notes:
+        out.print(escape(note))
+
+
+def default(setup: BaseModel, field: str) -> Any:
+    """A setup field's default, so that the report can say when the user's value is it."""
+    return type(setup).model_fields[field].default
+
+
+def train_table(result: TrainReport) -> None:
+    from tfcost.training import CHINCHILLA_TOKENS_PER_PARAM, DEFAULT_SEQ_LEN
+
+    s = result.setup
+    chinchilla = f" (Chinchilla-optimal: {CHINCHILLA_TOKENS_PER_PARAM} per parameter, the default)"
+    tokens = chinchilla if result.tokens_are_chinchilla_optimal else ""
+    seq = f" (the default: {DEFAULT_SEQ_LEN:,}, or the model's context if shorter)" if result.seq_len_is_default else ""
+    mfu = " (the default)" if s.mfu == default(s, "mfu") else ""
+    title = "\n".join(
+        [
+            f"{result.model}: training on {s.gpus:,} x {result.gpu}",
+            f"D = {human(s.tokens, 'count')} tokens{tokens}",
+            f"T = {s.seq_len:,} tokens per sequence{seq}; micro-batch {s.micro_batch}",
+            f"{s.gpus:,} GPUs = {result.inputs.data_parallel:,} data-parallel x tp {s.tp} x pp {s.pp}; ZeRO-{s.zero}; "
+            f"{s.optimizer}, {s.precision}",
+            f"recompute {s.recompute}; {'sequence parallel; ' if s.sequence_parallel else ''}"
+            f"{'flash attention' if s.flash else 'no flash attention'}; MFU {s.mfu:g}{mfu}",
+        ]
+    )
+    notes = [
+        "Model FLOPs: matmuls only, 2*m*k*n each, full T x T scores (the MFU convention); backward = 2 x forward.",
+        "Memory per GPU: ZeRO Fig. 1 for model states, Korthikanti et al. 2022 for activations. "
+        "Every formula: README, 'tfcost train'.",
+        CONVENTIONS,
+    ]
+    sections_table(result, TRAIN_SECTIONS, title, notes)
+
+
+def serve_table(result: ServeReport) -> None:
+    s = result.setup
+    title = "\n".join(
+        [
+            f"{result.model}: serving on {s.gpus} x {result.gpu} (tensor parallel)",
+            f"B = {s.batch:,} sequences, P = {s.prompt:,} prompt + G = {s.generate:,} generated tokens each",
+            f"weights {s.weights_dtype}, KV cache {s.kv_dtype}, matmuls at the {result.compute_dtype} peak",
+            f"reserve {s.reserve:.0%}, compute efficiency {s.compute_efficiency:g}, "
+            f"memory efficiency {s.memory_efficiency:g}",
+        ]
+    )
+    notes = [
+        "Roofline: time = max(FLOPs / reachable peak, bytes / reachable bandwidth), per GPU; the larger term names "
+        "the bound. Tensor-parallel communication and activations are not modelled (the reserve covers them).",
+        f"Defaults: reserve {default(s, 'reserve'):.0%} (vLLM's gpu_memory_utilization 0.9); compute and memory "
+        f"efficiency {default(s, 'compute_efficiency'):g} and {default(s, 'memory_efficiency'):g} (llm-analysis "
+        "README: up to 0.7 for inference, 0.9 an aggressive memory target). Every formula: README, 'tfcost serve'.",
+        CONVENTIONS,
+    ]
+    sections_table(result, SERVE_SECTIONS, title, notes)
 
 
 def print_json(payload: BaseModel | Sequence[BaseModel]) -> None:

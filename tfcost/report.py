@@ -10,8 +10,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tfcost import flops, memory, params
-from tfcost.schema import ModelShape, Workload
+from tfcost import flops, hardware, memory, params, serving, training
+from tfcost.errors import TfcostError
+from tfcost.schema import GpuSpec, ModelShape, ServingSetup, TrainingSetup, Workload
 from tfcost.units import Unit
 
 
@@ -102,5 +103,241 @@ def estimate(shape: ModelShape, workload: Workload) -> Estimate:
             entries_per_head=memory.score_matrix_entries_per_head(t),
             bytes_per_layer=memory.score_matrix_bytes_per_layer(shape, t, b, dtype),
             bytes=memory.score_matrix_bytes(shape, t, b, dtype),
+        ),
+    )
+
+
+# `tfcost train` ---------------------------------------------------------------------------------------------
+
+
+class TrainInputs(Section):
+    parameters: int = quantity("N, parameters (embeddings included)", "count")
+    tokens: int = quantity("D, training tokens", "count")
+    seq_len: int = quantity("T, tokens per sequence", "count")
+    training_per_sequence: int = quantity("training, one T-token sequence (3x forward)", "flops")
+    data_parallel: int = quantity("N_d, data-parallel replicas = gpus / (tp x pp)", "count")
+    bytes_per_param: dict[str, int] = quantity("bytes per parameter, before sharding", "count")
+    peak_flops_per_s: float = quantity("peak per GPU (dense)", "flops_per_s")
+    gpu_memory_bytes: int = quantity("memory per GPU", "bytes")
+
+
+class TrainFlops(Section):
+    six_nd: int = quantity("6ND", "flops")
+    total: int = quantity("model FLOPs, exact: training per sequence x D / T", "flops")
+    recompute: int = quantity("recomputed forward work", "flops")
+    hardware: int = quantity("hardware FLOPs = model + recomputed", "flops")
+
+
+class TrainTime(Section):
+    days: float = quantity("wall clock = model FLOPs / (gpus x peak x MFU)", "days")
+    days_6nd: float = quantity("wall clock from 6ND instead", "days")
+    gpu_hours: float = quantity("GPU-hours = wall clock x gpus", "hours")
+    hardware_utilization: float = quantity("implied HFU = MFU x hardware / model FLOPs", "fraction")
+    cost: float | None = quantity("cost = GPU-hours x price", "usd")
+
+
+class TrainMemory(Section):
+    weights_bytes: int = quantity("weights = N x bytes / (tp x pp) [/ N_d at ZeRO-3]", "bytes")
+    gradients_bytes: int = quantity("gradients = N x bytes / (tp x pp) [/ N_d at ZeRO-2+]", "bytes")
+    optimizer_bytes: int = quantity("optimizer states = N x bytes / (tp x pp) [/ N_d at ZeRO-1+]", "bytes")
+    activations_per_layer_bytes: int = quantity("activations, one layer (Korthikanti)", "bytes")
+    logits_bytes: int = quantity("logits, fp32, 4sbV/t (last stage)", "bytes")
+    activations_bytes: int = quantity("activations = one layer x L (+ logits if pp = 1)", "bytes")
+    total_bytes: int = quantity("total = weights + gradients + optimizer + activations", "bytes")
+    fits: bool = quantity("fits in the GPU's memory", "text")
+
+
+class TrainReport(Section):
+    """Everything `tfcost train` reports for one model, GPU and setup."""
+
+    model: str
+    source: str | None
+    gpu: str
+    setup: TrainingSetup
+    tokens_are_chinchilla_optimal: bool
+    seq_len_is_default: bool
+    inputs: TrainInputs
+    flops: TrainFlops
+    time: TrainTime
+    memory_per_gpu: TrainMemory
+
+
+TRAIN_SECTIONS: dict[str, str] = {
+    "inputs": "Inputs",
+    "flops": "Compute",
+    "time": "Time",
+    "memory_per_gpu": "Memory per GPU (first pipeline stage)",
+}
+
+
+def train(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> TrainReport:
+    """Run the training core over one model on one kind of GPU."""
+    training.check_parallel_layout(shape, setup)
+    compute_dtype = "fp32" if setup.precision == "fp32" else "bf16"
+    peak = hardware.peak_flops_per_s(gpu, compute_dtype)
+    if peak is None:
+        raise TfcostError(f"the GPU table has no verified {compute_dtype} peak for {gpu.name}")
+    t, tokens = setup.seq_len, setup.tokens
+    model_flops = training.model_training_flops(shape, t, tokens)
+    recomputed = training.recompute_flops(shape, t, tokens, setup.recompute)
+    six_nd = training.six_nd_flops(shape, tokens)
+    seconds = training.training_seconds(model_flops, setup.gpus, peak, setup.mfu)
+    hours = training.gpu_hours(seconds, setup.gpus)
+    held = training.memory_per_gpu(shape, setup)
+    return TrainReport(
+        model=shape.name,
+        source=shape.source,
+        gpu=gpu.name,
+        setup=setup,
+        tokens_are_chinchilla_optimal=tokens == training.chinchilla_optimal_tokens(shape),
+        seq_len_is_default=t == training.default_seq_len(shape),
+        inputs=TrainInputs(
+            parameters=params.total_params(shape),
+            tokens=tokens,
+            seq_len=t,
+            training_per_sequence=flops.training_flops(shape, t),
+            data_parallel=setup.data_parallel,
+            bytes_per_param=training.state_bytes_per_param(setup.precision, setup.optimizer),
+            peak_flops_per_s=peak,
+            gpu_memory_bytes=hardware.memory_bytes(gpu),
+        ),
+        flops=TrainFlops(six_nd=six_nd, total=model_flops, recompute=recomputed, hardware=model_flops + recomputed),
+        time=TrainTime(
+            days=seconds / training.SECONDS_PER_DAY,
+            days_6nd=training.training_seconds(six_nd, setup.gpus, peak, setup.mfu) / training.SECONDS_PER_DAY,
+            gpu_hours=hours,
+            hardware_utilization=training.hardware_flops_utilization(setup.mfu, model_flops, model_flops + recomputed),
+            cost=None if setup.price_per_gpu_hour is None else training.training_cost(hours, setup.price_per_gpu_hour),
+        ),
+        memory_per_gpu=TrainMemory(
+            weights_bytes=held["weights"],
+            gradients_bytes=held["gradients"],
+            optimizer_bytes=held["optimizer"],
+            activations_per_layer_bytes=training.activation_bytes_per_layer_of(shape, setup),
+            logits_bytes=training.last_stage_logits_bytes(shape, setup),
+            activations_bytes=held["activations"],
+            total_bytes=held["total"],
+            fits=held["total"] <= hardware.memory_bytes(gpu),
+        ),
+    )
+
+
+# `tfcost serve` ---------------------------------------------------------------------------------------------
+
+
+class ServeInputs(Section):
+    parameters: int = quantity("N, parameters", "count")
+    context: int = quantity("context per sequence, P + G", "count")
+    kv_heads_per_gpu: int = quantity("key-value heads per GPU, max(K / gpus, 1)", "count")
+    peak_flops_per_s: float = quantity("reachable FLOP/s per GPU = peak x compute efficiency", "flops_per_s")
+    bandwidth_bytes_per_s: float = quantity("reachable bandwidth = peak x memory efficiency", "bytes_per_s")
+    usable_bytes_per_gpu: int = quantity("usable memory per GPU = memory x (1 - reserve)", "bytes")
+
+
+class ServeMemory(Section):
+    weights_bytes: int = quantity("weights, whole model", "bytes")
+    weights_bytes_per_gpu: int = quantity("weights per GPU = whole / gpus", "bytes")
+    kv_cache_bytes_per_token: int = quantity("KV cache per token, whole model, 2*L*K*Q*s", "bytes")
+    kv_cache_bytes: int = quantity("KV cache, B x (P + G) tokens, whole model", "bytes")
+    kv_cache_bytes_per_gpu: int = quantity("KV cache per GPU (its key-value heads)", "bytes")
+    total_bytes_per_gpu: int = quantity("weights + KV cache per GPU", "bytes")
+    fits: bool = quantity("fits in the usable memory", "text")
+
+
+class ServeLatency(Section):
+    prefill_flops_per_gpu: int = quantity("prefill FLOPs per GPU (causal, logits of the last token)", "flops")
+    prefill_bytes_per_gpu: int = quantity("prefill bytes per GPU = weights + KV written", "bytes")
+    prefill_ms: float = quantity("prefill (time to first token) = max(FLOPs/peak, bytes/bw)", "ms")
+    prefill_bound: str = quantity("prefill is", "text")
+    prefill_tokens_per_s: float = quantity("prefill throughput, B x P / prefill", "per_s")
+    decode_flops_per_gpu: int = quantity("decode step FLOPs per GPU at context P + G", "flops")
+    decode_bytes_per_gpu: int = quantity("decode step bytes per GPU = weights + KV read", "bytes")
+    decode_ms_per_token: float = quantity("decode step (per token) = max(FLOPs/peak, bytes/bw)", "ms")
+    decode_bound: str = quantity("decode is", "text")
+    decode_tokens_per_s: float = quantity("decode throughput, B / decode step", "per_s")
+
+
+class ServeReport(Section):
+    """Everything `tfcost serve` reports for one model, GPU and setup."""
+
+    model: str
+    source: str | None
+    gpu: str
+    setup: ServingSetup
+    compute_dtype: str
+    inputs: ServeInputs
+    memory: ServeMemory
+    max_batch: int = quantity("largest batch at context P + G", "count")
+    max_context: int = quantity("longest context at batch B (memory only)", "count")
+    model_max_context: int = quantity("the model's own maximum context", "count")
+    latency: ServeLatency
+
+
+SERVE_SECTIONS: dict[str, str] = {"inputs": "Inputs", "memory": "Memory", "": "Capacity", "latency": "Latency"}
+
+
+MS_PER_S = 1000
+
+
+def bound(is_compute_bound: bool) -> str:
+    return "compute-bound" if is_compute_bound else "memory-bound"
+
+
+def serve(shape: ModelShape, gpu: GpuSpec, setup: ServingSetup) -> ServeReport:
+    """Run the serving core over one model on `setup.gpus` GPUs of one kind."""
+    t, b, kv_dtype = setup.gpus, setup.batch, setup.kv_dtype
+    serving.check_tensor_parallel(shape, t)
+    peak = serving.effective_peak_flops_per_s(gpu, setup.weights_dtype, setup.compute_efficiency)
+    bandwidth = serving.effective_bandwidth_bytes_per_s(gpu, setup.memory_efficiency)
+    usable = serving.usable_bytes_per_gpu(gpu, setup.reserve)
+    weights = serving.weight_bytes(shape, setup.weights_dtype)
+    weights_per_gpu = serving.share_per_gpu(weights, t)
+    kv_per_gpu = serving.kv_cache_bytes_per_gpu(shape, setup.context, b, kv_dtype, t)
+    held = serving.bytes_moved_per_gpu(weights_per_gpu, kv_per_gpu)  # what a GPU holds is what decode reads
+    budget = serving.kv_budget_bytes_per_gpu(usable, weights_per_gpu)
+
+    prefill_flops = serving.share_per_gpu(serving.prefill_flops(shape, setup.prompt, b), t)
+    prefill_kv = serving.kv_cache_bytes_per_gpu(shape, setup.prompt, b, kv_dtype, t)
+    prefill_bytes = serving.bytes_moved_per_gpu(weights_per_gpu, prefill_kv)
+    prefill_s = hardware.roofline_seconds(prefill_flops, prefill_bytes, peak, bandwidth)
+    decode_flops = serving.share_per_gpu(serving.decode_step_flops(shape, setup.context, b), t)
+    decode_s = hardware.roofline_seconds(decode_flops, held, peak, bandwidth)
+    return ServeReport(
+        model=shape.name,
+        source=shape.source,
+        gpu=gpu.name,
+        setup=setup,
+        compute_dtype=serving.compute_dtype(setup.weights_dtype, gpu),
+        inputs=ServeInputs(
+            parameters=params.total_params(shape),
+            context=setup.context,
+            kv_heads_per_gpu=serving.kv_heads_per_gpu(shape, t),
+            peak_flops_per_s=peak,
+            bandwidth_bytes_per_s=bandwidth,
+            usable_bytes_per_gpu=usable,
+        ),
+        memory=ServeMemory(
+            weights_bytes=weights,
+            weights_bytes_per_gpu=weights_per_gpu,
+            kv_cache_bytes_per_token=memory.kv_cache_bytes_per_token(shape, kv_dtype),
+            kv_cache_bytes=memory.kv_cache_bytes(shape, setup.context, b, kv_dtype),
+            kv_cache_bytes_per_gpu=kv_per_gpu,
+            total_bytes_per_gpu=held,
+            fits=held <= usable,
+        ),
+        max_batch=serving.max_batch(budget, serving.kv_cache_bytes_per_gpu(shape, setup.context, 1, kv_dtype, t)),
+        max_context=serving.max_context(budget, serving.kv_cache_bytes_per_gpu(shape, 1, b, kv_dtype, t)),
+        model_max_context=shape.max_seq_len,
+        latency=ServeLatency(
+            prefill_flops_per_gpu=prefill_flops,
+            prefill_bytes_per_gpu=prefill_bytes,
+            prefill_ms=prefill_s * MS_PER_S,
+            prefill_bound=bound(hardware.is_compute_bound(prefill_flops, prefill_bytes, peak, bandwidth)),
+            prefill_tokens_per_s=serving.tokens_per_s(b * setup.prompt, prefill_s),
+            decode_flops_per_gpu=decode_flops,
+            decode_bytes_per_gpu=held,
+            decode_ms_per_token=decode_s * MS_PER_S,
+            decode_bound=bound(hardware.is_compute_bound(decode_flops, held, peak, bandwidth)),
+            decode_tokens_per_s=serving.tokens_per_s(b, decode_s),
         ),
     )

@@ -273,3 +273,63 @@ class GpuSpec(Frozen):
     memory_gib: float = Field(gt=0, description="device memory, GiB")
     memory_bandwidth_tb_per_s: float = Field(gt=0, description="device memory bandwidth, 10^12 bytes/s")
     notes: str | None = Field(None, description="caveats: conflicting sources, unverified figures")
+
+
+class TrainingSetup(Frozen):
+    """How a model is trained: data, batch, GPUs, parallel layout, optimizer and precision.
+
+    Layout (Megatron-LM and ZeRO conventions): `gpus` = data-parallel size x tp x pp.
+    """
+
+    tokens: PositiveInt = Field(description="D: training tokens (the CLI's default: Chinchilla-optimal, 20 N)")
+    seq_len: PositiveInt = Field(description="T (Korthikanti's s): tokens per sequence")
+    micro_batch: PositiveInt = Field(1, description="b: sequences per GPU per forward/backward pass")
+    gpus: PositiveInt = Field(1, description="GPUs in the run")
+    mfu: float = Field(0.4, gt=0, le=1, description="model FLOPs utilization (PaLM App. B): model FLOP/s / peak")
+    zero: Literal[0, 1, 2, 3] = Field(
+        0, description="ZeRO stage: 1 shards optimizer states, 2 also gradients, 3 also weights"
+    )
+    tp: PositiveInt = Field(1, description="tensor-parallel size t")
+    pp: PositiveInt = Field(1, description="pipeline-parallel size p")
+    sequence_parallel: bool = Field(False, description="Megatron sequence parallelism (Korthikanti et al. 2022)")
+    recompute: Literal["none", "selective", "full"] = Field("none", description="activation recomputation")
+    optimizer: Literal["adamw", "adamw-8bit", "sgd"] = Field("adamw", description="sgd means SGD with momentum")
+    precision: Literal["bf16-mixed", "fp32"] = Field("bf16-mixed", description="bf16 compute with fp32 master weights")
+    flash: bool = Field(True, description="fused attention (FlashAttention): the T x T scores are never stored")
+    price_per_gpu_hour: float | None = Field(None, ge=0, description="price of one GPU-hour, for the cost line")
+
+    @model_validator(mode="after")
+    def _check_layout(self) -> TrainingSetup:
+        if self.gpus % (self.tp * self.pp):
+            raise ValueError(
+                f"gpus ({self.gpus}) is not a multiple of tp x pp ({self.tp} x {self.pp}): "
+                "every data-parallel replica needs tp x pp GPUs"
+            )
+        return self
+
+    @property
+    def data_parallel(self) -> int:
+        """N_d: model replicas, each spread over tp x pp GPUs."""
+        return self.gpus // (self.tp * self.pp)
+
+
+WeightsDtype = Literal["bf16", "fp16", "fp8", "int8", "int4"]
+
+
+class ServingSetup(Frozen):
+    """How a model is served: tensor parallel over `gpus`, weight and KV dtypes, the batch and its lengths."""
+
+    gpus: PositiveInt = Field(1, description="GPUs, tensor parallel (each holds 1/gpus of every layer)")
+    weights_dtype: WeightsDtype = Field("bf16", description="storage dtype of the weights")
+    kv_dtype: Dtype = Field("bf16", description="storage dtype of the KV cache")
+    batch: PositiveInt = Field(1, description="B: sequences decoded together")
+    prompt: PositiveInt = Field(2048, description="P: prompt tokens per sequence")
+    generate: PositiveInt = Field(512, description="G: generated tokens per sequence")
+    reserve: float = Field(0.1, ge=0, lt=1, description="fraction of GPU memory kept free")
+    compute_efficiency: float = Field(0.7, gt=0, le=1, description="fraction of the peak FLOP/s reached")
+    memory_efficiency: float = Field(0.9, gt=0, le=1, description="fraction of the peak bandwidth reached")
+
+    @property
+    def context(self) -> int:
+        """Tokens per sequence once generation is done: P + G."""
+        return self.prompt + self.generate

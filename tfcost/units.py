@@ -11,7 +11,9 @@ from typing import Literal
 Dtype = Literal["fp32", "fp16", "bf16", "fp8", "int8"]
 DTYPE_BYTES: dict[str, int] = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
 
-Unit = Literal["count", "flops", "bytes"]
+Unit = Literal[
+    "count", "flops", "bytes", "flops_per_s", "bytes_per_s", "fraction", "days", "hours", "ms", "usd", "per_s", "text"
+]
 
 GIB = 2**30  # bytes in a gibibyte
 TERA = 10**12  # datasheets give FLOP/s and bytes/s in decimal tera
@@ -44,8 +46,60 @@ def iec(num_bytes: float) -> str:
     return f"{scaled:.2f} {_IEC[step]}"
 
 
-def human(value: float, unit: Unit) -> str:
-    """A value in its unit's human form: SI for counts and FLOPs, IEC for bytes."""
+def ceil_div(numerator: int, denominator: int) -> int:
+    """Whole units per share, rounding up: a shard of bytes that does not divide evenly still needs its last byte."""
+    return -(-numerator // denominator)
+
+
+def human(value: float | str | bool, unit: Unit) -> str:
+    """A value in its unit's human form: SI for counts and FLOPs, IEC for bytes, decimal B/s for bandwidth
+    (as datasheets give it), and plain forms for times, money and fractions."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, str):
+        return value
     if unit == "bytes":
         return iec(value)
+    plain = {
+        "flops_per_s": lambda v: si(v, "FLOP/s"),
+        "bytes_per_s": lambda v: si(v, "B/s"),
+        "fraction": lambda v: f"{v:.1%}",
+        "days": lambda v: f"{v:,.2f} days",
+        "hours": lambda v: f"{v:,.0f} h",
+        "ms": lambda v: f"{v:,.2f} ms",
+        "usd": lambda v: f"${v:,.0f}",
+        "per_s": lambda v: f"{v:,.0f} /s",
+        "text": str,
+    }
+    if unit in plain:
+        return plain[unit](value)
     return si(value, "FLOP" if unit == "flops" else "")
+
+
+MAX_COUNT = 10**30  # far beyond any training run, small enough to stay instant
+_COUNT_SUFFIXES = {"k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
+
+
+def parse_count(text: str) -> int:
+    """A positive whole count as people write it: 300000000000, 300_000_000_000, 3e11, 300B, 1.4T, 160.6b.
+
+    Raises ValueError naming the text when it is not a positive whole number.
+    """
+    from decimal import Decimal, InvalidOperation
+
+    cleaned = text.strip().replace("_", "").replace(",", "")
+    scale = _COUNT_SUFFIXES.get(cleaned[-1:].lower(), 1) if cleaned[-1:].isalpha() else 1
+    digits = cleaned[:-1] if scale != 1 else cleaned
+    try:
+        value = Decimal(digits) * scale
+    except InvalidOperation:
+        raise ValueError(f"'{text}' is not a count (try 300000000000, 3e11 or 300B)") from None
+    except ArithmeticError:  # decimal.Overflow: an exponent beyond any count
+        raise ValueError(f"'{text}' is larger than {MAX_COUNT:.0e}") from None
+    if not value.is_finite() or value <= 0:
+        raise ValueError(f"'{text}' is not a positive whole number")
+    if value > MAX_COUNT:  # checked before int() so that 1e999999 cannot build a million-digit integer
+        raise ValueError(f"'{text}' is larger than {MAX_COUNT:.0e}")
+    if value != value.to_integral_value():
+        raise ValueError(f"'{text}' is not a whole number")
+    return int(value)

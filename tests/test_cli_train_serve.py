@@ -1,0 +1,158 @@
+"""`tfcost train` and `tfcost serve` as a user runs them: JSON contracts, reports, defaults and bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import typer.main
+from test_cli import NO_TORCH_PROBE, one_line_error
+
+from tfcost.cli import app
+from tfcost.presets import load_gpu, load_model
+from tfcost.report import serve, train
+from tfcost.schema import ServingSetup, TrainingSetup
+
+TRAIN_ARGS = ("train", "llama-3-8b", "--gpus", "64", "--gpu", "h100-sxm", "--zero", "1")
+SERVE_ARGS = ("serve", "llama-3-8b", "--gpu", "h100-sxm", "--batch", "32", "--prompt", "2048", "--generate", "512")
+
+
+def test_train_json_contract(tfcost):
+    run = tfcost(*TRAIN_ARGS, "--format", "json")
+    assert run.code == 0, run.stderr
+    out = json.loads(run.stdout)
+    tokens = 20 * 8_030_261_248  # Chinchilla-optimal by default
+    assert out["inputs"]["tokens"] == tokens and out["tokens_are_chinchilla_optimal"]
+    assert out["inputs"]["seq_len"] == 4096 and out["seq_len_is_default"]
+    # 3 x forward of one 4,096-token sequence, times D / T sequences
+    assert out["flops"]["total"] == out["inputs"]["training_per_sequence"] * tokens // 4096
+    assert out["flops"]["six_nd"] == 6 * 8_030_261_248 * tokens
+    assert out["time"]["days"] == pytest.approx(out["flops"]["total"] / (64 * 989.4e12 * 0.4) / 86_400)
+    memory = out["memory_per_gpu"]
+    assert memory["weights_bytes"] == memory["gradients_bytes"] == 2 * 8_030_261_248
+    assert memory["optimizer_bytes"] == -(-12 * 8_030_261_248 // 64)  # ZeRO-1: sharded over 64 replicas
+    parts = ("weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes")
+    assert memory["total_bytes"] == sum(memory[key] for key in parts) == 55_072_195_328
+    assert memory["fits"] is True
+
+
+def test_train_json_is_the_core_result(tfcost):
+    run = tfcost("train", "qwen2.5-7b", "--tokens", "1.4T", "--seq", "2048", "--gpus", "32", "--tp", "4",
+                 "--pp", "2", "--zero", "3", "--sequence-parallel", "--recompute", "selective", "--optimizer",
+                 "adamw-8bit", "--no-flash", "--price-per-gpu-hour", "2.5", "--mfu", "0.35", "-f", "json")  # fmt: skip
+    assert run.code == 0, run.stderr
+    expected = train(
+        load_model("qwen2.5-7b"),
+        load_gpu("h100-sxm"),
+        TrainingSetup(tokens=1_400_000_000_000, seq_len=2048, gpus=32, tp=4, pp=2, zero=3, sequence_parallel=True,
+                      recompute="selective", optimizer="adamw-8bit", flash=False, price_per_gpu_hour=2.5, mfu=0.35),
+    )  # fmt: skip
+    out = json.loads(run.stdout)
+    assert out.pop("tfcost_version")
+    assert out == expected.model_dump(mode="json")
+    assert out["flops"]["hardware"] > out["flops"]["total"]
+    assert out["time"]["cost"] == pytest.approx(out["time"]["gpu_hours"] * 2.5)
+
+
+def test_nanogpt_notebook_through_the_cli(tfcost):
+    # transformer_sizing.ipynb: 300B tokens, 8 x A100 at 30% MFU, 6ND -> "3.46 days" (HF GPT-2 small's
+    # 124,439,808 parameters, with biases, give the same two decimals as the notebook's 124,337,664).
+    run = tfcost("train", "gpt2-small", "--tokens", "300B", "--gpus", "8", "--gpu", "a100-80gb", "--mfu", "0.3",
+                 "-f", "json")  # fmt: skip
+    out = json.loads(run.stdout)
+    assert round(out["time"]["days_6nd"], 2) == 3.46
+    assert out["flops"]["six_nd"] == 6 * 124_439_808 * 300 * 10**9
+
+
+def test_serve_json_contract(tfcost):
+    run = tfcost(*SERVE_ARGS, "--format", "json")
+    assert run.code == 0, run.stderr
+    out = json.loads(run.stdout)
+    assert out["memory"]["weights_bytes"] == 2 * 8_030_261_248
+    assert out["memory"]["kv_cache_bytes"] == 32 * 2560 * 131_072
+    assert out["max_batch"] == 182
+    assert out["max_context"] == 14_602
+    assert out["latency"]["prefill_ms"] == pytest.approx(1371.72, abs=0.01)
+    assert out["latency"]["decode_ms_per_token"] == pytest.approx(8.888, abs=0.001)
+    assert (out["latency"]["prefill_bound"], out["latency"]["decode_bound"]) == ("compute-bound", "memory-bound")
+
+
+def test_serve_json_is_the_core_result(tfcost):
+    run = tfcost("serve", "llama-3.1-70b", "--gpu", "h200", "--gpus", "4", "--weights-dtype", "int4", "--kv-dtype",
+                 "fp8", "--batch", "16", "--prompt", "8000", "--generate", "1000", "--reserve", "0.2",
+                 "--compute-efficiency", "0.5", "--memory-efficiency", "0.8", "-f", "json")  # fmt: skip
+    assert run.code == 0, run.stderr
+    expected = serve(
+        load_model("llama-3.1-70b"),
+        load_gpu("h200"),
+        ServingSetup(gpus=4, weights_dtype="int4", kv_dtype="fp8", batch=16, prompt=8000, generate=1000,
+                     reserve=0.2, compute_efficiency=0.5, memory_efficiency=0.8),
+    )  # fmt: skip
+    out = json.loads(run.stdout)
+    assert out.pop("tfcost_version")
+    assert out == expected.model_dump(mode="json")
+
+
+def test_reports_are_readable_tables(tfcost):
+    run = tfcost(*TRAIN_ARGS)
+    assert run.code == 0, run.stderr
+    for text in ("Chinchilla-optimal: 20 per parameter, the default", "MFU 0.4 (the default)", "55,072,195,328",
+                 "64 GPUs = 64 data-parallel x tp 1 x pp 1; ZeRO-1; adamw, bf16-mixed",
+                 "3.78 days", "fits in the GPU's memory", "[/ N_d at ZeRO-1+]"):  # fmt: skip
+        assert text in run.stdout, text
+    run = tfcost(*SERVE_ARGS)
+    assert run.code == 0, run.stderr
+    for text in ("16,060,522,496", "10.00 GiB", "182", "14,602", "compute-bound", "memory-bound", "8.89 ms",
+                 "reserve 10%"):  # fmt: skip
+        assert text in run.stdout, text
+
+
+def test_cli_defaults_are_the_schema_defaults():
+    command = typer.main.get_command(app)
+    for name, schema in (("train", TrainingSetup), ("serve", ServingSetup)):
+        options = {param.name: param.default for param in command.commands[name].params}  # type: ignore[attr-defined]
+        for field, info in schema.model_fields.items():
+            if field in options and not info.is_required():
+                assert options[field] == info.default, (name, field)
+
+
+def test_bad_input_gets_one_line(tfcost):
+    assert "--gpus" in one_line_error(tfcost("train", "llama-3-8b", "--gpus", "0"), 2)
+    assert "--gpus" in one_line_error(tfcost("serve", "llama-3-8b", "--gpus", "0"), 2)
+    assert "--zero" in one_line_error(tfcost("train", "llama-3-8b", "--zero", "4"), 2)
+    assert "must divide the query heads (32)" in one_line_error(
+        tfcost("train", "llama-3-8b", "--tp", "3", "--gpus", "3"), 2
+    )
+    assert "key-value heads (8)" in one_line_error(tfcost("train", "llama-3-8b", "--tp", "16", "--gpus", "16"), 2)
+    assert "not a multiple of tp x pp" in one_line_error(tfcost("train", "llama-3-8b", "--gpus", "6", "--tp", "4"), 2)
+    assert "32 layers" in one_line_error(tfcost("train", "llama-3-8b", "--pp", "5", "--gpus", "5"), 2)
+    assert "--mfu" in one_line_error(tfcost("train", "llama-3-8b", "--mfu", "0"), 2)
+    assert "--tokens" in one_line_error(tfcost("train", "llama-3-8b", "--tokens", "lots"), 2)
+    assert "did you mean h100-sxm" in one_line_error(tfcost("train", "llama-3-8b", "--gpu", "h100-sxn"), 1)
+    assert "did you mean h100-sxm" in one_line_error(tfcost("serve", "llama-3-8b", "--gpu", "h100-smx"), 1)
+    assert "no verified fp32 peak" in one_line_error(
+        tfcost("train", "gpt2-small", "--precision", "fp32", "--gpu", "b200"), 1
+    )
+    assert "32 query heads" in one_line_error(tfcost("serve", "llama-3-8b", "--gpus", "3"), 2)
+    assert "--reserve" in one_line_error(tfcost("serve", "llama-3-8b", "--reserve", "1"), 2)
+    assert "--weights-dtype" in one_line_error(tfcost("serve", "llama-3-8b", "--weights-dtype", "int3"), 2)
+    assert "did you mean" in one_line_error(tfcost("serve", "lama-3-8b"), 1)
+
+
+@pytest.mark.parametrize("args", [TRAIN_ARGS, SERVE_ARGS])
+def test_train_and_serve_never_import_torch(args):
+    done = subprocess.run([sys.executable, "-c", NO_TORCH_PROBE, *args], capture_output=True, text=True, check=False)
+    assert done.stdout.strip().splitlines()[-1] == "TORCH-CLEAN", done.stderr
+
+
+@pytest.mark.parametrize("args", [TRAIN_ARGS, SERVE_ARGS])
+def test_readme_shows_the_real_reports(tfcost, args):
+    # The README's two examples are what the commands print at 120 columns, so they cannot drift.
+    from pathlib import Path
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    printed = "\n".join(line.rstrip() for line in tfcost(*args).stdout.strip().splitlines())
+    assert printed in readme
+    assert f"`tfcost {' '.join(args)}`" in readme

@@ -1,0 +1,136 @@
+"""Serving memory, capacity and roofline latency."""
+
+from __future__ import annotations
+
+import pytest
+
+from tfcost import flops, memory, params, serving
+from tfcost.errors import UsageError
+from tfcost.hardware import bandwidth_bytes_per_s
+from tfcost.presets import load_gpu, load_model
+from tfcost.report import serve
+from tfcost.schema import ServingSetup
+
+
+@pytest.fixture
+def llama3():
+    return load_model("llama-3-8b")
+
+
+def test_llama_2_7b_kv_cache_per_token():
+    llama2 = load_model("llama-2-7b")  # 32 layers x 32 KV heads x 128 x 2 (K and V) x 2 bytes
+    assert memory.kv_cache_bytes_per_token(llama2, "bf16") == 524_288
+    # llm-analysis's llama-7b example: batch 1, 512 + 32 tokens -> kv_cache_memory 285,212,672 bytes.
+    assert serving.kv_cache_bytes_per_gpu(llama2, 544, 1, "bf16", 1) == 285_212_672
+
+
+def test_kv_heads_split_over_tensor_parallel_gpus_and_at_least_one_each(llama3):
+    whole = memory.kv_cache_bytes(llama3, 4096, 2, "bf16")
+    assert serving.kv_cache_bytes_per_gpu(llama3, 4096, 2, "bf16", 2) == whole // 2
+    assert serving.kv_cache_bytes_per_gpu(llama3, 4096, 2, "bf16", 8) == whole // 8
+    assert serving.kv_heads_per_gpu(llama3, 16) == 1  # 8 KV heads on 16 GPUs: each head held twice
+    assert serving.kv_cache_bytes_per_gpu(llama3, 4096, 2, "bf16", 16) == whole // 8
+
+
+def test_tensor_parallel_rules(llama3):
+    serving.check_tensor_parallel(llama3, 16)  # 32 query heads split, 8 KV heads replicated twice
+    with pytest.raises(UsageError, match="32 query heads"):
+        serving.check_tensor_parallel(llama3, 3)
+    with pytest.raises(UsageError, match="32 query heads"):
+        serving.check_tensor_parallel(llama3, 64)
+    gqa_12 = llama3.model_copy(update={"n_heads": 24, "n_kv_heads": 6})
+    with pytest.raises(UsageError, match="6 key-value heads"):
+        serving.check_tensor_parallel(gqa_12, 4)  # 4 divides 24 query heads but neither divides the other
+
+
+def test_weight_bytes_by_dtype(llama3):
+    total, non_embedding = 8_030_261_248, 6_979_588_096
+    embeddings = total - non_embedding  # token table and untied head, 2 x 128256 x 4096
+    assert params.non_embedding_params(llama3) == non_embedding
+    assert serving.weight_bytes(llama3, "bf16") == 2 * total
+    assert serving.weight_bytes(llama3, "fp8") == non_embedding + 2 * embeddings
+    assert serving.weight_bytes(llama3, "int8") == non_embedding + 2 * embeddings
+    # int4: half a byte a weight plus an fp16 scale per 128: 4.125 bits. About 5.7 GB in all, the size of the
+    # published 4-bit AWQ checkpoints of Llama-3-8B.
+    int4 = non_embedding // 2 + non_embedding // 128 * 2 + 2 * embeddings
+    assert serving.weight_bytes(llama3, "int4") == int4 == 5_700_196_416
+    assert serving.quantized_bytes(129, "int4") == 65 + 2 * 2  # a partial group still has its scale
+
+
+def test_capacity_is_the_largest_that_fits(llama3):
+    gpu = load_gpu("h100-sxm")
+    usable = serving.usable_bytes_per_gpu(gpu, 0.1)
+    assert usable == int(0.9 * 80 * 2**30)
+    budget = serving.kv_budget_bytes_per_gpu(usable, serving.weight_bytes(llama3, "bf16"))
+    per_sequence = serving.kv_cache_bytes_per_gpu(llama3, 2560, 1, "bf16", 1)
+    batch = serving.max_batch(budget, per_sequence)
+    assert batch == 182
+    assert batch * per_sequence <= budget < (batch + 1) * per_sequence
+    context = serving.max_context(budget, serving.kv_cache_bytes_per_gpu(llama3, 1, 32, "bf16", 1))
+    assert (
+        memory.kv_cache_bytes(llama3, context, 32, "bf16")
+        <= budget
+        < memory.kv_cache_bytes(llama3, context + 1, 32, "bf16")
+    )
+    assert serving.kv_budget_bytes_per_gpu(10, 20) == 0  # weights that do not fit leave nothing
+
+
+def test_decode_step_flops_are_2n_plus_attention_over_the_context(llama3):
+    # Matmul weights: everything but the token table (a lookup) and the norms; 2 FLOPs per weight per token,
+    # plus QK^T and AV over the context: 4 * L * H * Q * c.
+    norms = (2 * llama3.n_layers + 1) * llama3.d_model
+    matmul_weights = params.total_params(llama3) - llama3.vocab_size * llama3.d_model - norms
+    for context in (1, 2560, 8192):
+        attention = 4 * llama3.n_layers * llama3.n_heads * llama3.head_dim * context
+        assert serving.decode_step_flops(llama3, context, 3) == 3 * (2 * matmul_weights + attention)
+
+
+def test_prefill_flops_are_causal_with_one_row_of_logits(gpt2):
+    parts = flops.forward_flops_breakdown(gpt2, 1024, causal=True)
+    one_row_of_logits = 2 * gpt2.d_model * gpt2.vocab_size
+    expected = sum(parts.values()) - parts["output_head"] + one_row_of_logits
+    assert serving.prefill_flops(gpt2, 1024, 2) == 2 * expected
+    # The causal count is the decode steps summed: prefill is decoding every position at once.
+    steps = sum(serving.decode_step_flops(gpt2, c, 1) - one_row_of_logits for c in range(1, 1025))
+    assert expected == steps + one_row_of_logits
+
+
+def test_int4_runs_at_the_16_bit_peak_and_fp8_at_the_fp8_peak_where_there_is_one():
+    h100, a100 = load_gpu("h100-sxm"), load_gpu("a100-80gb")
+    assert serving.compute_dtype("int4", h100) == "bf16"
+    assert serving.compute_dtype("fp8", h100) == "fp8"
+    assert serving.compute_dtype("fp8", a100) == "bf16"
+    assert serving.effective_peak_flops_per_s(h100, "fp8", 0.5) == pytest.approx(0.5 * 1978.9e12)
+
+
+def test_roofline_report(llama3):
+    gpu = load_gpu("h100-sxm")
+    result = serve(llama3, gpu, ServingSetup(batch=32, prompt=2048, generate=512))
+    latency = result.latency
+    assert latency.prefill_bound == "compute-bound"
+    assert latency.decode_bound == "memory-bound"
+    # Decode is memory-bound, so its time is the bytes over the reachable bandwidth.
+    decode_bytes = 2 * 8_030_261_248 + 32 * 2560 * 131_072
+    assert latency.decode_bytes_per_gpu == decode_bytes == result.memory.total_bytes_per_gpu
+    assert latency.decode_ms_per_token == pytest.approx(decode_bytes / (0.9 * bandwidth_bytes_per_s(gpu)) * 1e3)
+    assert latency.prefill_ms == pytest.approx(latency.prefill_flops_per_gpu / (0.7 * 989.4e12) * 1e3)
+    assert latency.decode_tokens_per_s == pytest.approx(32 / (latency.decode_ms_per_token / 1e3))
+    assert (result.max_batch, result.max_context) == (182, 14_602)
+    assert result.memory.fits
+
+
+def test_tensor_parallel_report_splits_weights_and_flops(llama3):
+    gpu = load_gpu("h100-sxm")
+    one = serve(llama3, gpu, ServingSetup(batch=8))
+    two = serve(llama3, gpu, ServingSetup(batch=8, gpus=2))
+    assert two.memory.weights_bytes == one.memory.weights_bytes
+    assert two.memory.weights_bytes_per_gpu == one.memory.weights_bytes_per_gpu // 2
+    assert two.memory.kv_cache_bytes_per_gpu == one.memory.kv_cache_bytes_per_gpu // 2
+    assert two.latency.prefill_flops_per_gpu == one.latency.prefill_flops_per_gpu // 2
+    assert two.max_batch > 2 * one.max_batch  # the weights' share shrinks too
+
+
+def test_a_model_too_large_for_the_gpu_fits_nothing():
+    result = serve(load_model("llama-2-70b"), load_gpu("rtx-4090"), ServingSetup())
+    assert not result.memory.fits
+    assert (result.max_batch, result.max_context) == (0, 0)

@@ -1,0 +1,168 @@
+"""Training compute, time and memory against the published figures they come from."""
+
+from __future__ import annotations
+
+import pytest
+
+from tfcost import flops, params, training
+from tfcost.errors import UsageError
+from tfcost.hardware import peak_flops_per_s
+from tfcost.presets import load_gpu, load_model
+from tfcost.schema import Biases, ModelShape, TrainingSetup
+from tfcost.training import activation_bytes_per_layer, model_state_bytes_per_gpu
+
+
+@pytest.fixture
+def gpt3() -> ModelShape:
+    """GPT-3 175B (Brown et al. 2020, Table 2.1): the model of Korthikanti et al. 2022's 5as/h = 80."""
+    return ModelShape(
+        name="gpt3-175b", vocab_size=50257, d_model=12288, n_layers=96, n_heads=96, d_ff=4 * 12288, mlp="plain",
+        norm="layernorm", bias=Biases(qkv=True, attn_out=True, mlp=True), tied_embeddings=True, position="learned",
+        max_seq_len=2048,
+    )  # fmt: skip
+
+
+def setup(**fields: object) -> TrainingSetup:
+    return TrainingSetup.model_validate({"tokens": 10**9, "seq_len": 1024, **fields})
+
+
+# ZeRO (Rajbhandari et al. 2020), Figure 1: Psi = 7.5B, N_d = 64, mixed-precision Adam (K = 12).
+@pytest.mark.parametrize(
+    ("stage", "decimal_gb", "exact"),
+    [(0, 120.0, 120_000_000_000), (1, 31.4, 31_406_250_000), (2, 16.6, 16_640_625_000), (3, 1.9, 1_875_000_000)],
+)
+def test_zero_figure_1(stage, decimal_gb, exact):
+    per_gpu = model_state_bytes_per_gpu(7_500_000_000, "bf16-mixed", "adamw", stage, data_parallel=64)
+    assert sum(per_gpu.values()) == exact
+    assert round(sum(per_gpu.values()) / 1e9, 1) == decimal_gb
+
+
+def test_model_states_shard_over_tensor_and_pipeline_parallel_too():
+    alone = model_state_bytes_per_gpu(8_000_000_000, "bf16-mixed", "adamw", 1, data_parallel=8)
+    split = model_state_bytes_per_gpu(8_000_000_000, "bf16-mixed", "adamw", 1, data_parallel=8, model_parallel=4)
+    assert {key: value // 4 for key, value in alone.items()} == split
+    assert alone == {"weights": 16_000_000_000, "gradients": 16_000_000_000, "optimizer": 12_000_000_000}
+
+
+@pytest.mark.parametrize(
+    ("precision", "optimizer", "total_per_param"),
+    # Transformer Math 101: 2 + 2 + 12 (AdamW), 2 + 2 + 6 (8-bit), 2 + 2 + 8 (SGD, momentum); fp32 has no master copy.
+    [("bf16-mixed", "adamw", 16), ("bf16-mixed", "adamw-8bit", 10), ("bf16-mixed", "sgd", 12),
+     ("fp32", "adamw", 16), ("fp32", "adamw-8bit", 10), ("fp32", "sgd", 12)],
+)  # fmt: skip
+def test_bytes_per_parameter(precision, optimizer, total_per_param):
+    assert sum(model_state_bytes_per_gpu(1000, precision, optimizer, 0, 1).values()) == 1000 * total_per_param
+
+
+def test_korthikanti_gpt3_score_term_is_80(gpt3):
+    s, b, h = 2048, 1, 12288
+    stored = activation_bytes_per_layer(gpt3, s, b)
+    without_scores = activation_bytes_per_layer(gpt3, s, b, recompute="selective")
+    assert (stored - without_scores) / (s * b * h) == 80  # 5as/h = 5 * 96 * 2048 / 12288
+    assert stored == s * b * h * (34 + 80)  # sbh(34 + 5as/h), Eq. 1
+    assert without_scores == 34 * s * b * h
+
+
+@pytest.mark.parametrize("micro_batch", [1, 4])
+def test_korthikanti_table_2(gpt3, micro_batch):
+    s, b, h, t = 2048, micro_batch, 12288, 8
+    sbh = s * b * h
+
+    def per_layer(**options: object) -> int:
+        return activation_bytes_per_layer(gpt3, s, b, tp=t, **options)  # type: ignore[arg-type]
+
+    assert per_layer() == sbh * (10 + 24 // t + 80 // t)  # tensor parallel: sbh(10 + 24/t + 5as/(ht))
+    assert per_layer(sequence_parallel=True) == sbh * (34 + 80) // t  # + sequence parallel
+    assert per_layer(recompute="selective") == sbh * (10 + 24 // t)  # + selective recompute
+    assert per_layer(sequence_parallel=True, recompute="selective") == 34 * sbh // t
+    assert per_layer(recompute="full") == 2 * sbh  # only the layer input
+    assert per_layer(recompute="full", sequence_parallel=True) == 2 * sbh // t
+
+
+def test_flash_keeps_a_log_sum_exp_instead_of_the_scores(gpt3):
+    s, b = 2048, 2
+    flash = activation_bytes_per_layer(gpt3, s, b, flash=True)
+    selective = activation_bytes_per_layer(gpt3, s, b, recompute="selective")
+    assert flash - selective == 4 * gpt3.n_heads * s * b  # one fp32 number per query row per head
+
+
+def test_activation_generalisation_to_gated_mlps_and_gqa():
+    llama = load_model("llama-3-8b")  # h 4096, H 32, K 8, Q 128, F 14336, gated
+    s, b = 4096, 1
+    # unsplittable 10sbh; Q and attention output 2 * 2 * 4096, K and V 2 * 2 * 1024; gated MLP 3F at 2 bytes;
+    # flash: 4 bytes per query row per head.
+    expected = s * b * (10 * 4096 + 2 * (2 * 4096 + 2 * 1024) + 2 * 3 * 14336) + 4 * 32 * s * b
+    assert activation_bytes_per_layer(llama, s, b, flash=True) == expected == 604_504_064
+    # A gated MLP of width 8h/3 stores what a 4h GeLU MLP stores (3 x 8h/3 = 2 x 4h).
+    plain = load_model("gpt2-small")
+    gated = plain.model_copy(update={"mlp": "gated", "d_ff": 2048})
+    assert activation_bytes_per_layer(plain, 1024, 1) == activation_bytes_per_layer(gated, 1024, 1)
+
+
+def test_fp32_doubles_the_16_bit_activations_but_not_the_masks(gpt3):
+    s, b, h = 2048, 1, 12288
+    bf16 = activation_bytes_per_layer(gpt3, s, b)
+    fp32 = activation_bytes_per_layer(gpt3, s, b, precision="fp32")
+    masks = 2 * s * b * h + gpt3.n_heads * s * s * b  # two sbh dropout masks and the as^2b attention mask
+    assert fp32 == 2 * (bf16 - masks) + masks
+
+
+def test_first_pipeline_stage_holds_l_layers_and_the_last_the_logits():
+    llama = load_model("llama-3-8b")
+    one_stage = setup(gpus=8, tp=8)
+    four_stages = setup(gpus=32, tp=8, pp=4)
+    per_layer = training.activation_bytes_per_layer_of(llama, one_stage)
+    logits = 4 * 1024 * 128256 // 8
+    assert training.activation_bytes_per_gpu(llama, one_stage) == 32 * per_layer + logits
+    assert training.activation_bytes_per_gpu(llama, four_stages) == 32 * per_layer
+
+
+def test_nanogpt_notebook_300b_tokens_on_8_a100s():
+    # transformer_sizing.ipynb: model_size = params()['total'] = 124,337,664 (nanoGPT, bias=False: no linear
+    # biases, LayerNorm without shift), 6ND / (312e12 * 8 * 0.3) -> "3.46 days".
+    nanogpt = load_model("gpt2-small").model_copy(update={"bias": Biases(), "norm": "rmsnorm"})
+    assert params.total_params(nanogpt) == 124_337_664
+    peak = peak_flops_per_s(load_gpu("a100-80gb"), "bf16")
+    assert peak == 312e12
+    seconds = training.training_seconds(training.six_nd_flops(nanogpt, 300 * 10**9), 8, peak, 0.3)
+    assert round(seconds / training.SECONDS_PER_DAY, 2) == 3.46
+
+
+def test_chinchilla_optimal_tokens():
+    assert training.chinchilla_optimal_tokens(load_model("llama-3-8b")) == 20 * 8_030_261_248
+
+
+def test_exact_training_flops_are_three_forward_passes_per_sequence(gpt2):
+    sequences = 1000
+    # nanoGPT notebook: 874,944,921,600 FLOPs to train on one 1,024-token sequence.
+    assert training.model_training_flops(gpt2, 1024, 1024 * sequences) == 874_944_921_600 * sequences
+
+
+def test_recompute_flops(gpt2):
+    parts = flops.forward_flops_breakdown(gpt2, 1024)
+    assert training.recompute_flops(gpt2, 1024, 2048, "none") == 0
+    assert training.recompute_flops(gpt2, 1024, 2048, "selective") == 2 * 2 * 19_327_352_832
+    # Full recompute runs the 12 blocks again, not the head: the notebook's "Transformer" 212,600,881,152.
+    assert training.recompute_flops(gpt2, 1024, 2048, "full") == 2 * 212_600_881_152
+    assert sum(parts.values()) - parts["output_head"] == 212_600_881_152
+
+
+def test_time_hours_cost_and_hfu():
+    seconds = training.training_seconds(8 * 10**18, 10, 1e15, 0.5)
+    assert seconds == pytest.approx(1.6e3)
+    assert training.gpu_hours(seconds, 10) == pytest.approx(1.6e4 / 3600)
+    assert training.training_cost(100.0, 2.5) == 250.0
+    assert training.hardware_flops_utilization(0.4, 100, 125) == pytest.approx(0.5)
+
+
+def test_layout_rules():
+    llama = load_model("llama-3-8b")  # 32 heads, 8 KV heads, 32 layers
+    training.check_parallel_layout(llama, setup(gpus=8, tp=8))
+    with pytest.raises(UsageError, match="must divide the query heads"):
+        training.check_parallel_layout(llama, setup(gpus=3, tp=3))
+    with pytest.raises(UsageError, match=r"key-value heads \(8\)"):
+        training.check_parallel_layout(llama, setup(gpus=16, tp=16))
+    with pytest.raises(UsageError, match="must divide the 32 layers"):
+        training.check_parallel_layout(llama, setup(gpus=5, pp=5))
+    with pytest.raises(ValueError, match="not a multiple of tp x pp"):
+        setup(gpus=10, tp=4)

@@ -1,0 +1,139 @@
+"""Serving a model: weight and KV-cache memory per GPU, what fits, and roofline prefill and decode times.
+
+Symbols: P prompt tokens, G generated tokens, B batch (sequences), t GPUs in tensor parallel, K key-value heads.
+Tensor parallelism gives each GPU 1/t of every matmul and of the weights (assumed even); its all-reduce
+traffic, activations and framework overheads are not modelled: the reserve keeps memory for them.
+"""
+
+from __future__ import annotations
+
+from tfcost import flops, memory, params
+from tfcost.errors import TfcostError, UsageError
+from tfcost.hardware import bandwidth_bytes_per_s, memory_bytes, peak_flops_per_s
+from tfcost.schema import GpuSpec, ModelShape, WeightsDtype
+from tfcost.units import Dtype, ceil_div
+
+WEIGHT_BITS: dict[WeightsDtype, int] = {"bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4}
+INT4_GROUP_SIZE = 128  # GPTQ and AWQ's default group size: one scale per 128 weights
+GROUP_SCALE_BYTES = 2  # each group's scale is an fp16 number (zero points, where used, are not counted)
+UNQUANTIZED_BYTES = 2  # embeddings and the output head stay 16-bit under 8- and 4-bit weights
+
+
+def check_tensor_parallel(shape: ModelShape, gpus: int) -> None:
+    """vLLM's rule: t divides the query heads, and the key-value heads are either split (t divides K) or each
+    replicated on t/K GPUs (K divides t)."""
+    if shape.n_heads % gpus:
+        raise UsageError(f"gpus ({gpus}) must divide the {shape.n_heads} query heads of {shape.name}")
+    if shape.n_kv_heads % gpus and gpus % shape.n_kv_heads:
+        raise UsageError(
+            f"gpus ({gpus}) must divide the {shape.n_kv_heads} key-value heads of {shape.name}, or be a multiple "
+            "of them"
+        )
+
+
+def quantized_bytes(n_params: int, dtype: WeightsDtype) -> int:
+    """n * bits / 8, and for int4 one fp16 scale per group of 128 weights: 4.125 bits per weight."""
+    scales = ceil_div(n_params, INT4_GROUP_SIZE) * GROUP_SCALE_BYTES if dtype == "int4" else 0
+    return ceil_div(n_params * WEIGHT_BITS[dtype], 8) + scales
+
+
+def weight_bytes(shape: ModelShape, dtype: WeightsDtype) -> int:
+    """Every weight at `dtype`. Under 8- and 4-bit weights only the blocks are quantized (the final norm rides
+    along); the token and position embeddings and an untied output head stay 16-bit, as GPTQ and AWQ
+    checkpoints and vLLM's fp8 keep them."""
+    if WEIGHT_BITS[dtype] >= 8 * UNQUANTIZED_BYTES:
+        return quantized_bytes(params.total_params(shape), dtype)
+    unquantized = params.embedding_params(shape) * UNQUANTIZED_BYTES
+    return quantized_bytes(params.non_embedding_params(shape), dtype) + unquantized
+
+
+def share_per_gpu(total: int, gpus: int) -> int:
+    """One GPU's share of the weights or of a matmul's FLOPs: tensor parallelism splits each evenly over t
+    (Megatron-LM's column and row splits; the few replicated norm weights are neglected)."""
+    return ceil_div(total, gpus)
+
+
+def kv_heads_per_gpu(shape: ModelShape, gpus: int) -> int:
+    """K/t key-value heads on each GPU, at least one (a head is replicated when t > K; llm-analysis, vLLM)."""
+    return max(shape.n_kv_heads // gpus, 1)
+
+
+def kv_cache_bytes_per_gpu(shape: ModelShape, tokens: int, batch: int, dtype: Dtype, gpus: int) -> int:
+    """The KV cache of B sequences of `tokens` tokens held by one of t GPUs: its share of the key-value heads.
+    MLA's latent serves every head, so each GPU holds all of it (it is replicated across tensor-parallel ranks;
+    NVIDIA/TensorRT-LLM#15162)."""
+    total = memory.kv_cache_bytes(shape, tokens, batch, dtype)
+    if shape.mla is not None:
+        return total
+    return total * kv_heads_per_gpu(shape, gpus) // shape.n_kv_heads
+
+
+def usable_bytes_per_gpu(gpu: GpuSpec, reserve: float) -> int:
+    """The memory a server may fill, (1 - reserve) of the GPU: vLLM's gpu_memory_utilization (0.9 by default)."""
+    return int(memory_bytes(gpu) * (1 - reserve))
+
+
+def kv_budget_bytes_per_gpu(usable_bytes: int, weights_bytes_per_gpu: int) -> int:
+    """What is left for the KV cache once the weights are loaded; nothing when they do not fit."""
+    return max(usable_bytes - weights_bytes_per_gpu, 0)
+
+
+def max_batch(kv_budget_bytes: int, kv_bytes_per_sequence: int) -> int:
+    """The most whole sequences whose KV cache fits the budget (KV cache is linear in B)."""
+    return kv_budget_bytes // kv_bytes_per_sequence
+
+
+def max_context(kv_budget_bytes: int, kv_bytes_per_token_of_batch: int) -> int:
+    """The longest context whose KV cache for the whole batch fits the budget (linear in tokens; a sliding
+    window, where a model has one, would allow more)."""
+    return kv_budget_bytes // kv_bytes_per_token_of_batch
+
+
+def prefill_flops(shape: ModelShape, prompt: int, batch: int) -> int:
+    """The forward pass over B prompts of P tokens, counting only the P(P+1)/2 unmasked scores (fused kernels skip
+    masked tiles; nanochat's estimate_prefill_flops) and the output head for the last position only (the one
+    whose next token is sampled)."""
+    parts = flops.forward_flops_breakdown(shape, prompt, causal=True)
+    head = parts.get("output_head", 0)  # a headless encoder has none
+    return batch * (sum(parts.values()) - head + head // prompt)
+
+
+def decode_step_flops(shape: ModelShape, context: int, batch: int) -> int:
+    """One new token per sequence attending to `context` positions (itself included): the difference between
+    causal forward passes over `context` and `context - 1` tokens, which is exactly the last token's matmuls,
+    output head included (about 2N plus 4*L*H*Q*context; nanochat's estimate_decode_flops)."""
+    one_token = flops.forward_flops(shape, context, causal=True) - flops.forward_flops(shape, context - 1, causal=True)
+    return batch * one_token
+
+
+def tokens_per_s(tokens: int, seconds: float) -> float:
+    """Throughput: tokens produced (or read) per second."""
+    return tokens / seconds
+
+
+def compute_dtype(weights_dtype: WeightsDtype, gpu: GpuSpec) -> str:
+    """The peak the matmuls run at: FP8 for fp8 weights where the GPU has FP8 units (activations quantized too,
+    as vLLM's fp8 does), otherwise 16-bit (int8 and int4 weights are dequantized to 16 bits, as weight-only
+    GPTQ/AWQ kernels do)."""
+    return "fp8" if weights_dtype == "fp8" and gpu.peak_fp8_tflops is not None else "bf16"
+
+
+def effective_peak_flops_per_s(gpu: GpuSpec, weights_dtype: WeightsDtype, compute_efficiency: float) -> float:
+    """The FLOP/s a serving kernel reaches: peak x compute efficiency (llm-analysis's flops_efficiency)."""
+    dtype = compute_dtype(weights_dtype, gpu)
+    peak = peak_flops_per_s(gpu, dtype)
+    if peak is None:
+        raise TfcostError(f"the GPU table has no {dtype} peak for {gpu.name}")
+    return peak * compute_efficiency
+
+
+def effective_bandwidth_bytes_per_s(gpu: GpuSpec, memory_efficiency: float) -> float:
+    """The bytes/s a serving kernel reaches: bandwidth x memory efficiency (llm-analysis's hbm_memory_efficiency)."""
+    return bandwidth_bytes_per_s(gpu) * memory_efficiency
+
+
+def bytes_moved_per_gpu(weights_bytes_per_gpu: int, kv_bytes_per_gpu: int) -> int:
+    """What one forward pass moves through memory: every weight read once, plus the KV cache, written by prefill
+    (the prompts' keys and values) or read by a decode step (the whole batch's cache: Scaling Book inference.md,
+    weights / bandwidth + B x KV size / bandwidth; nanochat's MBU). Activations are taken to stay on chip."""
+    return weights_bytes_per_gpu + kv_bytes_per_gpu

@@ -1,0 +1,246 @@
+"""Training a model: its compute, wall-clock time and cost, and the memory each GPU holds.
+
+Symbols (Korthikanti et al. 2022's, beside the lesson's): N parameters, D tokens, s = T tokens per sequence,
+b micro-batch, h = d_model, a query heads, K key-value heads, Q head_dim, F d_ff, V vocab, L layers,
+t tensor-parallel size, p pipeline-parallel size, N_d data-parallel size (gpus / (t*p)).
+FLOPs here are model FLOPs (what MFU counts, PaLM App. B) unless called hardware FLOPs (with recomputation).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from tfcost import flops, params
+from tfcost.errors import UsageError
+from tfcost.schema import ModelShape, TrainingSetup
+from tfcost.units import ceil_div
+
+Recompute = Literal["none", "selective", "full"]
+Precision = Literal["bf16-mixed", "fp32"]
+Optimizer = Literal["adamw", "adamw-8bit", "sgd"]
+
+CHINCHILLA_TOKENS_PER_PARAM = 20  # Hoffmann et al. 2022, Table 3: compute-optimal D is about 20 N
+DEFAULT_SEQ_LEN = 4096  # `train --seq` default, never beyond the model's own context
+SECONDS_PER_DAY = 86_400
+SECONDS_PER_HOUR = 3_600
+
+# Bytes per parameter of (weights, gradients, optimizer states). bf16-mixed keeps 16-bit weights and gradients
+# and puts the fp32 master copy in the optimizer states: AdamW 4 + 4 (m) + 4 (v) = 12, ZeRO's K = 12
+# (Rajbhandari et al. 2020, Fig. 1); 8-bit AdamW 4 + 1 + 1 = 6; SGD with momentum 4 + 4 = 8 (Transformer Math 101,
+# Anthony et al. 2023). fp32 training has no master copy: the optimizer holds only m and v, or the momentum.
+STATE_BYTES_PER_PARAM: dict[tuple[Precision, Optimizer], tuple[int, int, int]] = {
+    ("bf16-mixed", "adamw"): (2, 2, 12),
+    ("bf16-mixed", "adamw-8bit"): (2, 2, 6),
+    ("bf16-mixed", "sgd"): (2, 2, 8),
+    ("fp32", "adamw"): (4, 4, 8),
+    ("fp32", "adamw-8bit"): (4, 4, 2),
+    ("fp32", "sgd"): (4, 4, 4),
+}
+
+# Bytes of one stored activation element: Korthikanti et al. 2022 assume 16-bit activations (fp32 under fp32).
+ACTIVATION_BYTES: dict[Precision, int] = {"bf16-mixed": 2, "fp32": 4}
+DROPOUT_MASK_BYTES = 1  # Korthikanti et al. 2022 §4.1: a dropout mask is one byte per element
+LOGSUMEXP_BYTES = 4  # FlashAttention keeps one fp32 log-sum-exp per query row for the backward pass
+LOGIT_BYTES = 4  # the output logits are kept in fp32 for the loss (Korthikanti et al. 2022: 4sbv/t)
+
+
+def default_seq_len(shape: ModelShape) -> int:
+    """`train --seq` when not given: 4,096 tokens, or the model's context if that is shorter."""
+    return min(DEFAULT_SEQ_LEN, shape.max_seq_len)
+
+
+def chinchilla_optimal_tokens(shape: ModelShape) -> int:
+    """D = 20 N: compute-optimal training tokens for N parameters (Hoffmann et al. 2022, Table 3)."""
+    return CHINCHILLA_TOKENS_PER_PARAM * params.total_params(shape)
+
+
+def check_parallel_layout(shape: ModelShape, setup: TrainingSetup) -> None:
+    """Megatron-LM's layout rules: t splits the query and key-value heads, p splits the layers evenly."""
+    if shape.n_heads % setup.tp or shape.n_kv_heads % setup.tp:
+        raise UsageError(
+            f"tp ({setup.tp}) must divide the query heads ({shape.n_heads}) and the key-value heads "
+            f"({shape.n_kv_heads}) of {shape.name}"
+        )
+    if shape.n_layers % setup.pp:
+        raise UsageError(f"pp ({setup.pp}) must divide the {shape.n_layers} layers of {shape.name}")
+
+
+# Compute ---------------------------------------------------------------------------------------------------
+
+
+def six_nd_flops(shape: ModelShape, tokens: int) -> int:
+    """6*N*D with N every parameter, embeddings included: how Hoffmann et al. 2022 and the nanoGPT sizing
+    notebook (model_size = params()['total']) size a run. For MoE, N counts the experts a token uses (the
+    active parameters, as torchtitan does). The exact count is `model_training_flops`."""
+    return 6 * params.active_params(shape) * tokens
+
+
+def model_training_flops(shape: ModelShape, seq_len: int, tokens: int) -> int:
+    """Exact matmul FLOPs of training on D tokens in T-token sequences: 3 x forward per sequence, D/T sequences.
+    The full T x T scores are counted, as MFU conventionally does (PaLM App. B, nanoGPT, torchtitan)."""
+    return flops.training_flops(shape, seq_len) * tokens // seq_len
+
+
+def recompute_flops(shape: ModelShape, seq_len: int, tokens: int, recompute: Recompute) -> int:
+    """The forward work done again in the backward pass, over D tokens.
+
+    selective: QK^T and AV of every layer (Korthikanti et al. 2022's selective
+    recomputation; llm-analysis adds 4bs^2h per layer).
+    full: every layer's forward once more, but not the output head (Narayanan et al. 2021 Eq. 3: four passes
+    over the layers, three over the logits).
+    """
+    if recompute == "none":
+        return 0
+    parts = flops.forward_flops_breakdown(shape, seq_len)
+    if recompute == "selective":  # every attention's, an encoder-decoder's cross-attention too
+        per_sequence = sum(value for key, value in parts.items() if key.endswith(("/scores", "/values")))
+    else:
+        per_sequence = sum(parts.values()) - parts.get("output_head", 0)
+    return per_sequence * tokens // seq_len
+
+
+def training_seconds(model_flops: int, gpus: int, peak_flops_per_s: float, mfu: float) -> float:
+    """Wall-clock time = model FLOPs / (GPUs x peak x MFU). MFU counts model FLOPs only, so recomputation shows
+    up as a lower MFU, not as more FLOPs (PaLM App. B; the nanoGPT notebook's 6ND / (312e12 x 8 x 0.3))."""
+    return model_flops / (gpus * peak_flops_per_s * mfu)
+
+
+def gpu_hours(seconds: float, gpus: int) -> float:
+    """GPU-hours: every GPU is held for the whole run."""
+    return seconds * gpus / SECONDS_PER_HOUR
+
+
+def training_cost(hours: float, price_per_gpu_hour: float) -> float:
+    """What the GPU-hours cost at a price per GPU-hour."""
+    return hours * price_per_gpu_hour
+
+
+def hardware_flops_utilization(mfu: float, model_flops: int, hardware_flops: int) -> float:
+    """HFU: the utilization counting recomputed work too, MFU x hardware / model FLOPs (PaLM App. B)."""
+    return mfu * hardware_flops / model_flops
+
+
+# Memory ----------------------------------------------------------------------------------------------------
+
+
+def state_bytes_per_param(precision: Precision, optimizer: Optimizer) -> dict[str, int]:
+    """Bytes each parameter costs in weights, gradients and optimizer states (STATE_BYTES_PER_PARAM)."""
+    weights, gradients, optimizer_states = STATE_BYTES_PER_PARAM[(precision, optimizer)]
+    return {"weights": weights, "gradients": gradients, "optimizer": optimizer_states}
+
+
+def model_state_bytes_per_gpu(
+    n_params: int,
+    precision: Precision,
+    optimizer: Optimizer,
+    zero: int,
+    data_parallel: int,
+    model_parallel: int = 1,
+) -> dict[str, int]:
+    """Weights, gradients and optimizer states on one GPU.
+
+    Tensor and pipeline parallelism give each GPU 1/(t*p) of the parameters (assumed even). ZeRO then shards
+    over the N_d data-parallel replicas (Rajbhandari et al. 2020 Fig. 1): stage 1 the optimizer states, stage 2
+    also the gradients, stage 3 also the weights. Psi = 7.5B, N_d = 64, AdamW: 120, 31.4, 16.6, 1.9 GB.
+    """
+    per_param = state_bytes_per_param(precision, optimizer)
+
+    def shard(bytes_per_param: int, sharded_from_stage: int) -> int:
+        replicas = data_parallel if zero >= sharded_from_stage else 1
+        return ceil_div(n_params * bytes_per_param, model_parallel * replicas)
+
+    return {
+        "weights": shard(per_param["weights"], 3),
+        "gradients": shard(per_param["gradients"], 2),
+        "optimizer": shard(per_param["optimizer"], 1),
+    }
+
+
+def activation_bytes_per_layer(
+    shape: ModelShape,
+    seq_len: int,
+    micro_batch: int,
+    tp: int = 1,
+    sequence_parallel: bool = False,
+    recompute: Recompute = "none",
+    flash: bool = False,
+    precision: Precision = "bf16-mixed",
+) -> int:
+    """Activations one layer stores for its backward pass (Korthikanti et al. 2022 §4, Eq. 1 and Table 2).
+
+    For GPT-3 (MHA, 4h GeLU MLP, 16-bit) this is sbh(34 + 5as/h): 10sbh that tensor parallelism cannot split
+    (two norm inputs 4sbh, the attention and MLP inputs 2sbh each, two dropout masks 2sbh), 24sbh it splits by t
+    (Q, K, V and the attention output 8sbh; the MLP's GeLU input and output 16sbh) and the 5as^2b of the scores
+    (softmax output, its dropout mask and output). Sequence parallelism splits the 10sbh by t too.
+    Generalised from the paper's shape: K and V are K*Q wide (GQA), Q and the attention output H*Q wide, and a
+    gated MLP stores three F-wide tensors (gate and up outputs, the down projection's input) where GeLU stores
+    two. Dropout masks are counted as the paper does, though Llama-style models train without dropout.
+    selective recomputes the scores (5as^2b dropped); flash never stores them, keeping only an fp32 log-sum-exp
+    per query row, 4asb (as llm-analysis does); full recompute keeps only the layer input, 2sbh.
+    """
+    s, b, h = seq_len, micro_batch, shape.d_model
+    element = ACTIVATION_BYTES[precision]
+    split_unsplittable = tp if sequence_parallel else 1
+    if recompute == "full":
+        return ceil_div(s * b * h * element, split_unsplittable)
+    unsplittable = s * b * (4 * h * element + 2 * h * DROPOUT_MASK_BYTES)
+    mlp_width = (3 if shape.mlp == "gated" else 2) * mlp_hidden_width(shape)
+    # Q and K are Q wide per head, V and the attention output v_head_dim (Q except under MLA).
+    attention_width = (shape.n_heads + shape.n_kv_heads) * (shape.head_dim + flops.v_head_dim(shape))
+    splittable = s * b * element * (attention_width + mlp_width)
+    if recompute == "selective":
+        scores = 0
+    elif flash:
+        scores = shape.n_heads * s * b * LOGSUMEXP_BYTES
+    else:
+        scores = shape.n_heads * s * s * b * (2 * element + DROPOUT_MASK_BYTES)
+    return ceil_div(unsplittable, split_unsplittable) + ceil_div(splittable, tp) + ceil_div(scores, tp)
+
+
+def mlp_hidden_width(shape: ModelShape) -> int:
+    """Hidden units a token's MLP activates: d_ff, or in an MoE block its k routed experts and the shared ones
+    (the MoE blocks' width is used for every layer, dense ones included)."""
+    if shape.moe is None:
+        return shape.d_ff
+    moe = shape.moe
+    return moe.experts_per_token * moe.expert_d_ff + moe.n_shared_experts * moe.shared_width
+
+
+def logits_bytes(shape: ModelShape, seq_len: int, micro_batch: int, tp: int) -> int:
+    """The fp32 logits of one micro-batch, split over t by the vocabulary-parallel head: 4sbV/t."""
+    return ceil_div(LOGIT_BYTES * seq_len * micro_batch * shape.vocab_size, tp)
+
+
+def activation_bytes_per_gpu(shape: ModelShape, setup: TrainingSetup) -> int:
+    """Activations on the busiest GPU, the first pipeline stage.
+
+    Under the 1F1B schedule the first stage holds p micro-batches in flight, each through its L/p layers: L
+    layers' worth whatever p is (Korthikanti et al. 2022; it assumes at least p micro-batches per step).
+    With p = 1 that GPU also computes the logits, 4sbV/t.
+    """
+    in_flight_layers = shape.n_layers // setup.pp * setup.pp
+    return activation_bytes_per_layer_of(shape, setup) * in_flight_layers + last_stage_logits_bytes(shape, setup)
+
+
+def activation_bytes_per_layer_of(shape: ModelShape, setup: TrainingSetup) -> int:
+    """`activation_bytes_per_layer` under a training setup."""
+    return activation_bytes_per_layer(
+        shape, setup.seq_len, setup.micro_batch, setup.tp, setup.sequence_parallel, setup.recompute, setup.flash,
+        setup.precision,
+    )  # fmt: skip
+
+
+def last_stage_logits_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
+    """The logits on the busiest GPU: only when it is also the last pipeline stage (p = 1)."""
+    return logits_bytes(shape, setup.seq_len, setup.micro_batch, setup.tp) if setup.pp == 1 else 0
+
+
+def memory_per_gpu(shape: ModelShape, setup: TrainingSetup) -> dict[str, int]:
+    """Everything the busiest GPU holds: weights, gradients, optimizer states and activations, and their total."""
+    parts = model_state_bytes_per_gpu(
+        params.total_params(shape), setup.precision, setup.optimizer, setup.zero, setup.data_parallel,
+        setup.tp * setup.pp,
+    )  # fmt: skip
+    parts["activations"] = activation_bytes_per_gpu(shape, setup)
+    parts["total"] = sum(parts.values())
+    return parts
