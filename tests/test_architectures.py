@@ -187,3 +187,23 @@ def test_impossible_shapes_are_refused_naming_the_field(update, message):
     data = load_model("llama-3-8b").model_dump(exclude={"head_dim"}) | update
     with pytest.raises(ValidationError, match=message.replace("(", r"\(").replace(")", r"\)")):
         ModelShape.model_validate(data)
+
+
+def test_serving_keeps_mla_latent_whole_per_gpu():
+    from tfcost.serving import kv_cache_bytes_per_gpu
+
+    v3, llama = load_model("deepseek-v3"), load_model("llama-3-8b")
+    assert kv_cache_bytes_per_gpu(v3, 1000, 2, "bf16", 8) == kv_cache_bytes(v3, 1000, 2, "bf16")
+    assert kv_cache_bytes_per_gpu(llama, 1000, 2, "bf16", 8) == kv_cache_bytes(llama, 1000, 2, "bf16") // 8
+
+
+def test_training_prices_moe_by_active_parameters_and_every_attention():
+    from tfcost.training import recompute_flops, six_nd_flops
+
+    mixtral = load_model("mixtral-8x7b")
+    assert six_nd_flops(mixtral, 10**9) == 6 * active_params(mixtral) * 10**9
+    t5 = load_model("t5-small")
+    parts = forward_flops_breakdown(t5, 512)
+    attention = sum(v for k, v in parts.items() if k.endswith(("attention/scores", "attention/values")))
+    assert attention == 3 * 6 * 2 * 2 * 8 * 512 * 512 * 64  # encoder self, decoder self and cross, 6 layers each
+    assert recompute_flops(t5, 512, 5120, "selective") == 10 * attention

@@ -73,3 +73,12 @@ def test_help_shows_the_model_options(tfcost):
 def test_config_commands_never_import_torch(args):
     done = subprocess.run([sys.executable, "-c", NO_TORCH_PROBE, *args], capture_output=True, text=True, check=False)
     assert done.stdout.strip().splitlines()[-1] == "TORCH-CLEAN", done.stderr
+
+
+def test_train_and_serve_take_the_model_options(tfcost):
+    run = tfcost("train", "--config", MIXTRAL, "--gpus", "64", "--tp", "8", "-f", "json")
+    assert run.code == 0, run.stderr
+    assert json.loads(run.stdout)["model"] == "mixtral-8x7b"
+    run = tfcost("serve", "llama-3-8b", "--set", "n_kv_heads=16", "-f", "json")
+    assert run.code == 0, run.stderr
+    assert json.loads(run.stdout)["model"] == "llama-3-8b (n_kv_heads=16)"
