@@ -12,6 +12,7 @@ from tfcost.flops import (
     attention_forward_flops,
     attention_matmul_flops,
     forward_flops_breakdown,
+    score_entries,
 )
 from tfcost.hardware import achieved_per_s, peak_flops_per_s, peak_fraction, roofline_ratio
 from tfcost.measure_report import KernelRun, MeasureSetup, kernel_flops, measurement
@@ -55,7 +56,7 @@ def test_kernel_flops_are_the_models_attention_matmuls(gpt2):
         parts = forward_flops_breakdown(gpt2, 1024, causal)
         per_layer = (parts["attention/scores"] + parts["attention/values"]) // gpt2.n_layers
         assert attention_forward_flops(1, gpt2.n_heads, 1024, gpt2.head_dim, causal) == per_layer
-        assert attention_matmul_flops(1, 12, 1024, 64, causal) == parts["attention/scores"] // 12
+        assert attention_matmul_flops(1, 12, score_entries(1024, causal), 64) == parts["attention/scores"] // 12
 
 
 def test_io_bytes_count_kv_heads_under_gqa():

@@ -61,9 +61,35 @@ Seq = Annotated[int, typer.Option("--seq", "-T", min=1, help="T: tokens per sequ
 Batch = Annotated[int, typer.Option("--batch", "-B", min=1, help="B: sequences in the batch.")]
 DtypeOption = Annotated[DtypeChoice, typer.Option("--dtype", help="Storage dtype of the KV cache and score matrix.")]
 Causal = Annotated[
-    bool, typer.Option("--causal/--full", help="Count only the T(T+1)/2 unmasked score entries in FLOPs.")
+    bool,
+    typer.Option(
+        "--causal/--full",
+        help="Count only the score entries the mask keeps in FLOPs: T(T+1)/2, fewer under a sliding window.",
+    ),
 ]
 FormatOption = Annotated[OutputFormat, typer.Option("--format", "-f", help="table for people, json for scripts.")]
+
+# The model options, shared by every command that takes a model: pass all three to presets.resolve_model.
+ModelArgument = Annotated[
+    str | None,
+    typer.Argument(
+        help="A preset name (see `tfcost list`), a YAML preset file, or a Hugging Face config.json path.",
+        show_default=False,
+    ),
+]
+ConfigOption = Annotated[
+    str | None,
+    typer.Option("--config", metavar="PATH", help="A local Hugging Face config.json to read instead of MODEL."),
+]
+SetOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        metavar="KEY=VALUE",
+        help="Override a model field, validated like a preset: n_kv_heads=16, bias.qkv=true, "
+        "moe.experts_per_token=4 (repeatable).",
+    ),
+]
 
 
 @app.command("list")
@@ -92,7 +118,9 @@ def gpus(output: FormatOption = OutputFormat.table) -> None:
 
 @app.command()
 def estimate(
-    model: Annotated[str, typer.Argument(help="A preset name (see `tfcost list`) or a path to a YAML file.")],
+    model: ModelArgument = None,
+    config: ConfigOption = None,
+    overrides: SetOption = None,
     seq: Seq = 1024,
     batch: Batch = 1,
     dtype: DtypeOption = DtypeChoice.bf16,
@@ -101,12 +129,12 @@ def estimate(
 ) -> None:
     """Parameters, FLOPs, KV cache and score-matrix size of one model."""
     from tfcost import render
-    from tfcost.presets import load_model
+    from tfcost.presets import resolve_model
     from tfcost.report import estimate as run_estimate
     from tfcost.schema import Workload
 
     workload = Workload(seq_len=seq, batch=batch, dtype=dtype.value, causal=causal)
-    result = run_estimate(load_model(model), workload)
+    result = run_estimate(resolve_model(model, config, overrides or ()), workload)
     if output is OutputFormat.json:
         render.print_json(result)
     else:
@@ -115,25 +143,52 @@ def estimate(
 
 @app.command()
 def compare(
-    models: Annotated[list[str], typer.Argument(help="Two or more preset names or YAML paths.")],
+    models: Annotated[
+        list[str] | None, typer.Argument(help="Preset names, YAML preset files or config.json paths.")
+    ] = None,
+    configs: Annotated[
+        list[str] | None,
+        typer.Option("--config", metavar="PATH", help="A Hugging Face config.json to add as a column (repeatable)."),
+    ] = None,
+    overrides: SetOption = None,
     seq: Seq = 1024,
     batch: Batch = 1,
     dtype: DtypeOption = DtypeChoice.bf16,
     causal: Causal = False,
     output: FormatOption = OutputFormat.table,
 ) -> None:
-    """The same quantities for several models, side by side."""
+    """The same quantities for several models, side by side (--set applies to each)."""
     from tfcost import render
-    from tfcost.presets import load_model
+    from tfcost.errors import UsageError
+    from tfcost.presets import resolve_model
     from tfcost.report import estimate as run_estimate
     from tfcost.schema import Workload
 
+    sources = [(model, None) for model in models or ()] + [(None, path) for path in configs or ()]
+    if not sources:
+        raise UsageError("give the models to compare: preset names, YAML or config.json paths, or --config PATH")
     workload = Workload(seq_len=seq, batch=batch, dtype=dtype.value, causal=causal)
-    results = [run_estimate(load_model(model), workload) for model in models]
+    results = [run_estimate(resolve_model(model, path, overrides or ()), workload) for model, path in sources]
     if output is OutputFormat.json:
         render.print_json(results)
     else:
         render.compare_table(results)
+
+
+@app.command("import")
+def import_config(
+    model: ModelArgument = None,
+    config: ConfigOption = None,
+    overrides: SetOption = None,
+) -> None:
+    """Print the preset YAML equivalent to a Hugging Face config.json (or any model source), to stdout.
+
+    `tfcost import config.json > my-model.yaml` writes a preset that `tfcost estimate my-model.yaml` reads.
+    """
+    from tfcost import render
+    from tfcost.presets import resolve_model
+
+    render.print_preset_yaml(resolve_model(model, config, overrides or ()))
 
 
 class RecomputeChoice(StrEnum):
@@ -189,13 +244,14 @@ def validated(schema: type[BaseModelT], **fields: object) -> BaseModelT:
 OPTION_NAMES = {"seq_len": "seq"}  # setup fields whose option is not the field's name with dashes
 
 
-ModelArg = Annotated[str, typer.Argument(help="A preset name (see `tfcost list`) or a path to a YAML file.")]
 GpuOption = Annotated[str, typer.Option("--gpu", help="GPU name from `tfcost gpus`.")]
 
 
 @app.command()
 def train(
-    model: ModelArg,
+    model: ModelArgument = None,
+    config: ConfigOption = None,
+    overrides: SetOption = None,
     tokens: Annotated[
         int | None,
         typer.Option(
@@ -244,11 +300,11 @@ def train(
 ) -> None:
     """Training compute, time, cost and memory per GPU: will it fit, and how long will it take?"""
     from tfcost import render, training
-    from tfcost.presets import load_gpu, load_model
+    from tfcost.presets import load_gpu, resolve_model
     from tfcost.report import train as run_train
     from tfcost.schema import TrainingSetup
 
-    shape = load_model(model)
+    shape = resolve_model(model, config, overrides or ())
     setup = validated(
         TrainingSetup,
         tokens=tokens if tokens is not None else training.chinchilla_optimal_tokens(shape),
@@ -275,7 +331,9 @@ def train(
 
 @app.command()
 def serve(
-    model: ModelArg,
+    model: ModelArgument = None,
+    config: ConfigOption = None,
+    overrides: SetOption = None,
     gpu: GpuOption = "h100-sxm",
     gpus: Annotated[int, typer.Option("--gpus", min=1, help="GPUs in tensor parallel.")] = 1,
     weights_dtype: Annotated[
@@ -308,11 +366,11 @@ def serve(
 ) -> None:
     """Serving memory, largest batch and context, and roofline prefill and decode times."""
     from tfcost import render
-    from tfcost.presets import load_gpu, load_model
+    from tfcost.presets import load_gpu, resolve_model
     from tfcost.report import serve as run_serve
     from tfcost.schema import ServingSetup
 
-    shape = load_model(model)
+    shape = resolve_model(model, config, overrides or ())
     setup = validated(
         ServingSetup,
         gpus=gpus,

@@ -1,28 +1,60 @@
 """Memory of the KV cache and of a materialized attention score matrix.
 
-Symbols: L layers, H query heads, K key-value heads, Q head_dim, T tokens, B batch, s bytes per element.
+Symbols: L layers, H query heads, K key-value heads, Q head_dim, T tokens, B batch, s bytes per element, W window.
 """
 
 from __future__ import annotations
 
+from tfcost.blocks import Block, blocks
 from tfcost.schema import ModelShape
 from tfcost.units import DTYPE_BYTES, Dtype
 
 
+def kv_elements_per_token(shape: ModelShape, block: Block) -> int:
+    """Cached values per token for one block's self-attention: a key and a value per KV head, 2*K*Q (the lesson's
+    "Costs" section; K < H is grouped-query attention, Ainslie et al. 2023), or MLA's latent plus its shared rotary
+    key, d_c + d_h^R (DeepSeek-V2 §2.1.3, Table 1). Encoder blocks keep no cache."""
+    if not block.causal:
+        return 0
+    if shape.mla is not None:
+        return shape.mla.kv_lora_rank + shape.mla.qk_rope_head_dim
+    return 2 * shape.n_kv_heads * shape.head_dim
+
+
+def cross_kv_elements_per_token(shape: ModelShape, block: Block) -> int:
+    """Cached keys and values of the encoder output per encoder token, for a decoder block with cross-attention."""
+    return 2 * shape.n_kv_heads * shape.head_dim if block.cross_attention else 0
+
+
+def cached_tokens(block: Block, tokens: int) -> int:
+    """Positions a block's self-attention cache holds after T tokens: all T, or at most W for a sliding-window
+    layer, whose older keys can never be attended to again (Mistral's rolling buffer, Jiang et al. 2023 §2)."""
+    return tokens if block.window is None else min(tokens, block.window)
+
+
 def kv_cache_bytes_per_token(shape: ModelShape, dtype: Dtype) -> int:
-    """Keys and values of one token in every layer, 2*L*K*Q*s (the lesson's "Costs" section; with K < H,
-    grouped-query attention, Ainslie et al. 2023)."""
-    return 2 * shape.n_layers * shape.n_kv_heads * shape.head_dim * DTYPE_BYTES[dtype]
+    """Keys and values of one token in every layer, 2*L*K*Q*s for a plain decoder; an encoder-decoder model's
+    decoder adds one encoder token's cross-attention keys and values. Before any sliding window fills."""
+    elements = sum(
+        kv_elements_per_token(shape, block) + cross_kv_elements_per_token(shape, block) for block in blocks(shape)
+    )
+    return elements * DTYPE_BYTES[dtype]
 
 
 def kv_cache_bytes(shape: ModelShape, tokens: int, batch: int, dtype: Dtype) -> int:
-    """The KV cache of B sequences of T tokens: linear in both."""
-    return kv_cache_bytes_per_token(shape, dtype) * tokens * batch
+    """The KV cache of B sequences of T tokens: linear in both, except that a sliding-window layer holds at most
+    W tokens. An encoder-decoder model caches T decoder tokens and the T encoder tokens' cross keys and values."""
+    elements = sum(
+        kv_elements_per_token(shape, block) * cached_tokens(block, tokens)
+        + cross_kv_elements_per_token(shape, block) * tokens
+        for block in blocks(shape)
+    )
+    return elements * batch * DTYPE_BYTES[dtype]
 
 
 def score_matrix_entries_per_head(seq_len: int) -> int:
     """One head's T x T score matrix in one layer (the lesson: 1,048,576 entries at T = 1,024). A causal mask
-    hides entries but a materialized matrix still holds all T^2."""
+    or a sliding window hides entries but a materialized matrix still holds all T^2."""
     return seq_len * seq_len
 
 
@@ -36,9 +68,14 @@ def score_matrix_bytes_per_layer(shape: ModelShape, seq_len: int, batch: int, dt
     return attention_scores_bytes(batch, shape.n_heads, seq_len, dtype)
 
 
+def attention_count(shape: ModelShape) -> int:
+    """Attentions in the model: one per block, two in a decoder block with cross-attention."""
+    return sum(1 + block.cross_attention for block in blocks(shape))
+
+
 def score_matrix_bytes(shape: ModelShape, seq_len: int, batch: int, dtype: Dtype) -> int:
-    """Score matrices of every layer, if all were materialized at once."""
-    return shape.n_layers * score_matrix_bytes_per_layer(shape, seq_len, batch, dtype)
+    """Score matrices of every attention, if all were materialized at once."""
+    return attention_count(shape) * score_matrix_bytes_per_layer(shape, seq_len, batch, dtype)
 
 
 def attention_tensor_bytes(batch: int, heads: int, seq_len: int, head_dim: int, dtype: Dtype) -> int:

@@ -54,7 +54,7 @@ def quantity_rows(result: BaseModel, prefix: str = "") -> Iterator[tuple[str, st
 
 def workload_caption(result: Estimate) -> str:
     w = result.workload
-    mask = "causal T(T+1)/2 scores" if w.causal else "full T x T scores"
+    mask = "causal-masked scores" if w.causal else "full T x T scores"
     return f"T = {w.seq_len:,} tokens, batch {w.batch:,}, {w.dtype}, {mask}"
 
 
@@ -340,6 +340,20 @@ def print_json(payload: BaseModel | Sequence[BaseModel]) -> None:
     else:
         document = {"tfcost_version": __version__, "results": [item.model_dump(mode="json") for item in payload]}
     sys.stdout.write(json.dumps(document, indent=2) + "\n")
+
+
+def print_preset_yaml(shape: ModelShape) -> None:
+    """A model as a preset file: every field that differs from its default, in schema order."""
+    import yaml
+
+    class PresetDumper(yaml.SafeDumper):
+        """Mappings as blocks, lists of layer indices on one line, as the shipped presets are written."""
+
+    PresetDumper.add_representer(
+        list, lambda dumper, items: dumper.represent_sequence("tag:yaml.org,2002:seq", items, flow_style=True)
+    )
+    document = shape.model_dump(mode="json", exclude_defaults=True)
+    sys.stdout.write(yaml.dump(document, Dumper=PresetDumper, sort_keys=False, default_flow_style=False, width=120))
 
 
 def print_error(message: str) -> None:
