@@ -48,7 +48,7 @@ def run_tfcost(*args: str, env: dict[str, str] | None = None) -> Run:
     return Run(done.returncode, done.stdout, done.stderr)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def tfcost():
     return run_tfcost
 

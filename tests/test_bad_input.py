@@ -302,7 +302,7 @@ def test_preset_names_that_are_not_presets():
         (["estimate", "gpt2-small", "--dtype", "fp9"], "--dtype"),
         (["estimate", "gpt2-small", "--format", "xml"], "--format"),
         (["estimate", "gpt2-small", "--causal=yes"], "--causal"),
-        (["estimate"], "Missing argument"),
+        (["estimate"], "no model given"),
         (["bogus"], "No such command"),
         (["train", "gpt2-small", "--micro-batch", "1" + "0" * 400], "--micro-batch: Input should be less than"),
         (["train", "gpt2-small", "--gpus", "1" + "0" * 400], "--gpus: Input should be less than"),

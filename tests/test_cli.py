@@ -73,7 +73,7 @@ def test_version_and_help(tfcost):
     from tfcost import __version__
 
     assert tfcost("--version").stdout.strip() == f"tfcost {__version__}"
-    for command in ("estimate", "compare", "list"):
+    for command in ("estimate", "compare", "list", "measure"):
         run = tfcost(command, "--help")
         assert run.code == 0 and "Usage" in run.stdout
 
@@ -127,7 +127,10 @@ print("TORCH-ASKED" if asked else "TORCH-CLEAN")
 """
 
 
-@pytest.mark.parametrize("args", [["--help"], ["estimate", "gpt2-small"], ["compare", "gpt2-small", "gpt2-xl"]])
+@pytest.mark.parametrize(
+    "args",
+    [["--help"], ["estimate", "gpt2-small"], ["compare", "gpt2-small", "gpt2-xl"], ["measure", "--help"], ["measure"]],
+)
 def test_commands_never_import_torch(args):
     # A finder that records any attempt to import torch, installed or not.
     done = subprocess.run([sys.executable, "-c", NO_TORCH_PROBE, *args], capture_output=True, text=True, check=False)

@@ -18,6 +18,8 @@ from tfcost.errors import TfcostError
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from tfcost.schema import AttentionShape
+
 BaseModelT = TypeVar("BaseModelT", bound="BaseModel")
 
 app = typer.Typer(
@@ -62,9 +64,35 @@ Seq = Annotated[int, typer.Option("--seq", "-T", min=1, help="T: tokens per sequ
 Batch = Annotated[int, typer.Option("--batch", "-B", min=1, help="B: sequences in the batch.")]
 DtypeOption = Annotated[DtypeChoice, typer.Option("--dtype", help="Storage dtype of the KV cache and score matrix.")]
 Causal = Annotated[
-    bool, typer.Option("--causal/--full", help="Count only the T(T+1)/2 unmasked score entries in FLOPs.")
+    bool,
+    typer.Option(
+        "--causal/--full",
+        help="Count only the score entries the mask keeps in FLOPs: T(T+1)/2, fewer under a sliding window.",
+    ),
 ]
 FormatOption = Annotated[OutputFormat, typer.Option("--format", "-f", help="table for people, json for scripts.")]
+
+# The model options, shared by every command that takes a model: pass all three to presets.resolve_model.
+ModelArgument = Annotated[
+    str | None,
+    typer.Argument(
+        help="A preset name (see `tfcost list`), a YAML preset file, or a Hugging Face config.json path.",
+        show_default=False,
+    ),
+]
+ConfigOption = Annotated[
+    str | None,
+    typer.Option("--config", metavar="PATH", help="A local Hugging Face config.json to read instead of MODEL."),
+]
+SetOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        metavar="KEY=VALUE",
+        help="Override a model field, validated like a preset: n_kv_heads=16, bias.qkv=true, "
+        "moe.experts_per_token=4 (repeatable).",
+    ),
+]
 
 
 @app.command("list")
@@ -93,7 +121,9 @@ def gpus(output: FormatOption = OutputFormat.table) -> None:
 
 @app.command()
 def estimate(
-    model: Annotated[str, typer.Argument(help="A preset name (see `tfcost list`) or a path to a YAML file.")],
+    model: ModelArgument = None,
+    config: ConfigOption = None,
+    overrides: SetOption = None,
     seq: Seq = 1024,
     batch: Batch = 1,
     dtype: DtypeOption = DtypeChoice.bf16,
@@ -102,12 +132,12 @@ def estimate(
 ) -> None:
     """Parameters, FLOPs, KV cache and score-matrix size of one model."""
     from tfcost import render
-    from tfcost.presets import load_model
+    from tfcost.presets import resolve_model
     from tfcost.report import estimate as run_estimate
     from tfcost.schema import Workload
 
     workload = validated(Workload, seq_len=seq, batch=batch, dtype=dtype.value, causal=causal)
-    result = run_estimate(load_model(model), workload)
+    result = run_estimate(resolve_model(model, config, overrides or ()), workload)
     if output is OutputFormat.json:
         render.print_json(result)
     else:
@@ -116,25 +146,52 @@ def estimate(
 
 @app.command()
 def compare(
-    models: Annotated[list[str], typer.Argument(help="Two or more preset names or YAML paths.")],
+    models: Annotated[
+        list[str] | None, typer.Argument(help="Preset names, YAML preset files or config.json paths.")
+    ] = None,
+    configs: Annotated[
+        list[str] | None,
+        typer.Option("--config", metavar="PATH", help="A Hugging Face config.json to add as a column (repeatable)."),
+    ] = None,
+    overrides: SetOption = None,
     seq: Seq = 1024,
     batch: Batch = 1,
     dtype: DtypeOption = DtypeChoice.bf16,
     causal: Causal = False,
     output: FormatOption = OutputFormat.table,
 ) -> None:
-    """The same quantities for several models, side by side."""
+    """The same quantities for several models, side by side (--set applies to each)."""
     from tfcost import render
-    from tfcost.presets import load_model
+    from tfcost.errors import UsageError
+    from tfcost.presets import resolve_model
     from tfcost.report import estimate as run_estimate
     from tfcost.schema import Workload
 
+    sources = [(model, None) for model in models or ()] + [(None, path) for path in configs or ()]
+    if not sources:
+        raise UsageError("give the models to compare: preset names, YAML or config.json paths, or --config PATH")
     workload = validated(Workload, seq_len=seq, batch=batch, dtype=dtype.value, causal=causal)
-    results = [run_estimate(load_model(model), workload) for model in models]
+    results = [run_estimate(resolve_model(model, path, overrides or ()), workload) for model, path in sources]
     if output is OutputFormat.json:
         render.print_json(results)
     else:
         render.compare_table(results)
+
+
+@app.command("import")
+def import_config(
+    model: ModelArgument = None,
+    config: ConfigOption = None,
+    overrides: SetOption = None,
+) -> None:
+    """Print the preset YAML equivalent to a Hugging Face config.json (or any model source), to stdout.
+
+    `tfcost import config.json > my-model.yaml` writes a preset that `tfcost estimate my-model.yaml` reads.
+    """
+    from tfcost import render
+    from tfcost.presets import resolve_model
+
+    render.print_preset_yaml(resolve_model(model, config, overrides or ()))
 
 
 class RecomputeChoice(StrEnum):
@@ -190,13 +247,14 @@ def validated(schema: type[BaseModelT], **fields: object) -> BaseModelT:
 OPTION_NAMES = {"seq_len": "seq"}  # setup fields whose option is not the field's name with dashes
 
 
-ModelArg = Annotated[str, typer.Argument(help="A preset name (see `tfcost list`) or a path to a YAML file.")]
 GpuOption = Annotated[str, typer.Option("--gpu", help="GPU name from `tfcost gpus`.")]
 
 
 @app.command()
 def train(
-    model: ModelArg,
+    model: ModelArgument = None,
+    config: ConfigOption = None,
+    overrides: SetOption = None,
     tokens: Annotated[
         int | None,
         typer.Option(
@@ -245,11 +303,11 @@ def train(
 ) -> None:
     """Training compute, time, cost and memory per GPU: will it fit, and how long will it take?"""
     from tfcost import render, training
-    from tfcost.presets import load_gpu, load_model
+    from tfcost.presets import load_gpu, resolve_model
     from tfcost.report import train as run_train
     from tfcost.schema import TrainingSetup
 
-    shape = load_model(model)
+    shape = resolve_model(model, config, overrides or ())
     setup = validated(
         TrainingSetup,
         tokens=tokens if tokens is not None else training.chinchilla_optimal_tokens(shape),
@@ -276,7 +334,9 @@ def train(
 
 @app.command()
 def serve(
-    model: ModelArg,
+    model: ModelArgument = None,
+    config: ConfigOption = None,
+    overrides: SetOption = None,
     gpu: GpuOption = "h100-sxm",
     gpus: Annotated[int, typer.Option("--gpus", min=1, help="GPUs in tensor parallel.")] = 1,
     weights_dtype: Annotated[
@@ -309,11 +369,11 @@ def serve(
 ) -> None:
     """Serving memory, largest batch and context, and roofline prefill and decode times."""
     from tfcost import render
-    from tfcost.presets import load_gpu, load_model
+    from tfcost.presets import load_gpu, resolve_model
     from tfcost.report import serve as run_serve
     from tfcost.schema import ServingSetup
 
-    shape = load_model(model)
+    shape = resolve_model(model, config, overrides or ())
     setup = validated(
         ServingSetup,
         gpus=gpus,
@@ -331,6 +391,133 @@ def serve(
         render.print_json(result)
     else:
         render.serve_table(result)
+
+
+class MeasureFormat(StrEnum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+class MeasureDtypeChoice(StrEnum):
+    bf16 = "bf16"
+    fp16 = "fp16"
+    fp32 = "fp32"
+
+
+class BackendChoice(StrEnum):
+    auto = "auto"
+    flash = "flash"
+    efficient = "efficient"
+    cudnn = "cudnn"
+    math = "math"
+    all = "all"
+
+
+class DeviceChoice(StrEnum):
+    auto = "auto"
+    cuda = "cuda"
+    cpu = "cpu"
+
+
+def parse_seq_list(text: str) -> list[int]:
+    """'1024,2048' -> [1024, 2048]; anything else is a usage error naming --seq."""
+    from tfcost.errors import UsageError
+
+    items = [item.strip() for item in text.split(",")]
+    if not all(item.isdigit() and int(item) > 0 for item in items):
+        raise UsageError(f"--seq: expected positive integers separated by commas, got '{text}'")
+    return list(dict.fromkeys(int(item) for item in items))
+
+
+def attention_shape(
+    model: str | None, heads: int | None, kv_heads: int | None, head_dim: int | None
+) -> "AttentionShape":
+    """The shape to time: the model preset's, with any of --heads/--kv-heads/--head-dim overriding it."""
+    from pydantic import ValidationError
+
+    from tfcost.errors import UsageError, describe_validation_error
+    from tfcost.presets import load_model
+    from tfcost.schema import AttentionShape
+
+    if model is None and (heads is None or head_dim is None):
+        raise UsageError("give a MODEL preset, or the shape with --heads and --head-dim (and --kv-heads for GQA)")
+    base = load_model(model) if model else None
+    heads = heads or (base.n_heads if base else None)
+    chosen = {
+        "heads": heads,
+        "kv_heads": kv_heads or (base.n_kv_heads if base and heads == base.n_heads else heads),
+        "head_dim": head_dim or (base.head_dim if base else None),
+    }
+    try:
+        return AttentionShape(**chosen)
+    except ValidationError as error:
+        raise UsageError(describe_validation_error(error)) from None
+
+
+@app.command()
+def measure(
+    model: Annotated[
+        str | None, typer.Argument(help="A preset or YAML path giving the attention shape; or use --heads.")
+    ] = None,
+    seq: Annotated[str, typer.Option("--seq", "-T", help="Sequence lengths, comma-separated.")] = "1024,2048,4096",
+    batch: Batch = 1,
+    dtype: Annotated[MeasureDtypeChoice, typer.Option("--dtype", help="Element type of Q, K, V.")] = (
+        MeasureDtypeChoice.bf16
+    ),
+    causal: Annotated[
+        bool, typer.Option("--causal/--no-causal", help="Causal mask (equal query and key lengths).")
+    ] = False,
+    backward: Annotated[bool, typer.Option("--backward", help="Time forward+backward too.")] = False,
+    backend: Annotated[BackendChoice, typer.Option("--backend", help="SDPA backend to force; all: each.")] = (
+        BackendChoice.auto
+    ),
+    device: Annotated[DeviceChoice, typer.Option("--device", help="auto: CUDA if torch sees one.")] = (
+        DeviceChoice.auto
+    ),
+    repeats: Annotated[
+        int | None, typer.Option("--repeats", min=1, help="Timed repetitions [default: 30 on CUDA, 10 on CPU].")
+    ] = None,
+    gpu: Annotated[
+        str | None, typer.Option("--gpu", help="GPU spec to compare with (see `tfcost gpus`) [default: detected].")
+    ] = None,
+    heads: Annotated[int | None, typer.Option("--heads", min=1, help="Query heads (overrides the model).")] = None,
+    kv_heads: Annotated[
+        int | None,
+        typer.Option("--kv-heads", min=1, help="Key-value heads [default: --heads if given, else the model's]."),
+    ] = None,
+    head_dim: Annotated[int | None, typer.Option("--head-dim", min=1, help="Head dimension.")] = None,
+    output: Annotated[MeasureFormat, typer.Option("--format", "-f", help="table, json or csv.")] = (
+        MeasureFormat.table
+    ),
+) -> None:
+    """Time torch's scaled_dot_product_attention here and set it beside the estimate (needs tfcost[measure])."""
+    from tfcost import render
+
+    shape = attention_shape(model, heads, kv_heads, head_dim)
+    seqs = parse_seq_list(seq)
+    from tfcost import measure as measure_module  # torch is imported here, and only here
+
+    report = measure_module.run(
+        model=model,
+        shape=shape,
+        seqs=seqs,
+        batch=batch,
+        dtype=dtype.value,
+        causal=causal,
+        backward=backward,
+        backends=measure_module.BACKEND_CHOICES if backend is BackendChoice.all else [backend.value],
+        device=device.value,
+        repeats=repeats,
+        gpu=gpu,
+        progress=render.progress,
+    )
+    if output is MeasureFormat.json:
+        render.print_json(report)
+    elif output is MeasureFormat.csv:
+        render.measure_csv(report)
+    else:
+        render.measure_table(report)
 
 
 def fail(message: str, exit_code: int) -> NoReturn:

@@ -43,3 +43,18 @@ def roofline_seconds(flops: float, bytes_moved: float, peak_flops: float, bandwi
 def is_compute_bound(flops: float, bytes_moved: float, peak_flops: float, bandwidth: float) -> bool:
     """True when arithmetic intensity (FLOPs per byte) reaches the ridge point peak / bandwidth."""
     return flops * bandwidth >= bytes_moved * peak_flops
+
+
+def achieved_per_s(amount: float, seconds: float) -> float:
+    """What a measured run achieved: FLOPs (or bytes) done over the seconds it took."""
+    return amount / seconds
+
+
+def peak_fraction(achieved_per_second: float, peak_per_second: float) -> float:
+    """Achieved over the datasheet's dense peak: the model-FLOPs utilisation of one kernel (PaLM App. B's MFU)."""
+    return achieved_per_second / peak_per_second
+
+
+def roofline_ratio(measured_seconds: float, roofline_bound_seconds: float) -> float:
+    """Measured time over the roofline bound: 1.0 would be a kernel at the hardware's limit."""
+    return measured_seconds / roofline_bound_seconds

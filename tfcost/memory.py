@@ -1,36 +1,124 @@
 """Memory of the KV cache and of a materialized attention score matrix.
 
-Symbols: L layers, H query heads, K key-value heads, Q head_dim, T tokens, B batch, s bytes per element.
+Symbols: L layers, H query heads, K key-value heads, Q head_dim, T tokens, B batch, s bytes per element, W window.
 """
 
 from __future__ import annotations
 
+from tfcost.blocks import Block, blocks
 from tfcost.schema import ModelShape
 from tfcost.units import DTYPE_BYTES, Dtype
 
 
+def kv_elements_per_token(shape: ModelShape, block: Block) -> int:
+    """Cached values per token for one block's self-attention: a key and a value per KV head, 2*K*Q (the lesson's
+    "Costs" section; K < H is grouped-query attention, Ainslie et al. 2023), or MLA's latent plus its shared rotary
+    key, d_c + d_h^R (DeepSeek-V2 §2.1.3, Table 1). Encoder blocks keep no cache."""
+    if not block.causal:
+        return 0
+    if shape.mla is not None:
+        return shape.mla.kv_lora_rank + shape.mla.qk_rope_head_dim
+    return 2 * shape.n_kv_heads * shape.head_dim
+
+
+def cross_kv_elements_per_token(shape: ModelShape, block: Block) -> int:
+    """Cached keys and values of the encoder output per encoder token, for a decoder block with cross-attention."""
+    return 2 * shape.n_kv_heads * shape.head_dim if block.cross_attention else 0
+
+
+def cached_tokens(block: Block, tokens: int) -> int:
+    """Positions a block's self-attention cache holds after T tokens: all T, or at most W for a sliding-window
+    layer, whose older keys can never be attended to again (Mistral's rolling buffer, Jiang et al. 2023 §2)."""
+    return tokens if block.window is None else min(tokens, block.window)
+
+
 def kv_cache_bytes_per_token(shape: ModelShape, dtype: Dtype) -> int:
-    """Keys and values of one token in every layer, 2*L*K*Q*s (the lesson's "Costs" section; with K < H,
-    grouped-query attention, Ainslie et al. 2023)."""
-    return 2 * shape.n_layers * shape.n_kv_heads * shape.head_dim * DTYPE_BYTES[dtype]
+    """Keys and values of one token in every layer, 2*L*K*Q*s for a plain decoder; an encoder-decoder model's
+    decoder adds one encoder token's cross-attention keys and values. Before any sliding window fills."""
+    elements = sum(
+        kv_elements_per_token(shape, block) + cross_kv_elements_per_token(shape, block) for block in blocks(shape)
+    )
+    return elements * DTYPE_BYTES[dtype]
 
 
 def kv_cache_bytes(shape: ModelShape, tokens: int, batch: int, dtype: Dtype) -> int:
-    """The KV cache of B sequences of T tokens: linear in both."""
-    return kv_cache_bytes_per_token(shape, dtype) * tokens * batch
+    """The KV cache of B sequences of T tokens: linear in both, except that a sliding-window layer holds at most
+    W tokens. An encoder-decoder model caches T decoder tokens and the T encoder tokens' cross keys and values."""
+    elements = sum(
+        kv_elements_per_token(shape, block) * cached_tokens(block, tokens)
+        + cross_kv_elements_per_token(shape, block) * tokens
+        for block in blocks(shape)
+    )
+    return elements * batch * DTYPE_BYTES[dtype]
 
 
 def score_matrix_entries_per_head(seq_len: int) -> int:
     """One head's T x T score matrix in one layer (the lesson: 1,048,576 entries at T = 1,024). A causal mask
-    hides entries but a materialized matrix still holds all T^2."""
+    or a sliding window hides entries but a materialized matrix still holds all T^2."""
     return seq_len * seq_len
+
+
+def attention_scores_bytes(batch: int, heads: int, seq_len: int, dtype: Dtype) -> int:
+    """One attention call's B*H*T^2 scores, if materialized at `dtype` (the non-fused, math path)."""
+    return batch * heads * score_matrix_entries_per_head(seq_len) * DTYPE_BYTES[dtype]
 
 
 def score_matrix_bytes_per_layer(shape: ModelShape, seq_len: int, batch: int, dtype: Dtype) -> int:
     """The B*H*T^2 scores of one layer, if materialized at `dtype` (what fused kernels avoid)."""
-    return batch * shape.n_heads * score_matrix_entries_per_head(seq_len) * DTYPE_BYTES[dtype]
+    return attention_scores_bytes(batch, shape.n_heads, seq_len, dtype)
+
+
+def attention_count(shape: ModelShape) -> int:
+    """Attentions in the model: one per block, two in a decoder block with cross-attention."""
+    return sum(1 + block.cross_attention for block in blocks(shape))
 
 
 def score_matrix_bytes(shape: ModelShape, seq_len: int, batch: int, dtype: Dtype) -> int:
-    """Score matrices of every layer, if all were materialized at once."""
-    return shape.n_layers * score_matrix_bytes_per_layer(shape, seq_len, batch, dtype)
+    """Score matrices of every attention, if all were materialized at once."""
+    return attention_count(shape) * score_matrix_bytes_per_layer(shape, seq_len, batch, dtype)
+
+
+def attention_tensor_bytes(batch: int, heads: int, seq_len: int, head_dim: int, dtype: Dtype) -> int:
+    """One (B, heads, T, Q) attention input or output at `dtype`: Q and O have H heads, K and V have K heads."""
+    return batch * heads * seq_len * head_dim * DTYPE_BYTES[dtype]
+
+
+def attention_io_bytes(
+    batch: int, heads: int, kv_heads: int, seq_len: int, head_dim: int, dtype: Dtype, backward: bool
+) -> int:
+    """The least an attention kernel can move to and from device memory, every tensor touched once (the roofline
+    model's compulsory traffic, Williams et al. 2009): the forward reads Q, K, V and writes O; the backward
+    also reads dO and writes dQ, dK, dV, so forward+backward moves twice the forward. Under GQA, K, V, dK and dV
+    have K heads. Left out: the fp32 log-sum-exp fused kernels keep (B*H*T*4 bytes) and the re-reads of
+    Q, K, V, O that a separate backward kernel makes (FlashAttention-2 §3.1.2, Dao 2023)."""
+    q_bytes = attention_tensor_bytes(batch, heads, seq_len, head_dim, dtype)
+    kv_bytes = attention_tensor_bytes(batch, kv_heads, seq_len, head_dim, dtype)
+    forward = 2 * q_bytes + 2 * kv_bytes
+    return 2 * forward if backward else forward
+
+
+def attention_peak_memory_bytes(
+    batch: int,
+    heads: int,
+    kv_heads: int,
+    seq_len: int,
+    head_dim: int,
+    dtype: Dtype,
+    materialized: bool,
+    backward: bool,
+) -> int:
+    """A lower-bound estimate of what one attention call allocates on top of its inputs Q, K, V: the output O
+    (and dQ, dK, dV with the backward pass), plus
+    - materialized (the math backend): the B*H*T^2 scores at `dtype`, quadratic in T (and the same again for
+      their gradient dP in backward);
+    - fused (flash, memory-efficient, cuDNN): one fp32 log-sum-exp per query row, B*H*T*4 bytes, linear in T
+      (FlashAttention-2, Algorithm 1, Dao 2023).
+    The math path's temporaries (softmax copy, an upcast, the mask) come on top, so it allocates more."""
+    o_bytes = attention_tensor_bytes(batch, heads, seq_len, head_dim, dtype)
+    kv_bytes = attention_tensor_bytes(batch, kv_heads, seq_len, head_dim, dtype)
+    outputs = o_bytes + (o_bytes + 2 * kv_bytes if backward else 0)  # O; then dQ (like O), dK, dV
+    if materialized:
+        scores = attention_scores_bytes(batch, heads, seq_len, dtype)
+        return outputs + (2 * scores if backward else scores)
+    log_sum_exp = attention_tensor_bytes(batch, heads, seq_len, 1, "fp32")
+    return outputs + log_sum_exp

@@ -7,10 +7,11 @@ failure becomes one TfcostError line that names the file and the problem.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tfcost.errors import TfcostError, describe_validation_error
+from tfcost.errors import TfcostError, UsageError, describe_validation_error
 from tfcost.schema import GpuSpec, ModelShape
 
 # No sane preset comes near this; refusing before parsing keeps a stray multi-GB file from hanging the tool.
@@ -40,15 +41,13 @@ def safe_load(text: str) -> Any:
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
-def read_yaml_mapping(path: Path) -> dict[str, Any]:
-    """A YAML file that must hold a mapping, read safely, or one line saying why not."""
-    import yaml
-
+def read_text(path: Path, what: str) -> str:
+    """A small UTF-8 text file, size-checked before reading, or one line saying why not."""
     try:
         if not path.is_file():  # a directory, or a device or pipe, whose reading would never end or never start
             kind = "no such file" if not path.exists() else "is a directory" if path.is_dir() else "not a regular file"
             raise TfcostError(f"{path}: {kind}")
-        too_large = f"is too large for a preset (limit {MAX_PRESET_BYTES:,} bytes)"
+        too_large = f"is too large for {what} (limit {MAX_PRESET_BYTES:,} bytes)"
         size = path.stat().st_size
         if size > MAX_PRESET_BYTES:
             raise TfcostError(f"{path}: {size:,} bytes {too_large}")
@@ -56,11 +55,28 @@ def read_yaml_mapping(path: Path) -> dict[str, Any]:
             raw = handle.read(MAX_PRESET_BYTES + 1)
         if len(raw) > MAX_PRESET_BYTES:
             raise TfcostError(f"{path}: {too_large}")
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as error:
         raise TfcostError(f"{path}: not UTF-8 text (byte {error.start})") from None
     except OSError as error:
         raise TfcostError(f"{path}: cannot read: {error.strerror}") from None
+
+
+# The safe constructor's own failures, which are not YAMLErrors: a date such as 2024-13-01 or a 5,000-digit number
+# (ValueError), a "!!timestamp" that is no date at all (AttributeError).
+CONSTRUCTOR_ERRORS = (ValueError, TypeError, AttributeError)
+
+
+def constructor_problem(error: Exception) -> str:
+    """What a CONSTRUCTOR_ERRORS exception says, without Python's advice to raise its digit limit."""
+    return str(error).split(";")[0] if isinstance(error, ValueError) else "a value that does not fit its tag"
+
+
+def read_yaml_mapping(path: Path) -> dict[str, Any]:
+    """A YAML file that must hold a mapping, read safely, or one line saying why not."""
+    import yaml
+
+    text = read_text(path, "a preset")
     try:
         data = safe_load(text)
     except yaml.YAMLError as error:
@@ -68,17 +84,75 @@ def read_yaml_mapping(path: Path) -> dict[str, Any]:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(error, "problem", None) or getattr(error, "reason", None) or type(error).__name__
         raise TfcostError(f"{path}: malformed YAML{where}: {problem}") from None
-    except (ValueError, TypeError, AttributeError) as error:
-        # The safe constructor's own failures, not YAMLErrors: a date such as 2024-13-01 or a 5,000-digit number
-        # (ValueError), a "!!timestamp" that is no date at all (AttributeError).
-        problem = str(error).split(";")[0] if isinstance(error, ValueError) else "a value that does not fit its tag"
-        raise TfcostError(f"{path}: malformed YAML: {problem}") from None
+    except CONSTRUCTOR_ERRORS as error:
+        raise TfcostError(f"{path}: malformed YAML: {constructor_problem(error)}") from None
     except RecursionError:
         raise TfcostError(f"{path}: YAML nested too deeply") from None
     if not isinstance(data, dict):
         kind = "empty" if data is None else f"a {type(data).__name__}"
         raise TfcostError(f"{path}: a preset must be a mapping of keys to values, this file is {kind}")
     return data
+
+
+def read_json_mapping(path: Path) -> dict[str, Any]:
+    """A JSON file that must hold an object (a Hugging Face config.json), or one line saying why not."""
+    import json
+
+    text = read_text(path, "a config.json")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise TfcostError(f"{path}: malformed JSON at line {error.lineno}, column {error.colno}: {error.msg}") from None
+    except ValueError as error:  # a number of more than 4,300 digits
+        raise TfcostError(f"{path}: malformed JSON: {str(error).split(';')[0]}") from None
+    except RecursionError:
+        raise TfcostError(f"{path}: JSON nested too deeply") from None
+    if not isinstance(data, dict):
+        raise TfcostError(f"{path}: a config.json must hold a JSON object, this file holds a {type(data).__name__}")
+    return data
+
+
+def config_name(path: Path, config: dict[str, Any]) -> str:
+    """A model name for a config.json: its `_name_or_path`, else its folder (`.../llama-3-8b/config.json`)."""
+    named = config.get("_name_or_path")
+    if isinstance(named, str) and named.strip("/"):
+        return named.strip("/").rsplit("/", 1)[-1]
+    if path.stem == "config" and path.resolve().parent.name:
+        return path.resolve().parent.name
+    return path.stem
+
+
+def config_mapping(path: Path) -> dict[str, Any]:
+    """The preset mapping equivalent to a Hugging Face config.json, with a name and source."""
+    from tfcost.hf_config import shape_mapping
+
+    config = read_json_mapping(path)
+    try:
+        mapping = shape_mapping(config)
+    except TfcostError as error:
+        raise TfcostError(f"{path}: {error}") from None
+    source = f"Hugging Face {config['model_type']} config.json ({path.name})"
+    return {"name": config_name(path, config), "source": source, **mapping}
+
+
+def model_mapping(reference: str) -> tuple[dict[str, Any], str, str]:
+    """(mapping, origin for errors, default name) of a preset name, a YAML preset path or a config.json path."""
+    if reference.endswith(".json"):
+        path = Path(reference)
+        return config_mapping(path), str(path), path.stem
+    try:
+        is_file = looks_like_path(reference) or Path(reference).is_file()
+    except OSError:  # a name too long to be a path is not a file either
+        is_file = False
+    if is_file:
+        path = Path(reference)
+        return read_yaml_mapping(path), str(path), path.stem
+    known = model_preset_paths()
+    if reference not in known:
+        close = difflib.get_close_matches(reference, known, n=4, cutoff=0.5)
+        hint = f"; did you mean {', '.join(close)}?" if close else "; `tfcost list` shows them all"
+        raise TfcostError(f"unknown preset '{reference}'{hint}")
+    return read_yaml_mapping(known[reference]), str(known[reference]), reference
 
 
 def model_from_mapping(data: dict[str, Any], origin: str, default_name: str) -> ModelShape:
@@ -91,25 +165,74 @@ def model_from_mapping(data: dict[str, Any], origin: str, default_name: str) -> 
         raise TfcostError(f"{origin}: {describe_validation_error(error)}") from None
 
 
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """`key=value` -> (dotted key parts, value read as YAML: 16 is an int, true a bool, [0, 2] a list)."""
+    import yaml
+
+    key, sep, raw = text.partition("=")
+    parts = key.strip().split(".")
+    if not sep or not all(parts):
+        raise UsageError(f"--set expects KEY=VALUE (e.g. n_kv_heads=16 or bias.qkv=true), got '{text}'")
+    try:
+        return parts, safe_load(raw)
+    except (yaml.YAMLError, *CONSTRUCTOR_ERRORS, RecursionError):
+        raise UsageError(f"--set {key.strip()}: cannot read the value '{raw}'") from None
+
+
+def apply_overrides(mapping: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
+    """A copy of a preset mapping with each `key=value` set (dotted keys reach nested mappings: moe.n_experts).
+
+    The shape is then validated like any preset. A changed shape is no longer the published model: it is named
+    after its overrides and loses the published count, unless those are set too.
+    """
+    import copy
+
+    result = copy.deepcopy(mapping)
+    keys = set()
+    for text in overrides:
+        parts, value = parse_override(text)
+        keys.add(parts[0])
+        node = result
+        for depth, part in enumerate(parts[:-1]):
+            child = node.get(part)
+            if child is None:
+                child = node[part] = {}
+            if not isinstance(child, dict):
+                raise UsageError(f"--set {'.'.join(parts)}: '{'.'.join(parts[: depth + 1])}' is not a mapping")
+            node = child
+        node[parts[-1]] = value
+    if overrides:
+        if "name" not in keys:
+            result["name"] = f"{result.get('name', 'model')} ({', '.join(overrides)})"
+        if "published_params" not in keys:
+            result.pop("published_params", None)
+    return result
+
+
+def resolve_model(model: str | None, config: str | None = None, overrides: Sequence[str] = ()) -> ModelShape:
+    """The model a command is asked about: a preset name or file (`model`), or a config.json (`config`), with
+    `--set` overrides applied. Every command that takes a model goes through here."""
+    if model is not None and config is not None:
+        raise UsageError(f"give a MODEL or --config PATH, not both ('{model}' and --config {config})")
+    if config is not None:
+        mapping, origin, default_name = config_mapping(Path(config)), config, Path(config).stem
+    elif model is not None:
+        mapping, origin, default_name = model_mapping(model)
+    else:
+        raise UsageError("no model given: name a preset, a YAML preset or config.json path, or use --config PATH")
+    if overrides:
+        origin = f"{origin} with --set {' '.join(overrides)}"
+    return model_from_mapping(apply_overrides(mapping, overrides), origin, default_name)
+
+
 def load_model_file(path: Path) -> ModelShape:
     """A user's own preset file."""
     return model_from_mapping(read_yaml_mapping(path), str(path), path.stem)
 
 
 def load_model(reference: str) -> ModelShape:
-    """A preset by name (`gpt2-small`) or a path to a YAML file."""
-    try:
-        is_file = looks_like_path(reference) or Path(reference).is_file()
-    except OSError:  # a name too long to be a path is not a file either
-        is_file = False
-    if is_file:
-        return load_model_file(Path(reference))
-    known = model_preset_paths()
-    if reference not in known:
-        close = difflib.get_close_matches(reference, known, n=4, cutoff=0.5)
-        hint = f"; did you mean {', '.join(close)}?" if close else "; `tfcost list` shows them all"
-        raise TfcostError(f"unknown preset '{reference}'{hint}")
-    return load_model_file(known[reference])
+    """A preset by name (`gpt2-small`), a path to a YAML file, or a path to a Hugging Face config.json."""
+    return resolve_model(reference)
 
 
 def all_models() -> list[ModelShape]:

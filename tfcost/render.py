@@ -6,15 +6,18 @@ tfcost.units in its labelled unit (SI for counts and FLOPs, IEC for bytes).
 
 from __future__ import annotations
 
+import contextlib
+import csv
 import json
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from pydantic import BaseModel
 
 from tfcost import __version__
 from tfcost.errors import TfcostError
+from tfcost.measure_report import Measurement, MeasureReport
 from tfcost.report import SECTIONS, SERVE_SECTIONS, TRAIN_SECTIONS, Estimate, ServeReport, TrainReport
 from tfcost.schema import GpuSpec, ModelShape
 from tfcost.units import Unit, human
@@ -79,7 +82,7 @@ def quantity_rows(result: BaseModel, prefix: str = "") -> Iterator[tuple[str, st
 
 def workload_caption(result: Estimate) -> str:
     w = result.workload
-    mask = "causal T(T+1)/2 scores" if w.causal else "full T x T scores"
+    mask = "causal-masked scores" if w.causal else "full T x T scores"
     return f"T = {w.seq_len:,} tokens, batch {w.batch:,}, {w.dtype}, {mask}"
 
 
@@ -247,6 +250,109 @@ def serve_table(result: ServeReport) -> None:
     sections_table(result, SERVE_SECTIONS, title, notes)
 
 
+# The table's numbers; --format json and csv add bytes moved, bandwidth and the roofline time.
+MEASURE_COLUMNS = [
+    "median_ms",
+    "flops",
+    "tflops_per_s",
+    "peak_fraction",
+    "roofline_ratio",
+    "peak_memory_bytes",
+    "peak_memory_estimate_bytes",
+]
+
+
+def measured_cell(row: Measurement, name: str) -> str:
+    """A measured field in its labelled unit; '-' where there is no value (not run, or no GPU spec)."""
+    value = getattr(row, name)
+    extra = Measurement.model_fields[name].json_schema_extra
+    unit: Unit = extra["unit"] if isinstance(extra, dict) else "count"  # type: ignore[assignment]
+    return "-" if value is None else human(value, unit)
+
+
+def measure_table(report: MeasureReport) -> None:
+    from rich.box import SIMPLE_HEAD
+    from rich.table import Table
+
+    first = report.measurements[0]
+    mask = "causal" if first.causal else "full"
+    shape = f"B={first.batch}, H={first.heads} (kv {first.kv_heads}), Q={first.head_dim}, {first.dtype}, {mask}"
+    where = report.device_name + (f" [{report.gpu}]" if report.gpu else "")
+    table = Table(
+        title=f"{report.model or 'attention'}: {shape} on {where}",
+        title_justify="left",
+        box=SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    table.add_column("T", justify="right", no_wrap=True)
+    table.add_column("pass", no_wrap=True)
+    table.add_column("backend", no_wrap=True)
+    for name in MEASURE_COLUMNS:
+        table.add_column(Measurement.model_fields[name].description or name, justify="right", no_wrap=True)
+        if name == "median_ms":
+            table.add_column("p10-p90 ms", justify="right", no_wrap=True)
+    reasons: dict[str, list[str]] = {}  # one footnote per distinct reason, naming the backends it stopped
+    for row in report.measurements:
+        backend = row.backend if row.backend_ran in (None, row.backend) else f"{row.backend}>{row.backend_ran}"
+        cells = [measured_cell(row, name) for name in MEASURE_COLUMNS]
+        spread = "-" if row.p10_ms is None else f"{measured_cell(row, 'p10_ms')}-{measured_cell(row, 'p90_ms')}"
+        cells.insert(1, spread)
+        if row.status != "ok":
+            who = reasons.setdefault(row.reason or row.status, [])
+            who.extend([] if row.backend in who else [row.backend])
+            cells[:2] = [row.status, f"[{list(reasons).index(row.reason or row.status) + 1}]"]
+        cells = [f"{row.seq:,}", "fwd" if row.direction == "forward" else "fwd+bwd", backend, *cells]
+        table.add_row(*cells)
+    problems = [f"[{n}] {', '.join(who)}: {reason}" for n, (reason, who) in enumerate(reasons.items(), 1)]
+    # torch's words may hold brackets ("[enforce fail at alloc_cpu.cpp:127]"): the console reads no markup.
+    print_table(
+        table,
+        *problems,
+        *report.notes,
+        f"FLOPs: {report.flop_convention}.",
+        f"Bytes: {report.bytes_convention}.",
+        f"Memory: {report.memory_convention}.",
+        f"Timing: {report.timing}. torch {report.torch_version}.",
+        "--format json or csv adds the bytes moved, the achieved bandwidth and the roofline time.",
+    )
+
+
+def print_csv(rows: Sequence[dict[str, Any]]) -> None:
+    """One header line, then a line per row; null is an empty cell, booleans are JSON's true and false."""
+    writer = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({key: json.dumps(value) if isinstance(value, bool) else value for key, value in row.items()})
+
+
+def measure_csv(report: MeasureReport) -> None:
+    """A row per measurement, each carrying the device, GPU and torch version so a saved file stands alone."""
+    context = {"device": report.device, "gpu": report.gpu, "torch_version": report.torch_version}
+    print_csv([{**context, **row.model_dump(mode="json")} for row in report.measurements])
+
+
+@contextlib.contextmanager
+def progress(total: int) -> Iterator[Callable[[str], None]]:
+    """A progress bar on stderr (never stdout, which may carry JSON or CSV), shown only on a terminal."""
+    from rich.console import Console
+    from rich.progress import Progress
+
+    err = Console(file=sys.stderr)
+    with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:
+        task = bar.add_task("measuring", total=total)
+        started = 0
+
+        def begin(label: str) -> None:
+            """Name the step starting now; the steps before it are done."""
+            nonlocal started
+            bar.update(task, completed=started, description=label)
+            started += 1
+
+        yield begin
+        bar.update(task, completed=total)
+
+
 def print_json(payload: BaseModel | Sequence[BaseModel]) -> None:
     """Exact integers, with the tool's version so a saved file says what produced it."""
     if isinstance(payload, BaseModel):
@@ -258,6 +364,20 @@ def print_json(payload: BaseModel | Sequence[BaseModel]) -> None:
     except ValueError:  # an extreme option (an efficiency of 1e-320) overflowed a float result to infinity
         raise TfcostError("a result is not a finite number, which JSON cannot hold; is an option extreme?") from None
     sys.stdout.write(text + "\n")
+
+
+def print_preset_yaml(shape: ModelShape) -> None:
+    """A model as a preset file: every field that differs from its default, in schema order."""
+    import yaml
+
+    class PresetDumper(yaml.SafeDumper):
+        """Mappings as blocks, lists of layer indices on one line, as the shipped presets are written."""
+
+    PresetDumper.add_representer(
+        list, lambda dumper, items: dumper.represent_sequence("tag:yaml.org,2002:seq", items, flow_style=True)
+    )
+    document = shape.model_dump(mode="json", exclude_defaults=True)
+    sys.stdout.write(yaml.dump(document, Dumper=PresetDumper, sort_keys=False, default_flow_style=False, width=120))
 
 
 def print_error(message: str) -> None:

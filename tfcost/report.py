@@ -28,6 +28,7 @@ class Section(BaseModel):
 
 class ParamsReport(Section):
     total: int = quantity("total parameters", "count")
+    active: int = quantity("active per token (MoE: k of E experts)", "count")
     embedding: int = quantity("embedding (incl. untied head)", "count")
     non_embedding: int = quantity("non-embedding N", "count")
     per_layer: int = quantity("per block", "count")
@@ -82,6 +83,7 @@ def estimate(shape: ModelShape, workload: Workload) -> Estimate:
         workload=workload,
         params=ParamsReport(
             total=params.total_params(shape),
+            active=params.active_params(shape),
             embedding=params.embedding_params(shape),
             non_embedding=params.non_embedding_params(shape),
             per_layer=params.params_per_layer(shape),

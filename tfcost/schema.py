@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, Strict, model_validator
 
 from tfcost.units import MAX_SIZE, Dtype
 
 # A model or workload size: positive, and at most MAX_SIZE so that no product of sizes outgrows printing.
 Size = Annotated[int, Field(gt=0, le=MAX_SIZE)]
+SizeOrZero = Annotated[int, Field(ge=0, le=MAX_SIZE)]
 
 
 def is_size(value: object) -> bool:
@@ -29,6 +30,15 @@ class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False, defer_build=True)
 
 
+def check_kv_groups(heads: int, kv_heads: int, heads_name: str, kv_heads_name: str) -> None:
+    """Grouped-query attention: each key-value head serves a whole group of query heads."""
+    if kv_heads > heads or heads % kv_heads:
+        raise ValueError(
+            f"{kv_heads_name} ({kv_heads}) must divide {heads_name} ({heads}): "
+            "each key-value head serves a whole group of query heads"
+        )
+
+
 class Biases(Frozen):
     """Which linear layers carry a bias vector (GPT-2: all three; Llama: none; Qwen2: qkv only)."""
 
@@ -37,10 +47,67 @@ class Biases(Frozen):
     mlp: bool = Field(False, description="bias on the feed-forward matrices")
 
 
+# A list of layer indices. Written as a YAML/JSON list, held as a tuple so that shapes stay hashable.
+LayerIndices = Annotated[tuple[Annotated[int, Strict()], ...], Field(strict=False)]
+
+
+class MoE(Frozen):
+    """Mixture of experts (Shazeer et al. 2017; Mixtral, Jiang et al. 2024; DeepSeekMoE, Dai et al. 2024): the
+    MLP of an MoE block is a router and `n_experts` expert MLPs, of which each token uses `experts_per_token`,
+    plus optional always-on shared experts. Experts have the model's `mlp` kind (gated or plain)."""
+
+    n_experts: Size = Field(description="routed experts in each MoE block (Mixtral: 8; DeepSeek-V3: 256)")
+    experts_per_token: Size = Field(description="k: routed experts each token is sent to (top-k)")
+    expert_d_ff: Size = Field(description="hidden width of one routed expert's MLP")
+    n_shared_experts: SizeOrZero = Field(
+        0, description="experts every token goes through besides the routed ones (DeepSeek: 1-2; Qwen2-MoE: 1)"
+    )
+    shared_expert_d_ff: Size | None = Field(None, description="hidden width of one shared expert (default expert_d_ff)")
+    shared_expert_gate: bool = Field(
+        False, description="a d_model -> 1 sigmoid gate scales the shared experts' output (Qwen2-MoE)"
+    )
+    dense_layers: LayerIndices = Field(
+        (), description="0-based indices of the blocks that keep a dense MLP of width d_ff (DeepSeek-V3: [0, 1, 2])"
+    )
+
+    @model_validator(mode="after")
+    def _check_experts(self) -> MoE:
+        if self.experts_per_token > self.n_experts:
+            raise ValueError(
+                f"moe.experts_per_token ({self.experts_per_token}) cannot exceed moe.n_experts ({self.n_experts})"
+            )
+        if self.n_shared_experts == 0 and (self.shared_expert_d_ff is not None or self.shared_expert_gate):
+            raise ValueError("moe.shared_expert_d_ff and moe.shared_expert_gate need moe.n_shared_experts > 0")
+        if len(set(self.dense_layers)) != len(self.dense_layers):
+            raise ValueError("moe.dense_layers lists a layer twice")
+        return self
+
+    @property
+    def shared_width(self) -> int:
+        """Hidden width of one shared expert."""
+        return self.shared_expert_d_ff or self.expert_d_ff
+
+
+class MLA(Frozen):
+    """Multi-head latent attention (DeepSeek-V2, arXiv:2405.04434 §2.1): keys and values are rebuilt per head from
+    a small cached latent of kv_lora_rank values, plus one rotary key of qk_rope_head_dim shared by all heads."""
+
+    q_lora_rank: Size | None = Field(
+        None, description="rank of the low-rank query projection (DeepSeek-V3: 1536); null: queries projected directly"
+    )
+    kv_lora_rank: Size = Field(description="d_c: width of the compressed key-value latent that is cached")
+    qk_nope_head_dim: Size = Field(description="per-head query/key width without rotary embedding")
+    qk_rope_head_dim: Size = Field(
+        description="d_h^R: per-head query/key width with rotary embedding; the key part is shared and cached"
+    )
+    v_head_dim: Size = Field(description="per-head value width")
+
+
 class ModelShape(Frozen):
-    """The architecture of a decoder-only transformer, as far as its costs depend on it.
+    """The architecture of a transformer, as far as its costs depend on it.
 
     Sizes follow the lesson's notation: d = d_model, L = n_layers, H = n_heads, Q = head_dim, F = d_ff, V = vocab.
+    The optional parts (MoE, MLA, sliding windows, encoder pieces) default to a plain decoder-only model.
     """
 
     name: str = Field(description="short name, e.g. gpt2-small")
@@ -63,10 +130,61 @@ class ModelShape(Frozen):
     norm: Literal["layernorm", "rmsnorm"] = Field(description="layernorm: scale and shift; rmsnorm: scale only")
     bias: Biases = Field(default_factory=Biases, description="which linear layers carry biases")
     tied_embeddings: bool = Field(description="true when the output head reuses the token embedding matrix")
-    position: Literal["learned", "sinusoidal", "rotary", "alibi", "none"] = Field(
-        description="position scheme; only 'learned' has parameters (a max_seq_len x d_model table)"
+    position: Literal["learned", "sinusoidal", "rotary", "alibi", "relative", "none"] = Field(
+        description="position scheme; 'learned' has a max_seq_len x d_model table, 'relative' (T5) a table of "
+        "relative_attention_buckets x n_heads biases per stack; the others have no parameters"
     )
     max_seq_len: Size = Field(description="maximum context the model was built for")
+
+    architecture: Literal["decoder", "encoder", "encoder-decoder"] = Field(
+        "decoder",
+        description="decoder: causal blocks and an LM head (GPT, Llama); encoder: bidirectional blocks (BERT); "
+        "encoder-decoder: n_layers encoder blocks, then n_decoder_layers decoder blocks with cross-attention (T5)",
+    )
+    n_decoder_layers: Size | None = Field(
+        None, description="encoder-decoder only: decoder blocks (n_layers counts the encoder's)"
+    )
+    block_norms: Size = Field(
+        2,
+        description="d_model-wide norms in each block: 2 (before attention and MLP) for most models, 1 for "
+        "Falcon-7B's parallel block, 4 for Gemma-2 (before and after each); a decoder block of an "
+        "encoder-decoder model has one more, before cross-attention",
+    )
+    qk_norm: bool = Field(False, description="a head_dim-wide norm on queries and one on keys in each block (Qwen3)")
+    parallel_block: bool = Field(
+        False,
+        description="attention and MLP read the same input, x + attn(x) + mlp(x) (GPT-J, GPT-NeoX, Falcon); "
+        "recorded only, it changes no count",
+    )
+    rotary_fraction: float = Field(
+        1.0,
+        gt=0,
+        le=1,
+        description="share of each head's dimensions that rotary embedding rotates (GPT-NeoX rotary_pct, Phi "
+        "partial_rotary_factor); recorded only, rotary embedding has no parameters or matmuls",
+    )
+    sliding_window: Size | None = Field(
+        None, description="W: a sliding-window layer attends to at most W positions, itself included (Mistral)"
+    )
+    sliding_layers: LayerIndices | None = Field(
+        None, description="0-based indices of the layers that use the window; null: every layer (Gemma-2: even ones)"
+    )
+    moe: MoE | None = Field(None, description="mixture of experts in place of the dense MLP; null: dense model")
+    mla: MLA | None = Field(None, description="multi-head latent attention in place of q/k/v projections")
+    relative_attention_buckets: Size | None = Field(
+        None, description="position 'relative' only: buckets of T5's relative position bias table"
+    )
+    token_types: SizeOrZero = Field(0, description="rows of a token-type (segment) embedding table (BERT: 2)")
+    embedding_norm: bool = Field(False, description="a norm on the summed embeddings before the first block (BERT)")
+    final_norm: bool = Field(
+        True, description="a norm after the last block (pre-norm models); BERT's post-norm blocks have none"
+    )
+    pooler: bool = Field(False, description="BERT's pooler: a d x d dense layer with bias on the first token")
+    head: Literal["lm", "mlm", "none"] = Field(
+        "lm",
+        description="lm: a V x d output projection; mlm: BERT's masked-LM head (d x d transform with bias, a "
+        "norm, the V x d projection and a V-wide output bias); none: no head (a base encoder)",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -80,6 +198,14 @@ class ModelShape(Frozen):
         # derived field from also being called missing or wrong.
         if data.get("n_kv_heads") is None:
             data["n_kv_heads"] = heads if is_size(heads) else 1
+        mla = data.get("mla")
+        if isinstance(mla, MLA):
+            mla = mla.model_dump()
+        if data.get("head_dim") is None and isinstance(mla, dict):
+            # Under MLA the query/key head is the non-rotary and the rotary part side by side.
+            nope, rope = mla.get("qk_nope_head_dim"), mla.get("qk_rope_head_dim")
+            if is_size(nope) and is_size(rope):
+                data["head_dim"] = nope + rope
         if data.get("head_dim") is None:
             if is_size(heads) and is_size(width) and width % heads:
                 raise ValueError(f"n_heads ({heads}) must divide d_model ({width}) when head_dim is not given")
@@ -88,12 +214,53 @@ class ModelShape(Frozen):
 
     @model_validator(mode="after")
     def _check_groups(self) -> ModelShape:
-        if self.n_kv_heads > self.n_heads or self.n_heads % self.n_kv_heads:
-            raise ValueError(
-                f"n_kv_heads ({self.n_kv_heads}) must divide n_heads ({self.n_heads}): "
-                "each key-value head serves a whole group of query heads"
-            )
+        check_kv_groups(self.n_heads, self.n_kv_heads, "n_heads", "n_kv_heads")
+        self._check_stacks()
+        self._check_layer_lists()
+        self._check_attention_variants()
         return self
+
+    def _check_stacks(self) -> None:
+        if (self.architecture == "encoder-decoder") != (self.n_decoder_layers is not None):
+            raise ValueError("n_decoder_layers is required for, and only for, architecture 'encoder-decoder'")
+        if self.architecture != "decoder":
+            for name in ("moe", "mla", "sliding_window"):
+                if getattr(self, name) is not None:
+                    raise ValueError(f"{name}: only supported for architecture 'decoder'")
+        if (self.position == "relative") != (self.relative_attention_buckets is not None):
+            raise ValueError("relative_attention_buckets is required for, and only for, position 'relative'")
+        if self.rotary_fraction != 1 and self.position != "rotary":
+            raise ValueError(f"rotary_fraction: only meaningful with position 'rotary', not '{self.position}'")
+
+    def _check_layer_lists(self) -> None:
+        for name, layers in (
+            ("sliding_layers", self.sliding_layers or ()),
+            ("moe.dense_layers", self.moe.dense_layers if self.moe else ()),
+        ):
+            outside = [i for i in layers if not 0 <= i < self.n_layers]
+            if outside:
+                raise ValueError(f"{name}: layer {outside[0]} is outside 0..{self.n_layers - 1}")
+        if self.sliding_layers is not None:
+            if self.sliding_window is None:
+                raise ValueError("sliding_layers needs sliding_window")
+            if len(set(self.sliding_layers)) != len(self.sliding_layers):
+                raise ValueError("sliding_layers lists a layer twice")
+
+    def _check_attention_variants(self) -> None:
+        if self.mla is None:
+            return
+        mla = self.mla
+        if self.n_kv_heads != self.n_heads:
+            raise ValueError(f"mla: n_kv_heads ({self.n_kv_heads}) must equal n_heads: MLA rebuilds keys per head")
+        if self.head_dim != mla.qk_nope_head_dim + mla.qk_rope_head_dim:
+            raise ValueError(
+                f"mla: head_dim ({self.head_dim}) must be qk_nope_head_dim + qk_rope_head_dim "
+                f"({mla.qk_nope_head_dim + mla.qk_rope_head_dim})"
+            )
+        if self.qk_norm:
+            raise ValueError("qk_norm: not supported together with mla")
+        if self.position != "rotary":
+            raise ValueError(f"mla: needs position 'rotary', not '{self.position}'")
 
 
 class Workload(Frozen):
@@ -102,7 +269,22 @@ class Workload(Frozen):
     seq_len: Size = Field(1024, description="T: tokens per sequence")
     batch: Size = Field(1, description="B: sequences")
     dtype: Dtype = Field("bf16", description="storage dtype of the KV cache and score matrix")
-    causal: bool = Field(False, description="count only the T(T+1)/2 unmasked score entries in FLOPs")
+    causal: bool = Field(
+        False, description="count only the score entries the mask keeps (causal triangle, sliding windows) in FLOPs"
+    )
+
+
+class AttentionShape(Frozen):
+    """One attention call as `tfcost measure` times it: H query heads, K key-value heads, head width Q."""
+
+    heads: Size = Field(description="H: query heads")
+    kv_heads: Size = Field(description="K: key-value heads (H for MHA, 1 for MQA)")
+    head_dim: Size = Field(description="Q: width of one head")
+
+    @model_validator(mode="after")
+    def _check_groups(self) -> AttentionShape:
+        check_kv_groups(self.heads, self.kv_heads, "heads", "kv_heads")
+        return self
 
 
 class GpuSpec(Frozen):

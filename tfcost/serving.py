@@ -59,8 +59,13 @@ def kv_heads_per_gpu(shape: ModelShape, gpus: int) -> int:
 
 
 def kv_cache_bytes_per_gpu(shape: ModelShape, tokens: int, batch: int, dtype: Dtype, gpus: int) -> int:
-    """The KV cache of B sequences of `tokens` tokens held by one of t GPUs: its share of the key-value heads."""
-    return memory.kv_cache_bytes(shape, tokens, batch, dtype) * kv_heads_per_gpu(shape, gpus) // shape.n_kv_heads
+    """The KV cache of B sequences of `tokens` tokens held by one of t GPUs: its share of the key-value heads.
+    MLA's latent serves every head, so each GPU holds all of it (it is replicated across tensor-parallel ranks;
+    NVIDIA/TensorRT-LLM#15162)."""
+    total = memory.kv_cache_bytes(shape, tokens, batch, dtype)
+    if shape.mla is not None:
+        return total
+    return total * kv_heads_per_gpu(shape, gpus) // shape.n_kv_heads
 
 
 def usable_bytes_per_gpu(gpu: GpuSpec, reserve: float) -> int:
@@ -89,7 +94,7 @@ def prefill_flops(shape: ModelShape, prompt: int, batch: int) -> int:
     masked tiles; nanochat's estimate_prefill_flops) and the output head for the last position only (the one
     whose next token is sampled)."""
     parts = flops.forward_flops_breakdown(shape, prompt, causal=True)
-    head = parts["output_head"]
+    head = parts.get("output_head", 0)  # a headless encoder has none
     return batch * (sum(parts.values()) - head + head // prompt)
 
 

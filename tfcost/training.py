@@ -70,8 +70,9 @@ def check_parallel_layout(shape: ModelShape, setup: TrainingSetup) -> None:
 
 def six_nd_flops(shape: ModelShape, tokens: int) -> int:
     """6*N*D with N every parameter, embeddings included: how Hoffmann et al. 2022 and the nanoGPT sizing
-    notebook (model_size = params()['total']) size a run. The exact count is `model_training_flops`."""
-    return 6 * params.total_params(shape) * tokens
+    notebook (model_size = params()['total']) size a run. For MoE, N counts the experts a token uses (the
+    active parameters, as torchtitan does). The exact count is `model_training_flops`."""
+    return 6 * params.active_params(shape) * tokens
 
 
 def model_training_flops(shape: ModelShape, seq_len: int, tokens: int) -> int:
@@ -91,10 +92,10 @@ def recompute_flops(shape: ModelShape, seq_len: int, tokens: int, recompute: Rec
     if recompute == "none":
         return 0
     parts = flops.forward_flops_breakdown(shape, seq_len)
-    if recompute == "selective":
-        per_sequence = parts["attention/scores"] + parts["attention/values"]
+    if recompute == "selective":  # every attention's, an encoder-decoder's cross-attention too
+        per_sequence = sum(value for key, value in parts.items() if key.endswith(("/scores", "/values")))
     else:
-        per_sequence = sum(parts.values()) - parts["output_head"]
+        per_sequence = sum(parts.values()) - parts.get("output_head", 0)
     return per_sequence * tokens // seq_len
 
 
@@ -183,8 +184,9 @@ def activation_bytes_per_layer(
     if recompute == "full":
         return ceil_div(s * b * h * element, split_unsplittable)
     unsplittable = s * b * (4 * h * element + 2 * h * DROPOUT_MASK_BYTES)
-    mlp_width = (3 if shape.mlp == "gated" else 2) * shape.d_ff
-    attention_width = 2 * shape.n_heads * shape.head_dim + 2 * shape.n_kv_heads * shape.head_dim
+    mlp_width = (3 if shape.mlp == "gated" else 2) * mlp_hidden_width(shape)
+    # Q and K are Q wide per head, V and the attention output v_head_dim (Q except under MLA).
+    attention_width = (shape.n_heads + shape.n_kv_heads) * (shape.head_dim + flops.v_head_dim(shape))
     splittable = s * b * element * (attention_width + mlp_width)
     if recompute == "selective":
         scores = 0
@@ -193,6 +195,15 @@ def activation_bytes_per_layer(
     else:
         scores = shape.n_heads * s * s * b * (2 * element + DROPOUT_MASK_BYTES)
     return ceil_div(unsplittable, split_unsplittable) + ceil_div(splittable, tp) + ceil_div(scores, tp)
+
+
+def mlp_hidden_width(shape: ModelShape) -> int:
+    """Hidden units a token's MLP activates: d_ff, or in an MoE block its k routed experts and the shared ones
+    (the MoE blocks' width is used for every layer, dense ones included)."""
+    if shape.moe is None:
+        return shape.d_ff
+    moe = shape.moe
+    return moe.experts_per_token * moe.expert_d_ff + moe.n_shared_experts * moe.shared_width
 
 
 def logits_bytes(shape: ModelShape, seq_len: int, micro_batch: int, tp: int) -> int:

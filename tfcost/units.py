@@ -12,13 +12,15 @@ Dtype = Literal["fp32", "fp16", "bf16", "fp8", "int8"]
 DTYPE_BYTES: dict[str, int] = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
 
 Unit = Literal[
-    "count", "flops", "bytes", "flops_per_s", "bytes_per_s", "fraction", "days", "hours", "ms", "usd", "per_s", "text"
-]
+    "count", "flops", "bytes", "flops_per_s", "bytes_per_s", "fraction", "days", "hours", "ms", "usd", "per_s", "text",
+    "kernel_ms", "tflops_per_s", "gb_per_s", "ratio",
+]  # fmt: skip
 
 # The largest size tfcost accepts (layers, widths, heads, vocabulary, tokens per sequence, batch): far beyond any
 # model, 10^15 layers still answer, yet every product of a few sizes stays a number printed in an instant.
 MAX_SIZE = 10**18
 GIB = 2**30  # bytes in a gibibyte
+GIGA = 10**9  # measured bandwidth is shown in decimal GB/s
 TERA = 10**12  # datasheets give FLOP/s and bytes/s in decimal tera
 
 _SI = ["", "k", "M", "G", "T", "P", "E", "Z", "Y", "R", "Q"]
@@ -80,6 +82,12 @@ def human(value: float | str | bool, unit: Unit) -> str:
         "usd": lambda v: f"${v:,.0f}",
         "per_s": lambda v: f"{v:,.0f} /s",
         "text": str,
+        # measure's table: bare numbers under a label that says the unit ("median ms", "TFLOP/s", "GB/s"), to
+        # 3-4 figures since a kernel may take 0.05 ms; bandwidth in decimal GB/s as datasheets quote it
+        "kernel_ms": lambda v: f"{v:.4g}",
+        "tflops_per_s": lambda v: f"{v:.3g}",
+        "gb_per_s": lambda v: f"{v:.1f}",
+        "ratio": lambda v: f"{v:.2f}x",
     }
     if unit in plain:
         return plain[unit](value)

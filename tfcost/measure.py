@@ -1,0 +1,356 @@
+"""Time torch's scaled_dot_product_attention on this machine. The only module that imports torch; the CLI imports
+it lazily, for `tfcost measure` alone.
+
+Each backend is forced with torch.nn.attention.sdpa_kernel; one that cannot run a shape is reported with torch's
+reason, an out-of-memory at one size is reported for that size, and the sweep goes on. Timing follows kernel
+benchmarks (triton.testing.do_bench): warm-up, then on CUDA one pair of CUDA events per repetition with the L2
+cache flushed before each, one synchronize at the end; on the CPU, wall-clock time.perf_counter per repetition.
+Nothing is computed here: the raw runs go to tfcost.measure_report, which sets them beside the core's estimate.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import sys
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from tfcost.errors import TfcostError
+from tfcost.hardware import peak_flops_per_s
+from tfcost.measure_report import (
+    Direction,
+    KernelRun,
+    MeasureDtype,
+    MeasureReport,
+    MeasureSetup,
+    measurement,
+)
+from tfcost.presets import gpu_for_device_name, load_gpu
+from tfcost.schema import AttentionShape, GpuSpec
+
+try:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a CPU build without numpy warns about it on import
+        import torch
+        import torch.nn.functional as F
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+except ModuleNotFoundError as error:
+    if (error.name or "").split(".")[0] != "torch":
+        raise
+    raise TfcostError("measure needs torch, which is not installed: pip install 'tfcost[measure]'") from None
+except ImportError as error:  # a torch older than 2.3 has no torch.nn.attention, or a broken install
+    raise TfcostError(f"torch cannot be used ({error}): pip install 'tfcost[measure]'") from None
+
+BACKENDS: dict[str, SDPBackend] = {
+    "flash": SDPBackend.FLASH_ATTENTION,
+    "efficient": SDPBackend.EFFICIENT_ATTENTION,
+    "cudnn": SDPBackend.CUDNN_ATTENTION,
+    "math": SDPBackend.MATH,
+}
+BACKEND_CHOICES = ["auto", *BACKENDS]  # what `--backend all` runs, in this order
+TORCH_DTYPES: dict[str, torch.dtype] = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+
+# triton.testing.do_bench zeroes a 256 MB buffer between repetitions: more than twice the L2 of an H100 (50 MB),
+# so each repetition starts with Q, K, V in device memory rather than in cache.
+L2_FLUSH_BYTES = 256 * 2**20
+WARMUP_CALLS = 3  # at least: the first calls pay for kernel selection, autotuning and allocation
+# Then keep warming up for do_bench's default 25 ms on a GPU; a CPU's thread pool took ~50 ms to settle here.
+WARMUP_SECONDS = {"cuda": 0.025, "cpu": 0.1}
+DEFAULT_REPEATS = {"cuda": 30, "cpu": 10}
+# sdpa's enable_gqa (torch >= 2.5) lets the kernel read K heads; older torch needs K, V expanded to H heads.
+GQA_SUPPORTED = "enable_gqa" in (F.scaled_dot_product_attention.__doc__ or "")
+
+
+def attention_step(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, backward: bool
+) -> Callable[[], None]:
+    """One call to time: the forward, or forward and backward (gradients returned, never accumulated).
+
+    Causal runs have equal query and key lengths: sdpa's is_causal mask is top-left aligned."""
+    gqa = {"enable_gqa": True} if q.shape[1] != k.shape[1] else {}
+
+    def forward() -> torch.Tensor:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, **gqa)
+
+    if not backward:
+        return forward
+    grad_out = torch.randn_like(q)
+
+    def forward_backward() -> None:
+        torch.autograd.grad(forward(), (q, k, v), grad_out)
+
+    return forward_backward
+
+
+def forced_backend(backend: str) -> contextlib.AbstractContextManager[Any]:
+    """Only `backend` may run inside (sdpa raises rather than fall back); 'auto' leaves torch's choice."""
+    return contextlib.nullcontext() if backend == "auto" else sdpa_kernel(BACKENDS[backend])
+
+
+def make_inputs(
+    shape: AttentionShape, batch: int, seq: int, dtype: MeasureDtype, device: str, backward: bool
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Random Q (B, H, T, Q) and K, V (B, K, T, Q); under old torch without enable_gqa, K and V expanded."""
+    kv_heads = shape.kv_heads if GQA_SUPPORTED else shape.heads
+
+    def tensor(heads: int) -> torch.Tensor:
+        size = (batch, heads, seq, shape.head_dim)
+        return torch.randn(size, dtype=TORCH_DTYPES[dtype], device=device, requires_grad=backward)
+
+    return tensor(shape.heads), tensor(kv_heads), tensor(kv_heads)
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    """CUDA raises torch.OutOfMemoryError; the CPU allocator a plain RuntimeError ("DefaultCPUAllocator: can't
+    allocate memory" or "not enough memory")."""
+    text = str(error).lower()
+    return isinstance(error, torch.OutOfMemoryError) or any(
+        words in text for words in ("out of memory", "allocate memory", "not enough memory")
+    )
+
+
+def first_line(text: str) -> str:
+    return " ".join(text.strip().split("\n")[0].split())
+
+
+def auto_choice(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> str | None:
+    """The kernel sdpa picks when nothing is forced (torch's own dispatch function; private, so best effort)."""
+    gqa = {"enable_gqa": True} if q.shape[1] != k.shape[1] else {}
+    try:
+        choice = SDPBackend(torch._fused_sdp_choice(q, k, v, is_causal=causal, **gqa))
+    except (AttributeError, RuntimeError, TypeError, ValueError):
+        return None
+    return next((name for name, backend in BACKENDS.items() if backend == choice), choice.name.lower())
+
+
+class Timer:
+    """Times a step on one device and measures what it allocates."""
+
+    def __init__(self, device: str) -> None:
+        self.device = device
+        # Allocated once per sweep: the flush buffer must not count towards any call's peak memory.
+        self.flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device=device) if device == "cuda" else None
+
+    def sync(self) -> None:
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+
+    def warm_up(self, step: Callable[[], Any]) -> None:
+        start, calls = time.perf_counter(), 0
+        while calls < WARMUP_CALLS or time.perf_counter() - start < WARMUP_SECONDS[self.device]:
+            step()
+            self.sync()
+            calls += 1
+
+    def samples_ms(self, step: Callable[[], Any], repeats: int) -> list[float]:
+        self.warm_up(step)
+        if self.flush is None:
+            samples = []
+            for _ in range(repeats):
+                start = time.perf_counter()
+                step()
+                samples.append((time.perf_counter() - start) * 1000)
+            return samples
+        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(repeats)]
+        for start, end in events:
+            self.flush.zero_()
+            start.record()
+            step()
+            end.record()
+        torch.cuda.synchronize()  # once, at the end: the events are read after the GPU has run them all
+        return [start.elapsed_time(end) for start, end in events]
+
+    def peak_bytes(self, step: Callable[[], Any]) -> int | None:
+        """Bytes one call allocates above what was live before it (its inputs), at its peak."""
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            before = torch.cuda.memory_allocated()
+            step()
+            torch.cuda.synchronize()
+            return torch.cuda.max_memory_allocated() - before
+        return cpu_peak_bytes(step)
+
+
+@contextlib.contextmanager
+def quiet_stderr() -> Iterator[None]:
+    """The profiler's C++ side logs start and stop lines straight to file descriptor 2."""
+    sys.stderr.flush()
+    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+def cpu_peak_bytes(step: Callable[[], Any]) -> int | None:
+    """The CPU allocator keeps no peak statistic, so replay its allocations and frees as the profiler records
+    them and take the highest running total. Null where this torch's profiler does not expose them."""
+    from torch.profiler import ProfilerActivity, profile
+
+    try:
+        with quiet_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+            step()
+        events = [event for event in prof.profiler.kineto_results.events() if event.name() == "[memory]"]
+        live = peak = 0
+        for event in sorted(events, key=lambda event: event.start_ns()):
+            live += event.nbytes()
+            peak = max(peak, live)
+    except (AttributeError, RuntimeError):
+        return None
+    return peak
+
+
+def run_kernel(
+    timer: Timer,
+    backend: str,
+    inputs: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    seq: int,
+    causal: bool,
+    direction: Direction,
+    repeats: int,
+) -> KernelRun:
+    """One backend on one shape: unsupported, out of memory, or timed."""
+    q, k, v = inputs
+    row = {"seq": seq, "backend": backend, "direction": direction}
+    try:
+        step = attention_step(q, k, v, causal, backward=direction == "forward+backward")  # allocates dO
+        with forced_backend(backend):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                try:  # the first call says whether torch can run this shape at all
+                    step()
+                except RuntimeError as error:
+                    if is_out_of_memory(error):
+                        raise
+                    # torch explains a refusal in warnings ("... not used because ...") before the error
+                    said = dict.fromkeys(first_line(str(w.message)) for w in caught)
+                    reason = "; ".join([*said, first_line(str(error))])
+                    return KernelRun(**row, backend_ran=None, status="unsupported", reason=reason)
+            ran = backend if backend != "auto" else auto_choice(q, k, v, causal)
+            samples = timer.samples_ms(step, repeats)
+            peak = timer.peak_bytes(step)
+    except RuntimeError as error:
+        if not is_out_of_memory(error):
+            raise
+        return KernelRun(**row, backend_ran=None, status="oom", reason=first_line(str(error)))
+    return KernelRun(**row, backend_ran=ran, status="ok", samples_ms=samples, peak_memory_bytes=peak)
+
+
+def free_memory(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.empty_cache()
+
+
+def pick_device(requested: str, notes: list[str]) -> str:
+    if requested == "cuda" and not torch.cuda.is_available():
+        build = f"CUDA {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"
+        raise TfcostError(f"--device cuda: torch {torch.__version__} ({build}) sees no CUDA GPU")
+    if requested == "cpu" or not torch.cuda.is_available():
+        if requested == "auto":
+            notes.append("no CUDA GPU found: measured on the CPU")
+        return "cpu"
+    return "cuda"
+
+
+def pick_gpu(device: str, device_name: str, override: str | None, dtype: str, notes: list[str]) -> GpuSpec | None:
+    """The spec-table row for peaks: --gpu NAME, else the local GPU recognised by name; none on the CPU."""
+    if device == "cpu":
+        if override:
+            notes.append(f"--gpu {override} ignored: a CPU run is not compared with a GPU's peak")
+        notes.append("CPU: no peak in the spec table, so no peak fraction or roofline")
+        return None
+    gpu = load_gpu(override) if override else gpu_for_device_name(device_name)
+    if gpu is None:
+        notes.append(
+            f"GPU '{device_name}' is not in the spec table: peak fraction and roofline left out "
+            "(pass --gpu NAME; `tfcost gpus` lists them)"
+        )
+    elif peak_flops_per_s(gpu, dtype) is None:
+        notes.append(f"{gpu.name} has no verified {dtype} peak in the spec table: peak fraction left out")
+    return gpu
+
+
+def describe_timing(device: str, repeats: int) -> str:
+    warm = f"warm-up of at least {WARMUP_CALLS} calls and {WARMUP_SECONDS[device] * 1000:g} ms"
+    if device == "cuda":
+        return (
+            f"CUDA events around each of {repeats} repetitions, the L2 cache flushed before each "
+            f"({L2_FLUSH_BYTES // 2**20} MiB zeroed), after a {warm}; median, p10, p90"
+        )
+    return f"wall clock (time.perf_counter) around each of {repeats} repetitions after a {warm}; median, p10, p90"
+
+
+def run(
+    *,
+    model: str | None,
+    shape: AttentionShape,
+    seqs: list[int],
+    batch: int,
+    dtype: MeasureDtype,
+    causal: bool,
+    backward: bool,
+    backends: list[str],
+    device: str,
+    repeats: int | None,
+    gpu: str | None,
+    progress: Callable[[int], contextlib.AbstractContextManager[Callable[[str], None]]],
+) -> MeasureReport:
+    """The sweep: every sequence length, direction and backend, each a row whatever happens to it.
+
+    `progress(total)` is a context manager giving a function that is called with each step's label as it starts
+    (render.progress draws it on stderr)."""
+    notes: list[str] = []
+    device = pick_device(device, notes)
+    device_name = (
+        torch.cuda.get_device_name()
+        if device == "cuda"
+        else f"CPU ({platform.machine() or 'unknown'}, {torch.get_num_threads()} threads)"
+    )
+    spec = pick_gpu(device, device_name, gpu, dtype, notes)
+    if shape.kv_heads != shape.heads and not GQA_SUPPORTED:
+        notes.append(f"torch {torch.__version__} has no enable_gqa: K and V expanded to {shape.heads} heads")
+    repeats = repeats or DEFAULT_REPEATS[device]
+    setup = MeasureSetup(model=model, shape=shape, batch=batch, dtype=dtype, causal=causal)
+    directions: list[Direction] = ["forward", "forward+backward"] if backward else ["forward"]
+
+    torch.manual_seed(0)
+    timer = Timer(device)
+    runs: list[KernelRun] = []
+    with progress(len(seqs) * len(directions) * len(backends)) as begin:
+        for seq in seqs:
+            for direction in directions:
+                try:
+                    inputs = make_inputs(shape, batch, seq, dtype, device, direction == "forward+backward")
+                except RuntimeError as error:
+                    if not is_out_of_memory(error):
+                        raise
+                    reason = f"inputs: {first_line(str(error))}"
+                    for backend in backends:
+                        runs.append(KernelRun(seq=seq, backend=backend, backend_ran=None, direction=direction,
+                                              status="oom", reason=reason))  # fmt: skip
+                        begin(f"T={seq} {direction} {backend}")
+                    continue
+                for backend in backends:
+                    begin(f"T={seq} {direction} {backend}")
+                    runs.append(run_kernel(timer, backend, inputs, seq, causal, direction, repeats))
+                    free_memory(device)
+                del inputs
+                free_memory(device)
+    return MeasureReport(
+        device=device,  # type: ignore[arg-type]
+        device_name=device_name,
+        gpu=spec.name if spec else None,
+        torch_version=torch.__version__,
+        model=model,
+        timing=describe_timing(device, repeats),
+        notes=notes,
+        measurements=[measurement(r, setup, spec) for r in runs],
+    )
