@@ -26,25 +26,39 @@ class Block:
 
 
 @lru_cache(maxsize=4096)
-def blocks(shape: ModelShape) -> tuple[Block, ...]:
-    """Every block of the model, first to last (an encoder-decoder model's encoder blocks come first)."""
+def blocks(shape: ModelShape) -> tuple[tuple[Block, int], ...]:
+    """Every block of the model, first to last (an encoder-decoder model's encoder blocks come first), as runs of
+    identical blocks: (block, how many in a row). Runs rather than a block each, so that pricing 10^15 layers
+    costs what pricing two does."""
     if shape.architecture == "encoder-decoder":
         assert shape.n_decoder_layers is not None  # the schema guarantees it
         encoder = Block("encoder", causal=False, cross_attention=False, moe=False, window=None)
         decoder = Block("decoder", causal=True, cross_attention=True, moe=False, window=None)
-        return (encoder,) * shape.n_layers + (decoder,) * shape.n_decoder_layers
+        return ((encoder, shape.n_layers), (decoder, shape.n_decoder_layers))
     dense = set(shape.moe.dense_layers) if shape.moe else set()
-    sliding = set(range(shape.n_layers) if shape.sliding_layers is None else shape.sliding_layers)
-    return tuple(
-        Block(
+    sliding = set(shape.sliding_layers or ())
+
+    def block_at(index: int) -> Block:
+        slides = shape.sliding_layers is None or index in sliding
+        return Block(
             "layers",
             causal=shape.architecture == "decoder",
             cross_attention=False,
             moe=shape.moe is not None and index not in dense,
-            window=shape.sliding_window if index in sliding else None,
+            window=shape.sliding_window if slides else None,
         )
-        for index in range(shape.n_layers)
-    )
+
+    # Only a listed layer, or the one after it, can differ from the block before it.
+    listed = dense | sliding
+    starts = sorted({0, *listed, *(index + 1 for index in listed)} - {shape.n_layers})
+    runs: list[tuple[Block, int]] = []
+    for start, end in zip(starts, [*starts[1:], shape.n_layers], strict=True):
+        block = block_at(start)
+        if runs and runs[-1][0] == block:
+            runs[-1] = (block, runs[-1][1] + end - start)
+        else:
+            runs.append((block, end - start))
+    return tuple(runs)
 
 
 def representative_block(shape: ModelShape, size: Callable[[Block], int]) -> Block:
@@ -52,5 +66,7 @@ def representative_block(shape: ModelShape, size: Callable[[Block], int]) -> Blo
 
     DeepSeek-V3 (3 dense, 58 MoE blocks): an MoE block; T5 (6 encoder, 6 decoder blocks): a decoder block.
     """
-    counts = Counter(blocks(shape))
+    counts: Counter[Block] = Counter()
+    for block, count in blocks(shape):
+        counts[block] += count
     return max(counts, key=lambda block: (counts[block], size(block)))
