@@ -43,7 +43,48 @@ def shape_fields(draw: st.DrawFn) -> dict[str, Any]:
     return fields
 
 
-shapes = shape_fields().map(lambda fields: ModelShape.model_validate({"name": "generated", **fields}))
+@st.composite
+def any_shape_fields(draw: st.DrawFn) -> dict[str, Any]:
+    """A valid preset of any architecture the schema knows: a plain decoder, or one with mixture-of-experts,
+    latent attention (MLA) or sliding windows, or an encoder or encoder-decoder stack."""
+    fields = draw(shape_fields())
+    kind = draw(st.sampled_from(["plain", "moe", "mla", "window", "encoder", "encoder-decoder"]))
+    listable = min(fields["n_layers"], 64) - 1  # listed layer indices stay few
+    if kind == "moe":
+        experts = draw(st.integers(1, 256))
+        fields["moe"] = {
+            "n_experts": experts,
+            "experts_per_token": draw(st.integers(1, experts)),
+            "expert_d_ff": draw(sizes),
+            "n_shared_experts": draw(st.integers(0, 2)),
+            "dense_layers": draw(st.lists(st.integers(0, listable), unique=True, max_size=4)),
+        }
+    elif kind == "mla":
+        nope, rope = draw(st.integers(1, 256)), draw(st.integers(1, 128))
+        fields |= {"position": "rotary", "n_kv_heads": fields["n_heads"], "head_dim": nope + rope}
+        fields["mla"] = {
+            "q_lora_rank": draw(st.none() | sizes),
+            "kv_lora_rank": draw(sizes),
+            "qk_nope_head_dim": nope,
+            "qk_rope_head_dim": rope,
+            "v_head_dim": draw(sizes),
+        }
+    elif kind == "window":
+        fields["sliding_window"] = draw(sizes)
+        if draw(st.booleans()):
+            fields["sliding_layers"] = draw(st.lists(st.integers(0, listable), unique=True, min_size=1, max_size=4))
+    elif kind == "encoder":
+        fields["architecture"] = "encoder"
+    elif kind == "encoder-decoder":
+        fields |= {"architecture": "encoder-decoder", "n_decoder_layers": draw(sizes)}
+    return fields
+
+
+def validated(fields: dict[str, Any]) -> ModelShape:
+    return ModelShape.model_validate({"name": "generated", **fields})
+
+
+any_shapes = any_shape_fields().map(validated)
 
 # Anything YAML can hold: what a hand-edited preset may contain in place of a number or a name.
 yaml_scalars = (

@@ -11,6 +11,7 @@ the named cases run the real console entry point as well.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -26,7 +27,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import shape_fields, yaml_values
 
+from tfcost import memory
 from tfcost.presets import MAX_PRESET_BYTES, load_model, model_preset_paths
+from tfcost.schema import ModelShape
 from tfcost.units import MAX_SIZE
 
 PRESETS = list(model_preset_paths())
@@ -144,18 +147,43 @@ def test_yaml_snippet_soup_fails_or_succeeds_in_one_line(pieces, joint, output):
     check_estimate_file(joint.join(pieces), output)
 
 
+@st.composite
+def edited_configs(draw: st.DrawFn) -> str:
+    """A real Hugging Face config.json with one to three edits: a key dropped, or a value replaced by anything
+    JSON can hold."""
+    config = json.loads(draw(st.sampled_from(HF_CONFIGS)).read_text())
+    for _ in range(draw(st.integers(1, 3))):
+        key = draw(st.sampled_from(sorted(config) or ["model_type"]))
+        if draw(st.booleans()):
+            config.pop(key, None)
+        else:
+            config[key] = draw(yaml_values.filter(lambda value: not isinstance(value, float) or value == value))
+    return json.dumps(config)
+
+
+@settings(max_examples=400)
+@given(edited_configs(), formats)
+def test_edited_hf_configs_succeed_or_fail_in_one_line(text, output):
+    path = WORKDIR / "config.json"
+    path.write_text(text)
+    check_contract(run_in_process("estimate", str(path), "--format", output))
+
+
 # ---- generated command lines ------------------------------------------------------------------------------------
 
 VALUE_OPTIONS = [
     "--seq", "-T", "--batch", "-B", "--dtype", "--format", "-f", "--tokens", "-D", "--micro-batch", "-b", "--gpus",
     "--gpu", "--mfu", "--zero", "--tp", "--pp", "--recompute", "--optimizer", "--precision", "--price-per-gpu-hour",
     "--weights-dtype", "--kv-dtype", "--prompt", "-P", "--generate", "-G", "--reserve", "--compute-efficiency",
-    "--memory-efficiency",
+    "--memory-efficiency", "--set", "--config",
 ]  # fmt: skip
 FLAGS = ["--causal", "--full", "--flash", "--no-flash", "--sequence-parallel", "--help", "--version", "--nope", "-x"]
 CHOICES = [
     "fp32", "fp16", "bf16", "fp8", "int8", "int4", "table", "json", "none", "selective", "full", "adamw",
     "adamw-8bit", "sgd", "bf16-mixed", "h100-sxm", "a100-80gb", "v100", "300B", "1.4T", "3e11",
+    "n_layers=2", "n_layers=1e400", "n_layers=2024-13-01", "n_layers=!!timestamp x", "n_heads=0", "bias.qkv=true",
+    "moe.n_experts=8", "moe=[", "d_model.x=1", "=1", "n_layers", "name=a\nb", "mla.kv_lora_rank=512",
+    "tests/data/hf_configs/mixtral-8x7b.json", "tests/data/hf_configs/t5-small.json", "missing/config.json",
 ]  # fmt: skip
 numbers_as_text = st.one_of(
     st.integers(-(10**30), 10**30).map(str),
@@ -165,12 +193,17 @@ numbers_as_text = st.one_of(
     st.sampled_from(["nan", "inf", "-inf", "5e-324", "1e-320", "1e308", "0.5", "1", "0.999999"]),
 )
 option_values = numbers_as_text | st.sampled_from(CHOICES) | st.text(max_size=12)
-model_arguments = st.sampled_from([*PRESETS, "gpt2-smal", "", " ", "-", "nope.yaml", "/", "x" * 300, "a\nb"])
+HF_CONFIGS = sorted(Path(__file__).parent.joinpath("data", "hf_configs").glob("*.json"))
+model_arguments = st.sampled_from(
+    [*PRESETS, *map(str, HF_CONFIGS[:3]), "gpt2-smal", "", " ", "-", "nope.yaml", "/", "x" * 300, "a\nb"]
+)
 
 
 @st.composite
 def command_lines(draw: st.DrawFn) -> list[str]:
-    command = draw(st.sampled_from(["estimate", "estimate", "compare", "train", "serve", "list", "gpus", "bogus"]))
+    command = draw(
+        st.sampled_from(["estimate", "estimate", "compare", "train", "serve", "import", "list", "gpus", "bogus"])
+    )
     argv = [command, *draw(st.lists(model_arguments, max_size=3))]
     for _ in range(draw(st.integers(0, 4))):
         if draw(st.integers(0, 4)) == 0:
@@ -198,7 +231,12 @@ def test_any_size_up_to_the_cap_answers(preset, seq, batch, dtype, causal):
     run = run_in_process("estimate", preset, "--seq", str(seq), "--batch", str(batch), "--dtype", dtype,
                          "--causal" if causal else "--full", "--format", "json")  # fmt: skip
     assert run.code == 0, run
-    assert json.loads(run.stdout)["kv_cache"]["bytes"] >= seq * batch
+    assert json.loads(run.stdout)["kv_cache"]["bytes"] == memory.kv_cache_bytes(preset_shape(preset), seq, batch, dtype)
+
+
+@functools.cache
+def preset_shape(name: str) -> ModelShape:
+    return load_model(name)
 
 
 # ---- the named cases --------------------------------------------------------------------------------------------
@@ -316,6 +354,11 @@ def test_preset_names_that_are_not_presets():
 )
 def test_options_out_of_range_are_usage_errors(argv, expected):
     assert expected in error_line(run_in_process(*argv), 2)
+
+
+def test_serving_an_encoder_is_one_line():
+    # Was 'internal error (ZeroDivisionError)': an encoder has no KV cache to divide the memory by.
+    assert "bert-base is an encoder" in error_line(run_in_process("serve", "bert-base"), 1)
 
 
 @pytest.mark.parametrize(

@@ -2,8 +2,9 @@
 integers that obey the invariants of the formulas (what scales with T, with the batch, with the key-value heads),
 and every human-readable number is short and says the value it stands for.
 
-The examples are generated (tests/strategies.py), from one-layer toys to the 10^18 cap on every size, with a
-fixed seed (the "tfcost" profile in conftest.py).
+The examples are generated (tests/strategies.py), from one-layer toys to the 10^18 cap on every size, plain
+decoders and every variant the schema knows (MoE, MLA, sliding windows, encoders, encoder-decoders), with a fixed
+seed (the "tfcost" profile in conftest.py).
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ import re
 
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from strategies import batches, dtypes, seq_lens, shape_fields, shapes
+from strategies import any_shape_fields, any_shapes, batches, dtypes, seq_lens, shape_fields
 
 from tfcost import flops, memory, params
+from tfcost.blocks import blocks
 from tfcost.report import estimate
 from tfcost.schema import ModelShape, Workload
 from tfcost.units import DTYPE_BYTES, MAX_SIZE, human
@@ -33,7 +35,7 @@ def numbers_in(document: object) -> list[object]:
 
 
 @MANY
-@given(shapes, seq_lens, batches, dtypes, st.booleans())
+@given(any_shapes, seq_lens, batches, dtypes, st.booleans())
 def test_every_reported_number_is_an_exact_non_negative_integer(shape, seq_len, batch, dtype, causal):
     result = estimate(shape, Workload(seq_len=seq_len, batch=batch, dtype=dtype, causal=causal))
     document = result.model_dump(mode="json")
@@ -43,7 +45,7 @@ def test_every_reported_number_is_an_exact_non_negative_integer(shape, seq_len, 
 
 
 @MANY
-@given(shapes, seq_lens, seq_lens, batches, batches)
+@given(any_shapes, seq_lens, seq_lens, batches, batches)
 def test_parameters_do_not_depend_on_the_workload(shape, t1, t2, b1, b2):
     first = estimate(shape, Workload(seq_len=t1, batch=b1))
     second = estimate(shape, Workload(seq_len=t2, batch=b2, dtype="fp32", causal=True))
@@ -53,35 +55,41 @@ def test_parameters_do_not_depend_on_the_workload(shape, t1, t2, b1, b2):
 
 
 @MANY
-@given(shapes, seq_lens, seq_lens, batches, batches, dtypes)
+@given(any_shapes, seq_lens, seq_lens, batches, batches, dtypes)
 def test_kv_cache_is_linear_in_tokens_and_in_batch(shape, t1, t2, b1, b2, dtype):
-    per_token = memory.kv_cache_bytes_per_token(shape, dtype)
-    assert memory.kv_cache_bytes(shape, t1, b1, dtype) == per_token * t1 * b1
-    assert memory.kv_cache_bytes(shape, t1 + t2, b1, dtype) == (
-        memory.kv_cache_bytes(shape, t1, b1, dtype) + memory.kv_cache_bytes(shape, t2, b1, dtype)
-    )
     assert memory.kv_cache_bytes(shape, t1, b1 + b2, dtype) == (
         memory.kv_cache_bytes(shape, t1, b1, dtype) + memory.kv_cache_bytes(shape, t1, b2, dtype)
     )
+    longer = memory.kv_cache_bytes(shape, t1 + t2, b1, dtype)
+    split = memory.kv_cache_bytes(shape, t1, b1, dtype) + memory.kv_cache_bytes(shape, t2, b1, dtype)
+    per_token = memory.kv_cache_bytes_per_token(shape, dtype)
+    if shape.sliding_window is None:
+        assert memory.kv_cache_bytes(shape, t1, b1, dtype) == per_token * t1 * b1
+        assert longer == split
+    else:  # a sliding-window layer holds at most W tokens: never more than linear, never less as T grows
+        assert memory.kv_cache_bytes(shape, t1, b1, dtype) <= per_token * t1 * b1
+        assert memory.kv_cache_bytes(shape, t1, b1, dtype) <= longer <= split
+    if shape.architecture == "encoder":
+        assert per_token == 0 and longer == 0  # an encoder generates nothing and caches nothing
 
 
 @MANY
-@given(shapes, seq_lens, batches, st.integers(1, 1000), dtypes)
+@given(any_shapes, seq_lens, batches, st.integers(1, 1000), dtypes)
 def test_score_matrix_is_quadratic_in_T(shape, seq_len, batch, k, dtype):
     assert memory.score_matrix_entries_per_head(k * seq_len) == k * k * memory.score_matrix_entries_per_head(seq_len)
     assert memory.score_matrix_bytes(shape, k * seq_len, batch, dtype) == k * k * memory.score_matrix_bytes(
         shape, seq_len, batch, dtype
     )
-    assert memory.score_matrix_bytes(shape, seq_len, batch, dtype) == shape.n_layers * (
+    assert memory.score_matrix_bytes(shape, seq_len, batch, dtype) == memory.attention_count(shape) * (
         memory.score_matrix_bytes_per_layer(shape, seq_len, batch, dtype)
     )
 
 
 @MANY
-@given(shape_fields(), seq_lens, batches, dtypes)
+@given(any_shape_fields(), seq_lens, batches, dtypes)
 def test_halving_the_kv_heads_halves_the_kv_cache(fields, seq_len, batch, dtype):
     shape = ModelShape.model_validate({"name": "full", **fields})
-    assume(shape.n_kv_heads % 2 == 0)
+    assume(shape.n_kv_heads % 2 == 0 and shape.mla is None)  # MLA caches a latent, not K heads
     halved = ModelShape.model_validate({"name": "halved", **fields, "n_kv_heads": shape.n_kv_heads // 2})
     assert 2 * memory.kv_cache_bytes(halved, seq_len, batch, dtype) == memory.kv_cache_bytes(
         shape, seq_len, batch, dtype
@@ -89,33 +97,39 @@ def test_halving_the_kv_heads_halves_the_kv_cache(fields, seq_len, batch, dtype)
     for part in ("attention/k", "attention/v"):  # the K and V projections shrink with them, biases included
         assert 2 * params.layer_params(halved)[part] == params.layer_params(shape)[part]
     assert params.layer_params(halved)["attention/q"] == params.layer_params(shape)["attention/q"]
+    assert memory.kv_cache_bytes_per_token(shape, dtype) == 2 * memory.kv_cache_bytes_per_token(halved, dtype)
 
 
 @MANY
-@given(shapes, seq_lens, st.booleans())
+@given(any_shapes, seq_lens, st.booleans())
 def test_totals_are_the_sums_of_their_breakdowns(shape, seq_len, causal):
     parts = params.parameter_breakdown(shape)
     total = params.total_params(shape)
     assert total == sum(parts.values())
     assert params.embedding_params(shape) + params.non_embedding_params(shape) == total
-    layer_parts = [value for key, value in parts.items() if key.startswith("layers/")]
-    assert sum(layer_parts) == shape.n_layers * params.params_per_layer(shape)
+    assert params.active_params(shape) <= total
     assert params.params_per_layer(shape) == sum(params.layer_params(shape).values())
-    assert flops.six_n_flops_per_token(shape) == 6 * params.non_embedding_params(shape)
+    if len({block for block, _ in blocks(shape)}) == 1:  # every block alike: the blocks are L of the one block
+        layer_parts = [value for key, value in parts.items() if key.startswith("layers/")]
+        assert sum(layer_parts) == shape.n_layers * params.params_per_layer(shape)
+    active = params.non_embedding_params(shape) - params.inactive_params(shape)  # MoE: idle experts left out
+    assert flops.six_n_flops_per_token(shape) == 6 * active
     forward = flops.forward_flops(shape, seq_len, causal)
     assert forward == sum(flops.forward_flops_breakdown(shape, seq_len, causal).values())
     assert flops.training_flops(shape, seq_len, causal) == 3 * forward
 
 
 @MANY
-@given(shapes, seq_lens)
+@given(any_shapes, seq_lens)
 def test_causal_forward_never_exceeds_the_full_one(shape, seq_len):
     full = flops.forward_flops_breakdown(shape, seq_len, causal=False)
     causal = flops.forward_flops_breakdown(shape, seq_len, causal=True)
+    assert causal.keys() == full.keys()
     assert all(causal[part] <= full[part] for part in full)
-    masked = {"attention/scores", "attention/values"}  # the mask only removes score entries
-    assert all(causal[part] == full[part] for part in full if part not in masked)
-    assert (flops.forward_flops(shape, seq_len, True) == flops.forward_flops(shape, seq_len)) == (seq_len == 1)
+    masked = ("attention/scores", "attention/values")  # the mask only removes score entries
+    assert all(causal[part] == full[part] for part in full if not part.endswith(masked))
+    if shape.architecture == "decoder" and shape.sliding_window is None:
+        assert (flops.forward_flops(shape, seq_len, True) == flops.forward_flops(shape, seq_len)) == (seq_len == 1)
 
 
 @MANY
@@ -127,7 +141,7 @@ def test_one_more_layer_adds_exactly_one_block(fields, layers):
 
 
 @MANY
-@given(shapes, seq_lens, batches)
+@given(any_shapes, seq_lens, batches)
 def test_bytes_scale_with_the_dtype(shape, seq_len, batch):
     for dtype, size in DTYPE_BYTES.items():
         assert memory.kv_cache_bytes(shape, seq_len, batch, dtype) == size * memory.kv_cache_bytes(
