@@ -6,7 +6,6 @@ sliding-window and global attention, encoder and decoder) need no special cases 
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -27,9 +26,9 @@ class Block:
 
 @lru_cache(maxsize=4096)
 def blocks(shape: ModelShape) -> tuple[tuple[Block, int], ...]:
-    """Every block of the model, first to last (an encoder-decoder model's encoder blocks come first), as runs of
-    identical blocks: (block, how many in a row). Runs rather than a block each, so that pricing 10^15 layers
-    costs what pricing two does."""
+    """The model's blocks as (block, how many of them): each kind of block once, in the order it first appears
+    (an encoder-decoder model's encoder blocks first). Every cost is a sum over blocks, so counting them costs the
+    same for 2 layers as for 10^15, and for Gemma-2's 42 alternating layers as for two."""
     if shape.architecture == "encoder-decoder":
         assert shape.n_decoder_layers is not None  # the schema guarantees it
         encoder = Block("encoder", causal=False, cross_attention=False, moe=False, window=None)
@@ -48,17 +47,15 @@ def blocks(shape: ModelShape) -> tuple[tuple[Block, int], ...]:
             window=shape.sliding_window if slides else None,
         )
 
-    # Only a listed layer, or the one after it, can differ from the block before it.
+    # Only a listed layer (sliding, dense) or the one after it can differ from the layer before it, so the layers
+    # between two such starts are alike.
     listed = dense | sliding
     starts = sorted({0, *listed, *(index + 1 for index in listed)} - {shape.n_layers})
-    runs: list[tuple[Block, int]] = []
+    counts: dict[Block, int] = {}
     for start, end in zip(starts, [*starts[1:], shape.n_layers], strict=True):
         block = block_at(start)
-        if runs and runs[-1][0] == block:
-            runs[-1] = (block, runs[-1][1] + end - start)
-        else:
-            runs.append((block, end - start))
-    return tuple(runs)
+        counts[block] = counts.get(block, 0) + end - start
+    return tuple(counts.items())
 
 
 def representative_block(shape: ModelShape, size: Callable[[Block], int]) -> Block:
@@ -66,7 +63,5 @@ def representative_block(shape: ModelShape, size: Callable[[Block], int]) -> Blo
 
     DeepSeek-V3 (3 dense, 58 MoE blocks): an MoE block; T5 (6 encoder, 6 decoder blocks): a decoder block.
     """
-    counts: Counter[Block] = Counter()
-    for block, count in blocks(shape):
-        counts[block] += count
+    counts = dict(blocks(shape))
     return max(counts, key=lambda block: (counts[block], size(block)))
