@@ -186,6 +186,11 @@ class ModelShape(Frozen):
         "norm, the V x d projection and a V-wide output bias); none: no head (a base encoder)",
     )
 
+    def __hash__(self) -> int:
+        # The core's caches look a shape up on every call; hashing a few sizes rather than all ~30 fields (two of
+        # them models) is what keeps a sweep fast. Equal shapes still hash alike; __eq__ compares every field.
+        return hash((self.name, self.vocab_size, self.d_model, self.n_layers, self.n_heads, self.d_ff))
+
     @model_validator(mode="before")
     @classmethod
     def _fill_head_defaults(cls, data: object) -> object:
