@@ -8,6 +8,8 @@ W sliding window. An encoder-decoder model reads T tokens and produces T tokens.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from tfcost.blocks import Block, blocks
 from tfcost.params import active_non_embedding_params
 from tfcost.schema import ModelShape
@@ -152,6 +154,7 @@ def forward_flops_breakdown(shape: ModelShape, seq_len: int, causal: bool = Fals
     return parts
 
 
+@lru_cache(maxsize=4096)  # a sweep over batch sizes asks again for every (shape, T)
 def forward_flops(shape: ModelShape, seq_len: int, causal: bool = False) -> int:
     """Exact matmul FLOPs of one forward pass over one T-token sequence."""
     return sum(forward_flops_breakdown(shape, seq_len, causal).values())
