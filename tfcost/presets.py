@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ def presets_dir() -> Path:
     return packaged if packaged.is_dir() else Path(__file__).parent.parent / "presets"
 
 
+@cache  # the shipped files do not change while a command runs, and compare looks a name up per model
 def model_preset_paths() -> dict[str, Path]:
     """Shipped model presets by name (the file stem), sorted."""
     return {path.stem: path for path in sorted((presets_dir() / "models").glob("*.yaml"))}

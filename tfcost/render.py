@@ -11,16 +11,18 @@ import csv
 import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from tfcost import __version__
 from tfcost.errors import TfcostError
-from tfcost.measure_report import Measurement, MeasureReport
 from tfcost.report import SECTIONS, SERVE_SECTIONS, TRAIN_SECTIONS, Estimate, ServeReport, TrainReport
 from tfcost.schema import GpuSpec, ModelShape
 from tfcost.units import Unit, human
+
+if TYPE_CHECKING:  # imported where used: only `measure` needs its report classes built
+    from tfcost.measure_report import Measurement, MeasureReport
 
 CONVENTIONS = (
     "FLOPs are 2*m*k*n per matmul (not MACs). Counts and FLOPs in SI units (G = 10^9), bytes in IEC units "
@@ -265,7 +267,7 @@ MEASURE_COLUMNS = [
 def measured_cell(row: Measurement, name: str) -> str:
     """A measured field in its labelled unit; '-' where there is no value (not run, or no GPU spec)."""
     value = getattr(row, name)
-    extra = Measurement.model_fields[name].json_schema_extra
+    extra = type(row).model_fields[name].json_schema_extra
     unit: Unit = extra["unit"] if isinstance(extra, dict) else "count"  # type: ignore[assignment]
     return "-" if value is None else human(value, unit)
 
@@ -273,6 +275,8 @@ def measured_cell(row: Measurement, name: str) -> str:
 def measure_table(report: MeasureReport) -> None:
     from rich.box import SIMPLE_HEAD
     from rich.table import Table
+
+    from tfcost.measure_report import Measurement
 
     first = report.measurements[0]
     mask = "causal" if first.causal else "full"
