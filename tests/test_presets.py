@@ -72,10 +72,34 @@ def error_of(tmp_path: Path, text: str | bytes) -> str:
         (GOOD.replace("n_layers: 2", "n_layers: '2'"), "n_layers"),
         (GOOD + "n_kv_heads: 3\n", "n_kv_heads (3) must divide n_heads (4)"),
         (GOOD.replace("mlp: plain", "mlp: swish"), "mlp"),
+        (GOOD.replace("n_layers: 2", "n_layers: 1000000000000000001"), "n_layers: Input should be less than or equal"),
+        (GOOD.replace("n_layers: 2", "n_layers: 1" + "0" * 400), "n_layers: Input should be less than or equal"),
     ],
 )
 def test_bad_files_give_one_line_naming_the_problem(tmp_path, text, expected):
     assert expected in error_of(tmp_path, text)
+
+
+@pytest.mark.parametrize(
+    ("edit", "only_problem"),
+    [
+        (("n_heads: 4", "n_heads: '4'"), "n_heads: Input should be a valid integer"),
+        (("n_heads: 4", "n_heads: 0"), "n_heads: Input should be greater than 0"),
+        (("n_heads: 4", "n_heads: true"), "n_heads: Input should be a valid integer"),
+        (("d_model: 64", "d_model: 1.5"), "d_model: Input should be a valid integer"),
+        (("n_heads: 4\n", ""), "missing key 'n_heads'"),
+    ],
+)
+def test_a_wrong_head_count_is_the_one_problem_named(tmp_path, edit, only_problem):
+    # n_kv_heads and head_dim default from n_heads and d_model; when those were wrong, the two optional fields
+    # were reported as missing too ("missing key 'head_dim'").
+    assert error_of(tmp_path, GOOD.replace(*edit)).endswith(f": {only_problem}")
+
+
+def test_the_largest_sizes_are_accepted(tmp_path: Path):
+    path = tmp_path / "deep.yaml"
+    path.write_text(GOOD.replace("n_layers: 2", "n_layers: 1000000000000000000"))
+    assert load_model(str(path)).n_layers == 10**18
 
 
 def test_missing_path_and_directory(tmp_path: Path):

@@ -14,3 +14,13 @@ def test_si_and_iec():
 def test_absurd_sizes_stay_readable():
     assert si(10**40) == "1.000e+40"
     assert iec(2**100) == "1.268e+30 B"
+
+
+def test_a_value_that_rounds_up_takes_the_next_prefix():
+    # Found by test_properties: 999,995 printed as '1000.00 k'.
+    assert si(999_995) == "1.00 M"
+    assert si(999_994) == "999.99 k"
+    assert si(999.999) == "1.00 k"
+    assert iec(1_048_575) == "1.00 MiB"
+    assert iec(1_048_570) == "1023.99 KiB"
+    assert si(10**33 - 10**27) == "1.000e+33"  # 999.999 Q rounds past the last prefix

@@ -1,3 +1,3 @@
-from tfcost.cli import main
+from tfcost.cli import run
 
-main()
+run()

@@ -8,6 +8,8 @@ W sliding window. An encoder-decoder model reads T tokens and produces T tokens.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from tfcost.blocks import Block, blocks
 from tfcost.params import active_non_embedding_params
 from tfcost.schema import ModelShape
@@ -139,10 +141,10 @@ def forward_flops_breakdown(shape: ModelShape, seq_len: int, causal: bool = Fals
     t, d = seq_len, shape.d_model
     prefix = shape.architecture == "encoder-decoder"
     parts: dict[str, int] = {}
-    for block in blocks(shape):
+    for block, count in blocks(shape):
         for key, value in block_forward_flops(shape, block, t, causal).items():
             name = f"{block.stack}/{key}" if prefix else key
-            parts[name] = parts.get(name, 0) + value
+            parts[name] = parts.get(name, 0) + count * value
     if shape.pooler:  # the first token of the sequence only
         parts["pooler"] = matmul_flops(1, d, d)
     if shape.head == "mlm":
@@ -152,6 +154,7 @@ def forward_flops_breakdown(shape: ModelShape, seq_len: int, causal: bool = Fals
     return parts
 
 
+@lru_cache(maxsize=4096)  # a sweep over batch sizes asks again for every (shape, T)
 def forward_flops(shape: ModelShape, seq_len: int, causal: bool = False) -> int:
     """Exact matmul FLOPs of one forward pass over one T-token sequence."""
     return sum(forward_flops_breakdown(shape, seq_len, causal).values())
@@ -175,9 +178,9 @@ def attention_score_flops_per_token(shape: ModelShape, seq_len: int) -> int:
     sliding-window layer (nanochat's estimate_flops) and (Q_qk + Q_v)/2 for Q when they differ (MLA)."""
     per_position = 3 * shape.n_heads * (qk_head_dim(shape) + v_head_dim(shape))
     total = 0
-    for block in blocks(shape):
+    for block, count in blocks(shape):
         context = seq_len if block.window is None else min(seq_len, block.window)
-        total += per_position * context
+        total += count * per_position * context
         if block.cross_attention:
-            total += per_position * seq_len
+            total += count * per_position * seq_len
     return total

@@ -169,13 +169,24 @@ def windows(window: int | None, layers: list[int], total: int) -> dict[str, Any]
     return {"sliding_window": window, **({} if len(layers) == total else {"sliding_layers": layers})}
 
 
+# Readers build per-layer lists (which layers slide, which stay dense), so a config may not claim more layers than
+# a list can hold; a preset or --set may still ask for 10^15 layers, as those lists are then not built.
+MAX_CONFIG_LAYERS = 1_000_000
+
+
 def sizes(fields: Fields) -> dict[str, Any]:
     """The sizes under their usual transformers names: vocab_size, hidden_size, num_hidden_layers and
     num_attention_heads."""
+    layers = fields.int("num_hidden_layers")
+    if layers > MAX_CONFIG_LAYERS:
+        raise TfcostError(
+            f"{fields.model_type} config: num_hidden_layers ({layers:,}) is more than a config.json is read for "
+            f"({MAX_CONFIG_LAYERS:,}); write a preset, or use --set n_layers=..."
+        )
     return {
         "vocab_size": fields.int("vocab_size"),
         "d_model": fields.int("hidden_size"),
-        "n_layers": fields.int("num_hidden_layers"),
+        "n_layers": layers,
         "n_heads": fields.int("num_attention_heads"),
     }
 
@@ -524,7 +535,7 @@ def shape_mapping(config: dict[str, Any]) -> dict[str, Any]:
     model_type = config.get("model_type")
     if model_type is None:
         raise TfcostError("missing field 'model_type'; is this a Hugging Face config.json?")
-    if model_type not in FAMILIES:
+    if not isinstance(model_type, str) or model_type not in FAMILIES:  # a list or a mapping cannot even be looked up
         raise TfcostError(f"unsupported model_type {model_type!r}; supported: {', '.join(sorted(FAMILIES))}")
     reader, ignored = FAMILIES[model_type]
     fields = Fields(config, model_type)

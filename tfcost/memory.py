@@ -36,7 +36,8 @@ def kv_cache_bytes_per_token(shape: ModelShape, dtype: Dtype) -> int:
     """Keys and values of one token in every layer, 2*L*K*Q*s for a plain decoder; an encoder-decoder model's
     decoder adds one encoder token's cross-attention keys and values. Before any sliding window fills."""
     elements = sum(
-        kv_elements_per_token(shape, block) + cross_kv_elements_per_token(shape, block) for block in blocks(shape)
+        count * (kv_elements_per_token(shape, block) + cross_kv_elements_per_token(shape, block))
+        for block, count in blocks(shape)
     )
     return elements * DTYPE_BYTES[dtype]
 
@@ -45,9 +46,12 @@ def kv_cache_bytes(shape: ModelShape, tokens: int, batch: int, dtype: Dtype) -> 
     """The KV cache of B sequences of T tokens: linear in both, except that a sliding-window layer holds at most
     W tokens. An encoder-decoder model caches T decoder tokens and the T encoder tokens' cross keys and values."""
     elements = sum(
-        kv_elements_per_token(shape, block) * cached_tokens(block, tokens)
-        + cross_kv_elements_per_token(shape, block) * tokens
-        for block in blocks(shape)
+        count
+        * (
+            kv_elements_per_token(shape, block) * cached_tokens(block, tokens)
+            + cross_kv_elements_per_token(shape, block) * tokens
+        )
+        for block, count in blocks(shape)
     )
     return elements * batch * DTYPE_BYTES[dtype]
 
@@ -70,7 +74,7 @@ def score_matrix_bytes_per_layer(shape: ModelShape, seq_len: int, batch: int, dt
 
 def attention_count(shape: ModelShape) -> int:
     """Attentions in the model: one per block, two in a decoder block with cross-attention."""
-    return sum(1 + block.cross_attention for block in blocks(shape))
+    return sum(count * (1 + block.cross_attention) for block, count in blocks(shape))
 
 
 def score_matrix_bytes(shape: ModelShape, seq_len: int, batch: int, dtype: Dtype) -> int:

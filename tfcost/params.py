@@ -154,10 +154,10 @@ def parameter_breakdown(shape: ModelShape) -> dict[str, int]:
         parts["embedding/token_types"] = shape.token_types * d
     if shape.embedding_norm:
         parts["embedding_norm"] = norm_params(shape)
-    for block in blocks(shape):
+    for block, count in blocks(shape):
         for key, value in block_params(shape, block).items():
             name = f"{block.stack}/{key}"
-            parts[name] = parts.get(name, 0) + value
+            parts[name] = parts.get(name, 0) + count * value
     parts["final_norm"] = stacks(shape) * norm_params(shape) if shape.final_norm else 0
     if shape.pooler:
         parts["pooler"] = linear_params(d, d, True)
@@ -170,6 +170,7 @@ def parameter_breakdown(shape: ModelShape) -> dict[str, int]:
     return parts
 
 
+@lru_cache(maxsize=4096)  # sweeps ask for it at every (T, batch) point of the same shape
 def total_params(shape: ModelShape) -> int:
     """Every parameter, a tied embedding counted once."""
     return sum(parameter_breakdown(shape).values())
@@ -194,7 +195,7 @@ def inactive_params(shape: ModelShape) -> int:
     """Routed experts a token does not use: (E - k) experts in every MoE block; 0 for a dense model."""
     if shape.moe is None:
         return 0
-    moe_blocks = sum(block.moe for block in blocks(shape))
+    moe_blocks = sum(count for block, count in blocks(shape) if block.moe)
     return moe_blocks * (shape.moe.n_experts - shape.moe.experts_per_token) * expert_params(shape)
 
 

@@ -22,7 +22,8 @@ def quantity(label: str, unit: Unit) -> Any:
 
 
 class Section(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    # Validators are built on first use, so a command builds only the reports it prints (estimate: 4 ms less).
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
 
 class ParamsReport(Section):
@@ -286,6 +287,7 @@ def bound(is_compute_bound: bool) -> str:
 def serve(shape: ModelShape, gpu: GpuSpec, setup: ServingSetup) -> ServeReport:
     """Run the serving core over one model on `setup.gpus` GPUs of one kind."""
     t, b, kv_dtype = setup.gpus, setup.batch, setup.kv_dtype
+    serving.check_generates(shape)
     serving.check_tensor_parallel(shape, t)
     peak = serving.effective_peak_flops_per_s(gpu, setup.weights_dtype, setup.compute_efficiency)
     bandwidth = serving.effective_bandwidth_bytes_per_s(gpu, setup.memory_efficiency)

@@ -8,15 +8,26 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, Strict, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, Strict, model_validator
 
-from tfcost.units import Dtype
+from tfcost.units import MAX_SIZE, Dtype
+
+# A model or workload size: positive, and at most MAX_SIZE so that no product of sizes outgrows printing.
+Size = Annotated[int, Field(gt=0, le=MAX_SIZE)]
+SizeOrZero = Annotated[int, Field(ge=0, le=MAX_SIZE)]
+
+
+def is_size(value: object) -> bool:
+    """Whether a raw value will validate as a Size (an int, not a bool: the schema is strict)."""
+    return type(value) is int and 0 < value <= MAX_SIZE
 
 
 class Frozen(BaseModel):
     """Base of every schema: immutable, unknown keys refused, no silent str->int coercion."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    # No inf or nan either: no size, fraction or price is infinite, and JSON could not hold one. Validators are built
+    # on first use, so a command builds only the schemas it needs.
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False, defer_build=True)
 
 
 def check_kv_groups(heads: int, kv_heads: int, heads_name: str, kv_heads_name: str) -> None:
@@ -45,15 +56,13 @@ class MoE(Frozen):
     MLP of an MoE block is a router and `n_experts` expert MLPs, of which each token uses `experts_per_token`,
     plus optional always-on shared experts. Experts have the model's `mlp` kind (gated or plain)."""
 
-    n_experts: PositiveInt = Field(description="routed experts in each MoE block (Mixtral: 8; DeepSeek-V3: 256)")
-    experts_per_token: PositiveInt = Field(description="k: routed experts each token is sent to (top-k)")
-    expert_d_ff: PositiveInt = Field(description="hidden width of one routed expert's MLP")
-    n_shared_experts: NonNegativeInt = Field(
+    n_experts: Size = Field(description="routed experts in each MoE block (Mixtral: 8; DeepSeek-V3: 256)")
+    experts_per_token: Size = Field(description="k: routed experts each token is sent to (top-k)")
+    expert_d_ff: Size = Field(description="hidden width of one routed expert's MLP")
+    n_shared_experts: SizeOrZero = Field(
         0, description="experts every token goes through besides the routed ones (DeepSeek: 1-2; Qwen2-MoE: 1)"
     )
-    shared_expert_d_ff: PositiveInt | None = Field(
-        None, description="hidden width of one shared expert (default expert_d_ff)"
-    )
+    shared_expert_d_ff: Size | None = Field(None, description="hidden width of one shared expert (default expert_d_ff)")
     shared_expert_gate: bool = Field(
         False, description="a d_model -> 1 sigmoid gate scales the shared experts' output (Qwen2-MoE)"
     )
@@ -83,15 +92,15 @@ class MLA(Frozen):
     """Multi-head latent attention (DeepSeek-V2, arXiv:2405.04434 §2.1): keys and values are rebuilt per head from
     a small cached latent of kv_lora_rank values, plus one rotary key of qk_rope_head_dim shared by all heads."""
 
-    q_lora_rank: PositiveInt | None = Field(
+    q_lora_rank: Size | None = Field(
         None, description="rank of the low-rank query projection (DeepSeek-V3: 1536); null: queries projected directly"
     )
-    kv_lora_rank: PositiveInt = Field(description="d_c: width of the compressed key-value latent that is cached")
-    qk_nope_head_dim: PositiveInt = Field(description="per-head query/key width without rotary embedding")
-    qk_rope_head_dim: PositiveInt = Field(
+    kv_lora_rank: Size = Field(description="d_c: width of the compressed key-value latent that is cached")
+    qk_nope_head_dim: Size = Field(description="per-head query/key width without rotary embedding")
+    qk_rope_head_dim: Size = Field(
         description="d_h^R: per-head query/key width with rotary embedding; the key part is shared and cached"
     )
-    v_head_dim: PositiveInt = Field(description="per-head value width")
+    v_head_dim: Size = Field(description="per-head value width")
 
 
 class ModelShape(Frozen):
@@ -107,14 +116,14 @@ class ModelShape(Frozen):
         None, description="the published parameter count this shape must reproduce exactly"
     )
 
-    vocab_size: PositiveInt = Field(description="V: rows of the token embedding")
-    d_model: PositiveInt = Field(description="d: width of the residual stream")
-    n_layers: PositiveInt = Field(description="L: transformer blocks")
-    n_heads: PositiveInt = Field(description="H: query heads")
+    vocab_size: Size = Field(description="V: rows of the token embedding")
+    d_model: Size = Field(description="d: width of the residual stream")
+    n_layers: Size = Field(description="L: transformer blocks")
+    n_heads: Size = Field(description="H: query heads")
     # n_kv_heads and head_dim may be left out of a preset: the "before" validator fills them in.
-    n_kv_heads: PositiveInt = Field(description="key-value heads: H for MHA, 1 for MQA, between for GQA (default H)")
-    head_dim: PositiveInt = Field(description="Q: width of one head (default d_model / n_heads)")
-    d_ff: PositiveInt = Field(description="F: hidden width of the feed-forward block")
+    n_kv_heads: Size = Field(description="key-value heads: H for MHA, 1 for MQA, between for GQA (default H)")
+    head_dim: Size = Field(description="Q: width of one head (default d_model / n_heads)")
+    d_ff: Size = Field(description="F: hidden width of the feed-forward block")
     mlp: Literal["plain", "gated"] = Field(
         description="plain: 2 matrices d->F->d with GELU; gated: 3 matrices (gate, up, down), SwiGLU/GeGLU"
     )
@@ -125,17 +134,17 @@ class ModelShape(Frozen):
         description="position scheme; 'learned' has a max_seq_len x d_model table, 'relative' (T5) a table of "
         "relative_attention_buckets x n_heads biases per stack; the others have no parameters"
     )
-    max_seq_len: PositiveInt = Field(description="maximum context the model was built for")
+    max_seq_len: Size = Field(description="maximum context the model was built for")
 
     architecture: Literal["decoder", "encoder", "encoder-decoder"] = Field(
         "decoder",
         description="decoder: causal blocks and an LM head (GPT, Llama); encoder: bidirectional blocks (BERT); "
         "encoder-decoder: n_layers encoder blocks, then n_decoder_layers decoder blocks with cross-attention (T5)",
     )
-    n_decoder_layers: PositiveInt | None = Field(
+    n_decoder_layers: Size | None = Field(
         None, description="encoder-decoder only: decoder blocks (n_layers counts the encoder's)"
     )
-    block_norms: PositiveInt = Field(
+    block_norms: Size = Field(
         2,
         description="d_model-wide norms in each block: 2 (before attention and MLP) for most models, 1 for "
         "Falcon-7B's parallel block, 4 for Gemma-2 (before and after each); a decoder block of an "
@@ -154,7 +163,7 @@ class ModelShape(Frozen):
         description="share of each head's dimensions that rotary embedding rotates (GPT-NeoX rotary_pct, Phi "
         "partial_rotary_factor); recorded only, rotary embedding has no parameters or matmuls",
     )
-    sliding_window: PositiveInt | None = Field(
+    sliding_window: Size | None = Field(
         None, description="W: a sliding-window layer attends to at most W positions, itself included (Mistral)"
     )
     sliding_layers: LayerIndices | None = Field(
@@ -162,10 +171,10 @@ class ModelShape(Frozen):
     )
     moe: MoE | None = Field(None, description="mixture of experts in place of the dense MLP; null: dense model")
     mla: MLA | None = Field(None, description="multi-head latent attention in place of q/k/v projections")
-    relative_attention_buckets: PositiveInt | None = Field(
+    relative_attention_buckets: Size | None = Field(
         None, description="position 'relative' only: buckets of T5's relative position bias table"
     )
-    token_types: NonNegativeInt = Field(0, description="rows of a token-type (segment) embedding table (BERT: 2)")
+    token_types: SizeOrZero = Field(0, description="rows of a token-type (segment) embedding table (BERT: 2)")
     embedding_norm: bool = Field(False, description="a norm on the summed embeddings before the first block (BERT)")
     final_norm: bool = Field(
         True, description="a norm after the last block (pre-norm models); BERT's post-norm blocks have none"
@@ -177,6 +186,11 @@ class ModelShape(Frozen):
         "norm, the V x d projection and a V-wide output bias); none: no head (a base encoder)",
     )
 
+    def __hash__(self) -> int:
+        # The core's caches look a shape up on every call; hashing a few sizes rather than all ~30 fields (two of
+        # them models) is what keeps a sweep fast. Equal shapes still hash alike; __eq__ compares every field.
+        return hash((self.name, self.vocab_size, self.d_model, self.n_layers, self.n_heads, self.d_ff))
+
     @model_validator(mode="before")
     @classmethod
     def _fill_head_defaults(cls, data: object) -> object:
@@ -185,20 +199,22 @@ class ModelShape(Frozen):
             return data
         data = dict(data)
         heads, width = data.get("n_heads"), data.get("d_model")
-        if data.get("n_kv_heads") is None and isinstance(heads, int):
-            data["n_kv_heads"] = heads
+        # When n_heads or d_model is itself wrong, its own error is the one to report: a placeholder of 1 keeps the
+        # derived field from also being called missing or wrong.
+        if data.get("n_kv_heads") is None:
+            data["n_kv_heads"] = heads if is_size(heads) else 1
         mla = data.get("mla")
         if isinstance(mla, MLA):
             mla = mla.model_dump()
         if data.get("head_dim") is None and isinstance(mla, dict):
             # Under MLA the query/key head is the non-rotary and the rotary part side by side.
             nope, rope = mla.get("qk_nope_head_dim"), mla.get("qk_rope_head_dim")
-            if isinstance(nope, int) and isinstance(rope, int):
+            if is_size(nope) and is_size(rope):
                 data["head_dim"] = nope + rope
-        if data.get("head_dim") is None and isinstance(heads, int) and isinstance(width, int) and heads > 0:
-            if width % heads:
+        if data.get("head_dim") is None:
+            if is_size(heads) and is_size(width) and width % heads:
                 raise ValueError(f"n_heads ({heads}) must divide d_model ({width}) when head_dim is not given")
-            data["head_dim"] = width // heads
+            data["head_dim"] = width // heads if is_size(heads) and is_size(width) else 1
         return data
 
     @model_validator(mode="after")
@@ -255,8 +271,8 @@ class ModelShape(Frozen):
 class Workload(Frozen):
     """What the model is asked to do: T tokens per sequence, B sequences, stored at a dtype."""
 
-    seq_len: PositiveInt = Field(1024, description="T: tokens per sequence")
-    batch: PositiveInt = Field(1, description="B: sequences")
+    seq_len: Size = Field(1024, description="T: tokens per sequence")
+    batch: Size = Field(1, description="B: sequences")
     dtype: Dtype = Field("bf16", description="storage dtype of the KV cache and score matrix")
     causal: bool = Field(
         False, description="count only the score entries the mask keeps (causal triangle, sliding windows) in FLOPs"
@@ -266,9 +282,9 @@ class Workload(Frozen):
 class AttentionShape(Frozen):
     """One attention call as `tfcost measure` times it: H query heads, K key-value heads, head width Q."""
 
-    heads: PositiveInt = Field(description="H: query heads")
-    kv_heads: PositiveInt = Field(description="K: key-value heads (H for MHA, 1 for MQA)")
-    head_dim: PositiveInt = Field(description="Q: width of one head")
+    heads: Size = Field(description="H: query heads")
+    kv_heads: Size = Field(description="K: key-value heads (H for MHA, 1 for MQA)")
+    head_dim: Size = Field(description="Q: width of one head")
 
     @model_validator(mode="after")
     def _check_groups(self) -> AttentionShape:
@@ -300,15 +316,15 @@ class TrainingSetup(Frozen):
     """
 
     tokens: PositiveInt = Field(description="D: training tokens (the CLI's default: Chinchilla-optimal, 20 N)")
-    seq_len: PositiveInt = Field(description="T (Korthikanti's s): tokens per sequence")
-    micro_batch: PositiveInt = Field(1, description="b: sequences per GPU per forward/backward pass")
-    gpus: PositiveInt = Field(1, description="GPUs in the run")
+    seq_len: Size = Field(description="T (Korthikanti's s): tokens per sequence")
+    micro_batch: Size = Field(1, description="b: sequences per GPU per forward/backward pass")
+    gpus: Size = Field(1, description="GPUs in the run")
     mfu: float = Field(0.4, gt=0, le=1, description="model FLOPs utilization (PaLM App. B): model FLOP/s / peak")
     zero: Literal[0, 1, 2, 3] = Field(
         0, description="ZeRO stage: 1 shards optimizer states, 2 also gradients, 3 also weights"
     )
-    tp: PositiveInt = Field(1, description="tensor-parallel size t")
-    pp: PositiveInt = Field(1, description="pipeline-parallel size p")
+    tp: Size = Field(1, description="tensor-parallel size t")
+    pp: Size = Field(1, description="pipeline-parallel size p")
     sequence_parallel: bool = Field(False, description="Megatron sequence parallelism (Korthikanti et al. 2022)")
     recompute: Literal["none", "selective", "full"] = Field("none", description="activation recomputation")
     optimizer: Literal["adamw", "adamw-8bit", "sgd"] = Field("adamw", description="sgd means SGD with momentum")
@@ -337,12 +353,12 @@ WeightsDtype = Literal["bf16", "fp16", "fp8", "int8", "int4"]
 class ServingSetup(Frozen):
     """How a model is served: tensor parallel over `gpus`, weight and KV dtypes, the batch and its lengths."""
 
-    gpus: PositiveInt = Field(1, description="GPUs, tensor parallel (each holds 1/gpus of every layer)")
+    gpus: Size = Field(1, description="GPUs, tensor parallel (each holds 1/gpus of every layer)")
     weights_dtype: WeightsDtype = Field("bf16", description="storage dtype of the weights")
     kv_dtype: Dtype = Field("bf16", description="storage dtype of the KV cache")
-    batch: PositiveInt = Field(1, description="B: sequences decoded together")
-    prompt: PositiveInt = Field(2048, description="P: prompt tokens per sequence")
-    generate: PositiveInt = Field(512, description="G: generated tokens per sequence")
+    batch: Size = Field(1, description="B: sequences decoded together")
+    prompt: Size = Field(2048, description="P: prompt tokens per sequence")
+    generate: Size = Field(512, description="G: generated tokens per sequence")
     reserve: float = Field(0.1, ge=0, lt=1, description="fraction of GPU memory kept free")
     compute_efficiency: float = Field(0.7, gt=0, le=1, description="fraction of the peak FLOP/s reached")
     memory_efficiency: float = Field(0.9, gt=0, le=1, description="fraction of the peak bandwidth reached")

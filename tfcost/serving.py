@@ -19,6 +19,12 @@ GROUP_SCALE_BYTES = 2  # each group's scale is an fp16 number (zero points, wher
 UNQUANTIZED_BYTES = 2  # embeddings and the output head stay 16-bit under 8- and 4-bit weights
 
 
+def check_generates(shape: ModelShape) -> None:
+    """Serving is generation token by token from a KV cache; an encoder (BERT) has neither."""
+    if shape.architecture == "encoder":
+        raise TfcostError(f"{shape.name} is an encoder: it generates no tokens and keeps no KV cache to serve")
+
+
 def check_tensor_parallel(shape: ModelShape, gpus: int) -> None:
     """vLLM's rule: t divides the query heads, and the key-value heads are either split (t divides K) or each
     replicated on t/K GPUs (K divides t)."""

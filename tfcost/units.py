@@ -16,6 +16,9 @@ Unit = Literal[
     "kernel_ms", "tflops_per_s", "gb_per_s", "ratio",
 ]  # fmt: skip
 
+# The largest size tfcost accepts (layers, widths, heads, vocabulary, tokens per sequence, batch): far beyond any
+# model, 10^15 layers still answer, yet every product of a few sizes stays a number printed in an instant.
+MAX_SIZE = 10**18
 GIB = 2**30  # bytes in a gibibyte
 GIGA = 10**9  # measured bandwidth is shown in decimal GB/s
 TERA = 10**12  # datasheets give FLOP/s and bytes/s in decimal tera
@@ -24,12 +27,20 @@ _SI = ["", "k", "M", "G", "T", "P", "E", "Z", "Y", "R", "Q"]
 _IEC = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"]
 
 
+def prefix_step(value: float, base: int, last: int) -> int:
+    """How many times to divide by `base`: the most that leaves the mantissa, rounded to two decimals, at least 1,
+    so 999,995 is '1.00 M' and not '1000.00 k'; `last` at most."""
+    step = 0
+    while step < last and round(abs(value) / base**step, 2) >= base:
+        step += 1
+    return step
+
+
 def si(value: float, suffix: str = "") -> str:
     """124439808 -> '124.44 M'; 2.9e11 with suffix 'FLOP' -> '291.65 GFLOP'."""
-    scaled, step = float(value), 0
-    while abs(scaled) >= 1000 and step < len(_SI) - 1:
-        scaled, step = scaled / 1000, step + 1
-    if abs(scaled) >= 1000:  # beyond quetta: say it in powers of ten rather than print a 40-digit mantissa
+    step = prefix_step(value, 1000, len(_SI) - 1)
+    scaled = value / 1000**step
+    if round(abs(scaled), 2) >= 1000:  # beyond quetta: say it in powers of ten rather than print a 40-digit mantissa
         return f"{value:.3e} {suffix}".rstrip()
     if step == 0 and float(value).is_integer():
         return f"{int(value)} {suffix}".rstrip()
@@ -38,10 +49,9 @@ def si(value: float, suffix: str = "") -> str:
 
 def iec(num_bytes: float) -> str:
     """37748736 -> '36.00 MiB'."""
-    scaled, step = float(num_bytes), 0
-    while abs(scaled) >= 1024 and step < len(_IEC) - 1:
-        scaled, step = scaled / 1024, step + 1
-    if abs(scaled) >= 1024:
+    step = prefix_step(num_bytes, 1024, len(_IEC) - 1)
+    scaled = num_bytes / 1024**step
+    if round(abs(scaled), 2) >= 1024:
         return f"{num_bytes:.3e} B"
     if step == 0:
         return f"{int(num_bytes)} B" if float(num_bytes).is_integer() else f"{num_bytes:.2f} B"
