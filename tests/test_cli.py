@@ -135,3 +135,10 @@ def test_commands_never_import_torch(args):
     # A finder that records any attempt to import torch, installed or not.
     done = subprocess.run([sys.executable, "-c", NO_TORCH_PROBE, *args], capture_output=True, text=True, check=False)
     assert done.stdout.strip().splitlines()[-1] == "TORCH-CLEAN", done.stderr
+
+
+def test_compare_leaves_breakdowns_to_a_flag(tfcost):
+    short = tfcost("compare", "gpt2-small", "llama-2-7b")
+    assert short.code == 0 and "embedding/tokens" not in short.stdout and "--breakdown" in short.stdout
+    full = tfcost("compare", "gpt2-small", "llama-2-7b", "--breakdown")
+    assert full.code == 0 and re.search(r"embedding/tokens .*38\.60 M .*131\.07 M", full.stdout)

@@ -158,6 +158,9 @@ def compare(
     batch: Batch = 1,
     dtype: DtypeOption = DtypeChoice.bf16,
     causal: Causal = False,
+    breakdown: Annotated[
+        bool, typer.Option("--breakdown", help="Also show the per-part breakdowns (always in --format json).")
+    ] = False,
     output: FormatOption = OutputFormat.table,
 ) -> None:
     """The same quantities for several models, side by side (--set applies to each)."""
@@ -175,7 +178,7 @@ def compare(
     if output is OutputFormat.json:
         render.print_json(results)
     else:
-        render.compare_table(results)
+        render.compare_table(results, breakdowns=breakdown)
 
 
 @app.command("import")

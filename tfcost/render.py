@@ -40,11 +40,10 @@ def console(width: int | None = None) -> Any:
 def print_table(table: Any, *notes: str) -> None:
     """Print a table at its natural width, wider than the terminal if need be (a crushed table wraps or crops its
     numbers, which is worse than a long line), then each note."""
+    # A table that does not expand is laid out at min(natural width, console width): an unbounded console gives
+    # the natural width in one layout pass, where measuring first would lay it out twice.
+    console(width=1 << 16).print(table)
     out = console()
-    natural = out.measure(table, options=out.options.update_width(1 << 16)).maximum
-    if natural > out.width:
-        out = console(width=natural)
-    out.print(table)
     for note in notes:
         out.print(note)
 
@@ -63,9 +62,11 @@ def add_section(table: Any, heading: str, rows: Sequence[Sequence[str]]) -> None
     table.add_row(first, *others)
 
 
-def quantity_rows(result: BaseModel, prefix: str = "") -> Iterator[tuple[str, str, Unit, int | None]]:
+def quantity_rows(
+    result: BaseModel, prefix: str = "", breakdowns: bool = True
+) -> Iterator[tuple[str, str, Unit, int | None]]:
     """(key, label, unit, value) for each reported number of a section; a breakdown is a heading (value None)
-    followed by its items, indented."""
+    followed by its items, indented, or left out when `breakdowns` is false."""
     for name, field in type(result).model_fields.items():
         extra = field.json_schema_extra
         if not isinstance(extra, dict):
@@ -75,6 +76,8 @@ def quantity_rows(result: BaseModel, prefix: str = "") -> Iterator[tuple[str, st
         if value is None:  # an optional quantity not asked for (a cost without a price)
             continue
         if isinstance(value, dict):
+            if not breakdowns:
+                continue
             yield f"{prefix}{name}", f"{field.description}:", unit, None
             for item, amount in value.items():
                 yield f"{prefix}{name}.{item}", f"  {item}", unit, amount
@@ -93,7 +96,9 @@ def estimate_table(result: Estimate) -> None:
     sections_table(result, SECTIONS, f"{result.model}: {workload_caption(result)}", [*notes, CONVENTIONS])
 
 
-def compare_table(results: Sequence[Estimate]) -> None:
+def compare_table(results: Sequence[Estimate], breakdowns: bool = False) -> None:
+    """Models as columns. The per-part breakdowns are left out unless asked for: with many models they are
+    most of the table and little of the comparison."""
     from rich.table import Table
 
     table = Table(title=workload_caption(results[0]), title_justify="left")
@@ -103,7 +108,10 @@ def compare_table(results: Sequence[Estimate]) -> None:
     for section, title in SECTIONS.items():
         table.add_section()
         columns = [
-            {key: (label, unit, value) for key, label, unit, value in quantity_rows(getattr(r, section))}
+            {
+                key: (label, unit, value)
+                for key, label, unit, value in quantity_rows(getattr(r, section), breakdowns=breakdowns)
+            }
             for r in results
         ]
         keys = list(dict.fromkeys(key for column in columns for key in column))
@@ -119,7 +127,8 @@ def compare_table(results: Sequence[Estimate]) -> None:
                     cells.append("" if value is None else human(value, unit))
             rows.append([label, *cells])
         add_section(table, title, rows)
-    print_table(table, CONVENTIONS)
+    notes = [CONVENTIONS] if breakdowns else ["Per-part breakdowns: --breakdown.", CONVENTIONS]
+    print_table(table, *notes)
 
 
 def models_table(models: Sequence[ModelShape], totals: Sequence[int]) -> None:
