@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -142,3 +143,17 @@ def test_compare_leaves_breakdowns_to_a_flag(tfcost):
     assert short.code == 0 and "embedding/tokens" not in short.stdout and "--breakdown" in short.stdout
     full = tfcost("compare", "gpt2-small", "llama-2-7b", "--breakdown")
     assert full.code == 0 and re.search(r"embedding/tokens .*38\.60 M .*131\.07 M", full.stdout)
+
+
+def test_every_command_has_help_and_a_row_in_the_readme(tfcost):
+    import typer.main
+
+    from tfcost.cli import app
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    commands = sorted(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
+    assert {"list", "estimate", "compare", "import", "gpus", "train", "serve", "measure"} <= set(commands)
+    for command in commands:
+        run = tfcost(command, "--help")
+        assert run.code == 0 and "Usage" in run.stdout, command
+        assert f"| `tfcost {command}" in readme, f"{command} has no row in the README's command table"
