@@ -119,3 +119,12 @@ def test_oversized_file_is_refused_before_parsing(tmp_path: Path):
 def test_unknown_preset_lists_close_names():
     with pytest.raises(TfcostError, match="did you mean gpt2-small"):
         load_model("gpt2-smal")
+
+
+def test_readme_lists_every_preset_with_its_count():
+    from tfcost.params import total_params
+    from tfcost.presets import all_models
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    for model in all_models():
+        assert f"| `{model.name}` | {total_params(model):,}" in readme, f"{model.name} missing or stale in README"
