@@ -232,22 +232,20 @@ def validated(schema: type[BaseModelT], **fields: object) -> BaseModelT:
     """A setup schema built from the options; its complaints become one usage-error line naming the options."""
     from pydantic import ValidationError
 
-    from tfcost.errors import UsageError
+    from tfcost.errors import UsageError, describe_validation_error
 
     try:
         return schema.model_validate(fields)
     except ValidationError as error:
-        problems = []
-        for item in error.errors():
-            message = item["msg"].removeprefix("Value error, ")
-            if item["loc"]:
-                name = str(item["loc"][0])
-                message = f"--{OPTION_NAMES.get(name, name.replace('_', '-'))}: {message}"
-            problems.append(message)
-        raise UsageError("; ".join(problems)) from None
+        raise UsageError(describe_validation_error(error, option_name)) from None
 
 
 OPTION_NAMES = {"seq_len": "seq"}  # setup fields whose option is not the field's name with dashes
+
+
+def option_name(field: str) -> str:
+    """The command-line option that sets a setup field: seq_len -> --seq, micro_batch -> --micro-batch."""
+    return "--" + OPTION_NAMES.get(field, field.replace("_", "-"))
 
 
 GpuOption = Annotated[str, typer.Option("--gpu", help="GPU name from `tfcost gpus`.")]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 
 class TfcostError(Exception):
     """A problem with what the user gave us (a file, a preset, a shape): exit code 1."""
@@ -15,15 +17,16 @@ class UsageError(TfcostError):
     exit_code = 2
 
 
-def describe_validation_error(error: Exception) -> str:
-    """One line naming every field a pydantic ValidationError complains about."""
+def describe_validation_error(error: Exception, name: Callable[[str], str] = str) -> str:
+    """One line naming every field a pydantic ValidationError complains about; `name` turns a field's dotted
+    location into what the user wrote (a preset key as is, a setup field as its command-line option)."""
     from pydantic import ValidationError
 
     if not isinstance(error, ValidationError):
         return str(error)
     problems = []
     for item in error.errors():
-        where = ".".join(str(part) for part in item["loc"])
+        where = name(".".join(str(part) for part in item["loc"])) if item["loc"] else ""
         if item["type"] == "extra_forbidden":
             problems.append(f"unknown key '{where}'")
         elif item["type"] == "missing":

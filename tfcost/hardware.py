@@ -46,7 +46,7 @@ def is_compute_bound(flops: float, bytes_moved: float, peak_flops: float, bandwi
 
 
 def achieved_per_s(amount: float, seconds: float) -> float:
-    """What a measured run achieved: FLOPs (or bytes) done over the seconds it took."""
+    """A rate: FLOPs, bytes or tokens done over the seconds it took (a measured run, or a roofline time)."""
     return amount / seconds
 
 

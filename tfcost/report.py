@@ -335,11 +335,11 @@ def serve(shape: ModelShape, gpu: GpuSpec, setup: ServingSetup) -> ServeReport:
             prefill_bytes_per_gpu=prefill_bytes,
             prefill_ms=prefill_s * MS_PER_S,
             prefill_bound=bound(hardware.is_compute_bound(prefill_flops, prefill_bytes, peak, bandwidth)),
-            prefill_tokens_per_s=serving.tokens_per_s(b * setup.prompt, prefill_s),
+            prefill_tokens_per_s=hardware.achieved_per_s(b * setup.prompt, prefill_s),
             decode_flops_per_gpu=decode_flops,
             decode_bytes_per_gpu=held,
             decode_ms_per_token=decode_s * MS_PER_S,
             decode_bound=bound(hardware.is_compute_bound(decode_flops, held, peak, bandwidth)),
-            decode_tokens_per_s=serving.tokens_per_s(b, decode_s),
+            decode_tokens_per_s=hardware.achieved_per_s(b, decode_s),
         ),
     )

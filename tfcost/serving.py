@@ -112,11 +112,6 @@ def decode_step_flops(shape: ModelShape, context: int, batch: int) -> int:
     return batch * one_token
 
 
-def tokens_per_s(tokens: int, seconds: float) -> float:
-    """Throughput: tokens produced (or read) per second."""
-    return tokens / seconds
-
-
 def compute_dtype(weights_dtype: WeightsDtype, gpu: GpuSpec) -> str:
     """The peak the matmuls run at: FP8 for fp8 weights where the GPU has FP8 units (activations quantized too,
     as vLLM's fp8 does), otherwise 16-bit (int8 and int4 weights are dequantized to 16 bits, as weight-only
