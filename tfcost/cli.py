@@ -18,6 +18,7 @@ from tfcost.errors import TfcostError
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from tfcost.presets import ModelSource
     from tfcost.schema import AttentionShape
 
 BaseModelT = TypeVar("BaseModelT", bound="BaseModel")
@@ -76,7 +77,8 @@ FormatOption = Annotated[OutputFormat, typer.Option("--format", "-f", help="tabl
 ModelArgument = Annotated[
     str | None,
     typer.Argument(
-        help="A preset name (see `tfcost list`), a YAML preset file, or a Hugging Face config.json path.",
+        help="A preset name (see `tfcost list`), a YAML preset file, a Hugging Face config.json path, or a Hub id "
+        "(Qwen/Qwen3-8B: its config.json, from the HF cache or the Hub).",
         show_default=False,
     ),
 ]
@@ -93,6 +95,37 @@ SetOption = Annotated[
         "moe.experts_per_token=4 (repeatable).",
     ),
 ]
+
+
+StrictOption = Annotated[
+    bool, typer.Option("--strict", help="Refuse a config.json with any field tfcost ignores (they are listed).")
+]
+LenientOption = Annotated[
+    bool,
+    typer.Option("--lenient", help="Ignore (and list) unknown config fields that look structural, such as num_*."),
+]
+RevisionOption = Annotated[
+    str | None,
+    typer.Option("--revision", metavar="REV", help="Branch, tag or commit of a Hub id's repository [default: main]."),
+]
+
+
+def load_source(
+    model: str | None,
+    config: str | None,
+    overrides: list[str] | None,
+    strict: bool,
+    lenient: bool,
+    revision: str | None,
+) -> "ModelSource":
+    """presets.resolve_source with the options every model-taking command has; what the source said that was not
+    used goes to stderr as notes."""
+    from tfcost import render
+    from tfcost.presets import resolve_source
+
+    source = resolve_source(model, config, overrides or (), strict=strict, lenient=lenient, revision=revision)
+    render.print_source_notes(source)
+    return source
 
 
 @app.command("list")
@@ -124,6 +157,9 @@ def estimate(
     model: ModelArgument = None,
     config: ConfigOption = None,
     overrides: SetOption = None,
+    strict: StrictOption = False,
+    lenient: LenientOption = False,
+    revision: RevisionOption = None,
     seq: Seq = 1024,
     batch: Batch = 1,
     dtype: DtypeOption = DtypeChoice.bf16,
@@ -132,12 +168,13 @@ def estimate(
 ) -> None:
     """Parameters, FLOPs, KV cache and score-matrix size of one model."""
     from tfcost import render
-    from tfcost.presets import resolve_model
     from tfcost.report import estimate as run_estimate
+    from tfcost.report import with_source
     from tfcost.schema import Workload
 
     workload = validated(Workload, seq_len=seq, batch=batch, dtype=dtype.value, causal=causal)
-    result = run_estimate(resolve_model(model, config, overrides or ()), workload)
+    source = load_source(model, config, overrides, strict, lenient, revision)
+    result = with_source(run_estimate(source.shape, workload), source)
     if output is OutputFormat.json:
         render.print_json(result)
     else:
@@ -154,6 +191,9 @@ def compare(
         typer.Option("--config", metavar="PATH", help="A Hugging Face config.json to add as a column (repeatable)."),
     ] = None,
     overrides: SetOption = None,
+    strict: StrictOption = False,
+    lenient: LenientOption = False,
+    revision: RevisionOption = None,
     seq: Seq = 1024,
     batch: Batch = 1,
     dtype: DtypeOption = DtypeChoice.bf16,
@@ -166,15 +206,18 @@ def compare(
     """The same quantities for several models, side by side (--set applies to each)."""
     from tfcost import render
     from tfcost.errors import UsageError
-    from tfcost.presets import resolve_model
     from tfcost.report import estimate as run_estimate
+    from tfcost.report import with_source
     from tfcost.schema import Workload
 
     sources = [(model, None) for model in models or ()] + [(None, path) for path in configs or ()]
     if not sources:
         raise UsageError("give the models to compare: preset names, YAML or config.json paths, or --config PATH")
     workload = validated(Workload, seq_len=seq, batch=batch, dtype=dtype.value, causal=causal)
-    results = [run_estimate(resolve_model(model, path, overrides or ()), workload) for model, path in sources]
+    results = []
+    for model, path in sources:
+        source = load_source(model, path, overrides, strict, lenient, revision)
+        results.append(with_source(run_estimate(source.shape, workload), source))
     if output is OutputFormat.json:
         render.print_json(results)
     else:
@@ -186,15 +229,18 @@ def import_config(
     model: ModelArgument = None,
     config: ConfigOption = None,
     overrides: SetOption = None,
+    strict: StrictOption = False,
+    lenient: LenientOption = False,
+    revision: RevisionOption = None,
 ) -> None:
     """Print the preset YAML equivalent to a Hugging Face config.json (or any model source), to stdout.
 
     `tfcost import config.json > my-model.yaml` writes a preset that `tfcost estimate my-model.yaml` reads.
     """
     from tfcost import render
-    from tfcost.presets import resolve_model
 
-    render.print_preset_yaml(resolve_model(model, config, overrides or ()))
+    source = load_source(model, config, overrides, strict, lenient, revision)
+    render.print_preset_yaml(source.shape, source.ignored_fields, source.not_priced)
 
 
 class RecomputeChoice(StrEnum):
@@ -256,6 +302,9 @@ def train(
     model: ModelArgument = None,
     config: ConfigOption = None,
     overrides: SetOption = None,
+    strict: StrictOption = False,
+    lenient: LenientOption = False,
+    revision: RevisionOption = None,
     tokens: Annotated[
         int | None,
         typer.Option(
@@ -304,11 +353,13 @@ def train(
 ) -> None:
     """Training compute, time, cost and memory per GPU: will it fit, and how long will it take?"""
     from tfcost import render, training
-    from tfcost.presets import load_gpu, resolve_model
+    from tfcost.presets import load_gpu
     from tfcost.report import train as run_train
+    from tfcost.report import with_source
     from tfcost.schema import TrainingSetup
 
-    shape = resolve_model(model, config, overrides or ())
+    source = load_source(model, config, overrides, strict, lenient, revision)
+    shape = source.shape
     setup = validated(
         TrainingSetup,
         tokens=tokens if tokens is not None else training.chinchilla_optimal_tokens(shape),
@@ -326,7 +377,7 @@ def train(
         flash=flash,
         price_per_gpu_hour=price_per_gpu_hour,
     )
-    result = run_train(shape, load_gpu(gpu), setup)
+    result = with_source(run_train(shape, load_gpu(gpu), setup), source)
     if output is OutputFormat.json:
         render.print_json(result)
     else:
@@ -338,6 +389,9 @@ def serve(
     model: ModelArgument = None,
     config: ConfigOption = None,
     overrides: SetOption = None,
+    strict: StrictOption = False,
+    lenient: LenientOption = False,
+    revision: RevisionOption = None,
     gpu: GpuOption = "h100-sxm",
     gpus: Annotated[int, typer.Option("--gpus", min=1, help="GPUs in tensor parallel.")] = 1,
     weights_dtype: Annotated[
@@ -370,11 +424,13 @@ def serve(
 ) -> None:
     """Serving memory, largest batch and context, and roofline prefill and decode times."""
     from tfcost import render
-    from tfcost.presets import load_gpu, resolve_model
+    from tfcost.presets import load_gpu
     from tfcost.report import serve as run_serve
+    from tfcost.report import with_source
     from tfcost.schema import ServingSetup
 
-    shape = resolve_model(model, config, overrides or ())
+    source = load_source(model, config, overrides, strict, lenient, revision)
+    shape = source.shape
     setup = validated(
         ServingSetup,
         gpus=gpus,
@@ -387,7 +443,7 @@ def serve(
         compute_efficiency=compute_efficiency,
         memory_efficiency=memory_efficiency,
     )
-    result = run_serve(shape, load_gpu(gpu), setup)
+    result = with_source(run_serve(shape, load_gpu(gpu), setup), source)
     if output is OutputFormat.json:
         render.print_json(result)
     else:

@@ -1,32 +1,57 @@
-"""A Hugging Face config.json, mapped onto tfcost's model schema. Pure: a dict in, a preset mapping out, no I/O.
+"""A Hugging Face config.json, mapped onto tfcost's model schema. Pure: a dict in, a reading out, no I/O.
 
-Each supported `model_type` has a reader that takes the fields that change costs, with transformers' own defaults
-for the ones a config may leave out, and lists the fields it ignores because they change no count (dropout,
-initialisation, rotary base, token ids, ...). Any other key is an error naming it: a field tfcost does not
-understand might change costs, so it is never silently dropped. Reading the file is tfcost.presets' job.
+Every key of a config falls in one of three tiers, kept per family as data (FAMILIES, at the end):
+- read: the fields that change costs, type-checked, with transformers' own defaults for those a config leaves out;
+- refused: values that would change costs in a way tfcost does not model (a `Refusal` row names the reason);
+- ignored: everything else. Keys known to change no count (dropouts, token ids, rotary base, the generic keys of
+  transformers' PretrainedConfig in every version) are ignored silently; any other key is ignored and *reported*,
+  so the user sees what was not understood (`--strict` makes that an error). A key that looks structural (an
+  integer `num_*`, `n_*`, `*_size`, `*_dim`, or a `*layers*`/`*experts*` count) might change costs, so it is an
+  error unless the user says `--lenient`. Every offending key is named at once, not just the first.
+Multimodal wrappers (`text_config` beside a vision or audio tower) are read for their language model; the towers
+are named as not priced. Reading the file is tfcost.presets' job; fetching it from the Hub, tfcost.hub's.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from tfcost.errors import TfcostError
 
-# Keys of transformers' PretrainedConfig and of saved configs that never change a count.
-COMMON_IGNORED = frozenset(
+# Keys of transformers' PretrainedConfig, in 4.x full dumps (`to_dict()`, generation settings included) and in 5.x
+# files, that never change a count whatever their value.
+GENERIC_IGNORED = frozenset(
     {
-        "_name_or_path", "_commit_hash", "auto_map", "transformers_version", "torch_dtype", "dtype", "use_cache",
+        "_name_or_path", "_commit_hash", "_attn_implementation", "_attn_implementation_internal",
+        "_attn_implementation_autoset", "_experts_implementation", "transformers_version", "torch_dtype", "dtype",
+        "use_bfloat16", "tf_legacy_loss", "xla_device", "torchscript", "return_dict", "output_hidden_states",
+        "output_attentions", "output_scores", "return_dict_in_generate", "use_return_dict", "use_cache",
+        "output_past", "chunk_size_feed_forward", "gradient_checkpointing", "auto_map", "custom_pipelines",
+        "base_model_tp_plan", "base_model_pp_plan", "base_model_ep_plan",
+        "id2label", "label2id", "num_labels", "_num_labels", "problem_type", "finetuning_task", "tokenizer_class",
+        "prefix", "task_specific_params", "initializer_range",
         "bos_token_id", "eos_token_id", "pad_token_id", "sep_token_id", "decoder_start_token_id",
-        "initializer_range", "return_dict", "output_hidden_states", "output_attentions", "torchscript",
-        "id2label", "label2id", "num_labels", "problem_type", "finetuning_task", "tokenizer_class", "prefix",
-        "task_specific_params", "gradient_checkpointing", "max_length", "min_length", "do_sample", "num_beams",
-        "temperature", "top_k", "top_p", "repetition_penalty", "length_penalty", "no_repeat_ngram_size",
-        "early_stopping", "num_return_sequences", "output_past", "chunk_size_feed_forward",
-        # Weights stored quantized (DeepSeek-V3's fp8 checkpoint) are still the same parameters.
-        "quantization_config",
+        "forced_bos_token_id", "forced_eos_token_id", "suppress_tokens", "begin_suppress_tokens", "bad_words_ids",
+        # generation settings that 4.x configs carried
+        "max_length", "min_length", "do_sample", "early_stopping", "num_beams", "num_beam_groups",
+        "diversity_penalty", "temperature", "top_k", "top_p", "typical_p", "repetition_penalty", "length_penalty",
+        "no_repeat_ngram_size", "encoder_no_repeat_ngram_size", "num_return_sequences", "remove_invalid_values",
+        "exponential_decay_length_penalty",
     }
 )  # fmt: skip
+# Generic keys that are harmless at PretrainedConfig's default and change the model otherwise (a decoder given
+# cross-attention, pruned heads); a family that reads one of them takes precedence.
+GENERIC_DEFAULTS: dict[str, Any] = {
+    "is_encoder_decoder": False,
+    "is_decoder": False,
+    "add_cross_attention": False,
+    "tie_encoder_decoder": False,
+    "cross_attention_hidden_size": None,
+    "pruned_heads": {},
+}
 # Shared by the rotary families: the base and scaling of the rotation change no count.
 ROTARY_IGNORED = frozenset({"rope_theta", "rope_scaling", "rope_parameters", "rope_type"})
 DROPOUTS = frozenset(
@@ -41,16 +66,31 @@ ACTIVATIONS_AND_EPS = frozenset(
         "rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon",
     }
 )  # fmt: skip
-BASE_IGNORED = COMMON_IGNORED | DROPOUTS | ACTIVATIONS_AND_EPS
+BASE_IGNORED = GENERIC_IGNORED | DROPOUTS | ACTIVATIONS_AND_EPS | {"quantization_config"}
 
 REQUIRED = object()
 
+# A key tfcost does not know whose name says it sizes something: an error unless --lenient.
+STRUCTURAL_NAME = re.compile(r"^(num|n)_|_(size|dim)$|layer|expert")
+
+
+def looks_structural(key: str, value: Any) -> bool:
+    """An integer under a name like num_*, n_*, *_size, *_dim, *layer*, *expert*, or a per-layer/per-expert list
+    (`layer_types`, `mlp_only_layers`)."""
+    if not STRUCTURAL_NAME.search(key):
+        return False
+    if isinstance(value, list):
+        return bool(value) and ("layer" in key or "expert" in key)
+    return isinstance(value, int) and not isinstance(value, bool)
+
 
 class Fields:
-    """Typed reads from a config dict. Every key read is recorded, so the keys left over can be refused."""
+    """Typed reads from a config dict. Every key read is recorded, so the keys left over can be sorted into
+    ignored and unknown; refusals are collected, so that all of them are named in one error."""
 
     def __init__(self, config: dict[str, Any], model_type: str) -> None:
         self.config, self.model_type, self.read = config, model_type, {"model_type"}
+        self.problems: list[str] = []
 
     def raw(self, key: str, default: Any) -> Any:
         self.read.add(key)
@@ -110,19 +150,12 @@ class Fields:
             raise self.wrong(key, f"a list of {kind.__name__}", value)
         return value
 
-    def require(self, key: str, allowed: object, value: object) -> None:
-        """A field whose other values would change costs in a way tfcost does not model."""
+    def require(self, key: str, allowed: object, value: object, reason: str = "") -> None:
+        """A field whose other values would change costs in a way tfcost does not model: noted, not raised, so that
+        every such field of a config is named together."""
         if value != allowed:
-            raise TfcostError(f"{self.model_type} config: field '{key}' = {value!r} is not supported ({allowed!r} is)")
-
-    def refuse_unknown(self, ignored: frozenset[str]) -> None:
-        unknown = sorted(set(self.config) - self.read - ignored)
-        if unknown:
-            raise TfcostError(
-                f"{self.model_type} config: unrecognised field '{unknown[0]}'"
-                + (f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else "")
-                + "; tfcost cannot tell whether it changes costs"
-            )
+            why = f": {reason}" if reason else ""
+            self.problems.append(f"field '{key}' = {value!r} is not supported ({allowed!r} is){why}")
 
 
 def causal_lm_head(fields: Fields, suffixes: tuple[str, ...] = ("ForCausalLM", "LMHeadModel")) -> None:
@@ -223,7 +256,6 @@ def llama_like(fields: Fields, *, head_dim_default: int | None, tied_default: bo
 
 def read_gpt2(fields: Fields) -> dict[str, Any]:
     causal_lm_head(fields)
-    fields.require("add_cross_attention", False, fields.bool("add_cross_attention", False))
     width = fields.int("n_embd")
     return {
         "vocab_size": fields.int("vocab_size"),
@@ -320,8 +352,6 @@ def read_gemma(fields: Fields) -> dict[str, Any]:
     shape = llama_like(fields, head_dim_default=256, tied_default=True, biases=False)
     attention_bias = fields.bool("attention_bias", False)
     shape["bias"] = {"qkv": attention_bias, "attn_out": attention_bias, "mlp": False}
-    # Bidirectional Gemma changes which score entries the mask keeps.
-    fields.require("use_bidirectional_attention", False, bool(fields.bool("use_bidirectional_attention", None)))
     return shape
 
 
@@ -349,6 +379,7 @@ def read_falcon(fields: Fields) -> dict[str, Any]:
     parallel = fields.bool("parallel_attn", True)
     # FalconAttention: grouped K/V heads in the new architecture, one shared K/V head with multi_query, else MHA.
     kv_heads = fields.int("num_kv_heads", heads) if new_architecture else 1 if multi_query else heads
+    fields.int("num_kv_heads", heads)  # FalconConfig fills it in; only the new architecture uses it
     # FalconDecoderLayer: two norms unless the block is parallel with one input norm (Falcon-7B).
     norms_in_parallel = fields.int("num_ln_in_parallel_attn", 2 if new_architecture else None)
     bias = fields.bool("bias", False)
@@ -396,9 +427,6 @@ def read_bert(fields: Fields) -> dict[str, Any]:
             f"bert config: architectures {architectures} is not supported (one of {', '.join(BERT_CLASSES)})"
         )
     head, pooler = BERT_CLASSES[architectures[0]]
-    fields.require("position_embedding_type", "absolute", fields.text("position_embedding_type", "absolute"))
-    fields.require("is_decoder", False, fields.bool("is_decoder", False))
-    fields.require("add_cross_attention", False, fields.bool("add_cross_attention", False))
     return {
         "architecture": "encoder",
         **sizes(fields),
@@ -419,9 +447,6 @@ def read_bert(fields: Fields) -> dict[str, Any]:
 
 def read_t5(fields: Fields) -> dict[str, Any]:
     causal_lm_head(fields, ("ForConditionalGeneration",))
-    fields.require("is_encoder_decoder", True, fields.bool("is_encoder_decoder", True))
-    fields.require("is_decoder", False, fields.bool("is_decoder", False))
-    fields.require("tie_encoder_decoder", False, fields.bool("tie_encoder_decoder", False))
     projection = fields.text("feed_forward_proj", "relu")
     parts = projection.split("-")
     if len(parts) > 2 or (len(parts) == 2 and parts[0] != "gated"):
@@ -450,15 +475,15 @@ def read_t5(fields: Fields) -> dict[str, Any]:
 
 def read_deepseek(fields: Fields, *, first_dense_default: int) -> dict[str, Any]:
     causal_lm_head(fields)
-    # transformers' DeepSeek blocks are sparse from first_k_dense_replace on and ignore moe_layer_freq, which
-    # DeepSeek's own code honours; only the value on which the two agree is accepted.
-    fields.require("moe_layer_freq", 1, fields.int("moe_layer_freq", 1))
-    fields.require("mlp_bias", False, fields.bool("mlp_bias", False))
     fields.read.add("num_key_value_heads")  # MLA rebuilds keys and values for every query head
     shape = sizes(fields)
     attention_bias = fields.bool("attention_bias", False)
     first_dense = fields.int("first_k_dense_replace", first_dense_default)
     nope, rope = fields.int("qk_nope_head_dim"), fields.int("qk_rope_head_dim")
+    # transformers 5 writes the derived query/key head width; any other value is not the model transformers builds.
+    fields.require(
+        "qk_head_dim", nope + rope, fields.int("qk_head_dim", nope + rope), "qk_nope_head_dim + qk_rope_head_dim"
+    )
     return {
         **shape,
         "n_kv_heads": shape["n_heads"],
@@ -488,8 +513,43 @@ def read_deepseek(fields: Fields, *, first_dense_default: int) -> dict[str, Any]
     }
 
 
-# Per family: the reader, and the keys it ignores on purpose because they change no count.
+# Per family, as data ------------------------------------------------------------------------------------------
+
 Reader = Callable[[Fields], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A field whose values other than `allowed` change costs in a way tfcost does not model."""
+
+    key: str
+    kind: str  # "bool", "int" or "text": how the value is type-checked
+    default: Any  # transformers' default, when the config leaves the key out
+    allowed: tuple[Any, ...]
+    reason: str
+
+
+@dataclass(frozen=True)
+class Family:
+    """One model_type: its reader, the keys that change no count (ignored silently), the keys transformers itself
+    does not read for this family (ignored and reported, even when they look structural), and the refusals."""
+
+    read: Reader
+    harmless: frozenset[str] = frozenset()
+    unused: frozenset[str] = frozenset()
+    refused: tuple[Refusal, ...] = ()
+
+
+def refusal_check(fields: Fields, refusal: Refusal) -> None:
+    reader = {"bool": fields.bool, "int": fields.int, "text": fields.text}[refusal.kind]
+    value = reader(refusal.key, refusal.default)
+    if value not in refusal.allowed:
+        allowed = " or ".join(repr(item) for item in refusal.allowed)
+        fields.problems.append(f"field '{refusal.key}' = {value!r} is not supported ({allowed} is): {refusal.reason}")
+
+
+CROSS_ATTENTION = Refusal("add_cross_attention", "bool", False, (False,), "cross-attention blocks are not modelled")
+IS_DECODER = Refusal("is_decoder", "bool", False, (False,), "a decoder with cross-attention is not modelled")
 LLAMA_IGNORED = ROTARY_IGNORED | {"pretraining_tp", "partial_rotary_factor"}
 QWEN_IGNORED = LLAMA_IGNORED | {"use_mrope"}
 MOE_ROUTING = frozenset({"output_router_logits", "router_aux_loss_coef", "router_jitter_noise", "norm_topk_prob"})
@@ -499,6 +559,12 @@ DEEPSEEK_ROUTING = MOE_ROUTING | {
     # The multi-token-prediction module (DeepSeek-V3 §2.2) is a training-time extra transformers does not build.
     "num_nextn_predict_layers",
 }  # fmt: skip
+DEEPSEEK_REFUSED = (
+    # transformers' DeepSeek blocks are sparse from first_k_dense_replace on and ignore moe_layer_freq, which
+    # DeepSeek's own code honours; only the value on which the two agree is accepted.
+    Refusal("moe_layer_freq", "int", 1, (1,), "transformers and DeepSeek's code place the MoE layers differently"),
+    Refusal("mlp_bias", "bool", False, (False,), "biases on DeepSeek's MLPs are not modelled"),
+)
 GPT2_IGNORED = frozenset(
     {
         "n_ctx", "summary_type", "summary_use_proj", "summary_activation", "summary_proj_to_labels",
@@ -506,39 +572,155 @@ GPT2_IGNORED = frozenset(
         "n_special", "predict_special_tokens",
     }
 )  # fmt: skip
-FAMILIES: dict[str, tuple[Reader, frozenset[str]]] = {
-    "gpt2": (read_gpt2, GPT2_IGNORED),
-    "llama": (read_llama, LLAMA_IGNORED),
-    "mistral": (read_mistral, LLAMA_IGNORED),
-    "mixtral": (read_mixtral, LLAMA_IGNORED | MOE_ROUTING),
-    "qwen2": (read_qwen2, QWEN_IGNORED),
-    "qwen2_moe": (read_qwen2_moe, QWEN_IGNORED | MOE_ROUTING),
-    "qwen3": (read_qwen3, QWEN_IGNORED),
-    "gemma": (read_gemma, LLAMA_IGNORED),
-    "gemma2": (
+FAMILIES: dict[str, Family] = {
+    "gpt2": Family(read_gpt2, GPT2_IGNORED, refused=(CROSS_ATTENTION,)),
+    "llama": Family(read_llama, LLAMA_IGNORED),
+    "mistral": Family(read_mistral, LLAMA_IGNORED),
+    "mixtral": Family(read_mixtral, LLAMA_IGNORED | MOE_ROUTING),
+    "qwen2": Family(read_qwen2, QWEN_IGNORED),
+    "qwen2_moe": Family(read_qwen2_moe, QWEN_IGNORED | MOE_ROUTING),
+    "qwen3": Family(read_qwen3, QWEN_IGNORED),
+    "gemma": Family(
+        read_gemma,
+        LLAMA_IGNORED,
+        refused=(
+            Refusal("use_bidirectional_attention", "bool", None, (None, False), "it changes which scores are kept"),
+        ),
+    ),
+    "gemma2": Family(
         read_gemma2,
         LLAMA_IGNORED
         | {"query_pre_attn_scalar", "attn_logit_softcapping", "final_logit_softcapping", "cache_implementation"},
+        # Gemma-2's Hub files carry the window twice; transformers reads only `sliding_window`.
+        unused=frozenset({"sliding_window_size"}),
+        refused=(
+            Refusal("use_bidirectional_attention", "bool", None, (None, False), "it changes which scores are kept"),
+        ),
     ),
-    "phi3": (read_phi3, LLAMA_IGNORED | {"original_max_position_embeddings"}),
-    "falcon": (read_falcon, ROTARY_IGNORED | {"apply_residual_connection_post_layernorm"}),
-    "gpt_neox": (read_gpt_neox, ROTARY_IGNORED | {"rotary_emb_base", "partial_rotary_factor", "is_decoder"}),
-    "bert": (read_bert, frozenset()),
-    "t5": (read_t5, frozenset({"relative_attention_max_distance", "initializer_factor"})),
-    "deepseek_v2": (lambda fields: read_deepseek(fields, first_dense_default=0), LLAMA_IGNORED | DEEPSEEK_ROUTING),
-    "deepseek_v3": (lambda fields: read_deepseek(fields, first_dense_default=3), LLAMA_IGNORED | DEEPSEEK_ROUTING),
+    # Phi3Attention has no bias whatever `attention_bias` says (Phi-3-mini's Hub file sets it).
+    "phi3": Family(
+        read_phi3, LLAMA_IGNORED | {"original_max_position_embeddings"}, unused=frozenset({"attention_bias"})
+    ),
+    "falcon": Family(read_falcon, ROTARY_IGNORED | {"apply_residual_connection_post_layernorm"}),
+    "gpt_neox": Family(read_gpt_neox, ROTARY_IGNORED | {"rotary_emb_base", "partial_rotary_factor", "is_decoder"}),
+    "bert": Family(
+        read_bert,
+        refused=(
+            Refusal(
+                "position_embedding_type", "text", "absolute", ("absolute",), "relative positions are not modelled"
+            ),
+            IS_DECODER,
+            CROSS_ATTENTION,
+        ),
+    ),
+    "t5": Family(
+        read_t5,
+        frozenset({"relative_attention_max_distance", "initializer_factor", "scale_decoder_outputs"}),
+        refused=(
+            Refusal("is_encoder_decoder", "bool", True, (True,), "tfcost prices T5 as encoder and decoder"),
+            IS_DECODER,
+            Refusal("tie_encoder_decoder", "bool", False, (False,), "shared encoder and decoder weights"),
+        ),
+    ),
+    "deepseek_v2": Family(
+        lambda fields: read_deepseek(fields, first_dense_default=0),
+        LLAMA_IGNORED | DEEPSEEK_ROUTING,
+        refused=DEEPSEEK_REFUSED,
+    ),
+    "deepseek_v3": Family(
+        lambda fields: read_deepseek(fields, first_dense_default=3),
+        LLAMA_IGNORED | DEEPSEEK_ROUTING,
+        refused=DEEPSEEK_REFUSED,
+    ),
 }
+
+# Multimodal wrappers: the language model sits in `text_config`; these sub-configs hold towers tfcost does not price.
+TOWER_CONFIGS = ("vision_config", "audio_config", "speech_config", "vision_tower_config")
+
+
+@dataclass
+class ConfigReading:
+    """What a config.json says, as tfcost reads it: the preset mapping, the keys ignored and reported (dotted
+    inside text_config), and the parts of a multimodal model that are not priced."""
+
+    mapping: dict[str, Any]
+    model_type: str
+    ignored: list[str] = field(default_factory=list)
+    not_priced: list[str] = field(default_factory=list)
+    checkpoint_bytes: int | None = None  # a Hub checkpoint's stored bytes (tfcost.hub), for a cross-check
+
+
+def leftovers(fields: Fields, family: Family, lenient: bool) -> tuple[list[str], list[str]]:
+    """(ignored and reported, structural unknowns) among the keys no reader took."""
+    reported, structural = [], []
+    for key in sorted(set(fields.config) - fields.read):
+        value = fields.config[key]
+        if key in BASE_IGNORED or key in family.harmless:
+            continue
+        if key in GENERIC_DEFAULTS:
+            if value != GENERIC_DEFAULTS[key] and not (key == "pruned_heads" and value in ({}, None)):
+                fields.problems.append(f"field '{key}' = {value!r} is not supported (changes the model built)")
+            continue
+        if key in family.unused or lenient or not looks_structural(key, value):
+            reported.append(key)
+        else:
+            structural.append(key)
+    return reported, structural
+
+
+def model_type_of(config: dict[str, Any], where: str = "") -> str:
+    model_type = config.get("model_type")
+    if model_type is None:
+        raise TfcostError(f"missing field '{where}model_type'; is this a Hugging Face config.json?")
+    if not isinstance(model_type, str) or model_type not in FAMILIES:  # a list or a mapping cannot even be looked up
+        raise TfcostError(f"unsupported model_type {model_type!r}; supported: {', '.join(sorted(FAMILIES))}")
+    return model_type
+
+
+def towers(config: dict[str, Any]) -> list[str]:
+    """The not-priced parts of a multimodal wrapper: each tower by its model_type, and the projector between."""
+    parts = []
+    for key in TOWER_CONFIGS:
+        sub = config.get(key)
+        if isinstance(sub, dict):
+            kind = sub.get("model_type")
+            parts.append(f"{key.removesuffix('_config')} tower" + (f" ({kind})" if isinstance(kind, str) else ""))
+    return [*parts, "multimodal projector"] if parts else parts
+
+
+def read_config(config: dict[str, Any], *, strict: bool = False, lenient: bool = False) -> ConfigReading:
+    """Read a Hugging Face config dict: the preset mapping (without name or source), what was ignored, and what is
+    not priced. `strict`: any ignored key is an error; `lenient`: structural-looking unknown keys are only reported.
+    """
+    text = config.get("text_config")
+    if isinstance(text, dict) and config.get("model_type") not in FAMILIES:
+        inner = read_config(text, strict=strict, lenient=lenient)
+        wrapper = config.get("model_type")
+        inner.not_priced = towers(config) or [f"the parts of {wrapper!r} around its language model"]
+        inner.ignored = [f"text_config.{key}" for key in inner.ignored]
+        return inner
+    model_type = model_type_of(config)
+    family = FAMILIES[model_type]
+    fields = Fields(config, model_type)
+    mapping = family.read(fields)
+    for refusal in family.refused:
+        refusal_check(fields, refusal)
+    reported, structural = leftovers(fields, family, lenient)
+    problems = list(fields.problems)
+    if structural:
+        many = len(structural) > 1
+        problems.append(
+            f"unrecognised field{'s' if many else ''} {', '.join(map(repr, structural))} "
+            f"look{'' if many else 's'} structural: tfcost cannot tell whether "
+            f"{'they change' if many else 'it changes'} costs (--lenient ignores and lists {'them' if many else 'it'})"
+        )
+    if strict and reported:
+        problems.append(f"--strict: ignored field{'s' if len(reported) > 1 else ''} {', '.join(map(repr, reported))}")
+    if problems:
+        raise TfcostError(f"{model_type} config: {'; '.join(problems)}")
+    return ConfigReading(mapping, model_type, reported)
 
 
 def shape_mapping(config: dict[str, Any]) -> dict[str, Any]:
     """The preset mapping (without name or source) equivalent to a Hugging Face config dict."""
-    model_type = config.get("model_type")
-    if model_type is None:
-        raise TfcostError("missing field 'model_type'; is this a Hugging Face config.json?")
-    if not isinstance(model_type, str) or model_type not in FAMILIES:  # a list or a mapping cannot even be looked up
-        raise TfcostError(f"unsupported model_type {model_type!r}; supported: {', '.join(sorted(FAMILIES))}")
-    reader, ignored = FAMILIES[model_type]
-    fields = Fields(config, model_type)
-    mapping = reader(fields)
-    fields.refuse_unknown(BASE_IGNORED | ignored)
-    return mapping
+    return read_config(config).mapping

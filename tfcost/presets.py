@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfcost.errors import TfcostError, UsageError, describe_validation_error
 from tfcost.schema import GpuSpec, ModelShape
+
+if TYPE_CHECKING:
+    from tfcost.hf_config import ConfigReading
 
 # No sane preset comes near this; refusing before parsing keeps a stray multi-GB file from hanging the tool.
 MAX_PRESET_BYTES = 1 << 20
@@ -124,29 +128,72 @@ def config_name(path: Path, config: dict[str, Any]) -> str:
     return path.stem
 
 
-def config_mapping(path: Path) -> dict[str, Any]:
-    """The preset mapping equivalent to a Hugging Face config.json, with a name and source."""
-    from tfcost.hf_config import shape_mapping
+def config_reading(path: Path, strict: bool = False, lenient: bool = False) -> ConfigReading:
+    """A Hugging Face config.json read as a preset mapping with a name and source, and what was ignored."""
+    from tfcost.hf_config import read_config
 
     config = read_json_mapping(path)
     try:
-        mapping = shape_mapping(config)
+        reading = read_config(config, strict=strict, lenient=lenient)
     except TfcostError as error:
         raise TfcostError(f"{path}: {error}") from None
-    source = f"Hugging Face {config['model_type']} config.json ({path.name})"
-    return {"name": config_name(path, config), "source": source, **mapping}
+    source = f"Hugging Face {reading.model_type} config.json ({path.name})"
+    reading.mapping = {"name": config_name(path, config), "source": source, **reading.mapping}
+    return reading
 
 
-def model_mapping(reference: str) -> tuple[dict[str, Any], str, str]:
-    """(mapping, origin for errors, default name) of a preset name, a YAML preset path or a config.json path."""
+def config_mapping(path: Path) -> dict[str, Any]:
+    """The preset mapping equivalent to a Hugging Face config.json, with a name and source."""
+    return config_reading(path).mapping
+
+
+def hub_reading(repo_id: str, revision: str | None, strict: bool, lenient: bool) -> ConfigReading:
+    """The config.json of a Hub model (tfcost.hub fetches it), read as a preset mapping."""
+    from tfcost.hf_config import read_config
+    from tfcost.hub import fetch_config
+
+    fetched = fetch_config(repo_id, revision)
+    try:
+        reading = read_config(fetched.config, strict=strict, lenient=lenient)
+    except TfcostError as error:
+        raise TfcostError(f"{repo_id}: {error}") from None
+    at = f" @ {fetched.commit[:12]}" if fetched.commit else (f" @ {revision}" if revision else "")
+    source = f"Hugging Face Hub {repo_id}{at}, {reading.model_type} config.json"
+    reading.mapping = {"name": repo_id.rsplit("/", 1)[-1], "source": source, **reading.mapping}
+    reading.checkpoint_bytes = fetched.checkpoint_bytes
+    return reading
+
+
+@dataclass
+class ModelSource:
+    """The model a command is asked about, and what its source said that tfcost did not use: the config keys
+    ignored, the towers of a multimodal model not priced, and a Hub checkpoint's stored bytes (a cross-check)."""
+
+    shape: ModelShape
+    ignored_fields: list[str] = field(default_factory=list)
+    not_priced: list[str] = field(default_factory=list)
+    checkpoint_bytes: int | None = None
+
+
+def model_mapping(
+    reference: str, revision: str | None = None, strict: bool = False, lenient: bool = False
+) -> tuple[dict[str, Any] | ConfigReading, str, str]:
+    """(mapping or config reading, origin for errors, default name) of a preset name, a YAML preset path, a
+    config.json path or a Hub id (`owner/name`, when no such file exists)."""
+    from tfcost.hub import looks_like_hub_id
+
+    try:
+        exists = Path(reference).exists()
+    except (OSError, ValueError):  # a name too long to be a path is not a file either
+        exists = False
+    if not exists and looks_like_hub_id(reference):
+        return hub_reading(reference, revision, strict, lenient), reference, reference.rsplit("/", 1)[-1]
+    if revision is not None:
+        raise UsageError(f"--revision applies to a Hugging Face Hub id (owner/name), not to '{reference}'")
     if reference.endswith(".json"):
         path = Path(reference)
-        return config_mapping(path), str(path), path.stem
-    try:
-        is_file = looks_like_path(reference) or Path(reference).is_file()
-    except OSError:  # a name too long to be a path is not a file either
-        is_file = False
-    if is_file:
+        return config_reading(path, strict, lenient), str(path), path.stem
+    if looks_like_path(reference) or (exists and Path(reference).is_file()):
         path = Path(reference)
         return read_yaml_mapping(path), str(path), path.stem
     known = model_preset_paths()
@@ -211,20 +258,48 @@ def apply_overrides(mapping: dict[str, Any], overrides: Sequence[str]) -> dict[s
     return result
 
 
-def resolve_model(model: str | None, config: str | None = None, overrides: Sequence[str] = ()) -> ModelShape:
-    """The model a command is asked about: a preset name or file (`model`), or a config.json (`config`), with
-    `--set` overrides applied. Every command that takes a model goes through here."""
+def resolve_source(
+    model: str | None,
+    config: str | None = None,
+    overrides: Sequence[str] = (),
+    *,
+    strict: bool = False,
+    lenient: bool = False,
+    revision: str | None = None,
+) -> ModelSource:
+    """The model a command is asked about: a preset name or file, a config.json or a Hub id (`model`), or a
+    config.json (`config`), with `--set` overrides applied, and what its config said that was not used. `strict`
+    makes an ignored config key an error; `lenient` lets a structural-looking unknown key through (reported).
+    Every command that takes a model goes through here."""
     if model is not None and config is not None:
         raise UsageError(f"give a MODEL or --config PATH, not both ('{model}' and --config {config})")
+    if strict and lenient:
+        raise UsageError("--strict and --lenient contradict each other: give one")
     if config is not None:
-        mapping, origin, default_name = config_mapping(Path(config)), config, Path(config).stem
+        if revision is not None:
+            raise UsageError("--revision applies to a Hugging Face Hub id (owner/name), not to --config")
+        found, origin, default_name = config_reading(Path(config), strict, lenient), config, Path(config).stem
     elif model is not None:
-        mapping, origin, default_name = model_mapping(model)
+        found, origin, default_name = model_mapping(model, revision, strict, lenient)
     else:
-        raise UsageError("no model given: name a preset, a YAML preset or config.json path, or use --config PATH")
+        raise UsageError(
+            "no model given: name a preset, a YAML preset or config.json path, a Hub id, or use --config PATH"
+        )
+    reading = None if isinstance(found, dict) else found
+    mapping = found if isinstance(found, dict) else found.mapping
     if overrides:
         origin = f"{origin} with --set {' '.join(overrides)}"
-    return model_from_mapping(apply_overrides(mapping, overrides), origin, default_name)
+    shape = model_from_mapping(apply_overrides(mapping, overrides), origin, default_name)
+    if reading is None:
+        return ModelSource(shape)
+    return ModelSource(shape, reading.ignored, reading.not_priced, reading.checkpoint_bytes)
+
+
+def resolve_model(
+    model: str | None, config: str | None = None, overrides: Sequence[str] = (), **options: Any
+) -> ModelShape:
+    """The shape alone of resolve_source (same arguments)."""
+    return resolve_source(model, config, overrides, **options).shape
 
 
 def load_model_file(path: Path) -> ModelShape:

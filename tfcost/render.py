@@ -23,6 +23,7 @@ from tfcost.units import Unit, human
 
 if TYPE_CHECKING:  # imported where used: only `measure` needs its report classes built
     from tfcost.measure_report import Measurement, MeasureReport
+    from tfcost.presets import ModelSource
 
 CONVENTIONS = (
     "FLOPs are 2*m*k*n per matmul (not MACs). Counts and FLOPs in SI units (G = 10^9), bytes in IEC units "
@@ -379,8 +380,33 @@ def print_json(payload: BaseModel | Sequence[BaseModel]) -> None:
     sys.stdout.write(text + "\n")
 
 
-def print_preset_yaml(shape: ModelShape) -> None:
-    """A model as a preset file: every field that differs from its default, in schema order."""
+def printable(text: str) -> str:
+    """Text from a user's file, with every character that would not print as itself written as an escape."""
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
+
+
+def source_notes(ignored: Sequence[str], not_priced: Sequence[str]) -> list[str]:
+    """The notes on a model's source: config keys ignored, multimodal towers not priced."""
+    notes = []
+    if ignored:
+        notes.append(f"ignored config fields (tfcost does not use them; --strict refuses): {', '.join(ignored)}")
+    if not_priced:
+        notes.append(f"not priced: {', '.join(not_priced)}; every figure is the language model's")
+    return [printable(note) for note in notes]
+
+
+def print_source_notes(source: ModelSource) -> None:
+    """One `tfcost: note:` line on stderr per note, never on stdout (which may carry JSON or YAML)."""
+    notes = source_notes(source.ignored_fields, source.not_priced)
+    if source.checkpoint_bytes is not None:
+        notes.append(f"the Hub checkpoint stores {human(source.checkpoint_bytes, 'bytes')} of tensors (its index)")
+    for note in notes:
+        sys.stderr.write(f"tfcost: note: {printable(source.shape.name)}: {note}\n")
+
+
+def print_preset_yaml(shape: ModelShape, ignored: Sequence[str] = (), not_priced: Sequence[str] = ()) -> None:
+    """A model as a preset file: every field that differs from its default, in schema order, after a comment per
+    note on its source."""
     import yaml
 
     class PresetDumper(yaml.SafeDumper):
@@ -390,11 +416,11 @@ def print_preset_yaml(shape: ModelShape) -> None:
         list, lambda dumper, items: dumper.represent_sequence("tag:yaml.org,2002:seq", items, flow_style=True)
     )
     document = shape.model_dump(mode="json", exclude_defaults=True)
+    sys.stdout.write("".join(f"# {note}\n" for note in source_notes(ignored, not_priced)))
     sys.stdout.write(yaml.dump(document, Dumper=PresetDumper, sort_keys=False, default_flow_style=False, width=120))
 
 
 def print_error(message: str) -> None:
     """One line on stderr, whatever the message quotes (a key or a name may hold a newline): characters that would
     not print as themselves are written as escapes. No rich here, so that an error can never fail to print."""
-    line = "".join(char if char.isprintable() else repr(char)[1:-1] for char in message)
-    sys.stderr.write(f"tfcost: error: {line}\n")
+    sys.stderr.write(f"tfcost: error: {printable(message)}\n")

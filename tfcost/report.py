@@ -6,7 +6,7 @@ comparison all fall out of the same object.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -14,6 +14,9 @@ from tfcost import flops, hardware, memory, params, serving, training
 from tfcost.errors import TfcostError
 from tfcost.schema import GpuSpec, ModelShape, ServingSetup, TrainingSetup, Workload
 from tfcost.units import Unit
+
+if TYPE_CHECKING:
+    from tfcost.presets import ModelSource
 
 
 def quantity(label: str, unit: Unit) -> Any:
@@ -24,6 +27,29 @@ def quantity(label: str, unit: Unit) -> Any:
 class Section(BaseModel):
     # Validators are built on first use, so a command builds only the reports it prints (estimate: 4 ms less).
     model_config = ConfigDict(frozen=True, defer_build=True)
+
+
+class SourceNotes(Section):
+    """What a model's config said that tfcost did not use: every report carries it."""
+
+    ignored_fields: list[str] = Field(
+        default_factory=list, description="config.json keys ignored (tfcost does not use them; --strict refuses)"
+    )
+    not_priced: list[str] = Field(
+        default_factory=list, description="parts of a multimodal model left out of every figure (its towers)"
+    )
+    checkpoint_bytes: int | None = Field(
+        None, description="a Hub checkpoint's stored bytes, from its model.safetensors.index.json"
+    )
+
+
+ReportT = TypeVar("ReportT", bound=SourceNotes)
+
+
+def with_source(report: ReportT, source: ModelSource) -> ReportT:
+    """The report with its model source's notes."""
+    notes = {"ignored_fields": source.ignored_fields, "not_priced": source.not_priced}
+    return report.model_copy(update={**notes, "checkpoint_bytes": source.checkpoint_bytes})
 
 
 class ParamsReport(Section):
@@ -54,7 +80,7 @@ class ScoreMatrixReport(Section):
     bytes: int = quantity("score matrices, all layers", "bytes")
 
 
-class Estimate(Section):
+class Estimate(SourceNotes):
     """Everything `tfcost estimate` reports for one model under one workload."""
 
     model: str
@@ -148,7 +174,7 @@ class TrainMemory(Section):
     fits: bool = quantity("fits in the GPU's memory", "text")
 
 
-class TrainReport(Section):
+class TrainReport(SourceNotes):
     """Everything `tfcost train` reports for one model, GPU and setup."""
 
     model: str
@@ -258,7 +284,7 @@ class ServeLatency(Section):
     decode_tokens_per_s: float = quantity("decode throughput, B / decode step", "per_s")
 
 
-class ServeReport(Section):
+class ServeReport(SourceNotes):
     """Everything `tfcost serve` reports for one model, GPU and setup."""
 
     model: str

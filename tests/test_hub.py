@@ -1,0 +1,179 @@
+"""Hub ids (`owner/name`): read from a cache laid out as the Hub's, or through a loopback server standing in for
+the Hub (HF_ENDPOINT), with one-line errors for a missing, a gated and an offline-and-not-cached model. No
+command without a hub id imports huggingface_hub."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+pytest.importorskip("huggingface_hub", reason="hub ids need huggingface_hub, a core dependency")
+
+CONFIGS = Path(__file__).parent / "data" / "hf_configs"
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+QWEN3_8B = 8_190_735_360  # Qwen3-8B's published total (model card: 8.2B; safetensors metadata)
+LLAMA_3_8B = 8_030_261_248  # Meta-Llama-3-8B's published total
+
+
+def hub_cache(root: Path, repo_id: str, files: dict[str, str], revision: str = COMMIT) -> None:
+    """A cache as huggingface_hub lays it out: models--org--name/{blobs,snapshots/<commit>,refs/main}."""
+    repo = root / f"models--{repo_id.replace('/', '--')}"
+    snapshot = repo / "snapshots" / revision
+    snapshot.mkdir(parents=True)
+    for name, text in files.items():
+        (snapshot / name).write_text(text)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(revision)
+
+
+def env_for(home: Path, **extra: str) -> dict[str, str]:
+    return {"HF_HOME": str(home), "HF_HUB_DISABLE_TELEMETRY": "1", **extra}
+
+
+def test_a_hub_id_reads_from_the_cache_offline(tmp_path, tfcost):
+    hub_cache(tmp_path / "hub", "Qwen/Qwen3-8B", {"config.json": (CONFIGS / "qwen3-8b.json").read_text()})
+    run = tfcost("estimate", "Qwen/Qwen3-8B", "--format", "json", env=env_for(tmp_path, HF_HUB_OFFLINE="1"))
+    assert run.code == 0, run.stderr
+    result = json.loads(run.stdout)
+    assert result["params"]["total"] == QWEN3_8B and result["model"] == "Qwen3-8B"
+    assert f"Qwen/Qwen3-8B @ {COMMIT[:12]}" in result["source"]
+    # HF_HUB_CACHE names the hub folder itself.
+    moved = tmp_path / "elsewhere"
+    (tmp_path / "hub").rename(moved)
+    env = {"HF_HUB_CACHE": str(moved), "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "empty")}
+    assert tfcost("serve", "Qwen/Qwen3-8B", env=env).code == 0
+
+
+def test_offline_and_not_cached_is_one_line(tmp_path, tfcost):
+    run = tfcost("estimate", "Qwen/Qwen3-8B", env=env_for(tmp_path, HF_HUB_OFFLINE="1"))
+    assert run.code == 1 and run.stdout == "" and run.stderr.count("\n") == 1
+    assert "not in the Hugging Face cache" in run.stderr and "offline" in run.stderr
+
+
+class FakeHub(BaseHTTPRequestHandler):
+    """The Hub's resolve endpoint for three repositories: one public, one gated (401), and none else (404)."""
+
+    files: ClassVar[dict[str, dict[str, str]]] = {}
+    requests: ClassVar[list[str]] = []
+
+    def log_message(self, *args: object) -> None:  # quiet
+        pass
+
+    def answer(self, body: bool) -> None:
+        self.requests.append(f"{self.command} {self.path}")
+        parts = self.path.split("?")[0].strip("/").split("/")
+        # /{org}/{name}/resolve/{revision}/{filename}
+        repo_id, filename = "/".join(parts[:2]), "/".join(parts[4:])
+        if repo_id == "meta-llama/Meta-Llama-3-8B" and "authorization" not in {k.lower() for k in self.headers}:
+            return self.error(401, "GatedRepo", "Access to model meta-llama/Meta-Llama-3-8B is restricted.")
+        if repo_id not in self.files:
+            return self.error(401, "RepoNotFound", "Repository not found")
+        if filename not in self.files[repo_id]:
+            return self.error(404, "EntryNotFound", "Entry not found")
+        data = self.files[repo_id][filename].encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("ETag", f'"{abs(hash(data))}"')
+        self.send_header("X-Repo-Commit", COMMIT)
+        self.end_headers()
+        if body:
+            self.wfile.write(data)
+
+    def error(self, status: int, code: str, message: str) -> None:
+        self.send_response(status)
+        self.send_header("X-Error-Code", code)
+        self.send_header("X-Error-Message", message)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_HEAD(self) -> None:
+        self.answer(body=False)
+
+    def do_GET(self) -> None:
+        self.answer(body=True)
+
+
+@pytest.fixture
+def fake_hub() -> Iterator[str]:
+    """A loopback server (127.0.0.1 only) on a free port, stopped after the test or after 120 s, whichever first."""
+    FakeHub.files = {
+        "Qwen/Qwen3-8B": {
+            "config.json": (CONFIGS / "qwen3-8b.json").read_text(),
+            "model.safetensors.index.json": json.dumps({"metadata": {"total_size": 16_381_470_720}, "weight_map": {}}),
+        },
+        "meta-llama/Meta-Llama-3-8B": {"config.json": (CONFIGS / "llama-3-8b.json").read_text()},
+    }
+    FakeHub.requests = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeHub)
+    server.timeout = 5
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    stopper = threading.Timer(120, server.shutdown)
+    stopper.daemon = True
+    stopper.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        stopper.cancel()
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+def test_a_hub_id_downloads_only_its_config_and_index(tmp_path, tfcost, fake_hub):
+    run = tfcost("estimate", "Qwen/Qwen3-8B", "-f", "json", env=env_for(tmp_path, HF_ENDPOINT=fake_hub))
+    assert run.code == 0, run.stderr
+    result = json.loads(run.stdout)
+    assert result["params"]["total"] == QWEN3_8B
+    assert result["checkpoint_bytes"] == 16_381_470_720  # bf16: 2 bytes x 8,190,735,360
+    fetched = {request.split()[1].split("/resolve/")[1].split("/", 1)[1] for request in FakeHub.requests}
+    assert fetched == {"config.json", "model.safetensors.index.json"}
+    cached = list((tmp_path / "hub" / "models--Qwen--Qwen3-8B" / "snapshots").glob("*/config.json"))
+    assert len(cached) == 1
+    # Now cached: the same id works with the server gone (offline).
+    assert tfcost("estimate", "Qwen/Qwen3-8B", env=env_for(tmp_path, HF_HUB_OFFLINE="1")).code == 0
+
+
+def test_a_missing_repo_and_a_gated_one_are_one_line_each(tmp_path, tfcost, fake_hub):
+    missing = tfcost("estimate", "nobody/no-such-model", env=env_for(tmp_path, HF_ENDPOINT=fake_hub))
+    assert missing.code == 1 and missing.stderr.count("\n") == 1
+    assert "no such model on the Hugging Face Hub" in missing.stderr
+    gated = tfcost("estimate", "meta-llama/Meta-Llama-3-8B", env=env_for(tmp_path, HF_ENDPOINT=fake_hub))
+    assert gated.code == 1 and gated.stderr.count("\n") == 1
+    assert "is gated" in gated.stderr and "HF_TOKEN" in gated.stderr
+    # With a token (HF_TOKEN, as huggingface_hub reads it) the server lets it through.
+    allowed = tfcost(
+        "estimate", "meta-llama/Meta-Llama-3-8B", "-f", "json", env=env_for(tmp_path, HF_ENDPOINT=fake_hub,
+                                                                          HF_TOKEN="hf_test")
+    )  # fmt: skip
+    assert allowed.code == 0, allowed.stderr
+    assert json.loads(allowed.stdout)["params"]["total"] == LLAMA_3_8B
+
+
+def test_revision_applies_to_hub_ids_only(tmp_path, tfcost):
+    run = tfcost("estimate", "gpt2-small", "--revision", "v1")
+    assert run.code == 2 and "--revision applies to a Hugging Face Hub id" in run.stderr
+
+
+def test_no_command_without_a_hub_id_imports_huggingface_hub():
+    code = (
+        "import sys\n"
+        "from tfcost.cli import main\n"
+        "for argv in (['estimate', 'gpt2-small'], ['estimate', 'tests/data/hf_configs/llama-3-8b.json'],"
+        " ['import', 'mixtral-8x7b'], ['serve', 'llama-3-8b'], ['train', 'gpt2-small'], ['list']):\n"
+        "    try:\n"
+        "        main(argv)\n"
+        "    except SystemExit as done:\n"
+        "        assert done.code == 0, argv\n"
+        "print('huggingface_hub' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "False"
