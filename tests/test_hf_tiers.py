@@ -19,8 +19,8 @@ from tfcost.schema import ModelShape
 
 CONFIGS = Path(__file__).parent / "data" / "hf_configs"
 NAMES = sorted(path.stem for path in CONFIGS.glob("*.json"))
-# auto_map points at remote code and quantization_config would ask for fp8 layers: not for AutoConfig.
-NOT_FOR_TRANSFORMERS = ("auto_map", "quantization_config", "model_type")
+# auto_map points at remote code: not for AutoConfig (quantization_config travels through it as it is).
+NOT_FOR_TRANSFORMERS = ("auto_map", "model_type")
 
 # The keys transformers 4.x's PretrainedConfig.to_dict() writes into every full dump, at their defaults
 # (configuration_utils.py of 4.4x: __init__'s attributes and the generation settings it still carried).

@@ -395,8 +395,14 @@ def serve(
     gpu: GpuOption = "h100-sxm",
     gpus: Annotated[int, typer.Option("--gpus", min=1, help="GPUs in tensor parallel.")] = 1,
     weights_dtype: Annotated[
-        WeightsDtypeChoice, typer.Option("--weights-dtype", help="Weight storage (int4: one fp16 scale per 128).")
-    ] = WeightsDtypeChoice.bf16,
+        WeightsDtypeChoice | None,
+        typer.Option(
+            "--weights-dtype",
+            help="Weight storage (int4: one fp16 scale per 128) [default: as a config's quantization_config stores "
+            "them, else bf16].",
+            show_default=False,
+        ),
+    ] = None,
     kv_dtype: Annotated[DtypeChoice, typer.Option("--kv-dtype", help="KV cache storage dtype.")] = DtypeChoice.bf16,
     batch: Batch = 1,
     prompt: Annotated[int, typer.Option("--prompt", "-P", min=1, help="P: prompt tokens per sequence.")] = 2048,
@@ -434,7 +440,7 @@ def serve(
     setup = validated(
         ServingSetup,
         gpus=gpus,
-        weights_dtype=weights_dtype.value,
+        weights_dtype=weights_dtype.value if weights_dtype else None,
         kv_dtype=kv_dtype.value,
         batch=batch,
         prompt=prompt,

@@ -66,7 +66,7 @@ ACTIVATIONS_AND_EPS = frozenset(
         "rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon",
     }
 )  # fmt: skip
-BASE_IGNORED = GENERIC_IGNORED | DROPOUTS | ACTIVATIONS_AND_EPS | {"quantization_config"}
+BASE_IGNORED = GENERIC_IGNORED | DROPOUTS | ACTIVATIONS_AND_EPS
 
 REQUIRED = object()
 
@@ -513,6 +513,76 @@ def read_deepseek(fields: Fields, *, first_dense_default: int) -> dict[str, Any]
     }
 
 
+# quantization_config ------------------------------------------------------------------------------------------
+
+# Components of a module name (`model.layers.*.self_attn`) and the part of a block they name.
+MODULE_PARTS: dict[str, tuple[str, ...]] = {
+    "self_attn": ("attention",), "attn": ("attention",), "attention": ("attention",),
+    "mlp": ("mlp", "experts", "shared_experts"), "feed_forward": ("mlp", "experts", "shared_experts"),
+    "block_sparse_moe": ("experts",), "experts": ("experts",),
+    "shared_expert": ("shared_experts",), "shared_experts": ("shared_experts",),
+}  # fmt: skip
+# Names of what no format converts anyway (tfcost.weights keeps them at 16 bits).
+NEVER_CONVERTED = frozenset({"lm_head", "embed_tokens", "wte", "wpe", "norm", "router", "gate", "shared_expert_gate"})
+
+
+def not_converted(model_type: str, names: Any) -> list[str]:
+    """The block parts a modules_to_not_convert-style list keeps at 16 bits. A name tfcost cannot place, or one
+    naming single layers, is refused rather than guessed."""
+    if names is None:
+        return []
+    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+        raise TfcostError(f"{model_type} config: quantization_config's module list should be a list of names")
+    parts: list[str] = []
+    for name in names:
+        components = [part for part in re.split(r"[.*]+", name) if part]
+        if any(part.isdigit() for part in components):
+            raise TfcostError(
+                f"{model_type} config: quantization_config leaves single layers unconverted ({name!r}); tfcost "
+                "quantizes every layer alike"
+            )
+        if NEVER_CONVERTED & set(components):
+            continue
+        named = [kind for part in components for kind in MODULE_PARTS.get(part, ())]
+        if not named:
+            raise TfcostError(f"{model_type} config: quantization_config: cannot tell which weights {name!r} names")
+        parts += [kind for kind in named if kind not in parts]
+    return parts
+
+
+def quantization(model_type: str, config: Any) -> dict[str, Any]:
+    """The schema's quantization from a checkpoint's quantization_config (transformers' quantizers' keys)."""
+    where = f"{model_type} config: quantization_config"
+    if not isinstance(config, dict):
+        raise TfcostError(f"{where} should be a mapping")
+    method = config.get("quant_method")
+    algo = str(config.get("quant_algo", "")).upper()
+    skip = config.get("modules_to_not_convert", config.get("exclude_modules"))
+    if method == "mxfp4":
+        result: dict[str, Any] = {"method": "mxfp4", "bits": 4, "group_size": 32}
+    elif method in ("fp8", "finegrained_fp8", "fbgemm_fp8") or (method == "modelopt" and algo == "FP8"):
+        block = config.get("weight_block_size")
+        result = {"method": "fp8", "bits": 8, **({"block": block} if block is not None else {})}
+    elif method == "modelopt" and algo == "NVFP4":
+        result = {"method": "nvfp4", "bits": 4, "group_size": config.get("group_size", 16)}
+    elif method in ("awq", "gptq"):
+        group = config.get("group_size", config.get("q_group_size", 128))
+        result = {"method": method, "bits": config.get("bits", config.get("w_bit", 4))}
+        if group != -1:
+            result["group_size"] = group
+    elif method == "bitsandbytes":
+        four = config.get("load_in_4bit") is True
+        result = {"method": "bnb-4bit" if four else "bnb-8bit", "bits": 4 if four else 8}
+        if four and config.get("bnb_4bit_use_double_quant") is True:
+            result["double_quant"] = True
+        skip = config.get("llm_int8_skip_modules", skip)
+    else:
+        supported = "mxfp4, fp8 (finegrained_fp8, fbgemm_fp8), modelopt FP8/NVFP4, awq, gptq, bitsandbytes"
+        raise TfcostError(f"{where}: quant_method {method!r} is not supported ({supported})")
+    parts = not_converted(model_type, skip)
+    return {**result, **({"not_converted": parts} if parts else {})}
+
+
 # Per family, as data ------------------------------------------------------------------------------------------
 
 Reader = Callable[[Fields], dict[str, Any]]
@@ -703,6 +773,9 @@ def read_config(config: dict[str, Any], *, strict: bool = False, lenient: bool =
     family = FAMILIES[model_type]
     fields = Fields(config, model_type)
     mapping = family.read(fields)
+    if fields.config.get("quantization_config") is not None:
+        mapping["quantization"] = quantization(model_type, fields.raw("quantization_config", None))
+    fields.read.add("quantization_config")
     for refusal in family.refused:
         refusal_check(fields, refusal)
     reported, structural = leftovers(fields, family, lenient)

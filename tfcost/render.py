@@ -246,7 +246,7 @@ def serve_table(result: ServeReport) -> None:
         [
             f"{result.model}: serving on {s.gpus} x {result.gpu} (tensor parallel)",
             f"B = {s.batch:,} sequences, P = {s.prompt:,} prompt + G = {s.generate:,} generated tokens each",
-            f"weights {s.weights_dtype}, KV cache {s.kv_dtype}, matmuls at the {result.compute_dtype} peak",
+            f"weights {result.weights_format}, KV cache {s.kv_dtype}, matmuls at the {result.compute_dtype} peak",
             f"reserve {s.reserve:.0%}, compute efficiency {s.compute_efficiency:g}, "
             f"memory efficiency {s.memory_efficiency:g}",
         ]

@@ -292,6 +292,7 @@ class ServeReport(SourceNotes):
     gpu: str
     setup: ServingSetup
     compute_dtype: str
+    weights_format: str
     inputs: ServeInputs
     memory: ServeMemory
     max_batch: int = quantity("largest batch at context P + G", "count")
@@ -315,10 +316,10 @@ def serve(shape: ModelShape, gpu: GpuSpec, setup: ServingSetup) -> ServeReport:
     t, b, kv_dtype = setup.gpus, setup.batch, setup.kv_dtype
     serving.check_generates(shape)
     serving.check_tensor_parallel(shape, t)
-    peak = serving.effective_peak_flops_per_s(gpu, setup.weights_dtype, setup.compute_efficiency)
+    peak = serving.effective_peak_flops_per_s(gpu, setup.weights_dtype, setup.compute_efficiency, shape)
     bandwidth = serving.effective_bandwidth_bytes_per_s(gpu, setup.memory_efficiency)
     usable = serving.usable_bytes_per_gpu(gpu, setup.reserve)
-    weights = serving.weight_bytes(shape, setup.weights_dtype)
+    weights = serving.served_weight_bytes(shape, setup.weights_dtype)
     weights_per_gpu = serving.share_per_gpu(weights, t)
     kv_per_gpu = serving.kv_cache_bytes_per_gpu(shape, setup.context, b, kv_dtype, t)
     held = serving.bytes_moved_per_gpu(weights_per_gpu, kv_per_gpu)  # what a GPU holds is what decode reads
@@ -335,7 +336,8 @@ def serve(shape: ModelShape, gpu: GpuSpec, setup: ServingSetup) -> ServeReport:
         source=shape.source,
         gpu=gpu.name,
         setup=setup,
-        compute_dtype=serving.compute_dtype(setup.weights_dtype, gpu),
+        compute_dtype=serving.compute_dtype(setup.weights_dtype, gpu, shape),
+        weights_format=serving.weights_format(shape, setup.weights_dtype),
         inputs=ServeInputs(
             parameters=params.total_params(shape),
             context=setup.context,

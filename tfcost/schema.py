@@ -103,6 +103,34 @@ class MLA(Frozen):
     v_head_dim: Size = Field(description="per-head value width")
 
 
+QuantizedPart = Literal["attention", "mlp", "experts", "shared_experts", "output_head"]
+
+
+class Quantization(Frozen):
+    """Weights stored in a quantized format, as a checkpoint's `quantization_config` says: the format, its group or
+    block of weights sharing one scale, and the parts it leaves unconverted. tfcost.weights turns it into bytes;
+    the matmuls and their FLOPs are the same."""
+
+    method: Literal["mxfp4", "nvfp4", "fp8", "awq", "gptq", "bnb-8bit", "bnb-4bit"] = Field(
+        description="mxfp4 (OCP MX), nvfp4, fp8 (per block or per tensor), awq, gptq, bitsandbytes 8- or 4-bit"
+    )
+    bits: Literal[2, 3, 4, 8] = Field(description="bits per stored weight")
+    group_size: Size | None = Field(
+        None, description="weights sharing one scale (awq/gptq group_size; mxfp4 32; nvfp4 16; bnb 4-bit 64)"
+    )
+    block: tuple[Annotated[int, Field(gt=0)], Annotated[int, Field(gt=0)]] | None = Field(
+        None,
+        strict=False,
+        description="fp8 only: rows x columns of a block sharing one fp32 scale (DeepSeek-V3: [128, 128])",
+    )
+    double_quant: bool = Field(False, description="bnb-4bit only: the scales are themselves quantized to 8 bits")
+    not_converted: tuple[QuantizedPart, ...] = Field(
+        (),
+        strict=False,
+        description="block parts (and an untied output head) kept at 16 bits; embeddings and norms always are",
+    )
+
+
 class ModelShape(Frozen):
     """The architecture of a transformer, as far as its costs depend on it.
 
@@ -180,6 +208,9 @@ class ModelShape(Frozen):
         True, description="a norm after the last block (pre-norm models); BERT's post-norm blocks have none"
     )
     pooler: bool = Field(False, description="BERT's pooler: a d x d dense layer with bias on the first token")
+    quantization: Quantization | None = Field(
+        None, description="weights stored quantized (a checkpoint's quantization_config); null: 16-bit weights"
+    )
     head: Literal["lm", "mlm", "none"] = Field(
         "lm",
         description="lm: a V x d output projection; mlm: BERT's masked-LM head (d x d transform with bias, a "
@@ -354,7 +385,9 @@ class ServingSetup(Frozen):
     """How a model is served: tensor parallel over `gpus`, weight and KV dtypes, the batch and its lengths."""
 
     gpus: Size = Field(1, description="GPUs, tensor parallel (each holds 1/gpus of every layer)")
-    weights_dtype: WeightsDtype = Field("bf16", description="storage dtype of the weights")
+    weights_dtype: WeightsDtype | None = Field(
+        None, description="storage dtype of the weights; null: as the checkpoint stores them (quantization), else bf16"
+    )
     kv_dtype: Dtype = Field("bf16", description="storage dtype of the KV cache")
     batch: Size = Field(1, description="B: sequences decoded together")
     prompt: Size = Field(2048, description="P: prompt tokens per sequence")

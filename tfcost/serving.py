@@ -7,7 +7,7 @@ traffic, activations and framework overheads are not modelled: the reserve keeps
 
 from __future__ import annotations
 
-from tfcost import flops, memory, params
+from tfcost import flops, memory, params, weights
 from tfcost.errors import TfcostError, UsageError
 from tfcost.hardware import bandwidth_bytes_per_s, memory_bytes, peak_flops_per_s
 from tfcost.schema import GpuSpec, ModelShape, WeightsDtype
@@ -51,6 +51,22 @@ def weight_bytes(shape: ModelShape, dtype: WeightsDtype) -> int:
         return quantized_bytes(params.total_params(shape), dtype)
     unquantized = params.embedding_params(shape) * UNQUANTIZED_BYTES
     return quantized_bytes(params.non_embedding_params(shape), dtype) + unquantized
+
+
+def served_weight_bytes(shape: ModelShape, dtype: WeightsDtype | None) -> int:
+    """The weights as served: at `dtype` when one is asked for, else as the model's quantized checkpoint stores
+    them (tfcost.weights), else 16-bit."""
+    if dtype is None:
+        return weights.checkpoint_weight_bytes(shape)
+    return weight_bytes(shape, dtype)
+
+
+def weights_format(shape: ModelShape, dtype: WeightsDtype | None) -> str:
+    """What the weights are stored as, in words for the report."""
+    if dtype is not None:
+        return dtype
+    q = shape.quantization
+    return f"{q.method} (the checkpoint's quantization_config)" if q is not None else "bf16"
 
 
 def share_per_gpu(total: int, gpus: int) -> int:
@@ -112,16 +128,19 @@ def decode_step_flops(shape: ModelShape, context: int, batch: int) -> int:
     return batch * one_token
 
 
-def compute_dtype(weights_dtype: WeightsDtype, gpu: GpuSpec) -> str:
-    """The peak the matmuls run at: FP8 for fp8 weights where the GPU has FP8 units (activations quantized too,
-    as vLLM's fp8 does), otherwise 16-bit (int8 and int4 weights are dequantized to 16 bits, as weight-only
-    GPTQ/AWQ kernels do)."""
-    return "fp8" if weights_dtype == "fp8" and gpu.peak_fp8_tflops is not None else "bf16"
+def compute_dtype(weights_dtype: WeightsDtype | None, gpu: GpuSpec, shape: ModelShape | None = None) -> str:
+    """The peak the matmuls run at: FP8 for fp8 weights (asked for, or a checkpoint's fp8 quantization) where the
+    GPU has FP8 units (activations quantized too, as vLLM's fp8 does), otherwise 16-bit (int8, int4 and 4-bit
+    formats are dequantized to 16 bits, as weight-only GPTQ/AWQ kernels do)."""
+    stored = shape.quantization.method if weights_dtype is None and shape and shape.quantization else weights_dtype
+    return "fp8" if stored == "fp8" and gpu.peak_fp8_tflops is not None else "bf16"
 
 
-def effective_peak_flops_per_s(gpu: GpuSpec, weights_dtype: WeightsDtype, compute_efficiency: float) -> float:
+def effective_peak_flops_per_s(
+    gpu: GpuSpec, weights_dtype: WeightsDtype | None, compute_efficiency: float, shape: ModelShape | None = None
+) -> float:
     """The FLOP/s a serving kernel reaches: peak x compute efficiency (llm-analysis's flops_efficiency)."""
-    dtype = compute_dtype(weights_dtype, gpu)
+    dtype = compute_dtype(weights_dtype, gpu, shape)
     peak = peak_flops_per_s(gpu, dtype)
     if peak is None:
         raise TfcostError(f"the GPU table has no {dtype} peak for {gpu.name}")
