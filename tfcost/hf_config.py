@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from tfcost.errors import TfcostError
 
@@ -69,6 +69,7 @@ ACTIVATIONS_AND_EPS = frozenset(
 BASE_IGNORED = GENERIC_IGNORED | DROPOUTS | ACTIVATIONS_AND_EPS
 
 REQUIRED = object()
+Reader = Callable[["Fields"], dict[str, Any]]
 
 # A key tfcost does not know whose name says it sizes something: an error unless --lenient.
 STRUCTURAL_NAME = re.compile(r"^(num|n)_|_(size|dim)$|layer|expert")
@@ -272,15 +273,54 @@ def read_gpt2(fields: Fields) -> dict[str, Any]:
     }
 
 
-def read_llama(fields: Fields) -> dict[str, Any]:
-    return llama_like(fields, head_dim_default=None, tied_default=False, biases=True)
+@dataclass(frozen=True)
+class LlamaFlags:
+    """How a Llama-like family differs from Llama, as data: a new "Llama plus a few flags" family is a row of
+    FAMILIES with its flags, not a new reader.
+
+    bias: "attention+mlp" reads attention_bias (q/k/v and output) and mlp_bias (Llama); "attention" reads
+    attention_bias only (Qwen3, Gemma); "qkv" is q/k/v biases always (Qwen2); "none" builds none (Mistral, Phi-3).
+    window: "none"; "every-layer" reads sliding_window (default none) for every layer (Phi-3); "every-layer-4096"
+    the same with MistralConfig's default of 4096, a null meaning none; "qwen" Qwen's use_sliding_window with
+    layers from max_window_layers on (or `layer_types`).
+    """
+
+    head_dim_default: int | None = None
+    tied_default: bool = False
+    bias: Literal["attention+mlp", "attention", "qkv", "none"] = "none"
+    qk_norm: bool = False
+    window: Literal["none", "every-layer", "every-layer-4096", "qwen"] = "none"
 
 
-def read_mistral(fields: Fields) -> dict[str, Any]:
-    shape = llama_like(fields, head_dim_default=None, tied_default=False, biases=False)
-    # MistralConfig's default window is 4096, on every layer; later Mistral configs say null.
-    window = fields.nullable_int("sliding_window", 4096)
-    return {**shape, **windows(window, list(range(shape["n_layers"])), shape["n_layers"])}
+def llama_family(flags: LlamaFlags) -> Reader:
+    """The reader of a Llama-like family with these flags."""
+
+    def read(fields: Fields) -> dict[str, Any]:
+        shape = llama_like(
+            fields, head_dim_default=flags.head_dim_default, tied_default=flags.tied_default,
+            biases=flags.bias == "attention+mlp",
+        )  # fmt: skip
+        if flags.bias in ("attention", "qkv"):
+            on = True if flags.bias == "qkv" else fields.bool("attention_bias", False)
+            shape["bias"] = {"qkv": on, "attn_out": on and flags.bias == "attention", "mlp": False}
+        if flags.qk_norm:
+            shape["qk_norm"] = True
+        layers = shape["n_layers"]
+        if flags.window == "qwen":  # Qwen2Config and Qwen3Config: layers from max_window_layers on slide
+            return {**shape, **qwen_windows(fields, layers, lambda i, top: i >= top)}
+        if flags.window != "none":
+            window = (
+                fields.nullable_int("sliding_window", 4096)
+                if flags.window == "every-layer-4096"
+                else fields.int("sliding_window", None)
+            )
+            return {**shape, **windows(window, list(range(layers)), layers)}
+        return shape
+
+    return read
+
+
+read_gemma = llama_family(LlamaFlags(head_dim_default=256, tied_default=True, bias="attention"))
 
 
 def read_mixtral(fields: Fields) -> dict[str, Any]:
@@ -305,13 +345,6 @@ def qwen_windows(fields: Fields, layers: int, pattern: Callable[[int, int], bool
         return {}
     chosen = explicit if explicit is not None else [i for i in range(layers) if pattern(i, max_window_layers)]
     return windows(window, chosen, layers)
-
-
-def read_qwen2(fields: Fields) -> dict[str, Any]:
-    shape = llama_like(fields, head_dim_default=None, tied_default=False, biases=False)
-    shape["bias"] = {"qkv": True, "attn_out": False, "mlp": False}  # Qwen2Attention: q/k/v biases, always
-    # Qwen2Config: layers from max_window_layers on slide.
-    return {**shape, **qwen_windows(fields, shape["n_layers"], lambda i, top: i >= top)}
 
 
 def read_qwen2_moe(fields: Fields) -> dict[str, Any]:
@@ -340,21 +373,6 @@ def read_qwen2_moe(fields: Fields) -> dict[str, Any]:
     return {**shape, **qwen_windows(fields, layers, lambda i, top: (i + 1) % 2 == 1 and i < top)}
 
 
-def read_qwen3(fields: Fields) -> dict[str, Any]:
-    shape = llama_like(fields, head_dim_default=128, tied_default=False, biases=False)
-    attention_bias = fields.bool("attention_bias", False)
-    shape["bias"] = {"qkv": attention_bias, "attn_out": attention_bias, "mlp": False}
-    shape["qk_norm"] = True
-    return {**shape, **qwen_windows(fields, shape["n_layers"], lambda i, top: i >= top)}
-
-
-def read_gemma(fields: Fields) -> dict[str, Any]:
-    shape = llama_like(fields, head_dim_default=256, tied_default=True, biases=False)
-    attention_bias = fields.bool("attention_bias", False)
-    shape["bias"] = {"qkv": attention_bias, "attn_out": attention_bias, "mlp": False}
-    return shape
-
-
 def read_gemma2(fields: Fields) -> dict[str, Any]:
     shape = read_gemma(fields)
     shape["block_norms"] = 4  # input, post-attention, pre-feedforward and post-feedforward RMSNorms
@@ -362,12 +380,6 @@ def read_gemma2(fields: Fields) -> dict[str, Any]:
     explicit = sliding_layers_from_types(fields, layers)
     chosen = explicit if explicit is not None else list(range(0, layers, 2))  # Gemma2Config: even layers slide
     return {**shape, **windows(fields.int("sliding_window", 4096), chosen, layers)}
-
-
-def read_phi3(fields: Fields) -> dict[str, Any]:
-    shape = llama_like(fields, head_dim_default=None, tied_default=False, biases=False)
-    window = fields.int("sliding_window", None)
-    return {**shape, **windows(window, list(range(shape["n_layers"])), shape["n_layers"])}
 
 
 def read_falcon(fields: Fields) -> dict[str, Any]:
@@ -585,8 +597,6 @@ def quantization(model_type: str, config: Any) -> dict[str, Any]:
 
 # Per family, as data ------------------------------------------------------------------------------------------
 
-Reader = Callable[[Fields], dict[str, Any]]
-
 
 @dataclass(frozen=True)
 class Refusal:
@@ -644,12 +654,14 @@ GPT2_IGNORED = frozenset(
 )  # fmt: skip
 FAMILIES: dict[str, Family] = {
     "gpt2": Family(read_gpt2, GPT2_IGNORED, refused=(CROSS_ATTENTION,)),
-    "llama": Family(read_llama, LLAMA_IGNORED),
-    "mistral": Family(read_mistral, LLAMA_IGNORED),
+    "llama": Family(llama_family(LlamaFlags(bias="attention+mlp")), LLAMA_IGNORED),
+    "mistral": Family(llama_family(LlamaFlags(window="every-layer-4096")), LLAMA_IGNORED),
     "mixtral": Family(read_mixtral, LLAMA_IGNORED | MOE_ROUTING),
-    "qwen2": Family(read_qwen2, QWEN_IGNORED),
+    "qwen2": Family(llama_family(LlamaFlags(bias="qkv", window="qwen")), QWEN_IGNORED),
     "qwen2_moe": Family(read_qwen2_moe, QWEN_IGNORED | MOE_ROUTING),
-    "qwen3": Family(read_qwen3, QWEN_IGNORED),
+    "qwen3": Family(
+        llama_family(LlamaFlags(head_dim_default=128, bias="attention", qk_norm=True, window="qwen")), QWEN_IGNORED
+    ),
     "gemma": Family(
         read_gemma,
         LLAMA_IGNORED,
@@ -669,7 +681,9 @@ FAMILIES: dict[str, Family] = {
     ),
     # Phi3Attention has no bias whatever `attention_bias` says (Phi-3-mini's Hub file sets it).
     "phi3": Family(
-        read_phi3, LLAMA_IGNORED | {"original_max_position_embeddings"}, unused=frozenset({"attention_bias"})
+        llama_family(LlamaFlags(window="every-layer")),
+        LLAMA_IGNORED | {"original_max_position_embeddings"},
+        unused=frozenset({"attention_bias"}),
     ),
     "falcon": Family(read_falcon, ROTARY_IGNORED | {"apply_residual_connection_post_layernorm"}),
     "gpt_neox": Family(read_gpt_neox, ROTARY_IGNORED | {"rotary_emb_base", "partial_rotary_factor", "is_decoder"}),

@@ -275,6 +275,7 @@ def resolve_source(
         raise UsageError(f"give a MODEL or --config PATH, not both ('{model}' and --config {config})")
     if strict and lenient:
         raise UsageError("--strict and --lenient contradict each other: give one")
+    found: dict[str, Any] | ConfigReading
     if config is not None:
         if revision is not None:
             raise UsageError("--revision applies to a Hugging Face Hub id (owner/name), not to --config")

@@ -39,7 +39,7 @@ class SourceNotes(Section):
         default_factory=list, description="parts of a multimodal model left out of every figure (its towers)"
     )
     checkpoint_bytes: int | None = Field(
-        None, description="a Hub checkpoint's stored bytes, from its model.safetensors.index.json"
+        default=None, description="a Hub checkpoint's stored bytes, from its model.safetensors.index.json"
     )
 
 
