@@ -133,7 +133,9 @@ def test_a_hub_id_downloads_only_its_config_and_index(tmp_path, tfcost, fake_hub
     assert run.code == 0, run.stderr
     result = json.loads(run.stdout)
     assert result["params"]["total"] == QWEN3_8B
-    assert result["checkpoint_bytes"] == 16_381_470_720  # bf16: 2 bytes x 8,190,735,360
+    # The index's total size (bf16: 2 bytes x 8,190,735,360) and tfcost's figure for the weights as stored agree.
+    assert result["checkpoint_bytes"] == result["checkpoint_bytes_estimate"] == 16_381_470_720
+    assert "safetensors index holds 16,381,470,720 bytes" in run.stderr
     fetched = {request.split()[1].split("/resolve/")[1].split("/", 1)[1] for request in FakeHub.requests}
     assert fetched == {"config.json", "model.safetensors.index.json"}
     cached = list((tmp_path / "hub" / "models--Qwen--Qwen3-8B" / "snapshots").glob("*/config.json"))

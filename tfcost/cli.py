@@ -175,6 +175,7 @@ def estimate(
     workload = validated(Workload, seq_len=seq, batch=batch, dtype=dtype.value, causal=causal)
     source = load_source(model, config, overrides, strict, lenient, revision)
     result = with_source(run_estimate(source.shape, workload), source)
+    render.print_checkpoint_check(result)
     if output is OutputFormat.json:
         render.print_json(result)
     else:
@@ -218,6 +219,7 @@ def compare(
     for model, path in sources:
         source = load_source(model, path, overrides, strict, lenient, revision)
         results.append(with_source(run_estimate(source.shape, workload), source))
+        render.print_checkpoint_check(results[-1])
     if output is OutputFormat.json:
         render.print_json(results)
     else:
@@ -378,6 +380,7 @@ def train(
         price_per_gpu_hour=price_per_gpu_hour,
     )
     result = with_source(run_train(shape, load_gpu(gpu), setup), source)
+    render.print_checkpoint_check(result)
     if output is OutputFormat.json:
         render.print_json(result)
     else:
@@ -450,6 +453,7 @@ def serve(
         memory_efficiency=memory_efficiency,
     )
     result = with_source(run_serve(shape, load_gpu(gpu), setup), source)
+    render.print_checkpoint_check(result)
     if output is OutputFormat.json:
         render.print_json(result)
     else:

@@ -17,7 +17,15 @@ from pydantic import BaseModel
 
 from tfcost import __version__
 from tfcost.errors import TfcostError
-from tfcost.report import SECTIONS, SERVE_SECTIONS, TRAIN_SECTIONS, Estimate, ServeReport, TrainReport
+from tfcost.report import (
+    SECTIONS,
+    SERVE_SECTIONS,
+    TRAIN_SECTIONS,
+    Estimate,
+    ServeReport,
+    SourceNotes,
+    TrainReport,
+)
 from tfcost.schema import GpuSpec, ModelShape
 from tfcost.units import Unit, human
 
@@ -397,11 +405,20 @@ def source_notes(ignored: Sequence[str], not_priced: Sequence[str]) -> list[str]
 
 def print_source_notes(source: ModelSource) -> None:
     """One `tfcost: note:` line on stderr per note, never on stdout (which may carry JSON or YAML)."""
-    notes = source_notes(source.ignored_fields, source.not_priced)
-    if source.checkpoint_bytes is not None:
-        notes.append(f"the Hub checkpoint stores {human(source.checkpoint_bytes, 'bytes')} of tensors (its index)")
-    for note in notes:
+    for note in source_notes(source.ignored_fields, source.not_priced):
         sys.stderr.write(f"tfcost: note: {printable(source.shape.name)}: {note}\n")
+
+
+def print_checkpoint_check(report: SourceNotes) -> None:
+    """A Hub checkpoint's stored bytes beside tfcost's figure for the same weights, on stderr."""
+    if report.checkpoint_bytes is None or report.checkpoint_bytes_estimate is None:
+        return
+    stored, estimate = report.checkpoint_bytes, report.checkpoint_bytes_estimate
+    sys.stderr.write(
+        f"tfcost: note: the checkpoint's safetensors index holds {stored:,} bytes of tensors "
+        f"({human(stored, 'bytes')}); tfcost counts {estimate:,} ({human(estimate, 'bytes')}) "
+        "for its weights as stored\n"
+    )
 
 
 def print_preset_yaml(shape: ModelShape, ignored: Sequence[str] = (), not_priced: Sequence[str] = ()) -> None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tfcost import flops, hardware, memory, params, serving, training
+from tfcost import flops, hardware, memory, params, serving, training, weights
 from tfcost.errors import TfcostError
 from tfcost.schema import GpuSpec, ModelShape, ServingSetup, TrainingSetup, Workload
 from tfcost.units import Unit
@@ -41,6 +41,10 @@ class SourceNotes(Section):
     checkpoint_bytes: int | None = Field(
         default=None, description="a Hub checkpoint's stored bytes, from its model.safetensors.index.json"
     )
+    checkpoint_bytes_estimate: int | None = Field(
+        default=None,
+        description="tfcost's bytes of the same weights as stored (16-bit, or its quantization), to set beside it",
+    )
 
 
 ReportT = TypeVar("ReportT", bound=SourceNotes)
@@ -48,8 +52,11 @@ ReportT = TypeVar("ReportT", bound=SourceNotes)
 
 def with_source(report: ReportT, source: ModelSource) -> ReportT:
     """The report with its model source's notes."""
-    notes = {"ignored_fields": source.ignored_fields, "not_priced": source.not_priced}
-    return report.model_copy(update={**notes, "checkpoint_bytes": source.checkpoint_bytes})
+    notes: dict[str, Any] = {"ignored_fields": source.ignored_fields, "not_priced": source.not_priced}
+    if source.checkpoint_bytes is not None:
+        notes["checkpoint_bytes"] = source.checkpoint_bytes
+        notes["checkpoint_bytes_estimate"] = weights.checkpoint_weight_bytes(source.shape)
+    return report.model_copy(update=notes)
 
 
 class ParamsReport(Section):
