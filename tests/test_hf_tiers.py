@@ -167,3 +167,19 @@ def test_a_multimodal_wrapper_prices_its_language_model_and_names_its_towers():
         read_config({**wrapper, "text_config": {**text, "model_type": "mamba"}})
     unknown = read_config({**wrapper, "text_config": {**text, "odd_key": "x"}})
     assert unknown.ignored == ["text_config.odd_key"]
+
+
+def test_the_towers_not_priced_are_named_on_stderr_and_in_json(tmp_path, tfcost):
+    path = tmp_path / "config.json"
+    wrapper = {
+        "model_type": "llava",
+        "text_config": raw("llama-2-7b"),
+        "vision_config": {"model_type": "clip_vision_model"},
+    }
+    path.write_text(json.dumps(wrapper))
+    run = tfcost("estimate", str(path), "-f", "json")
+    assert run.code == 0, run.stderr
+    result = json.loads(run.stdout)
+    assert result["params"]["total"] == 6_738_415_616  # Llama-2-7B's language model alone
+    assert result["not_priced"] == ["vision tower (clip_vision_model)", "multimodal projector"]
+    assert "not priced: vision tower (clip_vision_model), multimodal projector" in run.stderr

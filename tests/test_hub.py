@@ -179,3 +179,10 @@ def test_no_command_without_a_hub_id_imports_huggingface_hub():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_revision_reaches_the_hub(tmp_path, tfcost, fake_hub):
+    run = tfcost("import", "Qwen/Qwen3-8B", "--revision", "v1.0", env=env_for(tmp_path, HF_ENDPOINT=fake_hub))
+    assert run.code == 0, run.stderr
+    assert any("/resolve/v1.0/config.json" in request for request in FakeHub.requests)
+    assert "qk_norm: true" in run.stdout
