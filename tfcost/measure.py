@@ -20,17 +20,18 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from tfcost.errors import TfcostError
+from tfcost.free_memory import host_available_bytes
 from tfcost.hardware import peak_flops_per_s
 from tfcost.measure_report import (
     Direction,
     KernelRun,
-    MeasureDtype,
     MeasureReport,
     MeasureSetup,
+    calls_that_do_not_fit,
     measurement,
 )
 from tfcost.presets import gpu_for_device_name, load_gpu
-from tfcost.schema import AttentionShape, GpuSpec
+from tfcost.schema import AttentionShape, GpuSpec, MeasureDtype
 
 try:
     with warnings.catch_warnings():
@@ -244,6 +245,14 @@ def run_kernel(
     return KernelRun(**row, backend_ran=ran, status="ok", samples_ms=samples, peak_memory_bytes=peak)
 
 
+def free_bytes(device: str) -> int | None:
+    """Memory a call may still take: the GPU's free memory less the L2-flush buffer the timer will hold, or the
+    machine's available memory."""
+    if device == "cuda":
+        return max(0, torch.cuda.mem_get_info()[0] - L2_FLUSH_BYTES)
+    return host_available_bytes()
+
+
 def free_memory(device: str) -> None:
     if device == "cuda":
         torch.cuda.empty_cache()
@@ -320,6 +329,7 @@ def run(
     repeats = repeats or DEFAULT_REPEATS[device]
     setup = MeasureSetup(model=model, shape=shape, batch=batch, dtype=dtype, causal=causal)
     directions: list[Direction] = ["forward", "forward+backward"] if backward else ["forward"]
+    unfit = calls_that_do_not_fit(setup, seqs, directions, backends, free_bytes(device), device_name)
 
     torch.manual_seed(0)
     timer = Timer(device)
@@ -327,6 +337,12 @@ def run(
     with progress(len(seqs) * len(directions) * len(backends)) as begin:
         for seq in seqs:
             for direction in directions:
+                if all((seq, direction, backend) in unfit for backend in backends):  # not even the inputs
+                    for backend in backends:
+                        begin(f"T={seq} {direction} {backend}")
+                        runs.append(KernelRun(seq=seq, backend=backend, backend_ran=None, direction=direction,
+                                              status="oom", reason=unfit[seq, direction, backend]))  # fmt: skip
+                    continue
                 try:
                     inputs = make_inputs(shape, batch, seq, dtype, device, direction == "forward+backward")
                 except RuntimeError as error:
@@ -340,6 +356,10 @@ def run(
                     continue
                 for backend in backends:
                     begin(f"T={seq} {direction} {backend}")
+                    if (seq, direction, backend) in unfit:
+                        runs.append(KernelRun(seq=seq, backend=backend, backend_ran=None, direction=direction,
+                                              status="oom", reason=unfit[seq, direction, backend]))  # fmt: skip
+                        continue
                     runs.append(run_kernel(timer, backend, inputs, seq, causal, direction, repeats))
                     free_memory(device)
                 del inputs
