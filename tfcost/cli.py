@@ -434,7 +434,7 @@ def attention_shape(
         "head_dim": head_dim or (base.head_dim if base else None),
     }
     try:
-        return AttentionShape(**chosen)
+        return AttentionShape.model_validate(chosen)
     except ValidationError as error:
         raise UsageError(describe_validation_error(error)) from None
 

@@ -8,6 +8,7 @@ understand might change costs, so it is never silently dropped. Reading the file
 
 from __future__ import annotations
 
+import builtins  # Fields.int shadows the name inside the class
 import math
 from collections.abc import Callable
 from typing import Any
@@ -71,7 +72,7 @@ class Fields:
             raise self.wrong(key, "an integer", value)
         return value
 
-    def nullable_int(self, key: str, default: int | None) -> int | None:
+    def nullable_int(self, key: str, default: builtins.int | None) -> builtins.int | None:
         """An integer that a config may set to null on purpose: `default` applies only when the key is absent."""
         if key in self.config and self.config[key] is None:
             self.read.add(key)

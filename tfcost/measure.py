@@ -68,11 +68,11 @@ GQA_SUPPORTED = "enable_gqa" in (F.scaled_dot_product_attention.__doc__ or "")
 
 def attention_step(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, backward: bool
-) -> Callable[[], None]:
+) -> Callable[[], object]:
     """One call to time: the forward, or forward and backward (gradients returned, never accumulated).
 
     Causal runs have equal query and key lengths: sdpa's is_causal mask is top-left aligned."""
-    gqa = {"enable_gqa": True} if q.shape[1] != k.shape[1] else {}
+    gqa: dict[str, Any] = {"enable_gqa": True} if q.shape[1] != k.shape[1] else {}
 
     def forward() -> torch.Tensor:
         return F.scaled_dot_product_attention(q, k, v, is_causal=causal, **gqa)
@@ -120,7 +120,7 @@ def first_line(text: str) -> str:
 
 def auto_choice(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> str | None:
     """The kernel sdpa picks when nothing is forced (torch's own dispatch function; private, so best effort)."""
-    gqa = {"enable_gqa": True} if q.shape[1] != k.shape[1] else {}
+    gqa: dict[str, Any] = {"enable_gqa": True} if q.shape[1] != k.shape[1] else {}
     try:
         choice = SDPBackend(torch._fused_sdp_choice(q, k, v, is_causal=causal, **gqa))
     except (AttributeError, RuntimeError, TypeError, ValueError):
@@ -152,9 +152,9 @@ class Timer:
         if self.flush is None:
             samples = []
             for _ in range(repeats):
-                start = time.perf_counter()
+                began = time.perf_counter()
                 step()
-                samples.append((time.perf_counter() - start) * 1000)
+                samples.append((time.perf_counter() - began) * 1000)
             return samples
         events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(repeats)]
         for start, end in events:
@@ -365,7 +365,7 @@ def run(
                 del inputs
                 free_memory(device)
     return MeasureReport(
-        device=device,  # type: ignore[arg-type]
+        device=device,
         device_name=device_name,
         gpu=spec.name if spec else None,
         torch_version=torch.__version__,

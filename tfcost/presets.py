@@ -67,7 +67,7 @@ def strict_loader() -> type:
                     mark = key_node.start_mark
                     raise yaml.constructor.ConstructorError(None, None, f"key '{key}' is written twice", mark)
                 seen.add(key)
-            return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
+            return super().construct_mapping(node, deep=deep)
 
     def refuse(loader: Any, node: Any) -> None:
         raise yaml.constructor.ConstructorError(

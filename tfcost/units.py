@@ -6,6 +6,7 @@ Counts and FLOPs use SI (decimal) prefixes: 1 GFLOP = 10^9 FLOPs. Bytes use IEC 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 Dtype = Literal["fp32", "fp16", "bf16", "fp8", "int8"]
@@ -72,7 +73,7 @@ def human(value: float | str | bool, unit: Unit) -> str:
         return value
     if unit == "bytes":
         return iec(value)
-    plain = {
+    plain: dict[str, Callable[[float], str]] = {
         "flops_per_s": lambda v: si(v, "FLOP/s"),
         "bytes_per_s": lambda v: si(v, "B/s"),
         "fraction": lambda v: f"{v:.1%}",
