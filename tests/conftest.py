@@ -85,3 +85,13 @@ def run_in_process(*args: str, env: dict[str, str] | None = None) -> Run:
             else:
                 os.environ[key] = value
     return Run(code, out.getvalue(), err.getvalue())
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under TFCOST_PROFILE=thorough every property test is a thorough check too, so CI's second run
+    (`TFCOST_PROFILE=thorough pytest -m thorough`) repeats them with all their examples."""
+    if os.environ.get("TFCOST_PROFILE") != "thorough":
+        return
+    for item in items:
+        if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
+            item.add_marker(pytest.mark.thorough)
