@@ -283,3 +283,22 @@ def test_measure_sweep_reports_the_call_that_cannot_fit_and_runs_the_rest():
     small, huge = json.loads(run.stdout)["measurements"]
     assert small["status"] == "ok" and huge["status"] == "oom"
     assert "needs at least 2,400,0" in huge["reason"]  # 12 heads x 10^14 scores x 2 bytes, and more
+
+
+def test_a_gpu_sweep_is_checked_against_free_device_memory_call_by_call():
+    from tfcost.measure_report import MeasureSetup, calls_that_do_not_fit
+    from tfcost.schema import AttentionShape
+
+    # Llama-3-8B's attention (H 32, K 8, Q 128) at T = 32,768 in bf16, on a GPU with 80 GiB free.
+    setup = MeasureSetup(model=None, shape=AttentionShape(heads=32, kv_heads=8, head_dim=128), batch=1,
+                         dtype="bf16", causal=True)  # fmt: skip
+    t, gib = 32_768, 2**30
+    q = 32 * t * 128 * 2  # one (B, H, T, Q) tensor in bf16: 256 MiB
+    kv = q // 4
+    math_forward = q + 2 * kv + q + 32 * t * t * 2  # Q, K, V, then O and the 64 GiB score matrix
+    assert math_forward > 64 * gib
+    unfit = calls_that_do_not_fit(setup, [t], ["forward"], ["flash", "math"], 64 * gib, "the GPU")
+    assert list(unfit) == [(t, "forward", "math")]
+    assert f"needs at least {math_forward:,} bytes" in unfit[t, "forward", "math"]
+    with pytest.raises(TfcostError, match=r"T=32,768 forward \(flash\) needs at least"):
+        calls_that_do_not_fit(setup, [t], ["forward"], ["flash", "math"], 100 * 2**20, "the GPU")
