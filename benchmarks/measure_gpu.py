@@ -9,15 +9,17 @@ Run from the repository root, with a python that has torch (and triton for do_be
 (typer, rich, pydantic, pyyaml); tfcost itself is imported from the checkout. Writes measure_gpu.json to --out,
 or to $OUT when set. Agreement is tfcost's median over do_bench's median, minus one; the aim is within 5%.
 
-On the lent H200 machine (python3 there has torch, triton, typer, rich and pyyaml, but no pydantic), carry
-pydantic as wheels, made here in the repository root:
-    echo /.whl/ >> .git/info/exclude
-    python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-        --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d .whl \
-        pydantic==2.14.4 pydantic-core==2.50.5 annotated-types==0.8.0 typing-inspection==0.4.5
-and run, with carry [".whl"] and a timeout of about 540 s (the sweep takes a few minutes):
-    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
-        && PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 python3 benchmarks/measure_gpu.py
+To run it on any CUDA machine:
+    1. Clone the repository and install tfcost with its measure extra, in a virtual environment:
+           python3 -m venv .venv && .venv/bin/pip install -e '.[measure]' triton
+       (pick the torch build for your CUDA version first if pip's default does not match: see pytorch.org).
+    2. Check that torch sees the GPU:
+           .venv/bin/python -c "import torch; print(torch.cuda.get_device_name())"
+    3. From the repository root run the sweep (a few minutes on an H100-class GPU):
+           .venv/bin/python benchmarks/measure_gpu.py --out results/
+Without pip access on the GPU machine, copy wheels of tfcost's dependencies there and install them with
+`pip install --no-index`; the script needs torch, triton, typer, rich, pydantic and pyyaml. A GPU missing from
+presets/gpus.yaml is timed all the same, without the fractions of its peak.
 """
 
 from __future__ import annotations

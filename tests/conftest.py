@@ -19,8 +19,13 @@ from tfcost.schema import ModelShape
 
 # Property tests are derandomized: every run tries the same examples, so CI is repeatable and a failure reproduces.
 # No example database (a run replays nothing but its seed) and no per-example deadline (CI machines are shared).
+# Two profiles (strategies.examples scales each test's count): the default, fast, tries a tenth of the examples;
+# TFCOST_PROFILE=thorough tries them all.
 settings.register_profile("tfcost", derandomize=True, database=None, deadline=None, print_blob=True)
 settings.load_profile("tfcost")
+
+# The commands' own defaults are what a user at a 120-column terminal without colour sees.
+CLI_ENV = {"COLUMNS": "120", "NO_COLOR": "1"}
 
 
 @pytest.fixture
@@ -41,7 +46,7 @@ def run_tfcost(*args: str, env: dict[str, str] | None = None) -> Run:
         [sys.executable, "-m", "tfcost", *args],
         capture_output=True,
         text=True,
-        env={"COLUMNS": "120", "NO_COLOR": "1", "PATH": "/usr/bin:/bin", **(env or {})},
+        env={**CLI_ENV, "PATH": "/usr/bin:/bin", **(env or {})},
         timeout=60,
         check=False,
     )
@@ -50,14 +55,22 @@ def run_tfcost(*args: str, env: dict[str, str] | None = None) -> Run:
 
 @pytest.fixture(scope="session")
 def tfcost():
-    return run_tfcost
+    """The CLI as the tests drive it: main() in this interpreter (a fresh one costs a third of a second a run);
+    run_tfcost, used by a few smoke tests, covers the real console entry point."""
+    return run_in_process
 
 
-def run_in_process(*args: str) -> Run:
-    """main(argv) in this interpreter with stdout and stderr captured: a thousand command lines in seconds, for
-    the property tests (a fresh interpreter costs a third of a second; run_tfcost covers the real entry point)."""
+def run_in_process(*args: str, env: dict[str, str] | None = None) -> Run:
+    """main(argv) in this interpreter with stdout and stderr captured and the environment `env` adds to CLI_ENV
+    (TFCOST_DEBUG unset): a thousand command lines in seconds."""
     out, err = io.StringIO(), io.StringIO()
-    debug = os.environ.pop("TFCOST_DEBUG", None)
+    changes = {"TFCOST_DEBUG": None, **CLI_ENV, **(env or {})}
+    saved = {key: os.environ.get(key) for key in changes}
+    for key, value in changes.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
     try:
         with redirect_stdout(out), redirect_stderr(err):
             main(list(args))
@@ -66,6 +79,19 @@ def run_in_process(*args: str) -> Run:
     else:
         raise AssertionError(f"main{args} returned without exiting")
     finally:
-        if debug is not None:
-            os.environ["TFCOST_DEBUG"] = debug
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
     return Run(code, out.getvalue(), err.getvalue())
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under TFCOST_PROFILE=thorough every property test is a thorough check too, so CI's second run
+    (`TFCOST_PROFILE=thorough pytest -m thorough`) repeats them with all their examples."""
+    if os.environ.get("TFCOST_PROFILE") != "thorough":
+        return
+    for item in items:
+        if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
+            item.add_marker(pytest.mark.thorough)

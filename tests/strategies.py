@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from hypothesis import strategies as st
 
 from tfcost.schema import ModelShape
 from tfcost.units import MAX_SIZE
+
+# TFCOST_PROFILE=thorough (CI's second run) tries every example each property test asks for; the default run, a
+# tenth, so that it stays quick as families are added.
+THOROUGH = os.environ.get("TFCOST_PROFILE") == "thorough"
+
+
+def examples(count: int) -> int:
+    """How many examples a property test tries under the current profile."""
+    return count if THOROUGH else max(20, count // 10)
+
 
 # Hypothesis favours small numbers and the ends of a range, so this reaches both 1 and the cap.
 sizes = st.integers(min_value=1, max_value=MAX_SIZE)

@@ -25,7 +25,7 @@ import yaml
 from conftest import Run, run_in_process, run_tfcost
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import shape_fields, yaml_values
+from strategies import examples, shape_fields, yaml_values
 
 from tfcost import memory
 from tfcost.presets import MAX_PRESET_BYTES, load_model, model_preset_paths
@@ -100,25 +100,25 @@ def edited_presets(draw: st.DrawFn) -> str:
     return yaml.safe_dump(fields, allow_unicode=draw(st.booleans()))
 
 
-@settings(max_examples=600)
+@settings(max_examples=examples(600))
 @given(edited_presets(), formats)
 def test_edited_presets_succeed_or_fail_in_one_line(text, output):
     check_estimate_file(text, output)
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(yaml_values, formats)
 def test_any_yaml_document_succeeds_or_fails_in_one_line(value, output):
     check_estimate_file(yaml.safe_dump(value), output)
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(st.text(max_size=200))
 def test_any_text_fails_in_one_line(text):
     check_estimate_file(text, "json")
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(st.binary(max_size=200))
 def test_any_bytes_fail_in_one_line(data):
     check_estimate_file(data, "json")
@@ -141,7 +141,7 @@ SNIPPETS = [
 ]  # fmt: skip
 
 
-@settings(max_examples=600)
+@settings(max_examples=examples(600))
 @given(st.lists(st.sampled_from(SNIPPETS), min_size=1, max_size=6), st.sampled_from(["\n", "\n  ", " "]), formats)
 def test_yaml_snippet_soup_fails_or_succeeds_in_one_line(pieces, joint, output):
     check_estimate_file(joint.join(pieces), output)
@@ -161,7 +161,7 @@ def edited_configs(draw: st.DrawFn) -> str:
     return json.dumps(config)
 
 
-@settings(max_examples=400)
+@settings(max_examples=examples(400))
 @given(edited_configs(), formats)
 def test_edited_hf_configs_succeed_or_fail_in_one_line(text, output):
     path = WORKDIR / "config.json"
@@ -213,13 +213,13 @@ def command_lines(draw: st.DrawFn) -> list[str]:
     return argv
 
 
-@settings(max_examples=1000)
+@settings(max_examples=examples(1000))
 @given(command_lines())
 def test_any_command_line_succeeds_or_fails_in_one_line(argv):
     check_contract(run_in_process(*argv))
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(
     st.sampled_from(PRESETS),
     st.integers(1, MAX_SIZE),

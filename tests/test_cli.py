@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_tfcost
 
 from tfcost.presets import load_model
 from tfcost.report import estimate
@@ -105,8 +106,8 @@ def test_bare_command_shows_help(tfcost):
     assert run.code == 2 and "Commands" in run.stderr and "Traceback" not in run.stderr
 
 
-def test_debug_shows_the_traceback(tfcost):
-    run = tfcost("estimate", "gpt2-smal", env={"TFCOST_DEBUG": "1"})
+def test_debug_shows_the_traceback():
+    run = run_tfcost("estimate", "gpt2-smal", env={"TFCOST_DEBUG": "1"})  # a real process: the traceback is its end
     assert run.code != 0 and "Traceback" in run.stderr
 
 

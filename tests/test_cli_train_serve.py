@@ -7,10 +7,8 @@ import subprocess
 import sys
 
 import pytest
-import typer.main
 from test_cli import NO_TORCH_PROBE, one_line_error
 
-from tfcost.cli import app
 from tfcost.presets import load_gpu, load_model
 from tfcost.report import serve, train
 from tfcost.schema import ServingSetup, TrainingSetup
@@ -107,15 +105,6 @@ def test_reports_are_readable_tables(tfcost):
     for text in ("16,060,522,496", "10.00 GiB", "182", "14,602", "compute-bound", "memory-bound", "8.89 ms",
                  "reserve 10%"):  # fmt: skip
         assert text in run.stdout, text
-
-
-def test_cli_defaults_are_the_schema_defaults():
-    command = typer.main.get_command(app)
-    for name, schema in (("train", TrainingSetup), ("serve", ServingSetup)):
-        options = {param.name: param.default for param in command.commands[name].params}  # type: ignore[attr-defined]
-        for field, info in schema.model_fields.items():
-            if field in options and not info.is_required():
-                assert options[field] == info.default, (name, field)
 
 
 def test_bad_input_gets_one_line(tfcost):

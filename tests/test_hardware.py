@@ -20,7 +20,7 @@ def test_table_has_every_gpu_with_a_source():
 
 @pytest.mark.parametrize(
     ("name", "ridge"),
-    # formulas-and-specs.md §4 "Ridge points" (dense BF16 peak / bandwidth, FLOP per byte).
+    # docs/formulas.md, "Ridge point" (dense BF16 peak / bandwidth, FLOP per byte).
     [("h100-sxm", 295), ("h100-pcie", 378), ("h200", 206), ("b200", 281), ("a100-40gb", 201),
      ("a100-80gb", 153), ("l4", 403), ("l40s", 419), ("rtx-4090", 164), ("rtx-3090", 76), ("v100", 139),
      ("mi300x", 247)],

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from conftest import run_tfcost
 
 pytest.importorskip("huggingface_hub", reason="hub ids need huggingface_hub, a core dependency")
 
@@ -99,6 +100,12 @@ class FakeHub(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self.answer(body=True)
+
+
+@pytest.fixture
+def tfcost():
+    """huggingface_hub reads its HF_* variables once, when it is imported: each run needs a fresh interpreter."""
+    return run_tfcost
 
 
 @pytest.fixture

@@ -14,15 +14,14 @@ import re
 
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from strategies import any_shape_fields, any_shapes, batches, dtypes, seq_lens, shape_fields
+from strategies import any_shape_fields, any_shapes, batches, dtypes, examples, seq_lens, shape_fields
 
 from tfcost import flops, memory, params
-from tfcost.blocks import blocks
 from tfcost.report import estimate
 from tfcost.schema import ModelShape, Workload
 from tfcost.units import DTYPE_BYTES, MAX_SIZE, human
 
-MANY = settings(max_examples=1000)
+MANY = settings(max_examples=examples(1000))
 
 
 def numbers_in(document: object) -> list[object]:
@@ -101,22 +100,11 @@ def test_halving_the_kv_heads_halves_the_kv_cache(fields, seq_len, batch, dtype)
 
 
 @MANY
-@given(any_shapes, seq_lens, st.booleans())
-def test_totals_are_the_sums_of_their_breakdowns(shape, seq_len, causal):
-    parts = params.parameter_breakdown(shape)
-    total = params.total_params(shape)
-    assert total == sum(parts.values())
-    assert params.embedding_params(shape) + params.non_embedding_params(shape) == total
-    assert params.active_params(shape) <= total
-    assert params.params_per_layer(shape) == sum(params.layer_params(shape).values())
-    if len({block for block, _ in blocks(shape)}) == 1:  # every block alike: the blocks are L of the one block
-        layer_parts = [value for key, value in parts.items() if key.startswith("layers/")]
-        assert sum(layer_parts) == shape.n_layers * params.params_per_layer(shape)
-    active = params.non_embedding_params(shape) - params.inactive_params(shape)  # MoE: idle experts left out
-    assert flops.six_n_flops_per_token(shape) == 6 * active
-    forward = flops.forward_flops(shape, seq_len, causal)
-    assert forward == sum(flops.forward_flops_breakdown(shape, seq_len, causal).values())
-    assert flops.training_flops(shape, seq_len, causal) == 3 * forward
+@given(any_shapes)
+def test_active_parameters_never_exceed_the_total(shape):
+    # That a breakdown sums to its total, or training is 3x forward, is how they are defined; the truth tests
+    # check the parts themselves against transformers, an independent implementation.
+    assert params.active_params(shape) <= params.total_params(shape)
 
 
 @MANY
@@ -162,7 +150,7 @@ SCIENTIFIC = re.compile(r"(?P<mantissa>\d\.\d{3}e\+\d+)( (FLOP|B))?$")
 LARGEST = 4 * MAX_SIZE**6
 
 
-@settings(max_examples=2000)
+@settings(max_examples=examples(2000))
 @given(st.integers(0, 10**6) | st.integers(0, LARGEST), st.sampled_from(["count", "flops", "bytes"]))
 def test_human_numbers_are_short_and_say_the_value(value, unit):
     text = human(value, unit)

@@ -2,22 +2,40 @@
 
 No `from __future__ import annotations` here: typer would then eval and compile every option's annotation
 string twice on each run (16 ms of start-up with six commands), where real annotations cost nothing.
+
+Choices and defaults are the schema's own (its Literal types and its fields' defaults), so they are written once;
+typer shows them in --help.
 """
 
+import errno
 import gc
+import io
 import os
 import sys
-from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn, TypeVar, get_args
 
 import typer
 
 from tfcost import __version__
 from tfcost.errors import TfcostError
+from tfcost.schema import (
+    MeasureDevice,
+    MeasureDtype,
+    Optimizer,
+    Precision,
+    Recompute,
+    SdpaBackend,
+    ServingSetup,
+    TrainingSetup,
+    WeightsDtype,
+    Workload,
+)
+from tfcost.units import Dtype
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from tfcost.measure_report import Direction
     from tfcost.presets import ModelSource
     from tfcost.schema import AttentionShape
 
@@ -33,17 +51,12 @@ app = typer.Typer(
 )
 
 
-class OutputFormat(StrEnum):
-    table = "table"
-    json = "json"
+OutputFormat = Literal["table", "json"]
 
 
-class DtypeChoice(StrEnum):
-    fp32 = "fp32"
-    fp16 = "fp16"
-    bf16 = "bf16"
-    fp8 = "fp8"
-    int8 = "int8"
+def default(schema: "type[BaseModel]", field: str) -> Any:
+    """A setup field's default, for the option that sets it."""
+    return schema.model_fields[field].default
 
 
 def show_version(value: bool) -> None:
@@ -63,7 +76,7 @@ def root(
 
 Seq = Annotated[int, typer.Option("--seq", "-T", min=1, help="T: tokens per sequence.")]
 Batch = Annotated[int, typer.Option("--batch", "-B", min=1, help="B: sequences in the batch.")]
-DtypeOption = Annotated[DtypeChoice, typer.Option("--dtype", help="Storage dtype of the KV cache and score matrix.")]
+DtypeOption = Annotated[Dtype, typer.Option("--dtype", help="Storage dtype of the KV cache and score matrix.")]
 Causal = Annotated[
     bool,
     typer.Option(
@@ -140,13 +153,13 @@ def list_presets() -> None:
 
 
 @app.command()
-def gpus(output: FormatOption = OutputFormat.table) -> None:
+def gpus(output: FormatOption = "table") -> None:
     """List the GPU spec table: dense peaks, memory and bandwidth, with sources."""
     from tfcost import render
     from tfcost.presets import all_gpus
 
     table = all_gpus()
-    if output is OutputFormat.json:
+    if output == "json":
         render.print_json(table)
     else:
         render.gpus_table(table)
@@ -160,23 +173,22 @@ def estimate(
     strict: StrictOption = False,
     lenient: LenientOption = False,
     revision: RevisionOption = None,
-    seq: Seq = 1024,
-    batch: Batch = 1,
-    dtype: DtypeOption = DtypeChoice.bf16,
-    causal: Causal = False,
-    output: FormatOption = OutputFormat.table,
+    seq: Seq = default(Workload, "seq_len"),
+    batch: Batch = default(Workload, "batch"),
+    dtype: DtypeOption = default(Workload, "dtype"),
+    causal: Causal = default(Workload, "causal"),
+    output: FormatOption = "table",
 ) -> None:
     """Parameters, FLOPs, KV cache and score-matrix size of one model."""
     from tfcost import render
     from tfcost.report import estimate as run_estimate
     from tfcost.report import with_source
-    from tfcost.schema import Workload
 
-    workload = validated(Workload, seq_len=seq, batch=batch, dtype=dtype.value, causal=causal)
+    workload = validated(Workload, seq_len=seq, batch=batch, dtype=dtype, causal=causal)
     source = load_source(model, config, overrides, strict, lenient, revision)
     result = with_source(run_estimate(source.shape, workload), source)
     render.print_checkpoint_check(result)
-    if output is OutputFormat.json:
+    if output == "json":
         render.print_json(result)
     else:
         render.estimate_table(result)
@@ -195,32 +207,31 @@ def compare(
     strict: StrictOption = False,
     lenient: LenientOption = False,
     revision: RevisionOption = None,
-    seq: Seq = 1024,
-    batch: Batch = 1,
-    dtype: DtypeOption = DtypeChoice.bf16,
-    causal: Causal = False,
+    seq: Seq = default(Workload, "seq_len"),
+    batch: Batch = default(Workload, "batch"),
+    dtype: DtypeOption = default(Workload, "dtype"),
+    causal: Causal = default(Workload, "causal"),
     breakdown: Annotated[
         bool, typer.Option("--breakdown", help="Also show the per-part breakdowns (always in --format json).")
     ] = False,
-    output: FormatOption = OutputFormat.table,
+    output: FormatOption = "table",
 ) -> None:
     """The same quantities for several models, side by side (--set applies to each)."""
     from tfcost import render
     from tfcost.errors import UsageError
     from tfcost.report import estimate as run_estimate
     from tfcost.report import with_source
-    from tfcost.schema import Workload
 
     sources = [(model, None) for model in models or ()] + [(None, path) for path in configs or ()]
     if not sources:
         raise UsageError("give the models to compare: preset names, YAML or config.json paths, or --config PATH")
-    workload = validated(Workload, seq_len=seq, batch=batch, dtype=dtype.value, causal=causal)
+    workload = validated(Workload, seq_len=seq, batch=batch, dtype=dtype, causal=causal)
     results = []
     for model, path in sources:
         source = load_source(model, path, overrides, strict, lenient, revision)
         results.append(with_source(run_estimate(source.shape, workload), source))
         render.print_checkpoint_check(results[-1])
-    if output is OutputFormat.json:
+    if output == "json":
         render.print_json(results)
     else:
         render.compare_table(results, breakdowns=breakdown)
@@ -243,31 +254,6 @@ def import_config(
 
     source = load_source(model, config, overrides, strict, lenient, revision)
     render.print_preset_yaml(source.shape, source.ignored_fields, source.not_priced)
-
-
-class RecomputeChoice(StrEnum):
-    none = "none"
-    selective = "selective"
-    full = "full"
-
-
-class OptimizerChoice(StrEnum):
-    adamw = "adamw"
-    adamw_8bit = "adamw-8bit"
-    sgd = "sgd"
-
-
-class PrecisionChoice(StrEnum):
-    bf16_mixed = "bf16-mixed"
-    fp32 = "fp32"
-
-
-class WeightsDtypeChoice(StrEnum):
-    bf16 = "bf16"
-    fp16 = "fp16"
-    fp8 = "fp8"
-    int8 = "int8"
-    int4 = "int4"
 
 
 def parse_tokens(text: str) -> int:
@@ -314,51 +300,59 @@ def train(
             "-D",
             parser=parse_tokens,
             metavar="COUNT",
-            help="D: training tokens, e.g. 300e9 or 300B. Default: Chinchilla-optimal, 20 per parameter.",
+            help="D: training tokens, e.g. 300e9 or 300B [default: Chinchilla-optimal].",
         ),
     ] = None,
     seq: Annotated[
         int | None,
         typer.Option(
-            "--seq", "-T", min=1, help="T: tokens per sequence. Default: 4096, or the model's context if shorter."
+            "--seq",
+            "-T",
+            min=1,
+            help="T: tokens per sequence [default: the training default, or the model's context if shorter].",
         ),
     ] = None,
-    micro_batch: Annotated[int, typer.Option("--micro-batch", "-b", min=1, help="b: sequences per GPU per pass.")] = 1,
-    gpus: Annotated[int, typer.Option("--gpus", min=1, help="GPUs in the run = data-parallel x tp x pp.")] = 1,
+    micro_batch: Annotated[
+        int, typer.Option("--micro-batch", "-b", min=1, help="b: sequences per GPU per pass.")
+    ] = default(TrainingSetup, "micro_batch"),
+    gpus: Annotated[int, typer.Option("--gpus", min=1, help="GPUs in the run = data-parallel x tp x pp.")] = default(
+        TrainingSetup, "gpus"
+    ),
     gpu: GpuOption = "h100-sxm",
-    mfu: Annotated[float, typer.Option("--mfu", help="Model FLOPs utilization, in (0, 1] (PaLM App. B).")] = 0.4,
-    zero: Annotated[int, typer.Option("--zero", min=0, max=3, help="ZeRO stage 0-3.")] = 0,
-    tp: Annotated[int, typer.Option("--tp", min=1, help="Tensor-parallel size.")] = 1,
-    pp: Annotated[int, typer.Option("--pp", min=1, help="Pipeline-parallel size.")] = 1,
+    mfu: Annotated[float, typer.Option("--mfu", help="Model FLOPs utilization, in (0, 1] (PaLM App. B).")] = default(
+        TrainingSetup, "mfu"
+    ),
+    zero: Annotated[int, typer.Option("--zero", min=0, max=3, help="ZeRO stage 0-3.")] = default(TrainingSetup, "zero"),
+    tp: Annotated[int, typer.Option("--tp", min=1, help="Tensor-parallel size.")] = default(TrainingSetup, "tp"),
+    pp: Annotated[int, typer.Option("--pp", min=1, help="Pipeline-parallel size.")] = default(TrainingSetup, "pp"),
     sequence_parallel: Annotated[
         bool,
         typer.Option(
             "--sequence-parallel", help="Megatron sequence parallelism (splits the rest of the activations by tp)."
         ),
-    ] = False,
-    recompute: Annotated[
-        RecomputeChoice, typer.Option("--recompute", help="Activation recomputation.")
-    ] = RecomputeChoice.none,
-    optimizer: Annotated[
-        OptimizerChoice, typer.Option("--optimizer", help="Optimizer (sgd: with momentum).")
-    ] = OptimizerChoice.adamw,
+    ] = default(TrainingSetup, "sequence_parallel"),
+    recompute: Annotated[Recompute, typer.Option("--recompute", help="Activation recomputation.")] = default(
+        TrainingSetup, "recompute"
+    ),
+    optimizer: Annotated[Optimizer, typer.Option("--optimizer", help="Optimizer (sgd: with momentum).")] = default(
+        TrainingSetup, "optimizer"
+    ),
     precision: Annotated[
-        PrecisionChoice, typer.Option("--precision", help="bf16-mixed: bf16 compute, fp32 master weights.")
-    ] = PrecisionChoice.bf16_mixed,
+        Precision, typer.Option("--precision", help="bf16-mixed: bf16 compute, fp32 master weights.")
+    ] = default(TrainingSetup, "precision"),
     flash: Annotated[
         bool, typer.Option("--flash/--no-flash", help="Fused attention: the T x T scores are never stored.")
-    ] = True,
+    ] = default(TrainingSetup, "flash"),
     price_per_gpu_hour: Annotated[
         float | None, typer.Option("--price-per-gpu-hour", min=0, help="Price of one GPU-hour, for the cost line.")
     ] = None,
-    output: FormatOption = OutputFormat.table,
+    output: FormatOption = "table",
 ) -> None:
     """Training compute, time, cost and memory per GPU: will it fit, and how long will it take?"""
     from tfcost import render, training
     from tfcost.presets import load_gpu
     from tfcost.report import train as run_train
     from tfcost.report import with_source
-    from tfcost.schema import TrainingSetup
 
     source = load_source(model, config, overrides, strict, lenient, revision)
     shape = source.shape
@@ -373,15 +367,15 @@ def train(
         tp=tp,
         pp=pp,
         sequence_parallel=sequence_parallel,
-        recompute=recompute.value,
-        optimizer=optimizer.value,
-        precision=precision.value,
+        recompute=recompute,
+        optimizer=optimizer,
+        precision=precision,
         flash=flash,
         price_per_gpu_hour=price_per_gpu_hour,
     )
     result = with_source(run_train(shape, load_gpu(gpu), setup), source)
     render.print_checkpoint_check(result)
-    if output is OutputFormat.json:
+    if output == "json":
         render.print_json(result)
     else:
         render.train_table(result)
@@ -396,9 +390,11 @@ def serve(
     lenient: LenientOption = False,
     revision: RevisionOption = None,
     gpu: GpuOption = "h100-sxm",
-    gpus: Annotated[int, typer.Option("--gpus", min=1, help="GPUs in tensor parallel.")] = 1,
+    gpus: Annotated[int, typer.Option("--gpus", min=1, help="GPUs in tensor parallel.")] = default(
+        ServingSetup, "gpus"
+    ),
     weights_dtype: Annotated[
-        WeightsDtypeChoice | None,
+        WeightsDtype | None,
         typer.Option(
             "--weights-dtype",
             help="Weight storage (int4: one fp16 scale per 128) [default: as a config's quantization_config stores "
@@ -406,45 +402,50 @@ def serve(
             show_default=False,
         ),
     ] = None,
-    kv_dtype: Annotated[DtypeChoice, typer.Option("--kv-dtype", help="KV cache storage dtype.")] = DtypeChoice.bf16,
-    batch: Batch = 1,
-    prompt: Annotated[int, typer.Option("--prompt", "-P", min=1, help="P: prompt tokens per sequence.")] = 2048,
-    generate: Annotated[int, typer.Option("--generate", "-G", min=1, help="G: generated tokens per sequence.")] = 512,
+    kv_dtype: Annotated[Dtype, typer.Option("--kv-dtype", help="KV cache storage dtype.")] = default(
+        ServingSetup, "kv_dtype"
+    ),
+    batch: Batch = default(ServingSetup, "batch"),
+    prompt: Annotated[int, typer.Option("--prompt", "-P", min=1, help="P: prompt tokens per sequence.")] = default(
+        ServingSetup, "prompt"
+    ),
+    generate: Annotated[
+        int, typer.Option("--generate", "-G", min=1, help="G: generated tokens per sequence.")
+    ] = default(ServingSetup, "generate"),
     reserve: Annotated[
         float,
         typer.Option(
             "--reserve",
-            help="Fraction of GPU memory kept free, in [0, 1): 0.1 leaves what vLLM's gpu_memory_utilization=0.9 does.",
+            help="Fraction of GPU memory kept free, in [0, 1) (vLLM's gpu_memory_utilization is 1 - reserve).",
         ),
-    ] = 0.1,
+    ] = default(ServingSetup, "reserve"),
     compute_efficiency: Annotated[
         float,
         typer.Option(
             "--compute-efficiency", help="Fraction of peak FLOP/s reached (llm-analysis: up to 0.7 for inference)."
         ),
-    ] = 0.7,
+    ] = default(ServingSetup, "compute_efficiency"),
     memory_efficiency: Annotated[
         float,
         typer.Option(
             "--memory-efficiency", help="Fraction of peak bandwidth reached (llm-analysis: 0.9 is aggressive)."
         ),
-    ] = 0.9,
-    output: FormatOption = OutputFormat.table,
+    ] = default(ServingSetup, "memory_efficiency"),
+    output: FormatOption = "table",
 ) -> None:
     """Serving memory, largest batch and context, and roofline prefill and decode times."""
     from tfcost import render
     from tfcost.presets import load_gpu
     from tfcost.report import serve as run_serve
     from tfcost.report import with_source
-    from tfcost.schema import ServingSetup
 
     source = load_source(model, config, overrides, strict, lenient, revision)
     shape = source.shape
     setup = validated(
         ServingSetup,
         gpus=gpus,
-        weights_dtype=weights_dtype.value if weights_dtype else None,
-        kv_dtype=kv_dtype.value,
+        weights_dtype=weights_dtype,
+        kv_dtype=kv_dtype,
         batch=batch,
         prompt=prompt,
         generate=generate,
@@ -454,47 +455,29 @@ def serve(
     )
     result = with_source(run_serve(shape, load_gpu(gpu), setup), source)
     render.print_checkpoint_check(result)
-    if output is OutputFormat.json:
+    if output == "json":
         render.print_json(result)
     else:
         render.serve_table(result)
 
 
-class MeasureFormat(StrEnum):
-    table = "table"
-    json = "json"
-    csv = "csv"
-
-
-class MeasureDtypeChoice(StrEnum):
-    bf16 = "bf16"
-    fp16 = "fp16"
-    fp32 = "fp32"
-
-
-class BackendChoice(StrEnum):
-    auto = "auto"
-    flash = "flash"
-    efficient = "efficient"
-    cudnn = "cudnn"
-    math = "math"
-    all = "all"
-
-
-class DeviceChoice(StrEnum):
-    auto = "auto"
-    cuda = "cuda"
-    cpu = "cpu"
+MeasureFormat = Literal["table", "json", "csv"]
 
 
 def parse_seq_list(text: str) -> list[int]:
     """'1024,2048' -> [1024, 2048]; anything else is a usage error naming --seq."""
     from tfcost.errors import UsageError
+    from tfcost.units import MAX_SIZE
 
+    problem = f"--seq: expected positive integers up to {MAX_SIZE:.0e}, separated by commas, got '{text}'"
     items = [item.strip() for item in text.split(",")]
-    if not all(item.isdigit() and int(item) > 0 for item in items):
-        raise UsageError(f"--seq: expected positive integers separated by commas, got '{text}'")
-    return list(dict.fromkeys(int(item) for item in items))
+    # ASCII digits only ("²" is a digit to str.isdigit), and few enough that int() is instant and within bounds
+    if not all(item.isascii() and item.isdigit() and len(item) <= len(str(MAX_SIZE)) for item in items):
+        raise UsageError(problem)
+    seqs = list(dict.fromkeys(int(item) for item in items))
+    if not all(0 < seq <= MAX_SIZE for seq in seqs):
+        raise UsageError(problem)
+    return seqs
 
 
 def attention_shape(
@@ -517,7 +500,7 @@ def attention_shape(
         "head_dim": head_dim or (base.head_dim if base else None),
     }
     try:
-        return AttentionShape(**chosen)
+        return AttentionShape.model_validate(chosen)
     except ValidationError as error:
         raise UsageError(describe_validation_error(error)) from None
 
@@ -529,19 +512,17 @@ def measure(
     ] = None,
     seq: Annotated[str, typer.Option("--seq", "-T", help="Sequence lengths, comma-separated.")] = "1024,2048,4096",
     batch: Batch = 1,
-    dtype: Annotated[MeasureDtypeChoice, typer.Option("--dtype", help="Element type of Q, K, V.")] = (
-        MeasureDtypeChoice.bf16
-    ),
+    dtype: Annotated[MeasureDtype, typer.Option("--dtype", help="Element type of Q, K, V.")] = "bf16",
     causal: Annotated[
         bool, typer.Option("--causal/--no-causal", help="Causal mask (equal query and key lengths).")
     ] = False,
     backward: Annotated[bool, typer.Option("--backward", help="Time forward+backward too.")] = False,
-    backend: Annotated[BackendChoice, typer.Option("--backend", help="SDPA backend to force; all: each.")] = (
-        BackendChoice.auto
-    ),
-    device: Annotated[DeviceChoice, typer.Option("--device", help="auto: CUDA if torch sees one.")] = (
-        DeviceChoice.auto
-    ),
+    backend: Annotated[
+        Literal[SdpaBackend, "all"], typer.Option("--backend", help="SDPA backend to force; all: each.")
+    ] = "auto",
+    device: Annotated[
+        Literal["auto", MeasureDevice], typer.Option("--device", help="auto: CUDA if torch sees one.")
+    ] = "auto",
     repeats: Annotated[
         int | None, typer.Option("--repeats", min=1, help="Timed repetitions [default: 30 on CUDA, 10 on CPU].")
     ] = None,
@@ -554,15 +535,23 @@ def measure(
         typer.Option("--kv-heads", min=1, help="Key-value heads [default: --heads if given, else the model's]."),
     ] = None,
     head_dim: Annotated[int | None, typer.Option("--head-dim", min=1, help="Head dimension.")] = None,
-    output: Annotated[MeasureFormat, typer.Option("--format", "-f", help="table, json or csv.")] = (
-        MeasureFormat.table
-    ),
+    output: Annotated[
+        MeasureFormat, typer.Option("--format", "-f", help="table for people, json or csv for scripts.")
+    ] = "table",
 ) -> None:
     """Time torch's scaled_dot_product_attention here and set it beside the estimate (needs tfcost[measure])."""
     from tfcost import render
 
     shape = attention_shape(model, heads, kv_heads, head_dim)
     seqs = parse_seq_list(seq)
+    backends = list(get_args(SdpaBackend)) if backend == "all" else [backend]
+    if device == "cpu":  # refuse what cannot fit before torch's import takes its second or two
+        from tfcost.free_memory import host_available_bytes
+        from tfcost.measure_report import MeasureSetup, calls_that_do_not_fit
+
+        setup = MeasureSetup(model=model, shape=shape, batch=batch, dtype=dtype, causal=causal)
+        directions: list[Direction] = ["forward", "forward+backward"] if backward else ["forward"]
+        calls_that_do_not_fit(setup, seqs, directions, backends, host_available_bytes(), "this machine")
     from tfcost import measure as measure_module  # torch is imported here, and only here
 
     report = measure_module.run(
@@ -570,18 +559,18 @@ def measure(
         shape=shape,
         seqs=seqs,
         batch=batch,
-        dtype=dtype.value,
+        dtype=dtype,
         causal=causal,
         backward=backward,
-        backends=measure_module.BACKEND_CHOICES if backend is BackendChoice.all else [backend.value],
-        device=device.value,
+        backends=backends,
+        device=device,
         repeats=repeats,
         gpu=gpu,
         progress=render.progress,
     )
-    if output is MeasureFormat.json:
+    if output == "json":
         render.print_json(report)
-    elif output is MeasureFormat.csv:
+    elif output == "csv":
         render.measure_csv(report)
     else:
         render.measure_table(report)
@@ -590,8 +579,22 @@ def measure(
 def fail(message: str, exit_code: int) -> NoReturn:
     from tfcost.render import print_error
 
-    print_error(message)
+    if sys.stderr is not None:  # started with standard error closed: the exit code is all there is
+        print_error(message)
     sys.exit(exit_code)
+
+
+# What a failed write of the output raises: a closed pipe or descriptor, a full disk or quota, an I/O error.
+OUTPUT_ERRNOS = {errno.EPIPE, errno.EBADF, errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO}
+
+
+def discard_stdout() -> None:
+    """Point standard output at /dev/null, so that the interpreter's own flush at exit cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):  # no descriptor: a test's StringIO
+        pass
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -602,11 +605,22 @@ def main(argv: list[str] | None = None) -> None:
     # tfcost has no use for pydantic plugins, and looking for them reads the entry points of every installed
     # package (4 ms with this venv's 23, growing with each one). A user's own setting wins.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    for stream in (sys.stdout, sys.stderr):  # a character the terminal cannot encode prints as an escape
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
+    if sys.stdout is None:  # started with standard output closed (`tfcost list >&-`)
+        fail("cannot write the output: standard output is closed", 1)
     if os.environ.get("TFCOST_DEBUG") == "1":
         app(args=argv)
         return
     try:
         code = app(args=argv, standalone_mode=False)
+        sys.stdout.flush()  # a full disk or a closed pipe is found here, while we can still say so
+    except OSError as error:
+        if error.errno not in OUTPUT_ERRNOS:
+            fail(f"internal error (OSError: {error}); rerun with TFCOST_DEBUG=1 for the traceback", 1)
+        discard_stdout()
+        fail(f"cannot write the output: {error.strerror or error}", 1)
     except typer.Abort:
         fail("aborted", 1)
     except TfcostError as error:

@@ -14,6 +14,8 @@ are named as not priced. Reading the file is tfcost.presets' job; fetching it fr
 
 from __future__ import annotations
 
+import builtins  # Fields.int shadows the name inside the class
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -111,7 +113,7 @@ class Fields:
             raise self.wrong(key, "an integer", value)
         return value
 
-    def nullable_int(self, key: str, default: int | None) -> int | None:
+    def nullable_int(self, key: str, default: builtins.int | None) -> builtins.int | None:
         """An integer that a config may set to null on purpose: `default` applies only when the key is absent."""
         if key in self.config and self.config[key] is None:
             self.read.add(key)
@@ -125,17 +127,23 @@ class Fields:
         return value
 
     def number(self, key: str, default: float) -> float:
-        value = self.raw(key, default)
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self.wrong(key, "a number", value)
-        return float(value)
+        return self.finite(key, self.raw(key, default))
 
     def number_in(self, mapping: dict[str, Any], key: str, label: str, default: float) -> float:
         """A number inside a nested mapping (`label` names it in errors)."""
-        value = mapping.get(key, default)
+        return self.finite(label, mapping.get(key, default))
+
+    def finite(self, label: str, value: Any) -> float:
+        """A JSON number as a float: a 400-digit integer or 1e400 (read as infinity) is no number tfcost can use."""
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise self.wrong(label, "a number", value)
-        return float(value)
+        try:
+            number = float(value)
+        except OverflowError:
+            raise self.wrong(label, "a finite number", f"{len(str(value))} digits") from None
+        if not math.isfinite(number):
+            raise self.wrong(label, "a finite number", value)
+        return number
 
     def text(self, key: str, default: Any = REQUIRED) -> Any:
         value = self.raw(key, default)
@@ -354,7 +362,9 @@ def read_qwen2_moe(fields: Fields) -> dict[str, Any]:
     layers = shape["n_layers"]
     experts = fields.int("num_experts")
     step = fields.int("decoder_sparse_step", 1)
-    dense_only = fields.list_of("mlp_only_layers", int, [])
+    if step < 1:  # every step-th layer is sparse: transformers itself divides by it
+        raise fields.wrong("decoder_sparse_step", "a positive integer", step)
+    dense_only = set(fields.list_of("mlp_only_layers", int, []))  # a set: one look-up per layer, not one search
     if experts > 0:  # Qwen2MoeDecoderLayer: sparse unless in mlp_only_layers or off the decoder_sparse_step grid
         dense = [i for i in range(layers) if i in dense_only or (i + 1) % step]
         if len(dense) < layers:

@@ -20,17 +20,18 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from tfcost.errors import TfcostError
+from tfcost.free_memory import host_available_bytes
 from tfcost.hardware import peak_flops_per_s
 from tfcost.measure_report import (
     Direction,
     KernelRun,
-    MeasureDtype,
     MeasureReport,
     MeasureSetup,
+    calls_that_do_not_fit,
     measurement,
 )
 from tfcost.presets import gpu_for_device_name, load_gpu
-from tfcost.schema import AttentionShape, GpuSpec
+from tfcost.schema import AttentionShape, GpuSpec, MeasureDtype
 
 try:
     with warnings.catch_warnings():
@@ -67,11 +68,11 @@ GQA_SUPPORTED = "enable_gqa" in (F.scaled_dot_product_attention.__doc__ or "")
 
 def attention_step(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, backward: bool
-) -> Callable[[], None]:
+) -> Callable[[], object]:
     """One call to time: the forward, or forward and backward (gradients returned, never accumulated).
 
     Causal runs have equal query and key lengths: sdpa's is_causal mask is top-left aligned."""
-    gqa = {"enable_gqa": True} if q.shape[1] != k.shape[1] else {}
+    gqa: dict[str, Any] = {"enable_gqa": True} if q.shape[1] != k.shape[1] else {}
 
     def forward() -> torch.Tensor:
         return F.scaled_dot_product_attention(q, k, v, is_causal=causal, **gqa)
@@ -119,7 +120,7 @@ def first_line(text: str) -> str:
 
 def auto_choice(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> str | None:
     """The kernel sdpa picks when nothing is forced (torch's own dispatch function; private, so best effort)."""
-    gqa = {"enable_gqa": True} if q.shape[1] != k.shape[1] else {}
+    gqa: dict[str, Any] = {"enable_gqa": True} if q.shape[1] != k.shape[1] else {}
     try:
         choice = SDPBackend(torch._fused_sdp_choice(q, k, v, is_causal=causal, **gqa))
     except (AttributeError, RuntimeError, TypeError, ValueError):
@@ -151,9 +152,9 @@ class Timer:
         if self.flush is None:
             samples = []
             for _ in range(repeats):
-                start = time.perf_counter()
+                began = time.perf_counter()
                 step()
-                samples.append((time.perf_counter() - start) * 1000)
+                samples.append((time.perf_counter() - began) * 1000)
             return samples
         events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(repeats)]
         for start, end in events:
@@ -244,6 +245,14 @@ def run_kernel(
     return KernelRun(**row, backend_ran=ran, status="ok", samples_ms=samples, peak_memory_bytes=peak)
 
 
+def free_bytes(device: str) -> int | None:
+    """Memory a call may still take: the GPU's free memory less the L2-flush buffer the timer will hold, or the
+    machine's available memory."""
+    if device == "cuda":
+        return max(0, torch.cuda.mem_get_info()[0] - L2_FLUSH_BYTES)
+    return host_available_bytes()
+
+
 def free_memory(device: str) -> None:
     if device == "cuda":
         torch.cuda.empty_cache()
@@ -320,6 +329,7 @@ def run(
     repeats = repeats or DEFAULT_REPEATS[device]
     setup = MeasureSetup(model=model, shape=shape, batch=batch, dtype=dtype, causal=causal)
     directions: list[Direction] = ["forward", "forward+backward"] if backward else ["forward"]
+    unfit = calls_that_do_not_fit(setup, seqs, directions, backends, free_bytes(device), device_name)
 
     torch.manual_seed(0)
     timer = Timer(device)
@@ -327,6 +337,12 @@ def run(
     with progress(len(seqs) * len(directions) * len(backends)) as begin:
         for seq in seqs:
             for direction in directions:
+                if all((seq, direction, backend) in unfit for backend in backends):  # not even the inputs
+                    for backend in backends:
+                        begin(f"T={seq} {direction} {backend}")
+                        runs.append(KernelRun(seq=seq, backend=backend, backend_ran=None, direction=direction,
+                                              status="oom", reason=unfit[seq, direction, backend]))  # fmt: skip
+                    continue
                 try:
                     inputs = make_inputs(shape, batch, seq, dtype, device, direction == "forward+backward")
                 except RuntimeError as error:
@@ -340,12 +356,16 @@ def run(
                     continue
                 for backend in backends:
                     begin(f"T={seq} {direction} {backend}")
+                    if (seq, direction, backend) in unfit:
+                        runs.append(KernelRun(seq=seq, backend=backend, backend_ran=None, direction=direction,
+                                              status="oom", reason=unfit[seq, direction, backend]))  # fmt: skip
+                        continue
                     runs.append(run_kernel(timer, backend, inputs, seq, causal, direction, repeats))
                     free_memory(device)
                 del inputs
                 free_memory(device)
     return MeasureReport(
-        device=device,  # type: ignore[arg-type]
+        device=device,
         device_name=device_name,
         gpu=spec.name if spec else None,
         torch_version=torch.__version__,

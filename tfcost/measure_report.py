@@ -11,12 +11,12 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from tfcost import flops, hardware, memory
+from tfcost.errors import TfcostError
 from tfcost.report import Section, quantity
-from tfcost.schema import AttentionShape, GpuSpec
+from tfcost.schema import AttentionShape, GpuSpec, MeasureDevice, MeasureDtype
 from tfcost.timing import timing_summary
-from tfcost.units import GIGA, TERA
+from tfcost.units import GIGA, TERA, iec
 
-MeasureDtype = Literal["bf16", "fp16", "fp32"]
 Direction = Literal["forward", "forward+backward"]
 Status = Literal["ok", "unsupported", "oom"]
 MATERIALIZED_BACKENDS = {"math"}  # the non-fused path that holds the T x T scores
@@ -97,7 +97,7 @@ class Measurement(Section):
 class MeasureReport(Section):
     """Everything `tfcost measure` reports."""
 
-    device: Literal["cuda", "cpu"]
+    device: MeasureDevice
     device_name: str
     gpu: str | None = Field(description="the GPU spec table row used for peaks; null when none applies")
     torch_version: str
@@ -171,3 +171,48 @@ def measurement(run: KernelRun, setup: MeasureSetup, gpu: GpuSpec | None) -> Mea
         peak_memory_bytes=run.peak_memory_bytes,
         peak_memory_estimate_bytes=estimate,
     )
+
+
+def call_bytes(setup: MeasureSetup, seq: int, backend: str, backward: bool) -> int:
+    """The least one call needs in memory: its inputs Q, K, V (and dO with the backward pass) plus the core's
+    estimate of what the call allocates on top of them. 'auto' may pick a fused kernel, so it is priced as one."""
+    shape = setup.shape
+    q_bytes = memory.attention_tensor_bytes(setup.batch, shape.heads, seq, shape.head_dim, setup.dtype)
+    kv_bytes = memory.attention_tensor_bytes(setup.batch, shape.kv_heads, seq, shape.head_dim, setup.dtype)
+    inputs = q_bytes + 2 * kv_bytes + (q_bytes if backward else 0)
+    allocated = memory.attention_peak_memory_bytes(
+        setup.batch,
+        shape.heads,
+        shape.kv_heads,
+        seq,
+        shape.head_dim,
+        setup.dtype,
+        materialized=backend in MATERIALIZED_BACKENDS,
+        backward=backward,
+    )
+    return inputs + allocated
+
+
+def does_not_fit(needed: int, free: int, where: str) -> str:
+    """The reason a call is not run: the bytes it needs and the bytes free."""
+    return f"needs at least {needed:,} bytes ({iec(needed)}); {where} has {free:,} bytes ({iec(free)}) free"
+
+
+def calls_that_do_not_fit(
+    setup: MeasureSetup, seqs: list[int], directions: list[Direction], backends: list[str], free: int | None, where: str
+) -> dict[tuple[int, Direction, str], str]:
+    """(seq, direction, backend) -> why not, for each call of the sweep that cannot fit in `free` bytes; when none
+    of them can, one line naming the smallest, before anything is allocated."""
+    if free is None:  # nothing known: torch's own out-of-memory error will say
+        return {}
+    needs = {
+        (seq, direction, backend): call_bytes(setup, seq, backend, direction == "forward+backward")
+        for seq in seqs
+        for direction in directions
+        for backend in backends
+    }
+    unfit = {call: does_not_fit(needed, free, where) for call, needed in needs.items() if needed > free}
+    if len(unfit) == len(needs):
+        (seq, direction, backend), needed = min(needs.items(), key=lambda item: item[1])
+        raise TfcostError(f"T={seq:,} {direction} ({backend}) {does_not_fit(needed, free, where)}")
+    return unfit

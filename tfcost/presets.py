@@ -39,12 +39,63 @@ def looks_like_path(reference: str) -> bool:
     return reference.endswith((".yaml", ".yml", ".json")) or "/" in reference or "\\" in reference
 
 
-def safe_load(text: str) -> Any:
-    """yaml.safe_load (plain data only: no tag may build an object), through libyaml's C parser when PyYAML has it,
-    which parses presets about six times faster."""
+# Plain scalars that YAML 1.1 (PyYAML) reads as something a YAML 1.2 reader or a person would not: `012` is 10
+# (octal), `1:30` is 90 (base 60), `0b11` is 3, and yes/no/on/off are booleans. They are refused, never guessed at.
+YAML11_ONLY = (
+    r"^(?:[-+]?0[0-9_]+|[-+]?0b[01_]+|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?"
+    r"|yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF)$"
+)
+YAML11_TAG = "tag:tfcost,2026:yaml11-only"
+
+
+@cache
+def strict_loader() -> type:
+    """PyYAML's safe loader (plain data only: no tag may build an object), through libyaml's C parser when PyYAML
+    has it (six times faster on presets), that also refuses a key written twice and the YAML 1.1-only scalars."""
+    import re
+
     import yaml
 
-    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class StrictLoader(base):  # type: ignore[misc, valid-type]
+        def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+            seen = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                if isinstance(key, list | dict):  # unhashable: the base constructor says so in its own words
+                    continue
+                if key in seen:
+                    mark = key_node.start_mark
+                    raise yaml.constructor.ConstructorError(None, None, f"key '{key}' is written twice", mark)
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    def refuse(loader: Any, node: Any) -> None:
+        raise yaml.constructor.ConstructorError(
+            None,
+            None,
+            f"'{node.value}' means different things in YAML 1.1 and 1.2; quote it if it is text, "
+            "or write the number or true/false plainly",
+            node.start_mark,
+        )
+
+    resolvers = {first: list(items) for first, items in base.yaml_implicit_resolvers.items()}
+    pattern = re.compile(YAML11_ONLY)
+    for first in "+-0123456789yYnNoO":  # checked before the standard resolvers, which would accept them
+        resolvers.setdefault(first, []).insert(0, (YAML11_TAG, pattern))
+    StrictLoader.yaml_implicit_resolvers = resolvers
+    StrictLoader.add_constructor(YAML11_TAG, refuse)
+    return StrictLoader
+
+
+def safe_load(text: str) -> Any:
+    """Plain data from YAML text, read by strict_loader()."""
+    import yaml
+
+    return yaml.load(text, Loader=strict_loader())
 
 
 def read_text(path: Path, what: str) -> str:
@@ -104,9 +155,17 @@ def read_json_mapping(path: Path) -> dict[str, Any]:
     """A JSON file that must hold an object (a Hugging Face config.json), or one line saying why not."""
     import json
 
+    def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        mapping: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in mapping:
+                raise TfcostError(f"{path}: key '{key}' is written twice; which one is meant?")
+            mapping[key] = value
+        return mapping
+
     text = read_text(path, "a config.json")
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=unique_keys)
     except json.JSONDecodeError as error:
         raise TfcostError(f"{path}: malformed JSON at line {error.lineno}, column {error.colno}: {error.msg}") from None
     except ValueError as error:  # a number of more than 4,300 digits

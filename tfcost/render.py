@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import json
+import math
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -39,6 +40,37 @@ CONVENTIONS = (
 )
 
 
+def clean(text: str) -> str:
+    """Text from outside (a model's name or source, a path, torch's words) made safe to print: every character
+    that would not print as itself (escape, C0 and C1 controls, bidi overrides, line breaks, lone surrogates) is
+    written as its Python escape, so no file can move the cursor, retitle the window, write the clipboard, reorder
+    what follows or make a line the encoder cannot write. The only place tfcost neutralises text."""
+    if text.isprintable():  # the common case, checked at C speed
+        return text
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
+
+
+NOT_FINITE = "a result is not a finite number; is an option extreme?"
+
+
+def neutral(value: Any) -> Any:
+    """A copy of a result whose every string, however deeply nested, has been through clean(), refused if it holds
+    a number that is not finite (an MFU of 5e-324 makes a time infinite), as JSON refuses it. Every renderer of
+    text applies it to what it is given, before any layout, so no format can forget a field."""
+    if isinstance(value, str):
+        return clean(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise TfcostError(NOT_FINITE)
+    if isinstance(value, BaseModel):
+        fields = type(value).model_fields
+        return value.model_copy(update={name: neutral(getattr(value, name)) for name in fields})
+    if isinstance(value, dict):
+        return {neutral(key): neutral(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(neutral(item) for item in value)
+    return value
+
+
 def console(width: int | None = None) -> Any:
     from rich.console import Console
 
@@ -53,6 +85,8 @@ def print_table(table: Any, *notes: str) -> None:
     # the natural width in one layout pass, where measuring first would lay it out twice.
     console(width=1 << 16).print(table)
     out = console()
+    if out.width < 1:  # COLUMNS=0 would print every note as nothing
+        out = console(width=1 << 16)
     for note in notes:
         out.print(note)
 
@@ -101,6 +135,7 @@ def workload_caption(result: Estimate) -> str:
 
 
 def estimate_table(result: Estimate) -> None:
+    result = neutral(result)
     notes = [f"source: {result.source}"] if result.source else []
     sections_table(result, SECTIONS, f"{result.model}: {workload_caption(result)}", [*notes, CONVENTIONS])
 
@@ -110,6 +145,7 @@ def compare_table(results: Sequence[Estimate], breakdowns: bool = False) -> None
     most of the table and little of the comparison."""
     from rich.table import Table
 
+    results = neutral(list(results))
     table = Table(title=workload_caption(results[0]), title_justify="left")
     table.add_column("quantity", no_wrap=True)
     for result in results:
@@ -143,6 +179,7 @@ def compare_table(results: Sequence[Estimate], breakdowns: bool = False) -> None
 def models_table(models: Sequence[ModelShape], totals: Sequence[int]) -> None:
     from rich.table import Table
 
+    models = neutral(list(models))
     table = Table(title="model presets", title_justify="left")
     for name, justify in (
         ("name", "left"),
@@ -168,6 +205,7 @@ def models_table(models: Sequence[ModelShape], totals: Sequence[int]) -> None:
 def gpus_table(gpus: Sequence[GpuSpec]) -> None:
     from rich.table import Table
 
+    gpus = neutral(list(gpus))
     table = Table(title="GPU spec table (dense peaks, without sparsity)", title_justify="left")
     for name in ("name", "BF16/FP16 TFLOP/s", "FP8 TFLOP/s", "FP32 TFLOP/s", "memory", "bandwidth"):
         table.add_column(name, justify="left" if name == "name" else "right")
@@ -223,6 +261,7 @@ def default(setup: BaseModel, field: str) -> Any:
 def train_table(result: TrainReport) -> None:
     from tfcost.training import CHINCHILLA_TOKENS_PER_PARAM, DEFAULT_SEQ_LEN
 
+    result = neutral(result)
     s = result.setup
     chinchilla = f" (Chinchilla-optimal: {CHINCHILLA_TOKENS_PER_PARAM} per parameter, the default)"
     tokens = chinchilla if result.tokens_are_chinchilla_optimal else ""
@@ -249,6 +288,7 @@ def train_table(result: TrainReport) -> None:
 
 
 def serve_table(result: ServeReport) -> None:
+    result = neutral(result)
     s = result.setup
     title = "\n".join(
         [
@@ -296,6 +336,7 @@ def measure_table(report: MeasureReport) -> None:
 
     from tfcost.measure_report import Measurement
 
+    report = neutral(report)
     first = report.measurements[0]
     mask = "causal" if first.causal else "full"
     shape = f"B={first.batch}, H={first.heads} (kv {first.kv_heads}), Q={first.head_dim}, {first.dtype}, {mask}"
@@ -350,6 +391,7 @@ def print_csv(rows: Sequence[dict[str, Any]]) -> None:
 
 def measure_csv(report: MeasureReport) -> None:
     """A row per measurement, each carrying the device, GPU and torch version so a saved file stands alone."""
+    report = neutral(report)
     context = {"device": report.device, "gpu": report.gpu, "torch_version": report.torch_version}
     print_csv([{**context, **row.model_dump(mode="json")} for row in report.measurements])
 
@@ -384,13 +426,8 @@ def print_json(payload: BaseModel | Sequence[BaseModel]) -> None:
     try:
         text = json.dumps(document, indent=2, allow_nan=False)
     except ValueError:  # an extreme option (an efficiency of 1e-320) overflowed a float result to infinity
-        raise TfcostError("a result is not a finite number, which JSON cannot hold; is an option extreme?") from None
+        raise TfcostError(NOT_FINITE) from None
     sys.stdout.write(text + "\n")
-
-
-def printable(text: str) -> str:
-    """Text from a user's file, with every character that would not print as itself written as an escape."""
-    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
 
 
 def source_notes(ignored: Sequence[str], not_priced: Sequence[str]) -> list[str]:
@@ -400,13 +437,13 @@ def source_notes(ignored: Sequence[str], not_priced: Sequence[str]) -> list[str]
         notes.append(f"ignored config fields (tfcost does not use them; --strict refuses): {', '.join(ignored)}")
     if not_priced:
         notes.append(f"not priced: {', '.join(not_priced)}; every figure is the language model's")
-    return [printable(note) for note in notes]
+    return [clean(note) for note in notes]
 
 
 def print_source_notes(source: ModelSource) -> None:
     """One `tfcost: note:` line on stderr per note, never on stdout (which may carry JSON or YAML)."""
     for note in source_notes(source.ignored_fields, source.not_priced):
-        sys.stderr.write(f"tfcost: note: {printable(source.shape.name)}: {note}\n")
+        sys.stderr.write(f"tfcost: note: {clean(source.shape.name)}: {note}\n")
 
 
 def print_checkpoint_check(report: SourceNotes) -> None:
@@ -440,4 +477,4 @@ def print_preset_yaml(shape: ModelShape, ignored: Sequence[str] = (), not_priced
 def print_error(message: str) -> None:
     """One line on stderr, whatever the message quotes (a key or a name may hold a newline): characters that would
     not print as themselves are written as escapes. No rich here, so that an error can never fail to print."""
-    sys.stderr.write(f"tfcost: error: {printable(message)}\n")
+    sys.stderr.write(f"tfcost: error: {clean(message)}\n")

@@ -310,6 +310,11 @@ class Workload(Frozen):
     )
 
 
+MeasureDtype = Literal["bf16", "fp16", "fp32"]  # what `tfcost measure` times: torch's floating types
+SdpaBackend = Literal["auto", "flash", "efficient", "cudnn", "math"]  # auto: torch's own pick
+MeasureDevice = Literal["cuda", "cpu"]
+
+
 class AttentionShape(Frozen):
     """One attention call as `tfcost measure` times it: H query heads, K key-value heads, head width Q."""
 
@@ -340,6 +345,11 @@ class GpuSpec(Frozen):
     notes: str | None = Field(None, description="caveats: conflicting sources, unverified figures")
 
 
+Recompute = Literal["none", "selective", "full"]
+Optimizer = Literal["adamw", "adamw-8bit", "sgd"]
+Precision = Literal["bf16-mixed", "fp32"]
+
+
 class TrainingSetup(Frozen):
     """How a model is trained: data, batch, GPUs, parallel layout, optimizer and precision.
 
@@ -357,9 +367,9 @@ class TrainingSetup(Frozen):
     tp: Size = Field(1, description="tensor-parallel size t")
     pp: Size = Field(1, description="pipeline-parallel size p")
     sequence_parallel: bool = Field(False, description="Megatron sequence parallelism (Korthikanti et al. 2022)")
-    recompute: Literal["none", "selective", "full"] = Field("none", description="activation recomputation")
-    optimizer: Literal["adamw", "adamw-8bit", "sgd"] = Field("adamw", description="sgd means SGD with momentum")
-    precision: Literal["bf16-mixed", "fp32"] = Field("bf16-mixed", description="bf16 compute with fp32 master weights")
+    recompute: Recompute = Field("none", description="activation recomputation")
+    optimizer: Optimizer = Field("adamw", description="sgd means SGD with momentum")
+    precision: Precision = Field("bf16-mixed", description="bf16 compute with fp32 master weights")
     flash: bool = Field(True, description="fused attention (FlashAttention): the T x T scores are never stored")
     price_per_gpu_hour: float | None = Field(None, ge=0, description="price of one GPU-hour, for the cost line")
 

@@ -1,6 +1,6 @@
 """Training a model: its compute, wall-clock time and cost, and the memory each GPU holds.
 
-Symbols (Korthikanti et al. 2022's, beside the lesson's): N parameters, D tokens, s = T tokens per sequence,
+Symbols (Korthikanti et al. 2022's, beside docs/formulas.md's): N parameters, D tokens, s = T tokens per sequence,
 b micro-batch, h = d_model, a query heads, K key-value heads, Q head_dim, F d_ff, V vocab, L layers,
 t tensor-parallel size, p pipeline-parallel size, N_d data-parallel size (gpus / (t*p)).
 FLOPs here are model FLOPs (what MFU counts, PaLM App. B) unless called hardware FLOPs (with recomputation).
@@ -8,16 +8,10 @@ FLOPs here are model FLOPs (what MFU counts, PaLM App. B) unless called hardware
 
 from __future__ import annotations
 
-from typing import Literal
-
 from tfcost import flops, params
 from tfcost.errors import UsageError
-from tfcost.schema import ModelShape, TrainingSetup
+from tfcost.schema import ModelShape, Optimizer, Precision, Recompute, TrainingSetup
 from tfcost.units import ceil_div
-
-Recompute = Literal["none", "selective", "full"]
-Precision = Literal["bf16-mixed", "fp32"]
-Optimizer = Literal["adamw", "adamw-8bit", "sgd"]
 
 CHINCHILLA_TOKENS_PER_PARAM = 20  # Hoffmann et al. 2022, Table 3: compute-optimal D is about 20 N
 DEFAULT_SEQ_LEN = 4096  # `train --seq` default, never beyond the model's own context

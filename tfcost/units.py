@@ -6,6 +6,7 @@ Counts and FLOPs use SI (decimal) prefixes: 1 GFLOP = 10^9 FLOPs. Bytes use IEC 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 Dtype = Literal["fp32", "fp16", "bf16", "fp8", "int8"]
@@ -72,7 +73,7 @@ def human(value: float | str | bool, unit: Unit) -> str:
         return value
     if unit == "bytes":
         return iec(value)
-    plain = {
+    plain: dict[str, Callable[[float], str]] = {
         "flops_per_s": lambda v: si(v, "FLOP/s"),
         "bytes_per_s": lambda v: si(v, "B/s"),
         "fraction": lambda v: f"{v:.1%}",
@@ -103,9 +104,15 @@ def parse_count(text: str) -> int:
 
     Raises ValueError naming the text when it is not a positive whole number.
     """
+    import re
     from decimal import Decimal, InvalidOperation
 
-    cleaned = text.strip().replace("_", "").replace(",", "")
+    stripped = text.strip()
+    # A comma only groups thousands of a plain integer (300,000,000,000): in 1,5T it is a decimal comma, and
+    # dropping it would read fifteen trillion.
+    if "," in stripped and not re.fullmatch(r"[0-9]{1,3}(,[0-9]{3})+", stripped):
+        raise ValueError(f"'{text}': a comma may only group thousands (300,000,000,000); write decimals with a point")
+    cleaned = stripped.replace("_", "").replace(",", "")
     scale = _COUNT_SUFFIXES.get(cleaned[-1:].lower(), 1) if cleaned[-1:].isalpha() else 1
     digits = cleaned[:-1] if scale != 1 else cleaned
     try:
