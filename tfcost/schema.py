@@ -132,7 +132,8 @@ class LayerSpec(Frozen):
 class LayerGroup(Frozen):
     """A run of layers written compactly: `pattern` repeated `repeat` times (Gemma 3: 5 sliding, 1 full, x8)."""
 
-    pattern: tuple[LayerSpec, ...] = Field(min_length=1, description="the layers of one repeat, in order")
+    # Written as a YAML/JSON list, held as a tuple so that shapes stay hashable.
+    pattern: tuple[LayerSpec, ...] = Field(min_length=1, strict=False, description="the layers of one repeat, in order")
     repeat: Size = Field(1, description="how many times the pattern repeats")
 
 
@@ -218,6 +219,7 @@ class ModelShape(Frozen):
     )
     layers: tuple[LayerGroup, ...] | None = Field(
         None,
+        strict=False,
         description="a non-uniform stack, group by group, in place of sliding_layers and moe.dense_layers; null: "
         "the stack the flat fields describe",
     )

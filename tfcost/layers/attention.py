@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from tfcost.blocks import Block
 from tfcost.layers.norms import norm_vectors
-from tfcost.ops import Op, Span
+from tfcost.ops import Op, Rate, Span
 from tfcost.schema import ModelShape
 
 
@@ -20,7 +20,7 @@ def attention_ops(shape: ModelShape, block: Block, prefix: str = "attention", cr
     the encoder's positions, unmasked, and caches them once per encoder position."""
     d, bias, heads, kv_heads, q = shape.d_model, shape.bias, shape.n_heads, shape.n_kv_heads, shape.head_dim
     span = Span(cross=True) if cross else Span(block.causal, block.window, block.chunk)
-    keys = "source_token" if cross else "token"
+    keys: Rate = "source_token" if cross else "token"
     qkv, o = f"{prefix}/qkv", f"{prefix}/o"
     ops = [
         Op(f"{prefix}/q", "linear", d, heads * q, "token", bias.qkv, flops_part=qkv),
