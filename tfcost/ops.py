@@ -158,3 +158,14 @@ def op_score_context(op: Op, tokens: int) -> int:
     if op.kind not in ("scores", "values"):
         return 0
     return visible_positions(op.span, tokens, tokens)
+
+
+def op_costs(op: Op, tokens: int) -> dict[str, int]:
+    """Every fold's value for one row over one T-token sequence: what `--explain` and the README print."""
+    return {
+        "params": op_params(op),
+        "flops": op_flops(op, tokens, tokens, False),
+        "flops_causal": op_flops(op, tokens, tokens, True),
+        "cache_elements": op_cache_elements(op, tokens, tokens),
+        "state_elements": op_state_elements(op),
+    }
