@@ -12,7 +12,18 @@ from functools import lru_cache
 
 from tfcost.blocks import Block, blocks
 from tfcost.layers import head_ops, layer_ops
-from tfcost.ops import Op, op_flops, op_score_context, score_entries
+from tfcost.ops import (
+    Form,
+    Op,
+    Span,
+    collect,
+    evaluate,
+    op_flops,
+    op_flops_per_unit,
+    op_score_term_per_position,
+    score_entries,
+    visible_positions,
+)
 from tfcost.params import active_non_embedding_params
 from tfcost.schema import ModelShape
 
@@ -105,9 +116,18 @@ def flops_by_layer_kind(shape: ModelShape, seq_len: int, causal: bool = False) -
     }
 
 
+@lru_cache(maxsize=4096)
+def forward_form(shape: ModelShape) -> Form:
+    """The forward-FLOPs fold of every layer and the head, collected by rate and span."""
+    rows = [(count, op) for block, count in blocks(shape) for op in layer_ops(shape, block)]
+    return collect([*rows, *((1, op) for op in head_ops(shape))], op_flops_per_unit)
+
+
 @lru_cache(maxsize=4096)  # a sweep over batch sizes asks again for every (shape, T)
 def forward_flops(shape: ModelShape, seq_len: int, causal: bool = False, decoder_len: int | None = None) -> int:
-    """Exact matmul FLOPs of one forward pass over one T-token sequence."""
+    """Exact matmul FLOPs of one forward pass over one T-token sequence (the sum of forward_flops_breakdown)."""
+    if decoder_len is None:  # every row sees T positions
+        return evaluate(forward_form(shape), seq_len, seq_len, causal)
     return sum(forward_flops_breakdown(shape, seq_len, causal, decoder_len).values())
 
 
@@ -127,8 +147,11 @@ def attention_score_flops_per_token(shape: ModelShape, seq_len: int) -> int:
     """The lesson's attention-score training term per token, 6*L*T*(H*Q): Kaplan et al. 2020 Eq. 2.2's
     2*n_layer*n_ctx*d_attn forward, times 3 for forward + backward. Summed per attention, with T capped at W for a
     sliding-window layer (nanochat's estimate_flops) and (Q_qk + Q_v)/2 for Q when they differ (MLA)."""
-    return sum(
-        count * 3 * op.fan_in * op.fan_out * op_score_context(op, seq_len)
-        for block, count in blocks(shape)
-        for op in layer_ops(shape, block)
-    )
+    return sum(value * visible_positions(span, seq_len, seq_len) for span, value in score_term_form(shape))
+
+
+@lru_cache(maxsize=4096)
+def score_term_form(shape: ModelShape) -> tuple[tuple[Span, int], ...]:
+    """The attention-score term per key position, collected by span."""
+    rows = [(count, op) for block, count in blocks(shape) for op in layer_ops(shape, block)]
+    return tuple((span, value) for _, span, value in collect(rows, op_score_term_per_position))

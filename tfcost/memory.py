@@ -5,9 +5,11 @@ Symbols: L layers, H query heads, K key-value heads, Q head_dim, T tokens, B bat
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from tfcost.blocks import blocks
 from tfcost.layers import layer_ops
-from tfcost.ops import op_cache_elements, op_state_elements
+from tfcost.ops import Form, collect, evaluate, op_cache_per_position, op_state_elements
 from tfcost.schema import ModelShape
 from tfcost.units import DTYPE_BYTES, Dtype
 
@@ -18,10 +20,14 @@ def kv_cache_elements(shape: ModelShape, tokens: int, encoder_tokens: int | None
     a sliding or chunked layer holds at most W (C) positions; an encoder-decoder's decoder also caches the
     encoder positions' cross-attention keys and values (encoder_tokens, default T). Encoders keep none."""
     source = tokens if encoder_tokens is None else encoder_tokens
-    return sum(
-        count * op_cache_elements(op, tokens, source)
-        for block, count in blocks(shape)
-        for op in layer_ops(shape, block)
+    return evaluate(cache_form(shape), tokens, source, True)
+
+
+@lru_cache(maxsize=4096)
+def cache_form(shape: ModelShape) -> Form:
+    """The cache fold of every layer, collected by span."""
+    return collect(
+        [(count, op) for block, count in blocks(shape) for op in layer_ops(shape, block)], op_cache_per_position
     )
 
 
@@ -60,6 +66,7 @@ def score_matrix_bytes_per_layer(shape: ModelShape, seq_len: int, batch: int, dt
     return attention_scores_bytes(batch, shape.n_heads, seq_len, dtype)
 
 
+@lru_cache(maxsize=4096)
 def attention_count(shape: ModelShape) -> int:
     """Attentions in the model: its score rows, one per block, two in a decoder block with cross-attention."""
     return sum(count * sum(op.kind == "scores" for op in layer_ops(shape, block)) for block, count in blocks(shape))

@@ -16,6 +16,7 @@ in T, piecewise at a window or chunk edge, which is what a closed form in T or a
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -98,24 +99,50 @@ def visible_positions(span: Span, tokens: int, source_tokens: int) -> int:
     return tokens if limit is None else min(tokens, limit)
 
 
-def multiplicity(op: Op, tokens: int, source_tokens: int, causal: bool) -> int:
-    """How many times the row's work is done over one sequence of T tokens (T_source keys for cross-attention);
-    `causal` counts only the score entries the mask keeps."""
-    match op.per:
+def rate_multiplicity(per: Rate, span: Span, tokens: int, source_tokens: int, causal: bool) -> int:
+    """How many times a row of rate `per` and span `span` is done over one sequence of T tokens (T_source keys
+    for cross-attention); `causal` counts only the score entries the mask keeps."""
+    match per:
         case "token":
             return tokens
         case "source_token":
             return source_tokens
         case "entry":
-            if op.span.cross:
+            if span.cross:
                 return tokens * source_tokens
-            return score_entries(tokens, causal and op.span.causal, op.span.window, op.span.chunk)
+            return score_entries(tokens, causal and span.causal, span.window, span.chunk)
         case "sequence":
             return 1
         case "cached":
-            return visible_positions(op.span, tokens, source_tokens)
+            return visible_positions(span, tokens, source_tokens)
         case "weights":
             return 0
+
+
+def multiplicity(op: Op, tokens: int, source_tokens: int, causal: bool) -> int:
+    """How many times the row's work is done over one sequence (see rate_multiplicity)."""
+    return rate_multiplicity(op.per, op.span, tokens, source_tokens, causal)
+
+
+# A fold over many rows, collected by (rate, span): sum of coefficient x multiplicity(T). A model's rows fall into a
+# handful of groups (tokens, one span's entries, ...), so a fold at a new T costs a few multiplications whatever
+# the number of layers and rows: the form in T that sweeps and --explain build on.
+Form = tuple[tuple[Rate, Span, int], ...]
+
+
+def collect(rows: Iterable[tuple[int, Op]], weight: Callable[[Op], int]) -> Form:
+    """The form of a fold: each (count, row) adds count x weight(row) to its (rate, span) group."""
+    groups: dict[tuple[Rate, Span], int] = {}
+    for count, op in rows:
+        value = count * weight(op)
+        if value:
+            groups[(op.per, op.span)] = groups.get((op.per, op.span), 0) + value
+    return tuple((per, span, value) for (per, span), value in groups.items())
+
+
+def evaluate(form: Form, tokens: int, source_tokens: int, causal: bool) -> int:
+    """A collected fold at one T."""
+    return sum(value * rate_multiplicity(per, span, tokens, source_tokens, causal) for per, span, value in form)
 
 
 def op_params(op: Op) -> int:
@@ -134,17 +161,25 @@ def op_inactive_params(op: Op) -> int:
     return op_params(op) // op.copies * (op.copies - op.uses)
 
 
-def op_flops(op: Op, tokens: int, source_tokens: int, causal: bool) -> int:
-    """Forward matmul FLOPs of a row over one sequence: 2 * in * out per use per unit (biases, norms, softmax and
+def op_flops_per_unit(op: Op) -> int:
+    """Forward matmul FLOPs of one unit of a row's rate: 2 * in * out per use (biases, norms, softmax and
     activations left out, as the nanoGPT notebook and FlopCounterMode count)."""
-    if op.kind not in ("linear", "scores", "values"):
-        return 0
-    return 2 * op.fan_in * op.fan_out * op.uses * multiplicity(op, tokens, source_tokens, causal)
+    return 2 * op.fan_in * op.fan_out * op.uses if op.kind in ("linear", "scores", "values") else 0
+
+
+def op_flops(op: Op, tokens: int, source_tokens: int, causal: bool) -> int:
+    """Forward matmul FLOPs of a row over one sequence."""
+    return op_flops_per_unit(op) * multiplicity(op, tokens, source_tokens, causal)
+
+
+def op_cache_per_position(op: Op) -> int:
+    """Cached elements per position a cache row holds."""
+    return op.fan_in if op.kind == "cache" else 0
 
 
 def op_cache_elements(op: Op, tokens: int, source_tokens: int) -> int:
     """Cached elements of one sequence after T tokens (cache rows only)."""
-    return op.fan_in * multiplicity(op, tokens, source_tokens, True) if op.kind == "cache" else 0
+    return op_cache_per_position(op) * multiplicity(op, tokens, source_tokens, True)
 
 
 def op_state_elements(op: Op) -> int:
@@ -152,12 +187,10 @@ def op_state_elements(op: Op) -> int:
     return op.fan_in if op.kind == "state" else 0
 
 
-def op_score_context(op: Op, tokens: int) -> int:
-    """Per query, the key positions a scores or values row reads: the lesson's 6*L*T*d counts T (W under a
-    window, C under chunks; T_source = T for cross-attention)."""
-    if op.kind not in ("scores", "values"):
-        return 0
-    return visible_positions(op.span, tokens, tokens)
+def op_score_term_per_position(op: Op) -> int:
+    """The lesson's attention-score training term of a scores or values row per key position a query reads:
+    3 * Q * H (Kaplan et al. 2020 Eq. 2.2's 2 * d_attn per position forward, x 3 with the backward pass)."""
+    return 3 * op.fan_in * op.fan_out if op.kind in ("scores", "values") else 0
 
 
 def op_costs(op: Op, tokens: int) -> dict[str, int]:
