@@ -217,3 +217,9 @@ def test_every_row_of_llama_3_8b_has_a_known_kind() -> None:
         "attention/q", "attention/k", "attention/v", "attention/scores", "attention/values", "attention/o",
         "cache/attention", "mlp/gate", "mlp/up", "mlp/down", "norm/attention", "norm/mlp",
     ]  # fmt: skip
+
+
+def test_one_expert_is_its_three_matrices() -> None:
+    """Mixtral-8x7B: d 4096, expert width 14336, gated, no biases (Jiang et al. 2024)."""
+    assert params.expert_params(load_model("mixtral-8x7b")) == 3 * 4096 * 14336
+    assert params.expert_params(load_model("llama-3-8b")) == 0

@@ -73,6 +73,15 @@ def params_by_layer_kind(shape: ModelShape) -> dict[str, int]:
     return {block.name: count * sum(block_params(shape, block).values()) for block, count in blocks(shape)}
 
 
+def expert_params(shape: ModelShape) -> int:
+    """One routed expert: its gate, up and down rows' weights, one copy (0 for a dense model)."""
+    if shape.moe is None:
+        return 0
+    moe_block = next(block for block, _ in blocks(shape) if block.moe)
+    rows = [op for op in layer_ops(shape, moe_block) if op.params_key == "moe/experts"]
+    return sum(op_params(op) // op.copies for op in rows if op.copies)
+
+
 def mtp_params(shape: ModelShape) -> int:
     """Parameters of the multi-token-prediction modules, outside the total (tfcost.layers.mtp_ops)."""
     return shape.mtp_layers * sum(op_params(op) for op in mtp_ops(shape))
