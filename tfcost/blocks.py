@@ -1,7 +1,9 @@
-"""The blocks a model is made of, in order, and what each one holds.
+"""The layers a model is made of, in order, and what kind each one is.
 
-The core prices a model one block at a time and sums, so stacks whose blocks differ (dense and MoE MLPs,
-sliding-window and global attention, encoder and decoder) need no special cases elsewhere.
+A model is embeddings, an ordered stack of layers and a head. Each layer has a mixer (attention, MLA; later
+recurrent kinds) and an FFN (dense MLP or MoE). Every cost is a sum over layer kinds of (count x the kind's
+operation table, tfcost.layers), so stacks whose layers differ (dense and MoE FFNs, sliding-window and global
+attention, encoder and decoder) need no special cases in the folds.
 """
 
 from __future__ import annotations
@@ -15,47 +17,76 @@ from tfcost.schema import ModelShape
 
 @dataclass(frozen=True)
 class Block:
-    """One transformer block, as far as its costs differ from its neighbours'."""
+    """One kind of layer, as far as its costs differ from its neighbours' (the "LayerKind" of the core)."""
 
     stack: str  # "layers" in a one-stack model; "encoder" or "decoder" in an encoder-decoder model
     causal: bool  # its self-attention is masked to earlier positions (decoders)
     cross_attention: bool  # it also attends to the encoder's output (encoder-decoder decoders)
     moe: bool  # routed experts in place of the dense MLP
     window: int | None  # sliding-window width of its self-attention; None: it sees every position
+    mixer: str = "attention"  # the mixer kind, a key of tfcost.layers.MIXERS
+    chunk: int | None = None  # chunked attention: a query sees only its own C-token chunk
+    rope: bool = True  # false: a NoPE layer (recorded; rotary embedding has no parameters or matmuls)
+
+    @property
+    def ffn(self) -> str:
+        """The FFN kind, a key of tfcost.layers.FFNS."""
+        return "moe" if self.moe else "mlp"
+
+    @property
+    def name(self) -> str:
+        """A short name for the kind: 'attention+mlp', 'attention(window=4096)+moe', 'encoder:attention+mlp'."""
+        span = f"(window={self.window})" if self.window else f"(chunk={self.chunk})" if self.chunk else ""
+        mixer = f"{self.mixer}{span}{'' if self.rope else '(nope)'}{'+cross_attention' if self.cross_attention else ''}"
+        stack = "" if self.stack == "layers" else f"{self.stack}:"
+        return f"{stack}{mixer}+{self.ffn}"
+
+
+LayerKind = Block
 
 
 @lru_cache(maxsize=4096)
 def blocks(shape: ModelShape) -> tuple[tuple[Block, int], ...]:
-    """The model's blocks as (block, how many of them): each kind of block once, in the order it first appears
-    (an encoder-decoder model's encoder blocks first). Every cost is a sum over blocks, so counting them costs the
+    """The model's layer kinds as (kind, how many of them): each kind once, in the order it first appears (an
+    encoder-decoder model's encoder layers first). Every cost is a sum over kinds, so counting them costs the
     same for 2 layers as for 10^15, and for Gemma-2's 42 alternating layers as for two."""
     if shape.architecture == "encoder-decoder":
         assert shape.n_decoder_layers is not None  # the schema guarantees it
         encoder = Block("encoder", causal=False, cross_attention=False, moe=False, window=None)
         decoder = Block("decoder", causal=True, cross_attention=True, moe=False, window=None)
         return ((encoder, shape.n_layers), (decoder, shape.n_decoder_layers))
+    causal = shape.architecture == "decoder"
+    mixer = "mla" if shape.mla is not None else "attention"
+    counts: dict[Block, int] = {}
+    if shape.layers is not None:  # written as groups: a pattern and a count
+        for group in shape.layers:
+            for spec in group.pattern:
+                block = Block(
+                    "layers", causal, False, spec.ffn == "moe", spec.window, spec.mixer, spec.chunk, spec.rope
+                )
+                counts[block] = counts.get(block, 0) + group.repeat
+        return tuple(counts.items())
     dense = set(shape.moe.dense_layers) if shape.moe else set()
     sliding = set(shape.sliding_layers or ())
 
     def block_at(index: int) -> Block:
         slides = shape.sliding_layers is None or index in sliding
-        return Block(
-            "layers",
-            causal=shape.architecture == "decoder",
-            cross_attention=False,
-            moe=shape.moe is not None and index not in dense,
-            window=shape.sliding_window if slides else None,
-        )
+        moe = shape.moe is not None and index not in dense
+        return Block("layers", causal, False, moe, shape.sliding_window if slides else None, mixer)
 
     # Only a listed layer (sliding, dense) or the one after it can differ from the layer before it, so the layers
     # between two such starts are alike.
     listed = dense | sliding
     starts = sorted({0, *listed, *(index + 1 for index in listed)} - {shape.n_layers})
-    counts: dict[Block, int] = {}
     for start, end in zip(starts, [*starts[1:], shape.n_layers], strict=True):
         block = block_at(start)
         counts[block] = counts.get(block, 0) + end - start
     return tuple(counts.items())
+
+
+def layer_count(shape: ModelShape) -> int:
+    """Every layer of every stack: L, or the encoder's and the decoder's together."""
+    return sum(count for _, count in blocks(shape))
 
 
 def representative_block(shape: ModelShape, size: Callable[[Block], int]) -> Block:

@@ -5,54 +5,48 @@ Symbols: L layers, H query heads, K key-value heads, Q head_dim, T tokens, B bat
 
 from __future__ import annotations
 
-from tfcost.blocks import Block, blocks
+from functools import lru_cache
+
+from tfcost.blocks import blocks
+from tfcost.layers import layer_ops
+from tfcost.ops import Form, collect, evaluate, op_cache_per_position, op_state_elements
 from tfcost.schema import ModelShape
 from tfcost.units import DTYPE_BYTES, Dtype
 
 
-def kv_elements_per_token(shape: ModelShape, block: Block) -> int:
-    """Cached values per token for one block's self-attention: a key and a value per KV head, 2*K*Q (the lesson's
-    "Costs" section; K < H is grouped-query attention, Ainslie et al. 2023), or MLA's latent plus its shared rotary
-    key, d_c + d_h^R (DeepSeek-V2 §2.1.3, Table 1). Encoder blocks keep no cache."""
-    if not block.causal:
-        return 0
-    if shape.mla is not None:
-        return shape.mla.kv_lora_rank + shape.mla.qk_rope_head_dim
-    return 2 * shape.n_kv_heads * shape.head_dim
+def kv_cache_elements(shape: ModelShape, tokens: int, encoder_tokens: int | None = None) -> int:
+    """The cache fold: every cache row's elements for one sequence after T tokens, over all layers. Keys and
+    values, 2*K*Q a position per layer (the lesson's "Costs" section; GQA K < H), or MLA's latent d_c + d_h^R;
+    a sliding or chunked layer holds at most W (C) positions; an encoder-decoder's decoder also caches the
+    encoder positions' cross-attention keys and values (encoder_tokens, default T). Encoders keep none."""
+    source = tokens if encoder_tokens is None else encoder_tokens
+    return evaluate(cache_form(shape), tokens, source, True)
 
 
-def cross_kv_elements_per_token(shape: ModelShape, block: Block) -> int:
-    """Cached keys and values of the encoder output per encoder token, for a decoder block with cross-attention."""
-    return 2 * shape.n_kv_heads * shape.head_dim if block.cross_attention else 0
-
-
-def cached_tokens(block: Block, tokens: int) -> int:
-    """Positions a block's self-attention cache holds after T tokens: all T, or at most W for a sliding-window
-    layer, whose older keys can never be attended to again (Mistral's rolling buffer, Jiang et al. 2023 §2)."""
-    return tokens if block.window is None else min(tokens, block.window)
+@lru_cache(maxsize=4096)
+def cache_form(shape: ModelShape) -> Form:
+    """The cache fold of every layer, collected by span."""
+    return collect(
+        [(count, op) for block, count in blocks(shape) for op in layer_ops(shape, block)], op_cache_per_position
+    )
 
 
 def kv_cache_bytes_per_token(shape: ModelShape, dtype: Dtype) -> int:
     """Keys and values of one token in every layer, 2*L*K*Q*s for a plain decoder; an encoder-decoder model's
     decoder adds one encoder token's cross-attention keys and values. Before any sliding window fills."""
-    elements = sum(
-        count * (kv_elements_per_token(shape, block) + cross_kv_elements_per_token(shape, block))
-        for block, count in blocks(shape)
-    )
-    return elements * DTYPE_BYTES[dtype]
+    return kv_cache_elements(shape, 1) * DTYPE_BYTES[dtype]
 
 
-def kv_cache_bytes(shape: ModelShape, tokens: int, batch: int, dtype: Dtype) -> int:
+def kv_cache_bytes(shape: ModelShape, tokens: int, batch: int, dtype: Dtype, encoder_tokens: int | None = None) -> int:
     """The KV cache of B sequences of T tokens: linear in both, except that a sliding-window layer holds at most
-    W tokens. An encoder-decoder model caches T decoder tokens and the T encoder tokens' cross keys and values."""
-    elements = sum(
-        count
-        * (
-            kv_elements_per_token(shape, block) * cached_tokens(block, tokens)
-            + cross_kv_elements_per_token(shape, block) * tokens
-        )
-        for block, count in blocks(shape)
-    )
+    W tokens. An encoder-decoder model caches T decoder tokens and the encoder tokens' cross keys and values."""
+    return kv_cache_elements(shape, tokens, encoder_tokens) * batch * DTYPE_BYTES[dtype]
+
+
+def state_bytes(shape: ModelShape, batch: int, dtype: Dtype) -> int:
+    """The fixed-size state of recurrent and linear-attention layers for B sequences, independent of T (the
+    `state` rows); 0 for a model of attention layers only."""
+    elements = sum(count * sum(map(op_state_elements, layer_ops(shape, block))) for block, count in blocks(shape))
     return elements * batch * DTYPE_BYTES[dtype]
 
 
@@ -72,9 +66,10 @@ def score_matrix_bytes_per_layer(shape: ModelShape, seq_len: int, batch: int, dt
     return attention_scores_bytes(batch, shape.n_heads, seq_len, dtype)
 
 
+@lru_cache(maxsize=4096)
 def attention_count(shape: ModelShape) -> int:
-    """Attentions in the model: one per block, two in a decoder block with cross-attention."""
-    return sum(count * (1 + block.cross_attention) for block, count in blocks(shape))
+    """Attentions in the model: its score rows, one per block, two in a decoder block with cross-attention."""
+    return sum(count * sum(op.kind == "scores" for op in layer_ops(shape, block)) for block, count in blocks(shape))
 
 
 def score_matrix_bytes(shape: ModelShape, seq_len: int, batch: int, dtype: Dtype) -> int:

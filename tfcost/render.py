@@ -259,13 +259,9 @@ def default(setup: BaseModel, field: str) -> Any:
 
 
 def train_table(result: TrainReport) -> None:
-    from tfcost.training import CHINCHILLA_TOKENS_PER_PARAM, DEFAULT_SEQ_LEN
-
     result = neutral(result)
     s = result.setup
-    chinchilla = f" (Chinchilla-optimal: {CHINCHILLA_TOKENS_PER_PARAM} per parameter, the default)"
-    tokens = chinchilla if result.tokens_are_chinchilla_optimal else ""
-    seq = f" (the default: {DEFAULT_SEQ_LEN:,}, or the model's context if shorter)" if result.seq_len_is_default else ""
+    tokens, seq = result.notes.get("tokens", ""), result.notes.get("seq_len", "")
     mfu = " (the default)" if s.mfu == default(s, "mfu") else ""
     title = "\n".join(
         [

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from tfcost import flops, hardware, memory, params, serving, training, weights
-from tfcost.errors import TfcostError
 from tfcost.schema import GpuSpec, ModelShape, ServingSetup, TrainingSetup, Workload
 from tfcost.units import Unit
 
@@ -66,6 +65,15 @@ class ParamsReport(Section):
     non_embedding: int = quantity("non-embedding N", "count")
     per_layer: int = quantity("per block", "count")
     breakdown: dict[str, int] = quantity("by part", "count")
+    by_layer_kind: dict[str, int] = quantity("by layer kind (count x one layer)", "count")
+    mtp: int | None = quantity("multi-token prediction modules (not in the total)", "count")
+
+    @model_serializer(mode="wrap")
+    def _mtp_where_present(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("mtp") is None:  # a model without MTP modules has no such key
+            data.pop("mtp", None)
+        return data
 
 
 class FlopsReport(Section):
@@ -74,11 +82,13 @@ class FlopsReport(Section):
     forward_per_sequence: int = quantity("forward, one sequence (exact matmuls)", "flops")
     training_per_sequence: int = quantity("training, one sequence (3x forward)", "flops")
     forward_breakdown: dict[str, int] = quantity("forward by part", "flops")
+    by_layer_kind: dict[str, int] = quantity("forward by layer kind", "flops")
 
 
 class KvCacheReport(Section):
     bytes_per_token: int = quantity("KV cache per token", "bytes")
     bytes: int = quantity("KV cache, batch x T tokens", "bytes")
+    state_bytes: int = quantity("recurrent state, batch (independent of T)", "bytes")
 
 
 class ScoreMatrixReport(Section):
@@ -121,6 +131,8 @@ def estimate(shape: ModelShape, workload: Workload) -> Estimate:
             non_embedding=params.non_embedding_params(shape),
             per_layer=params.params_per_layer(shape),
             breakdown=params.parameter_breakdown(shape),
+            by_layer_kind=params.params_by_layer_kind(shape),
+            mtp=params.mtp_params(shape) if shape.mtp_layers else None,
         ),
         flops=FlopsReport(
             six_n_per_token=flops.six_n_flops_per_token(shape),
@@ -128,10 +140,12 @@ def estimate(shape: ModelShape, workload: Workload) -> Estimate:
             forward_per_sequence=flops.forward_flops(shape, t, causal),
             training_per_sequence=flops.training_flops(shape, t, causal),
             forward_breakdown=flops.forward_flops_breakdown(shape, t, causal),
+            by_layer_kind=flops.flops_by_layer_kind(shape, t, causal),
         ),
         kv_cache=KvCacheReport(
             bytes_per_token=memory.kv_cache_bytes_per_token(shape, dtype),
             bytes=memory.kv_cache_bytes(shape, t, b, dtype),
+            state_bytes=memory.state_bytes(shape, b, dtype),
         ),
         score_matrix=ScoreMatrixReport(
             entries_per_head=memory.score_matrix_entries_per_head(t),
@@ -190,6 +204,7 @@ class TrainReport(SourceNotes):
     setup: TrainingSetup
     tokens_are_chinchilla_optimal: bool
     seq_len_is_default: bool
+    notes: dict[str, str] = Field(default_factory=dict, exclude=True)  # what the table says about the defaults
     inputs: TrainInputs
     flops: TrainFlops
     time: TrainTime
@@ -207,10 +222,7 @@ TRAIN_SECTIONS: dict[str, str] = {
 def train(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> TrainReport:
     """Run the training core over one model on one kind of GPU."""
     training.check_parallel_layout(shape, setup)
-    compute_dtype = "fp32" if setup.precision == "fp32" else "bf16"
-    peak = hardware.peak_flops_per_s(gpu, compute_dtype)
-    if peak is None:
-        raise TfcostError(f"the GPU table has no verified {compute_dtype} peak for {gpu.name}")
+    peak = training.peak_flops_per_s(gpu, setup.precision)
     t, tokens = setup.seq_len, setup.tokens
     model_flops = training.model_training_flops(shape, t, tokens)
     recomputed = training.recompute_flops(shape, t, tokens, setup.recompute)
@@ -225,6 +237,7 @@ def train(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> TrainReport:
         setup=setup,
         tokens_are_chinchilla_optimal=tokens == training.chinchilla_optimal_tokens(shape),
         seq_len_is_default=t == training.default_seq_len(shape),
+        notes=training.defaults_notes(shape, setup),
         inputs=TrainInputs(
             parameters=params.total_params(shape),
             tokens=tokens,
@@ -320,6 +333,7 @@ def bound(is_compute_bound: bool) -> str:
 
 def serve(shape: ModelShape, gpu: GpuSpec, setup: ServingSetup) -> ServeReport:
     """Run the serving core over one model on `setup.gpus` GPUs of one kind."""
+    setup = serving.with_weights_dtype(shape, setup)
     t, b, kv_dtype = setup.gpus, setup.batch, setup.kv_dtype
     serving.check_generates(shape)
     serving.check_tensor_parallel(shape, t)
@@ -328,16 +342,12 @@ def serve(shape: ModelShape, gpu: GpuSpec, setup: ServingSetup) -> ServeReport:
     usable = serving.usable_bytes_per_gpu(gpu, setup.reserve)
     weights = serving.served_weight_bytes(shape, setup.weights_dtype)
     weights_per_gpu = serving.share_per_gpu(weights, t)
-    kv_per_gpu = serving.kv_cache_bytes_per_gpu(shape, setup.context, b, kv_dtype, t)
+    tokens, encoder_tokens = serving.cached_positions(shape, setup.prompt, setup.generate)
+    kv_per_gpu = serving.kv_cache_bytes_per_gpu(shape, tokens, b, kv_dtype, t, encoder_tokens)
     held = serving.bytes_moved_per_gpu(weights_per_gpu, kv_per_gpu)  # what a GPU holds is what decode reads
     budget = serving.kv_budget_bytes_per_gpu(usable, weights_per_gpu)
-
-    prefill_flops = serving.share_per_gpu(serving.prefill_flops(shape, setup.prompt, b), t)
-    prefill_kv = serving.kv_cache_bytes_per_gpu(shape, setup.prompt, b, kv_dtype, t)
-    prefill_bytes = serving.bytes_moved_per_gpu(weights_per_gpu, prefill_kv)
-    prefill_s = hardware.roofline_seconds(prefill_flops, prefill_bytes, peak, bandwidth)
-    decode_flops = serving.share_per_gpu(serving.decode_step_flops(shape, setup.context, b), t)
-    decode_s = hardware.roofline_seconds(decode_flops, held, peak, bandwidth)
+    prefill = serving.prefill_roofline(shape, setup, weights_per_gpu, peak, bandwidth)
+    decode = serving.decode_roofline(shape, setup, held, peak, bandwidth)
     return ServeReport(
         model=shape.name,
         source=shape.source,
@@ -357,24 +367,26 @@ def serve(shape: ModelShape, gpu: GpuSpec, setup: ServingSetup) -> ServeReport:
             weights_bytes=weights,
             weights_bytes_per_gpu=weights_per_gpu,
             kv_cache_bytes_per_token=memory.kv_cache_bytes_per_token(shape, kv_dtype),
-            kv_cache_bytes=memory.kv_cache_bytes(shape, setup.context, b, kv_dtype),
+            kv_cache_bytes=memory.kv_cache_bytes(shape, tokens, b, kv_dtype, encoder_tokens),
             kv_cache_bytes_per_gpu=kv_per_gpu,
             total_bytes_per_gpu=held,
             fits=held <= usable,
         ),
-        max_batch=serving.max_batch(budget, serving.kv_cache_bytes_per_gpu(shape, setup.context, 1, kv_dtype, t)),
+        max_batch=serving.max_batch(
+            budget, serving.kv_cache_bytes_per_gpu(shape, tokens, 1, kv_dtype, t, encoder_tokens)
+        ),
         max_context=serving.max_context(budget, serving.kv_cache_bytes_per_gpu(shape, 1, b, kv_dtype, t)),
         model_max_context=shape.max_seq_len,
         latency=ServeLatency(
-            prefill_flops_per_gpu=prefill_flops,
-            prefill_bytes_per_gpu=prefill_bytes,
-            prefill_ms=prefill_s * MS_PER_S,
-            prefill_bound=bound(hardware.is_compute_bound(prefill_flops, prefill_bytes, peak, bandwidth)),
-            prefill_tokens_per_s=hardware.achieved_per_s(b * setup.prompt, prefill_s),
-            decode_flops_per_gpu=decode_flops,
-            decode_bytes_per_gpu=held,
-            decode_ms_per_token=decode_s * MS_PER_S,
-            decode_bound=bound(hardware.is_compute_bound(decode_flops, held, peak, bandwidth)),
-            decode_tokens_per_s=hardware.achieved_per_s(b, decode_s),
+            prefill_flops_per_gpu=prefill.flops_per_gpu,
+            prefill_bytes_per_gpu=prefill.bytes_per_gpu,
+            prefill_ms=prefill.seconds * MS_PER_S,
+            prefill_bound=bound(prefill.compute_bound),
+            prefill_tokens_per_s=hardware.achieved_per_s(b * setup.prompt, prefill.seconds),
+            decode_flops_per_gpu=decode.flops_per_gpu,
+            decode_bytes_per_gpu=decode.bytes_per_gpu,
+            decode_ms_per_token=decode.seconds * MS_PER_S,
+            decode_bound=bound(decode.compute_bound),
+            decode_tokens_per_s=hardware.achieved_per_s(b, decode.seconds),
         ),
     )

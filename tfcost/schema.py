@@ -69,6 +69,12 @@ class MoE(Frozen):
     dense_layers: LayerIndices = Field(
         (), description="0-based indices of the blocks that keep a dense MLP of width d_ff (DeepSeek-V3: [0, 1, 2])"
     )
+    n_zero_experts: SizeOrZero = Field(
+        0,
+        description="zero (identity) experts the router may pick besides the routed ones: no weights, no matmuls "
+        "(LongCat-Flash); the router scores them too",
+    )
+    router_bias: bool = Field(False, description="a bias vector on the router's E outputs (gpt-oss)")
 
     @model_validator(mode="after")
     def _check_experts(self) -> MoE:
@@ -129,6 +135,34 @@ class Quantization(Frozen):
         strict=False,
         description="block parts (and an untied output head) kept at 16 bits; embeddings and norms always are",
     )
+
+
+class LayerSpec(Frozen):
+    """One layer of a non-uniform stack: its mixer and its FFN. Sizes (heads, widths) are the model's."""
+
+    mixer: str = Field(
+        "attention",
+        description="the token mixer: 'attention' (full, or sliding/chunked below) or 'mla'; a kind the core does "
+        "not cover is an error naming it",
+    )
+    window: Size | None = Field(None, description="W: sliding-window attention over at most W positions")
+    chunk: Size | None = Field(None, description="C: chunked attention, each query sees its own C-token chunk")
+    rope: bool = Field(True, description="false: a NoPE layer (no position encoding; Llama 4's global layers)")
+    ffn: Literal["dense", "moe"] = Field("dense", description="dense: an MLP of width d_ff; moe: the model's moe")
+
+    @model_validator(mode="after")
+    def _check_span(self) -> LayerSpec:
+        if self.window is not None and self.chunk is not None:
+            raise ValueError("a layer has a sliding window or a chunk, not both")
+        return self
+
+
+class LayerGroup(Frozen):
+    """A run of layers written compactly: `pattern` repeated `repeat` times (Gemma 3: 5 sliding, 1 full, x8)."""
+
+    # Written as a YAML/JSON list, held as a tuple so that shapes stay hashable.
+    pattern: tuple[LayerSpec, ...] = Field(min_length=1, strict=False, description="the layers of one repeat, in order")
+    repeat: Size = Field(1, description="how many times the pattern repeats")
 
 
 class ModelShape(Frozen):
@@ -211,6 +245,26 @@ class ModelShape(Frozen):
     quantization: Quantization | None = Field(
         None, description="weights stored quantized (a checkpoint's quantization_config); null: 16-bit weights"
     )
+    attention_sinks: bool = Field(
+        False, description="a learned sink logit per query head in every attention (gpt-oss): H parameters a layer"
+    )
+    layers: tuple[LayerGroup, ...] | None = Field(
+        None,
+        strict=False,
+        description="a non-uniform stack, group by group, in place of sliding_layers and moe.dense_layers; null: "
+        "the stack the flat fields describe",
+    )
+    mtp_layers: SizeOrZero = Field(
+        0,
+        description="multi-token-prediction modules after the stack (DeepSeek-V3: 1), each two norms, a 2d -> d "
+        "projection and one more block, sharing the embedding and head; counted in params.mtp, not in the total",
+    )
+    per_layer_embedding_dim: SizeOrZero = Field(
+        0, description="per-layer token embeddings of this width (Gemma 3n); a slot the core does not price yet"
+    )
+    hyper_connections: SizeOrZero = Field(
+        0, description="residual streams of hyper-connections; a slot the core does not price yet"
+    )
     head: Literal["lm", "mlm", "none"] = Field(
         "lm",
         description="lm: a V x d output projection; mlm: BERT's masked-LM head (d x d transform with bias, a "
@@ -254,7 +308,25 @@ class ModelShape(Frozen):
         self._check_stacks()
         self._check_layer_lists()
         self._check_attention_variants()
+        self._check_layer_groups()
         return self
+
+    def _check_layer_groups(self) -> None:
+        if self.layers is None:
+            return
+        if self.sliding_layers is not None or (self.moe is not None and self.moe.dense_layers):
+            raise ValueError("layers replaces sliding_layers and moe.dense_layers: give one or the other")
+        total = sum(len(group.pattern) * group.repeat for group in self.layers)
+        if total != self.n_layers:
+            raise ValueError(f"layers describes {total} layers, n_layers is {self.n_layers}")
+        if self.architecture != "decoder":
+            raise ValueError("layers: only supported for architecture 'decoder'")
+        for group in self.layers:
+            for spec in group.pattern:
+                if spec.ffn == "moe" and self.moe is None:
+                    raise ValueError("layers: an 'moe' layer needs the model's moe")
+                if spec.mixer == "mla" and self.mla is None:
+                    raise ValueError("layers: an 'mla' layer needs the model's mla")
 
     def _check_stacks(self) -> None:
         if (self.architecture == "encoder-decoder") != (self.n_decoder_layers is not None):

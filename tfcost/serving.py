@@ -7,10 +7,18 @@ traffic, activations and framework overheads are not modelled: the reserve keeps
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from tfcost import flops, memory, params, weights
 from tfcost.errors import TfcostError, UsageError
-from tfcost.hardware import bandwidth_bytes_per_s, memory_bytes, peak_flops_per_s
-from tfcost.schema import GpuSpec, ModelShape, WeightsDtype
+from tfcost.hardware import (
+    bandwidth_bytes_per_s,
+    is_compute_bound,
+    memory_bytes,
+    peak_flops_per_s,
+    roofline_seconds,
+)
+from tfcost.schema import GpuSpec, ModelShape, ServingSetup, WeightsDtype
 from tfcost.units import Dtype, ceil_div
 
 WEIGHT_BITS: dict[WeightsDtype, int] = {"bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4}
@@ -61,6 +69,14 @@ def served_weight_bytes(shape: ModelShape, dtype: WeightsDtype | None) -> int:
     return weight_bytes(shape, dtype)
 
 
+def with_weights_dtype(shape: ModelShape, setup: ServingSetup) -> ServingSetup:
+    """The setup with its weights' dtype made explicit: bf16 when none was asked for and the model's checkpoint is
+    not quantized (a quantized one keeps None: its bytes come from the quantization_config)."""
+    if setup.weights_dtype is None and shape.quantization is None:
+        return setup.model_copy(update={"weights_dtype": "bf16"})
+    return setup
+
+
 def weights_format(shape: ModelShape, dtype: WeightsDtype | None) -> str:
     """What the weights are stored as, in words for the report."""
     if dtype is not None:
@@ -80,11 +96,13 @@ def kv_heads_per_gpu(shape: ModelShape, gpus: int) -> int:
     return max(shape.n_kv_heads // gpus, 1)
 
 
-def kv_cache_bytes_per_gpu(shape: ModelShape, tokens: int, batch: int, dtype: Dtype, gpus: int) -> int:
+def kv_cache_bytes_per_gpu(
+    shape: ModelShape, tokens: int, batch: int, dtype: Dtype, gpus: int, encoder_tokens: int | None = None
+) -> int:
     """The KV cache of B sequences of `tokens` tokens held by one of t GPUs: its share of the key-value heads.
     MLA's latent serves every head, so each GPU holds all of it (it is replicated across tensor-parallel ranks;
-    NVIDIA/TensorRT-LLM#15162)."""
-    total = memory.kv_cache_bytes(shape, tokens, batch, dtype)
+    NVIDIA/TensorRT-LLM#15162). An encoder-decoder model also caches `encoder_tokens` cross keys and values."""
+    total = memory.kv_cache_bytes(shape, tokens, batch, dtype, encoder_tokens)
     if shape.mla is not None:
         return total
     return total * kv_heads_per_gpu(shape, gpus) // shape.n_kv_heads
@@ -111,19 +129,39 @@ def max_context(kv_budget_bytes: int, kv_bytes_per_token_of_batch: int) -> int:
     return kv_budget_bytes // kv_bytes_per_token_of_batch
 
 
+def is_encoder_decoder(shape: ModelShape) -> bool:
+    """Whether the prompt goes to an encoder and generation to a decoder (T5), not both through one stack."""
+    return shape.architecture == "encoder-decoder"
+
+
+def cached_positions(shape: ModelShape, prompt: int, generate: int) -> tuple[int, int | None]:
+    """(decoder positions, encoder positions) in the cache once G tokens are generated after a P-token prompt:
+    (P + G, None) for a decoder; (G, P) for an encoder-decoder, whose decoder caches its own G positions and
+    the cross-attention keys and values of the P encoder positions."""
+    return (generate, prompt) if is_encoder_decoder(shape) else (prompt + generate, None)
+
+
 def prefill_flops(shape: ModelShape, prompt: int, batch: int) -> int:
     """The forward pass over B prompts of P tokens, counting only the P(P+1)/2 unmasked scores (fused kernels skip
     masked tiles; nanochat's estimate_prefill_flops) and the output head for the last position only (the one
-    whose next token is sampled)."""
+    whose next token is sampled). An encoder-decoder model encodes the P tokens and runs its decoder over the
+    one start token, whose head gives the first generated token."""
+    if is_encoder_decoder(shape):
+        return batch * flops.forward_flops(shape, prompt, causal=True, decoder_len=1)
     parts = flops.forward_flops_breakdown(shape, prompt, causal=True)
     head = parts.get("output_head", 0)  # a headless encoder has none
     return batch * (sum(parts.values()) - head + head // prompt)
 
 
-def decode_step_flops(shape: ModelShape, context: int, batch: int) -> int:
+def decode_step_flops(shape: ModelShape, context: int, batch: int, encoder_tokens: int | None = None) -> int:
     """One new token per sequence attending to `context` positions (itself included): the difference between
     causal forward passes over `context` and `context - 1` tokens, which is exactly the last token's matmuls,
-    output head included (about 2N plus 4*L*H*Q*context; nanochat's estimate_decode_flops)."""
+    output head included (about 2N plus 4*L*H*Q*context; nanochat's estimate_decode_flops). An encoder-decoder
+    model's decoder steps at its own position `context`, reading `encoder_tokens` encoded positions."""
+    if encoder_tokens is not None:
+        after = flops.forward_flops(shape, encoder_tokens, causal=True, decoder_len=context)
+        before = flops.forward_flops(shape, encoder_tokens, causal=True, decoder_len=context - 1)
+        return batch * (after - before)
     one_token = flops.forward_flops(shape, context, causal=True) - flops.forward_flops(shape, context - 1, causal=True)
     return batch * one_token
 
@@ -157,3 +195,44 @@ def bytes_moved_per_gpu(weights_bytes_per_gpu: int, kv_bytes_per_gpu: int) -> in
     (the prompts' keys and values) or read by a decode step (the whole batch's cache: Scaling Book inference.md,
     weights / bandwidth + B x KV size / bandwidth; nanochat's MBU). Activations are taken to stay on chip."""
     return weights_bytes_per_gpu + kv_bytes_per_gpu
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """One pass's work per GPU and its roofline time."""
+
+    flops_per_gpu: int
+    bytes_per_gpu: int
+    seconds: float
+    compute_bound: bool
+
+
+def roofline(flops_per_gpu: int, bytes_per_gpu: int, peak: float, bandwidth: float) -> Roofline:
+    """A pass's time, max(FLOPs / peak, bytes / bandwidth), and which term is the larger."""
+    return Roofline(
+        flops_per_gpu,
+        bytes_per_gpu,
+        roofline_seconds(flops_per_gpu, bytes_per_gpu, peak, bandwidth),
+        is_compute_bound(flops_per_gpu, bytes_per_gpu, peak, bandwidth),
+    )
+
+
+def prefill_roofline(
+    shape: ModelShape, setup: ServingSetup, weights_per_gpu: int, peak: float, bandwidth: float
+) -> Roofline:
+    """Prefill: the B prompts' forward pass; every weight read once and the prompts' keys and values written."""
+    gpus, batch = setup.gpus, setup.batch
+    tokens, encoder_tokens = cached_positions(shape, setup.prompt, 1 if is_encoder_decoder(shape) else 0)
+    kv = kv_cache_bytes_per_gpu(shape, tokens, batch, setup.kv_dtype, gpus, encoder_tokens)
+    work = share_per_gpu(prefill_flops(shape, setup.prompt, batch), gpus)
+    return roofline(work, bytes_moved_per_gpu(weights_per_gpu, kv), peak, bandwidth)
+
+
+def decode_roofline(
+    shape: ModelShape, setup: ServingSetup, held_per_gpu: int, peak: float, bandwidth: float
+) -> Roofline:
+    """A decode step at the end of generation: one token per sequence, reading every weight and the whole cache
+    (what a GPU holds)."""
+    context, encoder_tokens = cached_positions(shape, setup.prompt, setup.generate)
+    work = share_per_gpu(decode_step_flops(shape, context, setup.batch, encoder_tokens), setup.gpus)
+    return roofline(work, held_per_gpu, peak, bandwidth)

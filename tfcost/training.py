@@ -8,9 +8,10 @@ FLOPs here are model FLOPs (what MFU counts, PaLM App. B) unless called hardware
 
 from __future__ import annotations
 
-from tfcost import flops, params
-from tfcost.errors import UsageError
-from tfcost.schema import ModelShape, Optimizer, Precision, Recompute, TrainingSetup
+from tfcost import flops, hardware, params
+from tfcost.blocks import layer_count
+from tfcost.errors import TfcostError, UsageError
+from tfcost.schema import GpuSpec, ModelShape, Optimizer, Precision, Recompute, TrainingSetup
 from tfcost.units import ceil_div
 
 CHINCHILLA_TOKENS_PER_PARAM = 20  # Hoffmann et al. 2022, Table 3: compute-optimal D is about 20 N
@@ -55,8 +56,32 @@ def check_parallel_layout(shape: ModelShape, setup: TrainingSetup) -> None:
             f"tp ({setup.tp}) must divide the query heads ({shape.n_heads}) and the key-value heads "
             f"({shape.n_kv_heads}) of {shape.name}"
         )
-    if shape.n_layers % setup.pp:
-        raise UsageError(f"pp ({setup.pp}) must divide the {shape.n_layers} layers of {shape.name}")
+    if layer_count(shape) % setup.pp:
+        raise UsageError(f"pp ({setup.pp}) must divide the {layer_count(shape)} layers of {shape.name}")
+
+
+def compute_dtype(precision: Precision) -> str:
+    """The peak the matmuls run at: fp32 under fp32 training, bf16 under bf16-mixed."""
+    return "fp32" if precision == "fp32" else "bf16"
+
+
+def peak_flops_per_s(gpu: GpuSpec, precision: Precision) -> float:
+    """The GPU's dense peak at the training precision's compute dtype, or an error when the table has none."""
+    dtype = compute_dtype(precision)
+    peak = hardware.peak_flops_per_s(gpu, dtype)
+    if peak is None:
+        raise TfcostError(f"the GPU table has no verified {dtype} peak for {gpu.name}")
+    return peak
+
+
+def defaults_notes(shape: ModelShape, setup: TrainingSetup) -> dict[str, str]:
+    """What the report says about the defaults it used: Chinchilla-optimal tokens, the default T."""
+    notes = {}
+    if setup.tokens == chinchilla_optimal_tokens(shape):
+        notes["tokens"] = f" (Chinchilla-optimal: {CHINCHILLA_TOKENS_PER_PARAM} per parameter, the default)"
+    if setup.seq_len == default_seq_len(shape):
+        notes["seq_len"] = f" (the default: {DEFAULT_SEQ_LEN:,}, or the model's context if shorter)"
+    return notes
 
 
 # Compute ---------------------------------------------------------------------------------------------------
@@ -201,7 +226,10 @@ def mlp_hidden_width(shape: ModelShape) -> int:
 
 
 def logits_bytes(shape: ModelShape, seq_len: int, micro_batch: int, tp: int) -> int:
-    """The fp32 logits of one micro-batch, split over t by the vocabulary-parallel head: 4sbV/t."""
+    """The fp32 logits of one micro-batch, split over t by the vocabulary-parallel head: 4sbV/t; none for a
+    model without a vocabulary head (a base encoder)."""
+    if shape.head == "none":
+        return 0
     return ceil_div(LOGIT_BYTES * seq_len * micro_batch * shape.vocab_size, tp)
 
 
@@ -210,9 +238,9 @@ def activation_bytes_per_gpu(shape: ModelShape, setup: TrainingSetup) -> int:
 
     Under the 1F1B schedule the first stage holds p micro-batches in flight, each through its L/p layers: L
     layers' worth whatever p is (Korthikanti et al. 2022; it assumes at least p micro-batches per step).
-    With p = 1 that GPU also computes the logits, 4sbV/t.
+    With p = 1 that GPU also computes the logits, 4sbV/t. An encoder-decoder model's L counts both stacks.
     """
-    in_flight_layers = shape.n_layers // setup.pp * setup.pp
+    in_flight_layers = layer_count(shape) // setup.pp * setup.pp  # an encoder-decoder's both stacks
     return activation_bytes_per_layer_of(shape, setup) * in_flight_layers + last_stage_logits_bytes(shape, setup)
 
 

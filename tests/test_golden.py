@@ -1,0 +1,46 @@
+"""Every preset gives the numbers it gave before the layer-stack core (tests/data/golden/outputs.json, written by
+tests/golden.py from the code as it was): `estimate` at T = 1,024 and 32,768, full and causal, `train` and
+`serve` for five presets. Keys added since are listed in ADDED; every pinned key must be present and equal."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tests.golden import GOLDEN, commands, run
+
+# Keys the layer-stack core added to the JSON contract (present in today's output, absent from the pin).
+ADDED = {"params.by_layer_kind", "params.mtp", "flops.by_layer_kind", "kv_cache.state_bytes"}
+# Keys the config readers' notes added (issue 10): what a source ignored or did not price, a checkpoint's bytes.
+ADDED |= {"ignored_fields", "not_priced", "checkpoint_bytes", "checkpoint_bytes_estimate", "weights_format"}
+
+PINNED: dict[str, Any] = json.loads(GOLDEN.read_text())
+
+
+def differences(pinned: Any, now: Any, path: str = "") -> list[str]:
+    """Where `now` differs from `pinned`: a changed value, a missing key, or a new key not in ADDED."""
+    if isinstance(pinned, dict) and isinstance(now, dict):
+        found = [f"{path}{key}: missing" for key in pinned if key not in now]
+        found += [f"{path}{key}: new" for key in now if key not in pinned and f"{path}{key}" not in ADDED]
+        for key in pinned.keys() & now.keys():
+            found += differences(pinned[key], now[key], f"{path}{key}.")
+        return found
+    return [] if pinned == now else [f"{path.rstrip('.')}: {pinned!r} -> {now!r}"]
+
+
+def test_the_pin_covers_every_preset_and_command() -> None:
+    assert sorted(PINNED) == sorted(commands())
+
+
+@pytest.mark.parametrize("name", sorted(commands()))
+def test_output_is_unchanged(name: str) -> None:
+    assert differences(PINNED[name], run(commands()[name])) == []
+
+
+def test_a_changed_number_is_caught() -> None:
+    name = "estimate llama-3-8b -T 1024 -B 4"
+    changed = json.loads(json.dumps(PINNED[name]))
+    changed["params"]["total"] += 1
+    assert differences(changed, run(commands()[name])) == ["params.total: 8030261249 -> 8030261248"]

@@ -1,0 +1,121 @@
+"""Operation tables: every layer kind, the embeddings and the head as lists of `tfcost.ops.Op` rows.
+
+A layer is a mixer and an FFN, each a small module returning its rows; a model's costs are folds over them
+(tfcost.params, tfcost.flops, tfcost.memory). Adding a kind is one module plus one entry here (and the reader
+that writes it into a `layers:` stack); a kind with no entry is an error naming it, never a silent zero.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+
+from tfcost.blocks import Block, blocks
+from tfcost.errors import TfcostError
+from tfcost.layers.attention import attention_ops
+from tfcost.layers.mla import mla_ops
+from tfcost.layers.mlp import mlp_ops
+from tfcost.layers.moe import moe_ops
+from tfcost.layers.norms import block_norm_names, norm_op
+from tfcost.ops import Op
+from tfcost.schema import ModelShape
+
+OpTable = Callable[[ModelShape, Block], list[Op]]
+
+# Token mixers. A recurrent or linear-attention kind (Gated DeltaNet, Mamba-2) returns `state` rows (elements per
+# sequence) in place of `cache` rows, and its matmuls as `linear` rows.
+MIXERS: dict[str, OpTable] = {"attention": attention_ops, "mla": mla_ops}
+FFNS: dict[str, OpTable] = {"mlp": mlp_ops, "moe": moe_ops}
+
+
+def table_of(registry: dict[str, OpTable], role: str, kind: str) -> OpTable:
+    """The module for a kind, or an error naming it."""
+    if kind not in registry:
+        raise TfcostError(f"{role} kind '{kind}' is not covered by tfcost's core (covered: {', '.join(registry)})")
+    return registry[kind]
+
+
+@lru_cache(maxsize=4096)
+def layer_ops(shape: ModelShape, block: Block) -> tuple[Op, ...]:
+    """One layer's operation table: its mixer, cross-attention (encoder-decoder decoders), its FFN, its norms."""
+    check_priced(shape)
+    ops = table_of(MIXERS, "mixer", block.mixer)(shape, block)
+    if block.cross_attention:  # queries from the decoder, keys and values from the encoder output
+        ops += attention_ops(shape, block, prefix="cross_attention", cross=True)
+    ops += table_of(FFNS, "ffn", block.ffn)(shape, block)
+    names = block_norm_names(shape.block_norms) + (["norm/cross_attention"] if block.cross_attention else [])
+    ops += [norm_op(shape, name) for name in names]
+    return tuple(ops)
+
+
+def check_priced(shape: ModelShape) -> None:
+    """Refuse the schema's slots whose formulas the core does not have yet, rather than pricing them at zero."""
+    for field in ("per_layer_embedding_dim", "hyper_connections"):
+        if getattr(shape, field):
+            raise TfcostError(f"{field}: {shape.name} has it, and tfcost's core does not price it yet")
+
+
+def stacks(shape: ModelShape) -> int:
+    """Stacks of blocks, each with its own final norm and relative-position table: 2 for encoder-decoder."""
+    return 2 if shape.architecture == "encoder-decoder" else 1
+
+
+def position_table(shape: ModelShape) -> Op:
+    """A learned n_ctx x d table, or T5's buckets x H relative-position biases, one per stack (Raffel et al.
+    2020 §2.1); rotary, ALiBi and sinusoidal positions have no parameters."""
+    if shape.position == "learned":
+        return Op("embedding/positions", "table", shape.max_seq_len, shape.d_model, "weights")
+    if shape.position == "relative":
+        assert shape.relative_attention_buckets is not None
+        buckets = shape.relative_attention_buckets
+        return Op("embedding/positions", "table", buckets, shape.n_heads, "weights", copies=stacks(shape))
+    return Op("embedding/positions", "table", 0, shape.d_model, "weights")
+
+
+@lru_cache(maxsize=4096)
+def embedding_ops(shape: ModelShape) -> tuple[Op, ...]:
+    """Rows before the first layer: token, position and token-type tables, BERT's embedding norm."""
+    d = shape.d_model
+    ops = [Op("embedding/tokens", "table", shape.vocab_size, d, "weights"), position_table(shape)]
+    if shape.token_types:
+        ops.append(Op("embedding/token_types", "table", shape.token_types, d, "weights"))
+    if shape.embedding_norm:
+        ops.append(norm_op(shape, "embedding_norm"))
+    return tuple(ops)
+
+
+@lru_cache(maxsize=4096)
+def head_ops(shape: ModelShape) -> tuple[Op, ...]:
+    """Rows after the last layer: final norm(s), pooler, BERT's MLM transform, the V x d output head (no copies
+    of its own when tied to the token embedding, but its matmul is still done) and its V biases."""
+    d, vocab, head = shape.d_model, shape.vocab_size, shape.head
+    ops = [norm_op(shape, "final_norm", copies=stacks(shape) if shape.final_norm else 0)]
+    if shape.pooler:  # the first token of the sequence only
+        ops.append(Op("pooler", "linear", d, d, "sequence", True, flops_part="pooler"))
+    if head == "mlm":  # BertLMPredictionHead: dense + activation + LayerNorm, then the decoder
+        ops.append(Op("mlm_transform", "linear", d, d, "token", True, flops_part="mlm_transform"))
+        ops.append(norm_op(shape, "mlm_transform"))
+    if head == "none":
+        ops.append(Op("output_head", "linear", d, vocab, "token", copies=0, uses=0))
+    else:
+        copies = 0 if shape.tied_embeddings else 1
+        ops.append(Op("output_head", "linear", d, vocab, "token", copies=copies, flops_part="output_head"))
+    if head == "mlm":
+        ops.append(Op("output_bias", "table", vocab, 1, "weights"))
+    return tuple(ops)
+
+
+@lru_cache(maxsize=4096)
+def mtp_ops(shape: ModelShape) -> tuple[Op, ...]:
+    """One multi-token-prediction module (DeepSeek-V3, arXiv:2412.19437 §2.2): RMSNorms on the hidden state and on
+    the next token's embedding, a 2d -> d projection, one more block (the kind of the stack's last layer) and a
+    norm before the shared head. The embedding and head are the main model's and are not counted again."""
+    if not shape.mtp_layers:
+        return ()
+    d = shape.d_model
+    last = blocks(shape)[-1][0]
+    ops = [
+        norm_op(shape, "mtp/norms", copies=3),
+        Op("mtp/projection", "linear", 2 * d, d, "token", flops_part="mtp/projection"),
+    ]
+    return tuple(ops) + layer_ops(shape, last)

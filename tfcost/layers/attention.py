@@ -1,0 +1,39 @@
+"""Multi-head attention with grouped or multi-query key-value heads: full, sliding-window or chunked.
+
+Vaswani et al. 2017 §3.2; GQA: Ainslie et al. 2023 (K key-value heads serve H query heads); sliding window:
+Mistral, Jiang et al. 2023 §2; chunked: Llama 4; sinks: gpt-oss (one learned logit per query head).
+Symbols: d d_model, H query heads, K key-value heads, Q head_dim.
+"""
+
+from __future__ import annotations
+
+from tfcost.blocks import Block
+from tfcost.layers.norms import norm_vectors
+from tfcost.ops import Op, Rate, Span
+from tfcost.schema import ModelShape
+
+
+def attention_ops(shape: ModelShape, block: Block, prefix: str = "attention", cross: bool = False) -> list[Op]:
+    """One attention: q, k, v projections, QK^T and AV over the score entries of every query head (paid per query
+    head, also under GQA/MQA: formulas-and-specs.md §1.12), the output projection, and its cache rows (2*K*Q per
+    position, the lesson's "Costs" section; an encoder keeps none). Cross-attention reads keys and values from
+    the encoder's positions, unmasked, and caches them once per encoder position."""
+    d, bias, heads, kv_heads, q = shape.d_model, shape.bias, shape.n_heads, shape.n_kv_heads, shape.head_dim
+    span = Span(cross=True) if cross else Span(block.causal, block.window, block.chunk)
+    keys: Rate = "source_token" if cross else "token"
+    qkv, o = f"{prefix}/qkv", f"{prefix}/o"
+    ops = [
+        Op(f"{prefix}/q", "linear", d, heads * q, "token", bias.qkv, flops_part=qkv),
+        Op(f"{prefix}/k", "linear", d, kv_heads * q, keys, bias.qkv, flops_part=qkv),
+        Op(f"{prefix}/v", "linear", d, kv_heads * q, keys, bias.qkv, flops_part=qkv),
+        Op(f"{prefix}/scores", "scores", q, heads, "entry", flops_part=f"{prefix}/scores", span=span),
+        Op(f"{prefix}/values", "values", q, heads, "entry", flops_part=f"{prefix}/values", span=span),
+        Op(o, "linear", heads * q, d, "token", bias.attn_out, flops_part=o),
+    ]
+    if shape.qk_norm:  # Qwen3: a head_dim-wide norm on queries and one on keys
+        ops.append(Op(f"{prefix}/qk_norm", "norm", q, norm_vectors(shape), "weights", copies=2))
+    if shape.attention_sinks:
+        ops.append(Op(f"{prefix}/sinks", "table", heads, 1, "weights"))
+    if block.causal or cross:
+        ops.append(Op(f"cache/{prefix}", "cache", 2 * kv_heads * q, kv_heads, "cached", span=span))
+    return ops

@@ -1,0 +1,25 @@
+"""Mixture of experts (Shazeer et al. 2017; Mixtral, Jiang et al. 2024; DeepSeekMoE, Dai et al. 2024): a router
+scores every expert, each token runs through k of the E routed experts and through the shared ones (torchtitan's
+and Megatron's active-expert count); zero (identity) experts (LongCat-Flash) are scored but hold no weights.
+Experts have the model's MLP kind (gated or plain)."""
+
+from __future__ import annotations
+
+from tfcost.blocks import Block
+from tfcost.layers.mlp import mlp_rows
+from tfcost.ops import Op
+from tfcost.schema import ModelShape
+
+
+def moe_ops(shape: ModelShape, block: Block) -> list[Op]:
+    """An MoE block's FFN rows: router, routed experts (E copies, k used), shared experts and their gate."""
+    assert shape.moe is not None  # the schema guarantees it for an 'moe' layer
+    moe, d = shape.moe, shape.d_model
+    shared, gate = moe.n_shared_experts, int(moe.shared_expert_gate)
+    router_width = moe.n_experts + moe.n_zero_experts
+    return [
+        Op("moe/router", "linear", d, router_width, "token", moe.router_bias, flops_part="moe/router"),
+        *mlp_rows(shape, "moe/experts", moe.expert_d_ff, moe.n_experts, moe.experts_per_token, "moe/experts"),
+        *mlp_rows(shape, "moe/shared", moe.shared_width, shared, shared, "moe/shared"),
+        Op("moe/shared_gate", "linear", d, 1, "token", copies=gate, uses=gate, flops_part="moe/shared_gate"),
+    ]

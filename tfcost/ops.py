@@ -1,0 +1,204 @@
+"""The operation table: one row per piece of work that has a cost, and the folds that turn rows into numbers.
+
+Every layer kind (tfcost.layers) and the embedding and head (tfcost.layers.model_ops) are lists of `Op` rows.
+Parameters, forward FLOPs, KV cache, recurrent state and the attention-score term are each a sum over rows,
+written once here:
+
+    params(row)  = copies x weights of one copy        linear: in*out (+ out biases); norm: in*out; table: in*out
+    flops(row)   = 2 * in * out * uses * rows(T)        linear, scores, values (FLOPs, not MACs: 2*m*k*n)
+    cache(row)   = in elements x rows(T)                cache rows (per sequence)
+    state(row)   = in elements                          state rows (per sequence, independent of T)
+
+`rows(T)` is the row's multiplicity, an explicit function of the sequence (`multiplicity`): T tokens, the score
+entries of a full, causal, windowed or chunked attention, the positions a cache holds. Every one is a polynomial
+in T, piecewise at a window or chunk edge, which is what a closed form in T or an `--explain` can be built from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+OpKind = Literal["linear", "scores", "values", "norm", "table", "cache", "state"]
+
+# What a row's multiplicity counts, per sequence:
+#   token         the layer's own positions, T (a decoder's in an encoder-decoder model)
+#   source_token  the positions keys and values are read from: T, or the encoder's for cross-attention
+#   entry         score entries of one head, by the row's span (full T^2, causal triangle, window, chunk)
+#   sequence      once per sequence (a pooler on the first token)
+#   cached        positions a cache row holds after T tokens (capped at a window or chunk)
+#   weights       no per-token work: parameters only (norms, tables)
+Rate = Literal["token", "source_token", "entry", "sequence", "cached", "weights"]
+
+
+@dataclass(frozen=True)
+class Span:
+    """Which positions one attention's queries see."""
+
+    causal: bool = False  # masked to earlier positions
+    window: int | None = None  # at most W positions, itself included (sliding window)
+    chunk: int | None = None  # only its own C-position chunk (chunked attention)
+    cross: bool = False  # the T_source positions of another sequence (cross-attention), no mask
+
+
+@dataclass(frozen=True)
+class Op:
+    """One row of an operation table.
+
+    name: the row, e.g. "attention/q" or "moe/experts/up"; part: the parameter breakdown key it adds to (default
+    name); flops_part: the forward-FLOPs breakdown key ("" when it has no FLOPs key).
+    fan_in, fan_out: for linear, in and out width; scores/values: head width Q and query heads H; norm: width and
+    vectors per channel (2 for LayerNorm's scale and shift, 1 for RMSNorm); table: rows and columns; cache/state:
+    elements per position (cache) or per sequence (state), and the heads they split over under tensor parallelism.
+    copies: weight copies held (E routed experts; 0 for a head tied to the embedding); uses: how many of them each
+    unit of `per` passes through (k of E).
+    """
+
+    name: str
+    kind: OpKind
+    fan_in: int
+    fan_out: int
+    per: Rate
+    bias: bool = False
+    copies: int = 1
+    uses: int = 1
+    part: str = ""
+    flops_part: str = ""
+    span: Span = Span()
+
+    @property
+    def params_key(self) -> str:
+        return self.part or self.name
+
+
+def score_entries(seq_len: int, causal: bool, window: int | None = None, chunk: int | None = None) -> int:
+    """Entries of one head's T x T score matrix that are counted.
+
+    Full: all T^2, what a dense kernel computes whatever the mask (and what FlopCounterMode counts). Causal: only
+    the entries the mask keeps, the T(T+1)/2 on and below the diagonal; within a sliding window of W, where
+    query i sees min(i + 1, W) keys: W(W+1)/2 + (T - W)*W once T > W (nanochat's estimate_prefill_flops); in
+    chunks of C, each whole chunk C(C+1)/2 and the last r = T mod C positions r(r+1)/2 (Llama 4's chunked mask).
+    """
+    if not causal:
+        return seq_len * seq_len
+    if chunk is not None:
+        whole, rest = divmod(seq_len, chunk)
+        return whole * chunk * (chunk + 1) // 2 + rest * (rest + 1) // 2
+    if window is None or seq_len <= window:
+        return seq_len * (seq_len + 1) // 2
+    return window * (window + 1) // 2 + (seq_len - window) * window
+
+
+def visible_positions(span: Span, tokens: int, source_tokens: int) -> int:
+    """Positions the last query sees (and a cache must hold): T, capped at W or C; T_source for cross-attention.
+    A sliding layer's older keys can never be attended to again (Mistral's rolling buffer, Jiang et al. 2023 §2)."""
+    if span.cross:
+        return source_tokens
+    limit = span.window or span.chunk
+    return tokens if limit is None else min(tokens, limit)
+
+
+def rate_multiplicity(per: Rate, span: Span, tokens: int, source_tokens: int, causal: bool) -> int:
+    """How many times a row of rate `per` and span `span` is done over one sequence of T tokens (T_source keys
+    for cross-attention); `causal` counts only the score entries the mask keeps."""
+    match per:
+        case "token":
+            return tokens
+        case "source_token":
+            return source_tokens
+        case "entry":
+            if span.cross:
+                return tokens * source_tokens
+            return score_entries(tokens, causal and span.causal, span.window, span.chunk)
+        case "sequence":
+            return 1
+        case "cached":
+            return visible_positions(span, tokens, source_tokens)
+        case "weights":
+            return 0
+
+
+def multiplicity(op: Op, tokens: int, source_tokens: int, causal: bool) -> int:
+    """How many times the row's work is done over one sequence (see rate_multiplicity)."""
+    return rate_multiplicity(op.per, op.span, tokens, source_tokens, causal)
+
+
+# A fold over many rows, collected by (rate, span): sum of coefficient x multiplicity(T). A model's rows fall into a
+# handful of groups (tokens, one span's entries, ...), so a fold at a new T costs a few multiplications whatever
+# the number of layers and rows: the form in T that sweeps and --explain build on.
+Form = tuple[tuple[Rate, Span, int], ...]
+
+
+def collect(rows: Iterable[tuple[int, Op]], weight: Callable[[Op], int]) -> Form:
+    """The form of a fold: each (count, row) adds count x weight(row) to its (rate, span) group."""
+    groups: dict[tuple[Rate, Span], int] = {}
+    for count, op in rows:
+        value = count * weight(op)
+        if value:
+            groups[(op.per, op.span)] = groups.get((op.per, op.span), 0) + value
+    return tuple((per, span, value) for (per, span), value in groups.items())
+
+
+def evaluate(form: Form, tokens: int, source_tokens: int, causal: bool) -> int:
+    """A collected fold at one T."""
+    return sum(value * rate_multiplicity(per, span, tokens, source_tokens, causal) for per, span, value in form)
+
+
+def op_params(op: Op) -> int:
+    """Parameters a row holds: its copies of an in x out matrix (and out biases), norm vectors or table."""
+    if op.kind == "linear":
+        return op.copies * (op.fan_in * op.fan_out + (op.fan_out if op.bias else 0))
+    if op.kind in ("norm", "table"):
+        return op.copies * op.fan_in * op.fan_out
+    return 0
+
+
+def op_inactive_params(op: Op) -> int:
+    """Parameters of the copies a token does not use: the E - k routed experts it is not sent to."""
+    if op.kind != "linear" or op.copies <= op.uses:
+        return 0
+    return op_params(op) // op.copies * (op.copies - op.uses)
+
+
+def op_flops_per_unit(op: Op) -> int:
+    """Forward matmul FLOPs of one unit of a row's rate: 2 * in * out per use (biases, norms, softmax and
+    activations left out, as the nanoGPT notebook and FlopCounterMode count)."""
+    return 2 * op.fan_in * op.fan_out * op.uses if op.kind in ("linear", "scores", "values") else 0
+
+
+def op_flops(op: Op, tokens: int, source_tokens: int, causal: bool) -> int:
+    """Forward matmul FLOPs of a row over one sequence."""
+    return op_flops_per_unit(op) * multiplicity(op, tokens, source_tokens, causal)
+
+
+def op_cache_per_position(op: Op) -> int:
+    """Cached elements per position a cache row holds."""
+    return op.fan_in if op.kind == "cache" else 0
+
+
+def op_cache_elements(op: Op, tokens: int, source_tokens: int) -> int:
+    """Cached elements of one sequence after T tokens (cache rows only)."""
+    return op_cache_per_position(op) * multiplicity(op, tokens, source_tokens, True)
+
+
+def op_state_elements(op: Op) -> int:
+    """Fixed-size state of one sequence (state rows only: recurrent and linear-attention mixers)."""
+    return op.fan_in if op.kind == "state" else 0
+
+
+def op_score_term_per_position(op: Op) -> int:
+    """The lesson's attention-score training term of a scores or values row per key position a query reads:
+    3 * Q * H (Kaplan et al. 2020 Eq. 2.2's 2 * d_attn per position forward, x 3 with the backward pass)."""
+    return 3 * op.fan_in * op.fan_out if op.kind in ("scores", "values") else 0
+
+
+def op_costs(op: Op, tokens: int) -> dict[str, int]:
+    """Every fold's value for one row over one T-token sequence: what `--explain` and the README print."""
+    return {
+        "params": op_params(op),
+        "flops": op_flops(op, tokens, tokens, False),
+        "flops_causal": op_flops(op, tokens, tokens, True),
+        "cache_elements": op_cache_elements(op, tokens, tokens),
+        "state_elements": op_state_elements(op),
+    }
