@@ -54,6 +54,13 @@ def default_config(model_type: str) -> PretrainedConfig:
     return AutoConfig.for_model(model_type)
 
 
+def saved_forms(model_type: str) -> dict[str, dict[str, Any]]:
+    """The default config as a config.json would hold it, in the two forms transformers writes: "saved" (what
+    `save_pretrained` writes: only what differs from the class defaults) and "full" (`to_dict()`: every field)."""
+    config = default_config(model_type)
+    return {"saved": config.to_diff_dict(), "full": config.to_dict()}
+
+
 def text_config(config: PretrainedConfig) -> PretrainedConfig:
     """The language model's config: `text_config` of a multimodal wrapper, else the config itself."""
     inner = config.get_text_config(decoder=True)
