@@ -35,6 +35,12 @@ app = typer.Typer(
 class OutputFormat(StrEnum):
     table = "table"
     json = "json"
+    markdown = "markdown"
+
+
+class TableFormat(StrEnum):
+    table = "table"
+    markdown = "markdown"
 
 
 class DtypeChoice(StrEnum):
@@ -70,7 +76,10 @@ Causal = Annotated[
         help="Count only the score entries the mask keeps in FLOPs: T(T+1)/2, fewer under a sliding window.",
     ),
 ]
-FormatOption = Annotated[OutputFormat, typer.Option("--format", "-f", help="table for people, json for scripts.")]
+FormatOption = Annotated[
+    OutputFormat,
+    typer.Option("--format", "-f", help="table for people, json for scripts, markdown for documents."),
+]
 
 # The model options, shared by every command that takes a model: pass all three to presets.resolve_model.
 ModelArgument = Annotated[
@@ -96,14 +105,18 @@ SetOption = Annotated[
 
 
 @app.command("list")
-def list_presets() -> None:
+def list_presets(
+    output: Annotated[
+        TableFormat, typer.Option("--format", "-f", help="table for people, markdown for documents.")
+    ] = TableFormat.table,
+) -> None:
     """List the built-in model presets with their size."""
     from tfcost.params import total_params
     from tfcost.presets import all_models
     from tfcost.render import models_table
 
     models = all_models()
-    models_table(models, [total_params(model) for model in models])
+    models_table(models, [total_params(model) for model in models], markdown=output is TableFormat.markdown)
 
 
 @app.command()
@@ -116,7 +129,7 @@ def gpus(output: FormatOption = OutputFormat.table) -> None:
     if output is OutputFormat.json:
         render.print_json(table)
     else:
-        render.gpus_table(table)
+        render.gpus_table(table, markdown=output is OutputFormat.markdown)
 
 
 @app.command()
@@ -128,20 +141,25 @@ def estimate(
     batch: Batch = 1,
     dtype: DtypeOption = DtypeChoice.bf16,
     causal: Causal = False,
+    gpu: Annotated[
+        str | None,
+        typer.Option("--gpu", help="GPU from `tfcost gpus`: also the T at which one layer's score matrix outgrows it."),
+    ] = None,
     output: FormatOption = OutputFormat.table,
 ) -> None:
-    """Parameters, FLOPs, KV cache and score-matrix size of one model."""
+    """Parameters, FLOPs, KV cache, score-matrix size and the lesson's crossovers in T of one model."""
     from tfcost import render
-    from tfcost.presets import resolve_model
+    from tfcost.presets import load_gpu, resolve_model
     from tfcost.report import estimate as run_estimate
     from tfcost.schema import Workload
 
     workload = validated(Workload, seq_len=seq, batch=batch, dtype=dtype.value, causal=causal)
-    result = run_estimate(resolve_model(model, config, overrides or ()), workload)
+    shape = resolve_model(model, config, overrides or ())
+    result = run_estimate(shape, workload, load_gpu(gpu) if gpu is not None else None)
     if output is OutputFormat.json:
         render.print_json(result)
     else:
-        render.estimate_table(result)
+        render.estimate_table(result, markdown=output is OutputFormat.markdown)
 
 
 @app.command()
@@ -178,7 +196,7 @@ def compare(
     if output is OutputFormat.json:
         render.print_json(results)
     else:
-        render.compare_table(results, breakdowns=breakdown)
+        render.compare_table(results, breakdowns=breakdown, markdown=output is OutputFormat.markdown)
 
 
 @app.command("import")
@@ -330,7 +348,7 @@ def train(
     if output is OutputFormat.json:
         render.print_json(result)
     else:
-        render.train_table(result)
+        render.train_table(result, markdown=output is OutputFormat.markdown)
 
 
 @app.command()
@@ -391,7 +409,100 @@ def serve(
     if output is OutputFormat.json:
         render.print_json(result)
     else:
-        render.serve_table(result)
+        render.serve_table(result, markdown=output is OutputFormat.markdown)
+
+
+class SweepFormat(StrEnum):
+    chart = "chart"
+    table = "table"
+    json = "json"
+    csv = "csv"
+    markdown = "markdown"
+
+
+class SpacingChoice(StrEnum):
+    geometric = "geometric"
+    linear = "linear"
+
+
+@app.command()
+def sweep(
+    models: Annotated[list[str], typer.Argument(help="Preset names, YAML preset files or config.json paths.")],
+    seq: Annotated[
+        str,
+        typer.Option("--seq", "-T", help="T: a range LOW..HIGH (doubling steps unless --points), or values 1024,4096."),
+    ] = "512..131072",
+    batch: Annotated[str, typer.Option("--batch", "-B", help="B: batch sizes, comma-separated.")] = "1",
+    metric: Annotated[
+        str,
+        typer.Option(
+            "--metric",
+            "-m",
+            help="Comma-separated: params, six_n, attention_flops, flops_per_token, attention_share, forward_flops, "
+            "training_flops, kv_cache, score_matrix; with --gpu also serve_memory, max_batch, prefill_ms, decode_ms.",
+        ),
+    ] = "attention_flops",
+    points: Annotated[
+        int | None, typer.Option("--points", "-n", help="Values of T across the range [default: doubling].")
+    ] = None,
+    spacing: Annotated[
+        SpacingChoice, typer.Option("--spacing", help="Steps across the range.")
+    ] = SpacingChoice.geometric,
+    overrides: SetOption = None,
+    dtype: DtypeOption = DtypeChoice.bf16,
+    causal: Causal = False,
+    gpu: Annotated[
+        str | None,
+        typer.Option("--gpu", help="GPU from `tfcost gpus`: the serving metrics and the score-matrix crossover."),
+    ] = None,
+    gpus: Annotated[int, typer.Option("--gpus", min=1, help="GPUs in tensor parallel (serving metrics).")] = 1,
+    weights_dtype: Annotated[
+        WeightsDtypeChoice,
+        typer.Option("--weights-dtype", help="Weight storage: serving and the KV = weights crossover."),
+    ] = WeightsDtypeChoice.bf16,
+    plot: Annotated[
+        str | None,
+        typer.Option("--plot", metavar="PATH", help="Also write the chart to a .png, .svg or .html file."),
+    ] = None,
+    output: Annotated[
+        SweepFormat | None,
+        typer.Option(
+            "--format",
+            "-f",
+            help="chart (needs tfcost[plot]), table, json, csv or markdown [default: chart; with --plot, table].",
+        ),
+    ] = None,
+) -> None:
+    """Costs over a range of sequence lengths and batch sizes, as a chart or a table, with the crossovers."""
+    from tfcost import render
+    from tfcost import sweep as sweeping
+    from tfcost.presets import load_gpu, resolve_model
+    from tfcost.schema import ServingSetup
+
+    seq_lens = sweeping.parse_seq(seq, points, spacing.value)
+    batches = sweeping.parse_positive_list(batch, "--batch")
+    metrics = sweeping.parse_metrics(metric)
+    shapes = [resolve_model(name, None, overrides or ()) for name in models]
+    setup = validated(ServingSetup, gpus=gpus, weights_dtype=weights_dtype.value, kv_dtype=dtype.value)
+    spec = load_gpu(gpu) if gpu is not None else None
+    report = sweeping.sweep(shapes, seq_lens, batches, metrics, dtype.value, causal, spec, setup)
+    chosen = output or (SweepFormat.table if plot else SweepFormat.chart)
+    if chosen is SweepFormat.chart:
+        from tfcost import plot as plotting
+
+        color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
+        render.sweep_chart(plotting.terminal(report, color=color), report)
+    elif chosen is SweepFormat.json:
+        render.sweep_json(report)
+    elif chosen is SweepFormat.csv:
+        render.sweep_csv(report)
+    else:
+        render.sweep_table(report, markdown=chosen is SweepFormat.markdown)
+    if plot is not None:
+        from tfcost import plot as plotting
+
+        written = plotting.write(report, plot)
+        sys.stderr.write(f"tfcost: wrote {written}\n")
 
 
 class MeasureFormat(StrEnum):

@@ -10,7 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tfcost import flops, hardware, memory, params, serving, training
+from tfcost import crossover, flops, hardware, memory, params, serving, training
+from tfcost.crossover import Crossover
 from tfcost.errors import TfcostError
 from tfcost.schema import GpuSpec, ModelShape, ServingSetup, TrainingSetup, Workload
 from tfcost.units import Unit
@@ -64,6 +65,7 @@ class Estimate(Section):
     flops: FlopsReport
     kv_cache: KvCacheReport
     score_matrix: ScoreMatrixReport
+    crossovers: list[Crossover]  # the lesson's crossovers in T (tfcost.crossover), rounded down
 
 
 SECTIONS: dict[str, str] = {
@@ -74,8 +76,8 @@ SECTIONS: dict[str, str] = {
 }
 
 
-def estimate(shape: ModelShape, workload: Workload) -> Estimate:
-    """Run the core over one model and workload."""
+def estimate(shape: ModelShape, workload: Workload, gpu: GpuSpec | None = None) -> Estimate:
+    """Run the core over one model and workload; with a GPU, also the T at which a score matrix outgrows it."""
     t, b, dtype, causal = workload.seq_len, workload.batch, workload.dtype, workload.causal
     return Estimate(
         model=shape.name,
@@ -105,6 +107,7 @@ def estimate(shape: ModelShape, workload: Workload) -> Estimate:
             bytes_per_layer=memory.score_matrix_bytes_per_layer(shape, t, b, dtype),
             bytes=memory.score_matrix_bytes(shape, t, b, dtype),
         ),
+        crossovers=crossover.crossovers(shape, b, dtype, gpu),
     )
 
 
