@@ -15,9 +15,8 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from itertools import pairwise
-from math import lcm
+from math import gcd
 
 from tfcost.blocks import blocks
 from tfcost.schema import ModelShape
@@ -58,13 +57,14 @@ def fit_piece(f: Callable[[int], int], start: int, end: int | None) -> Piece | N
     y0, y1, y2 = ([f(x) for x in xs] + [0, 0])[:3]
     first = y1 - y0 if len(xs) > 1 else 0
     second = y2 - 2 * y1 + y0 if len(xs) > 2 else 0
-    # Newton's form in u = T - start: y0 + u*first + u(u-1)/2*second, expanded in T.
-    half = Fraction(second, 2)
-    a = half
-    b = first - half - 2 * half * start
-    c = y0 - first * start + half * start * start + half * start
-    den = lcm(a.denominator, b.denominator, c.denominator)
-    piece = Piece(start, int(a * den), int(b * den), int(c * den), den)
+    # Newton's form in u = T - start, doubled to stay in integers: 2*value = 2*y0 + 2*u*first + u(u-1)*second,
+    # expanded in T; then the common factor is divided out.
+    a = second
+    b = 2 * first - second * (2 * start + 1)
+    c = 2 * y0 - 2 * start * first + second * start * (start + 1)
+    common = gcd(a, b, c, 2)
+    piece = Piece(start, a // common, b // common, c // common, 2 // common)
+    den = piece.den
     for offset in FAR_CHECKS:
         x = start + offset
         if end is not None and x > end:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import io
 import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -527,28 +528,31 @@ def sweep_table(report: SweepReport, markdown: bool = False) -> None:
         print_table(table, *([crossover_line(c) for c in report.crossovers] + [CROSSOVER_NOTE] if last else []))
 
 
-def sweep_rows(report: SweepReport) -> tuple[list[str], list[list[Any]]]:
-    """CSV's header and rows: one row per model, batch and T, a column per metric."""
+def sweep_csv(report: SweepReport) -> None:
+    """One row per model, batch and T, a column per metric. Written as joined lines: csv.writer's per-row cost
+    was most of a 10,000-row sweep; only the model name can need quoting, and it is quoted once per model."""
     from tfcost.sweep import METRICS
 
     by_key = {(s.model, s.batch, s.metric): s.values for s in report.series}
-    header = ["model", "batch", "seq_len", *report.metrics]
-    rows: list[list[Any]] = []
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerow(["model", "batch", "seq_len", *report.metrics])
+    quoted = io.StringIO()
     first = report.batches[0]
     for model in report.models:
+        quoted.seek(0)
+        quoted.truncate()
+        csv.writer(quoted, lineterminator="").writerow([model])
         for batch in report.batches:
+            prefix = f"{quoted.getvalue()},{batch},"
             columns = [
                 by_key[(model, batch if METRICS[metric].per_batch else first, metric)] for metric in report.metrics
             ]
-            rows.extend([model, batch, t, *values] for t, *values in zip(report.seq_lens, *columns, strict=True))
-    return header, rows
-
-
-def sweep_csv(report: SweepReport) -> None:
-    header, rows = sweep_rows(report)
-    writer = csv.writer(sys.stdout, lineterminator="\n")
-    writer.writerow(header)
-    writer.writerows(rows)
+            if len(columns) == 1:
+                lines = [f"{prefix}{t},{v}\n" for t, v in zip(report.seq_lens, columns[0], strict=True)]
+            else:
+                lines = [prefix + ",".join(map(str, row)) + "\n" for row in zip(report.seq_lens, *columns, strict=True)]
+            out.write("".join(lines))
+    sys.stdout.write(out.getvalue())
 
 
 def sweep_json(report: SweepReport) -> None:

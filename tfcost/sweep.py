@@ -136,6 +136,7 @@ class ModelCosts:
             "training": lambda t: flops.training_flops(s, t, causal),
             "kv_cache": lambda t: memory.kv_cache_bytes(s, t, batch, dtype),
             "score_matrix": lambda t: memory.score_matrix_bytes_per_layer(s, t, batch, dtype),
+            "score_matrix_all_layers": lambda t: memory.score_matrix_bytes(s, t, batch, dtype),
             "kv_per_gpu": lambda t: serving.kv_cache_bytes_per_gpu(s, t, batch, dtype, setup.gpus),
             "prefill": lambda t: serving.prefill_flops(s, t, batch),
             "decode": lambda t: serving.decode_step_flops(s, t, batch),
