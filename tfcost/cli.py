@@ -479,6 +479,10 @@ def sweep(
     from tfcost.presets import load_gpu, resolve_model
     from tfcost.schema import ServingSetup
 
+    if plot is not None:
+        from tfcost import plot as plotting
+
+        plotting.check_path(plot)
     seq_lens = sweeping.parse_seq(seq, points, spacing.value)
     batches = sweeping.parse_positive_list(batch, "--batch")
     metrics = sweeping.parse_metrics(metric)

@@ -194,12 +194,18 @@ def figure(report: SweepReport) -> Any:
     return fig
 
 
+def check_path(path: str) -> Path:
+    """The file --plot names, refused before any work when its kind is not one tfcost writes."""
+    target = Path(path)
+    if target.suffix.lower() not in FILE_SUFFIXES:
+        raise TfcostError(f"--plot: '{printable(path)}' should end in {', '.join(FILE_SUFFIXES)}")
+    return target
+
+
 def write(report: SweepReport, path: str) -> Path:
     """Write the chart to `path`: .png or .svg through matplotlib, .html as a page holding the SVG inline."""
-    target = Path(path)
+    target = check_path(path)
     suffix = target.suffix.lower()
-    if suffix not in FILE_SUFFIXES:
-        raise TfcostError(f"--plot: '{path}' should end in {', '.join(FILE_SUFFIXES)}")
     fig = figure(report)
     try:
         if suffix == ".html":

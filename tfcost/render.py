@@ -84,9 +84,10 @@ def markdown_text(text: str, keep_bold: bool = False) -> str:
     never printed raw), and the characters Markdown would read (pipes, backslashes, emphasis) escaped."""
     bold = keep_bold and text.startswith("**") and text.endswith("**") and len(text) > 4
     inner = text[2:-2] if bold else text
-    safe = "".join(char if char.isprintable() else repr(char)[1:-1] for char in inner)
+    safe = inner
     for char in "\\|*_`<>[]":
         safe = safe.replace(char, "\\" + char)
+    safe = "".join(char if char.isprintable() else repr(char)[1:-1] for char in safe)
     safe = safe.replace("  ", " &nbsp;")  # keep a breakdown's indentation
     return f"**{safe}**" if bold else safe
 
