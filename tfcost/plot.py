@@ -137,7 +137,8 @@ def terminal(report: SweepReport, width: int | None = None, height: int = 22, co
                 marks.append(f"| {printable(line.label)}: crossover at T = {c.seq_len:,} (the vertical line)")
                 if METRICS[panel.metric].reference and min(everything) <= c.level <= max(everything):
                     plt.hline(c.level)
-        xt, _ = ticks(xs, panel.log_x, "count")
+        step = max(1, (len(report.seq_lens) - 1) // 5)  # ticks at swept values: round ones, for doubling steps
+        xt = [float(t) for t in report.seq_lens[::step]]
         plt.xticks(xt, [f"{round(x):,}" for x in xt])
         yt, yl = ticks([v for v in everything if v > 0] or everything, panel.log_y, METRICS[panel.metric].unit)
         plt.yticks(yt, yl)
@@ -221,7 +222,8 @@ def write(report: SweepReport, path: str) -> Path:
             )
             target.write_text(page, encoding="utf-8")
         else:
-            fig.savefig(target, format=suffix[1:], dpi=80 if suffix == ".png" else None, metadata=file_metadata(suffix))
+            png = {"dpi": 80, "pil_kwargs": {"optimize": True}} if suffix == ".png" else {}
+            fig.savefig(target, format=suffix[1:], metadata=file_metadata(suffix), **png)
     except OSError as error:
         raise TfcostError(f"--plot: cannot write '{path}': {error.strerror}") from None
     finally:

@@ -180,6 +180,9 @@ CROSSOVER_NOTE = (
 )
 
 
+MIXED_NUMBER_DENOMINATOR = 10**6  # larger denominators are shown as decimals
+
+
 def crossover_cells(c: Crossover) -> tuple[str, str]:
     """The value and exact cells of a crossover: T rounded down, and the crossing as a fraction or a decimal."""
     if c.seq_len is None:
@@ -187,7 +190,12 @@ def crossover_cells(c: Crossover) -> tuple[str, str]:
     if c.exact is not None:
         numerator, denominator = (int(part) for part in c.exact.split("/"))
         whole, rest = divmod(numerator, denominator)
-        exact = f"{whole:,}" if rest == 0 else f"{whole:,} {rest}/{denominator}"
+        if rest == 0:
+            exact = f"{whole:,}"
+        elif denominator <= MIXED_NUMBER_DENOMINATOR:
+            exact = f"{whole:,} {rest}/{denominator}"
+        else:  # an absurd model's fraction would be wider than the table; JSON keeps it whole
+            exact = f"{numerator / denominator:,.4f}"
     else:
         exact = f"{c.crossing:,.4f}" if c.crossing is not None else ""
     return f"{c.seq_len:,}", exact
