@@ -18,7 +18,15 @@ from pydantic import BaseModel
 
 from tfcost import __version__
 from tfcost.errors import TfcostError
-from tfcost.report import SECTIONS, SERVE_SECTIONS, TRAIN_SECTIONS, Estimate, ServeReport, TrainReport
+from tfcost.report import (
+    SECTIONS,
+    SERVE_SECTIONS,
+    TRAIN_SECTIONS,
+    CrossoverReport,
+    Estimate,
+    ServeReport,
+    TrainReport,
+)
 from tfcost.schema import GpuSpec, ModelShape
 from tfcost.units import Unit, human
 
@@ -183,7 +191,7 @@ CROSSOVER_NOTE = (
 MIXED_NUMBER_DENOMINATOR = 10**6  # larger denominators are shown as decimals
 
 
-def crossover_cells(c: Crossover) -> tuple[str, str]:
+def crossover_cells(c: Crossover | CrossoverReport) -> tuple[str, str]:
     """The value and exact cells of a crossover: T rounded down, and the crossing as a fraction or a decimal."""
     if c.seq_len is None:
         return "none", ""
@@ -197,7 +205,8 @@ def crossover_cells(c: Crossover) -> tuple[str, str]:
         else:  # an absurd model's fraction would be wider than the table; JSON keeps it whole
             exact = f"{numerator / denominator:,.4f}"
     else:
-        exact = f"{c.crossing:,.4f}" if c.crossing is not None else ""
+        crossing = getattr(c, "crossing", None)  # a sweep's crossovers carry it as a float for the charts
+        exact = f"{crossing:,.4f}" if crossing is not None else ""
     return f"{c.seq_len:,}", exact
 
 

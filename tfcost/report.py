@@ -11,7 +11,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from tfcost import crossover, flops, hardware, memory, params, serving, training
-from tfcost.crossover import Crossover
 from tfcost.errors import TfcostError
 from tfcost.schema import GpuSpec, ModelShape, ServingSetup, TrainingSetup, Workload
 from tfcost.units import Unit
@@ -55,6 +54,36 @@ class ScoreMatrixReport(Section):
     bytes: int = quantity("score matrices, all layers", "bytes")
 
 
+class CrossoverReport(Section):
+    """A crossover (tfcost.crossover.Crossover) with exact numbers only: T rounded down, the crossing as a fraction
+    "p/q" where it is rational, the fixed cost it crosses, or the reason there is none."""
+
+    model: str
+    name: str
+    label: str
+    batch: int
+    seq_len: int | None
+    exact: str | None
+    level: int
+    reason: str | None
+
+
+def crossover_reports(found: list[crossover.Crossover]) -> list[CrossoverReport]:
+    return [
+        CrossoverReport(
+            model=c.model,
+            name=c.name,
+            label=c.label,
+            batch=c.batch,
+            seq_len=c.seq_len,
+            exact=c.exact,
+            level=c.level,
+            reason=c.reason,
+        )
+        for c in found
+    ]
+
+
 class Estimate(Section):
     """Everything `tfcost estimate` reports for one model under one workload."""
 
@@ -65,7 +94,7 @@ class Estimate(Section):
     flops: FlopsReport
     kv_cache: KvCacheReport
     score_matrix: ScoreMatrixReport
-    crossovers: list[Crossover]  # the lesson's crossovers in T (tfcost.crossover), rounded down
+    crossovers: list[CrossoverReport]  # the lesson's crossovers in T (tfcost.crossover), rounded down
 
 
 SECTIONS: dict[str, str] = {
@@ -107,7 +136,7 @@ def estimate(shape: ModelShape, workload: Workload, gpu: GpuSpec | None = None) 
             bytes_per_layer=memory.score_matrix_bytes_per_layer(shape, t, b, dtype),
             bytes=memory.score_matrix_bytes(shape, t, b, dtype),
         ),
-        crossovers=crossover.crossovers(shape, b, dtype, gpu),
+        crossovers=crossover_reports(crossover.crossovers(shape, b, dtype, gpu)),
     )
 
 
