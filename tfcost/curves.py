@@ -43,11 +43,13 @@ class Piece:
     def values(self, seq_lens: Sequence[int]) -> list[int]:
         # One comprehension per case: the common ones (linear, no denominator) skip the work they do not need.
         a, b, c, den = self.a, self.b, self.c, self.den
-        if den == 1:
-            if a == 0:
-                return [b * t + c for t in seq_lens]
-            return [(a * t + b) * t + c for t in seq_lens]
-        return [((a * t + b) * t + c) // den for t in seq_lens]
+        if den != 1:
+            return [((a * t + b) * t + c) // den for t in seq_lens]
+        if a == 0:  # linear: FLOPs per token, a KV cache
+            return [b * t for t in seq_lens] if c == 0 else [b * t + c for t in seq_lens]
+        if c == 0:  # a forward pass (no constant term), a score matrix (T^2 only)
+            return [a * t * t for t in seq_lens] if b == 0 else [(a * t + b) * t for t in seq_lens]
+        return [(a * t + b) * t + c for t in seq_lens]
 
 
 def fit_piece(f: Callable[[int], int], start: int, end: int | None) -> Piece | None:

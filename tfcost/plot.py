@@ -187,8 +187,11 @@ def figure(report: SweepReport) -> Any:
         ax.set_xlabel(X_LABEL)
         ax.set_ylabel(panel.y_label, fontsize=8)
         crossed = METRICS[panel.metric].crossover
-        legend = f"\n(dashed: {REFERENCES[crossed]}; dotted: the crossover)" if METRICS[panel.metric].reference else ""
-        ax.set_title(panel.title + (legend if crossed else ""), fontsize=10)
+        legend = ""
+        if crossed is not None:
+            fixed = f"dashed: {REFERENCES[crossed]}; " if METRICS[panel.metric].reference else ""
+            legend = f"\n({fixed}dotted: the crossover)"
+        ax.set_title(panel.title + legend, fontsize=10)
         ax.grid(True, which="major", alpha=0.3)
         ax.legend(fontsize=8)
     fig.tight_layout()
