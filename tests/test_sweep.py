@@ -203,3 +203,13 @@ def test_gpt2_markdown_estimate_holds_the_lessons_figures():
     out = run_in_process("estimate", "gpt2-small", "--format", "markdown").stdout
     for figure in ("124,439,808", "7,087,872", "37,748,736", "1,048,576"):
         assert figure in out
+
+
+def test_readme_shows_a_chart_made_by_the_command():
+    from pathlib import Path
+
+    root = Path(__file__).parent.parent
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    assert "](docs/sweep.png)" in readme and "--plot docs/sweep.png" in readme
+    data = (root / "docs" / "sweep.png").read_bytes()
+    assert png_size(data)[0] == 560 and len(data) < 100_000  # small enough to commit

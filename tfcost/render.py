@@ -524,7 +524,8 @@ def crossover_line(c: Crossover) -> str:
     if c.seq_len is None:
         return f"{c.model}: {c.label}: none, {c.reason}."
     value, exact = crossover_cells(c)
-    return f"{c.model}: {c.label} at T = {value} (rounded down; exact {exact})."
+    crossing = f"exact {exact}" if c.exact is not None else f"crossing at about {exact}"
+    return f"{c.model}: {c.label} at T = {value} (rounded down; {crossing})."
 
 
 def sweep_table(report: SweepReport, markdown: bool = False) -> None:
