@@ -152,3 +152,17 @@ def test_half_windowed_gemma_2_still_crosses():
     six_n = flops.six_n_flops_per_token(shape)
     assert flops.attention_score_flops_per_token(shape, found.seq_len) <= six_n
     assert flops.attention_score_flops_per_token(shape, found.seq_len + 1) > six_n
+
+
+def test_a_missed_window_edge_is_caught_not_fitted_across():
+    # Mistral-7B's KV cache stops growing at its 4,096-token window; fitted without that edge, the one piece from
+    # T = 1 fails its check at T = 65,538 and the curve falls back to the core, so its values stay right.
+    shape = load_model("mistral-7b")
+
+    def kv(t: int) -> int:
+        return memory.kv_cache_bytes(shape, t, 1, "bf16")
+
+    unguided = curves.fit(kv)
+    assert not unguided.is_closed_form
+    assert unguided.values([4096, 4097, 10**6]) == [kv(4096), kv(4097), kv(10**6)]
+    assert curves.curve(shape, kv).is_closed_form  # with the edge, two pieces

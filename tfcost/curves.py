@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from itertools import pairwise
 from math import gcd
 
-from tfcost.blocks import blocks
 from tfcost.schema import ModelShape
 
 # Points beyond a piece's first three at which a fitted polynomial must still match the core: neighbours, then
@@ -132,9 +131,10 @@ def fit(f: Callable[[int], int], edges: Sequence[int] = ()) -> Curve:
 
 def edges(shape: ModelShape) -> tuple[int, ...]:
     """Where a model's costs may change formula: a sliding window of W fills at T = W, and a decode step (the
-    difference of T and T - 1) changes one token later, so each piece starts at W + 1 and W + 2."""
-    windows = {block.window for block, _ in blocks(shape) if block.window is not None}
-    return tuple(sorted({edge for window in windows for edge in (window + 1, window + 2)}))
+    difference of T and T - 1) changes one token later, so pieces start at W + 1 and W + 2. An edge missed here
+    is still caught: the piece across it fails its check and the function is evaluated directly."""
+    window = shape.sliding_window
+    return () if window is None else (window + 1, window + 2)
 
 
 def curve(shape: ModelShape, f: Callable[[int], int]) -> Curve:
