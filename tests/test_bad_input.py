@@ -387,7 +387,10 @@ def test_a_quadrillion_layers_answers_with_readable_numbers():
     assert len({len(line) for line in body}) == 1  # nothing wrapped or cropped: every row as wide as the box
     assert "…" not in run.stdout
     values = [line.split("│")[2].strip() for line in body]
-    human = re.compile(r"(\d+(\.\d\d)? ?[kMGTPEZYRQ]?(FLOP)?|\d+(\.\d\d)? ([KMGTPEZY]i)?B|\d\.\d{3}e\+\d+( FLOP| B)?)")
+    # ... and the crossovers' T, a whole number of tokens grouped in thousands
+    human = re.compile(
+        r"(\d+(\.\d\d)? ?[kMGTPEZYRQ]?(FLOP)?|\d+(\.\d\d)? ([KMGTPEZY]i)?B|\d\.\d{3}e\+\d+( FLOP| B)?|\d{1,3}(,\d{3})*)"
+    )
     assert all(human.fullmatch(value) for value in values if value), values
     assert "7.08 Z" in run.stdout  # 10^15 blocks of 7,080,960 parameters
     exact = json.loads(run_in_process("estimate", str(path), "--seq", str(10**15), "-f", "json").stdout)

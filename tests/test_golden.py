@@ -13,8 +13,15 @@ from tests.golden import GOLDEN, commands, run
 
 # Keys the layer-stack core added to the JSON contract (present in today's output, absent from the pin).
 ADDED = {"params.by_layer_kind", "params.mtp", "flops.by_layer_kind", "kv_cache.state_bytes"}
-# Keys the config readers' notes added (issue 10): what a source ignored or did not price, a checkpoint's bytes.
-ADDED |= {"ignored_fields", "not_priced", "checkpoint_bytes", "checkpoint_bytes_estimate", "weights_format"}
+# Keys issues 10 and 13 added (the crossovers; the config readers: what a source ignored or did not price, a checkpoint's bytes.
+ADDED |= {
+    "crossovers",
+    "ignored_fields",
+    "not_priced",
+    "checkpoint_bytes",
+    "checkpoint_bytes_estimate",
+    "weights_format",
+}
 
 PINNED: dict[str, Any] = json.loads(GOLDEN.read_text())
 

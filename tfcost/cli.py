@@ -51,7 +51,8 @@ app = typer.Typer(
 )
 
 
-OutputFormat = Literal["table", "json"]
+OutputFormat = Literal["table", "json", "markdown"]
+TableFormat = Literal["table", "markdown"]
 
 
 def default(schema: "type[BaseModel]", field: str) -> Any:
@@ -84,7 +85,10 @@ Causal = Annotated[
         help="Count only the score entries the mask keeps in FLOPs: T(T+1)/2, fewer under a sliding window.",
     ),
 ]
-FormatOption = Annotated[OutputFormat, typer.Option("--format", "-f", help="table for people, json for scripts.")]
+FormatOption = Annotated[
+    OutputFormat,
+    typer.Option("--format", "-f", help="table for people, json for scripts, markdown for documents."),
+]
 
 # The model options, shared by every command that takes a model: pass all three to presets.resolve_model.
 ModelArgument = Annotated[
@@ -142,14 +146,18 @@ def load_source(
 
 
 @app.command("list")
-def list_presets() -> None:
+def list_presets(
+    output: Annotated[
+        TableFormat, typer.Option("--format", "-f", help="table for people, markdown for documents.")
+    ] = "table",
+) -> None:
     """List the built-in model presets with their size."""
     from tfcost.params import total_params
     from tfcost.presets import all_models
     from tfcost.render import models_table
 
     models = all_models()
-    models_table(models, [total_params(model) for model in models])
+    models_table(models, [total_params(model) for model in models], markdown=output == "markdown")
 
 
 @app.command()
@@ -162,7 +170,7 @@ def gpus(output: FormatOption = "table") -> None:
     if output == "json":
         render.print_json(table)
     else:
-        render.gpus_table(table)
+        render.gpus_table(table, markdown=output == "markdown")
 
 
 @app.command()
@@ -177,21 +185,26 @@ def estimate(
     batch: Batch = default(Workload, "batch"),
     dtype: DtypeOption = default(Workload, "dtype"),
     causal: Causal = default(Workload, "causal"),
+    gpu: Annotated[
+        str | None,
+        typer.Option("--gpu", help="GPU from `tfcost gpus`: also the T at which one layer's score matrix outgrows it."),
+    ] = None,
     output: FormatOption = "table",
 ) -> None:
-    """Parameters, FLOPs, KV cache and score-matrix size of one model."""
+    """Parameters, FLOPs, KV cache, score-matrix size and the lesson's crossovers in T of one model."""
     from tfcost import render
+    from tfcost.presets import load_gpu
     from tfcost.report import estimate as run_estimate
     from tfcost.report import with_source
 
     workload = validated(Workload, seq_len=seq, batch=batch, dtype=dtype, causal=causal)
     source = load_source(model, config, overrides, strict, lenient, revision)
-    result = with_source(run_estimate(source.shape, workload), source)
+    result = with_source(run_estimate(source.shape, workload, load_gpu(gpu) if gpu is not None else None), source)
     render.print_checkpoint_check(result)
     if output == "json":
         render.print_json(result)
     else:
-        render.estimate_table(result)
+        render.estimate_table(result, markdown=output == "markdown")
 
 
 @app.command()
@@ -234,7 +247,7 @@ def compare(
     if output == "json":
         render.print_json(results)
     else:
-        render.compare_table(results, breakdowns=breakdown)
+        render.compare_table(results, breakdowns=breakdown, markdown=output == "markdown")
 
 
 @app.command("import")
@@ -378,7 +391,7 @@ def train(
     if output == "json":
         render.print_json(result)
     else:
-        render.train_table(result)
+        render.train_table(result, markdown=output == "markdown")
 
 
 @app.command()
@@ -458,7 +471,94 @@ def serve(
     if output == "json":
         render.print_json(result)
     else:
-        render.serve_table(result)
+        render.serve_table(result, markdown=output == "markdown")
+
+
+SweepFormat = Literal["chart", "table", "json", "csv", "markdown"]
+Spacing = Literal["geometric", "linear"]
+
+
+@app.command()
+def sweep(
+    models: Annotated[list[str], typer.Argument(help="Preset names, YAML preset files or config.json paths.")],
+    seq: Annotated[
+        str,
+        typer.Option("--seq", "-T", help="T: a range LOW..HIGH (doubling steps unless --points), or values 1024,4096."),
+    ] = "512..131072",
+    batch: Annotated[str, typer.Option("--batch", "-B", help="B: batch sizes, comma-separated.")] = "1",
+    metric: Annotated[
+        str,
+        typer.Option(
+            "--metric",
+            "-m",
+            help="Comma-separated: params, six_n, attention_flops, flops_per_token, attention_share, forward_flops, "
+            "training_flops, kv_cache, score_matrix; with --gpu also serve_memory, max_batch, prefill_ms, decode_ms.",
+        ),
+    ] = "attention_flops",
+    points: Annotated[
+        int | None, typer.Option("--points", "-n", help="Values of T across the range [default: doubling].")
+    ] = None,
+    spacing: Annotated[Spacing, typer.Option("--spacing", help="Steps across the range.")] = "geometric",
+    overrides: SetOption = None,
+    dtype: DtypeOption = default(Workload, "dtype"),
+    causal: Causal = default(Workload, "causal"),
+    gpu: Annotated[
+        str | None,
+        typer.Option("--gpu", help="GPU from `tfcost gpus`: the serving metrics and the score-matrix crossover."),
+    ] = None,
+    gpus: Annotated[int, typer.Option("--gpus", min=1, help="GPUs in tensor parallel (serving metrics).")] = 1,
+    weights_dtype: Annotated[
+        WeightsDtype,
+        typer.Option("--weights-dtype", help="Weight storage: serving and the KV = weights crossover."),
+    ] = "bf16",
+    plot: Annotated[
+        str | None,
+        typer.Option("--plot", metavar="PATH", help="Also write the chart to a .png, .svg or .html file."),
+    ] = None,
+    output: Annotated[
+        SweepFormat | None,
+        typer.Option(
+            "--format",
+            "-f",
+            help="chart (needs tfcost[plot]), table, json, csv or markdown [default: chart; with --plot, table].",
+        ),
+    ] = None,
+) -> None:
+    """Costs over a range of sequence lengths and batch sizes, as a chart or a table, with the crossovers."""
+    from tfcost import render
+    from tfcost import sweep as sweeping
+    from tfcost.presets import load_gpu, resolve_model
+
+    if plot is not None:
+        from tfcost import plot as plotting
+
+        plotting.check_path(plot)
+    seq_lens = sweeping.parse_seq(seq, points, spacing)
+    batches = sweeping.parse_positive_list(batch, "--batch")
+    metrics = sweeping.parse_metrics(metric)
+    shapes = [resolve_model(name, None, overrides or ()) for name in models]
+    setup = validated(ServingSetup, gpus=gpus, weights_dtype=weights_dtype, kv_dtype=dtype)
+    spec = load_gpu(gpu) if gpu is not None else None
+    report = sweeping.sweep(shapes, seq_lens, batches, metrics, dtype, causal, spec, setup)
+    chosen = output or ("table" if plot else "chart")
+    if chosen != "json":  # names from users' files reach the charts too
+        report = render.neutral(report)
+    if chosen == "chart":
+        from tfcost import plot as plotting
+
+        color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
+        render.sweep_chart(plotting.terminal(report, color=color), report)
+    elif chosen == "json":
+        render.sweep_json(report)
+    elif chosen == "csv":
+        render.sweep_csv(report)
+    else:
+        render.sweep_table(report, markdown=chosen == "markdown")
+    if plot is not None:
+        from tfcost import plot as plotting
+
+        written = plotting.write(report, plot)
+        sys.stderr.write(f"tfcost: wrote {written}\n")
 
 
 MeasureFormat = Literal["table", "json", "csv"]

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import dataclasses
+import io
 import json
 import math
 import sys
@@ -22,6 +24,7 @@ from tfcost.report import (
     SECTIONS,
     SERVE_SECTIONS,
     TRAIN_SECTIONS,
+    CrossoverReport,
     Estimate,
     ServeReport,
     SourceNotes,
@@ -31,8 +34,10 @@ from tfcost.schema import GpuSpec, ModelShape
 from tfcost.units import Unit, human
 
 if TYPE_CHECKING:  # imported where used: only `measure` needs its report classes built
+    from tfcost.crossover import Crossover
     from tfcost.measure_report import Measurement, MeasureReport
     from tfcost.presets import ModelSource
+    from tfcost.sweep import SweepReport
 
 CONVENTIONS = (
     "FLOPs are 2*m*k*n per matmul (not MACs). Counts and FLOPs in SI units (G = 10^9), bytes in IEC units "
@@ -68,6 +73,10 @@ def neutral(value: Any) -> Any:
         return {neutral(key): neutral(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return type(value)(neutral(item) for item in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):  # a sweep's report and its crossovers
+        return dataclasses.replace(
+            value, **{f.name: neutral(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        )
     return value
 
 
@@ -78,9 +87,74 @@ def console(width: int | None = None) -> Any:
     return Console(file=sys.stdout, highlight=False, soft_wrap=False, markup=False, emoji=False, width=width)
 
 
+class MarkdownTable:
+    """A GitHub-flavoured Markdown table with the few methods of rich's Table that the tables here use, so each
+    table is built once and printed either way. A cell of several lines (a section, see add_section) becomes as
+    many rows; its first line, the section's heading, is bold."""
+
+    def __init__(self, title: str | None = None, **_: Any) -> None:
+        self.title = title
+        self.columns: list[str] = []
+        self.aligns: list[str] = []
+        self.rows: list[list[str]] = []
+
+    def add_column(self, header: str, justify: str = "left", **_: Any) -> None:
+        self.columns.append(header)
+        self.aligns.append("---:" if justify == "right" else ":---")
+
+    def add_section(self) -> None:
+        """Sections are told apart by their bold headings."""
+
+    def add_row(self, *cells: Any) -> None:
+        texts = [str(cell) for cell in cells]
+        sectioned = any(type(cell).__name__ == "Text" for cell in cells)  # add_section's stacked lines
+        lines = [text.split("\n") for text in texts]
+        for index in range(max(len(cell_lines) for cell_lines in lines)):
+            row = [cell_lines[index] if index < len(cell_lines) else "" for cell_lines in lines]
+            if sectioned and index == 0:
+                row[0] = f"**{row[0]}**"
+            self.rows.append(row)
+
+    def render(self) -> str:
+        out = [f"**{markdown_text(line)}**  " for line in (self.title or "").splitlines()]
+        out = [*out[:-1], out[-1].removesuffix("  ")] if out else []
+        if out:
+            out.append("")
+        out.append("| " + " | ".join(markdown_text(c) for c in self.columns) + " |")
+        out.append("|" + "|".join(self.aligns) + "|")
+        out.extend("| " + " | ".join(markdown_text(c, keep_bold=True) for c in row) + " |" for row in self.rows)
+        return "\n".join(out) + "\n"
+
+
+def markdown_text(text: str, keep_bold: bool = False) -> str:
+    """A cell's text made safe for a Markdown table: no line breaks, no unprintable characters (text from a file is
+    never printed raw), and the characters Markdown would read (pipes, backslashes, emphasis) escaped."""
+    bold = keep_bold and text.startswith("**") and text.endswith("**") and len(text) > 4
+    inner = text[2:-2] if bold else text
+    safe = inner
+    for char in "\\|*_`<>[]":
+        safe = safe.replace(char, "\\" + char)
+    safe = "".join(char if char.isprintable() else repr(char)[1:-1] for char in safe)
+    safe = safe.replace("  ", " &nbsp;")  # keep a breakdown's indentation
+    return f"**{safe}**" if bold else safe
+
+
+def new_table(markdown: bool, **options: Any) -> Any:
+    """A rich Table, or a MarkdownTable taking the same calls."""
+    if markdown:
+        return MarkdownTable(**options)
+    from rich.table import Table
+
+    return Table(**options)
+
+
 def print_table(table: Any, *notes: str) -> None:
     """Print a table at its natural width, wider than the terminal if need be (a crushed table wraps or crops its
-    numbers, which is worse than a long line), then each note."""
+    numbers, which is worse than a long line), then each note. A Markdown table prints as text, each note a
+    paragraph."""
+    if isinstance(table, MarkdownTable):
+        sys.stdout.write(table.render() + "".join(f"\n{markdown_text(note)}\n" for note in notes))
+        return
     # A table that does not expand is laid out at min(natural width, console width): an unbounded console gives
     # the natural width in one layout pass, where measuring first would lay it out twice.
     console(width=1 << 16).print(table)
@@ -134,19 +208,55 @@ def workload_caption(result: Estimate) -> str:
     return f"T = {w.seq_len:,} tokens, batch {w.batch:,}, {w.dtype}, {mask}"
 
 
-def estimate_table(result: Estimate) -> None:
+def estimate_table(result: Estimate, markdown: bool = False) -> None:
     result = neutral(result)
     notes = [f"source: {result.source}"] if result.source else []
-    sections_table(result, SECTIONS, f"{result.model}: {workload_caption(result)}", [*notes, CONVENTIONS])
+    crossovers = [(c.label, *crossover_cells(c)) for c in result.crossovers]
+    notes += [f"{c.label}: none, {c.reason}." for c in result.crossovers if c.reason]
+    notes.append(CROSSOVER_NOTE)
+    sections_table(
+        result,
+        SECTIONS,
+        f"{result.model}: {workload_caption(result)}",
+        [*notes, CONVENTIONS],
+        markdown,
+        extra={"Crossovers (T)": crossovers},
+    )
 
 
-def compare_table(results: Sequence[Estimate], breakdowns: bool = False) -> None:
+CROSSOVER_NOTE = (
+    "Crossovers are rounded down: the largest T at which the growing cost is at most the fixed one (it is larger "
+    "from T + 1 on); 'exact' is the crossing itself, a fraction where the cost is linear in T there."
+)
+
+
+MIXED_NUMBER_DENOMINATOR = 10**6  # larger denominators are shown as decimals
+
+
+def crossover_cells(c: Crossover | CrossoverReport) -> tuple[str, str]:
+    """The value and exact cells of a crossover: T rounded down, and the crossing as a fraction or a decimal."""
+    if c.seq_len is None:
+        return "none", ""
+    if c.exact is not None:
+        numerator, denominator = (int(part) for part in c.exact.split("/"))
+        whole, rest = divmod(numerator, denominator)
+        if rest == 0:
+            exact = f"{whole:,}"
+        elif denominator <= MIXED_NUMBER_DENOMINATOR:
+            exact = f"{whole:,} {rest}/{denominator}"
+        else:  # an absurd model's fraction would be wider than the table; JSON keeps it whole
+            exact = f"{numerator / denominator:,.4f}"
+    else:
+        crossing = getattr(c, "crossing", None)  # a sweep's crossovers carry it as a float for the charts
+        exact = f"{crossing:,.4f}" if crossing is not None else ""
+    return f"{c.seq_len:,}", exact
+
+
+def compare_table(results: Sequence[Estimate], breakdowns: bool = False, markdown: bool = False) -> None:
     """Models as columns. The per-part breakdowns are left out unless asked for: with many models they are
     most of the table and little of the comparison."""
-    from rich.table import Table
-
     results = neutral(list(results))
-    table = Table(title=workload_caption(results[0]), title_justify="left")
+    table = new_table(markdown, title=workload_caption(results[0]), title_justify="left")
     table.add_column("quantity", no_wrap=True)
     for result in results:
         table.add_column(result.model, justify="right", no_wrap=True)
@@ -176,11 +286,9 @@ def compare_table(results: Sequence[Estimate], breakdowns: bool = False) -> None
     print_table(table, *notes)
 
 
-def models_table(models: Sequence[ModelShape], totals: Sequence[int]) -> None:
-    from rich.table import Table
-
+def models_table(models: Sequence[ModelShape], totals: Sequence[int], markdown: bool = False) -> None:
     models = neutral(list(models))
-    table = Table(title="model presets", title_justify="left")
+    table = new_table(markdown, title="model presets", title_justify="left")
     for name, justify in (
         ("name", "left"),
         ("parameters", "right"),
@@ -202,11 +310,9 @@ def models_table(models: Sequence[ModelShape], totals: Sequence[int]) -> None:
     print_table(table)
 
 
-def gpus_table(gpus: Sequence[GpuSpec]) -> None:
-    from rich.table import Table
-
+def gpus_table(gpus: Sequence[GpuSpec], markdown: bool = False) -> None:
     gpus = neutral(list(gpus))
-    table = Table(title="GPU spec table (dense peaks, without sparsity)", title_justify="left")
+    table = new_table(markdown, title="GPU spec table (dense peaks, without sparsity)", title_justify="left")
     for name in ("name", "BF16/FP16 TFLOP/s", "FP8 TFLOP/s", "FP32 TFLOP/s", "memory", "bandwidth"):
         table.add_column(name, justify="left" if name == "name" else "right")
 
@@ -234,12 +340,17 @@ def exact(value: float | str) -> str:
     return f"{value:,.4f}"
 
 
-def sections_table(result: BaseModel, sections: dict[str, str], title: str, notes: Sequence[str]) -> None:
-    """A quantity/value/exact table with one block per section ("" names the result's own quantities), then the
-    notes a reader needs to check it."""
-    from rich.table import Table
-
-    table = Table(title=title, title_justify="left")
+def sections_table(
+    result: BaseModel,
+    sections: dict[str, str],
+    title: str,
+    notes: Sequence[str],
+    markdown: bool = False,
+    extra: dict[str, Sequence[Sequence[str]]] | None = None,
+) -> None:
+    """A quantity/value/exact table with one block per section ("" names the result's own quantities), then any
+    `extra` blocks of ready rows, then the notes a reader needs to check it."""
+    table = new_table(markdown, title=title, title_justify="left")
     table.add_column("quantity", no_wrap=True)
     table.add_column("value", justify="right", no_wrap=True)
     table.add_column("exact", justify="right", no_wrap=True)
@@ -250,6 +361,9 @@ def sections_table(result: BaseModel, sections: dict[str, str], title: str, note
             for _, label, unit, value in quantity_rows(getattr(result, attribute) if attribute else result)
         ]
         add_section(table, heading, rows)
+    for heading, ready in (extra or {}).items():
+        table.add_section()
+        add_section(table, heading, ready)
     print_table(table, *notes)
 
 
@@ -258,7 +372,7 @@ def default(setup: BaseModel, field: str) -> Any:
     return type(setup).model_fields[field].default
 
 
-def train_table(result: TrainReport) -> None:
+def train_table(result: TrainReport, markdown: bool = False) -> None:
     result = neutral(result)
     s = result.setup
     tokens, seq = result.notes.get("tokens", ""), result.notes.get("seq_len", "")
@@ -280,10 +394,10 @@ def train_table(result: TrainReport) -> None:
         "Every formula: README, 'tfcost train'.",
         CONVENTIONS,
     ]
-    sections_table(result, TRAIN_SECTIONS, title, notes)
+    sections_table(result, TRAIN_SECTIONS, title, notes, markdown)
 
 
-def serve_table(result: ServeReport) -> None:
+def serve_table(result: ServeReport, markdown: bool = False) -> None:
     result = neutral(result)
     s = result.setup
     title = "\n".join(
@@ -303,7 +417,7 @@ def serve_table(result: ServeReport) -> None:
         "README: up to 0.7 for inference, 0.9 an aggressive memory target). Every formula: README, 'tfcost serve'.",
         CONVENTIONS,
     ]
-    sections_table(result, SERVE_SECTIONS, title, notes)
+    sections_table(result, SERVE_SECTIONS, title, notes, markdown)
 
 
 # The table's numbers; --format json and csv add bytes moved, bandwidth and the roofline time.
@@ -474,3 +588,75 @@ def print_error(message: str) -> None:
     """One line on stderr, whatever the message quotes (a key or a name may hold a newline): characters that would
     not print as themselves are written as escapes. No rich here, so that an error can never fail to print."""
     sys.stderr.write(f"tfcost: error: {clean(message)}\n")
+
+
+# `tfcost sweep` ---------------------------------------------------------------------------------------------
+
+
+def crossover_line(c: Crossover) -> str:
+    """One crossover in words: T rounded down and the exact crossing, or why there is none."""
+    if c.seq_len is None:
+        return f"{c.model}: {c.label}: none, {c.reason}."
+    value, exact = crossover_cells(c)
+    crossing = f"exact {exact}" if c.exact is not None else f"crossing at about {exact}"
+    return f"{c.model}: {c.label} at T = {value} (rounded down; {crossing})."
+
+
+def sweep_table(report: SweepReport, markdown: bool = False) -> None:
+    """A table per metric: T down the side, a column per model (and batch, where the metric depends on it)."""
+    from tfcost.sweep import METRICS
+
+    report = neutral(report)
+    several_batches = len(report.batches) > 1
+    for metric in report.metrics:
+        spec = METRICS[metric]
+        series = [s for s in report.series if s.metric == metric]
+        table = new_table(markdown, title=spec.label, title_justify="left")
+        table.add_column("T", justify="right", no_wrap=True)
+        for s in series:
+            name = f"{s.model} B={s.batch}" if spec.per_batch and several_batches else s.model
+            table.add_column(name, justify="right", no_wrap=True)
+        for index, seq_len in enumerate(report.seq_lens):
+            table.add_row(f"{seq_len:,}", *(human(s.values[index], spec.unit) for s in series))
+        last = metric == report.metrics[-1]
+        print_table(table, *([crossover_line(c) for c in report.crossovers] + [CROSSOVER_NOTE] if last else []))
+
+
+def sweep_csv(report: SweepReport) -> None:
+    """One row per model, batch and T, a column per metric. Written as joined lines: csv.writer's per-row cost
+    was most of a 10,000-row sweep; only the model name can need quoting, and it is quoted once per model."""
+    from tfcost.sweep import METRICS
+
+    report = neutral(report)
+    by_key = {(s.model, s.batch, s.metric): s.values for s in report.series}
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerow(["model", "batch", "seq_len", *report.metrics])
+    quoted = io.StringIO()
+    first = report.batches[0]
+    for model in report.models:
+        quoted.seek(0)
+        quoted.truncate()
+        csv.writer(quoted, lineterminator="").writerow([model])
+        for batch in report.batches:
+            prefix = f"{quoted.getvalue()},{batch},"
+            columns = [
+                by_key[(model, batch if METRICS[metric].per_batch else first, metric)] for metric in report.metrics
+            ]
+            if len(columns) == 1:
+                lines = [f"{prefix}{t},{v}\n" for t, v in zip(report.seq_lens, columns[0], strict=True)]
+            else:
+                lines = [prefix + ",".join(map(str, row)) + "\n" for row in zip(report.seq_lens, *columns, strict=True)]
+            out.write("".join(lines))
+    sys.stdout.write(out.getvalue())
+
+
+def sweep_json(report: SweepReport) -> None:
+    document = {"tfcost_version": __version__, **dataclasses.asdict(report)}
+    sys.stdout.write(json.dumps(document, indent=1, allow_nan=False) + "\n")
+
+
+def sweep_chart(text: str, report: SweepReport) -> None:
+    """The terminal chart (drawn by tfcost.plot), then the crossovers in words."""
+    report = neutral(report)
+    sys.stdout.write(text)
+    sys.stdout.write("".join(f"{crossover_line(c)}\n" for c in report.crossovers) + CROSSOVER_NOTE + "\n")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
-from tfcost import flops, hardware, memory, params, serving, training, weights
+from tfcost import crossover, flops, hardware, memory, params, serving, training, weights
 from tfcost.schema import GpuSpec, ModelShape, ServingSetup, TrainingSetup, Workload
 from tfcost.units import Unit
 
@@ -97,6 +97,36 @@ class ScoreMatrixReport(Section):
     bytes: int = quantity("score matrices, all layers", "bytes")
 
 
+class CrossoverReport(Section):
+    """A crossover (tfcost.crossover.Crossover) with exact numbers only: T rounded down, the crossing as a fraction
+    "p/q" where it is rational, the fixed cost it crosses, or the reason there is none."""
+
+    model: str
+    name: str
+    label: str
+    batch: int
+    seq_len: int | None
+    exact: str | None
+    level: int
+    reason: str | None
+
+
+def crossover_reports(found: list[crossover.Crossover]) -> list[CrossoverReport]:
+    return [
+        CrossoverReport(
+            model=c.model,
+            name=c.name,
+            label=c.label,
+            batch=c.batch,
+            seq_len=c.seq_len,
+            exact=c.exact,
+            level=c.level,
+            reason=c.reason,
+        )
+        for c in found
+    ]
+
+
 class Estimate(SourceNotes):
     """Everything `tfcost estimate` reports for one model under one workload."""
 
@@ -107,6 +137,7 @@ class Estimate(SourceNotes):
     flops: FlopsReport
     kv_cache: KvCacheReport
     score_matrix: ScoreMatrixReport
+    crossovers: list[CrossoverReport]  # the lesson's crossovers in T (tfcost.crossover), rounded down
 
 
 SECTIONS: dict[str, str] = {
@@ -117,8 +148,8 @@ SECTIONS: dict[str, str] = {
 }
 
 
-def estimate(shape: ModelShape, workload: Workload) -> Estimate:
-    """Run the core over one model and workload."""
+def estimate(shape: ModelShape, workload: Workload, gpu: GpuSpec | None = None) -> Estimate:
+    """Run the core over one model and workload; with a GPU, also the T at which a score matrix outgrows it."""
     t, b, dtype, causal = workload.seq_len, workload.batch, workload.dtype, workload.causal
     return Estimate(
         model=shape.name,
@@ -152,6 +183,7 @@ def estimate(shape: ModelShape, workload: Workload) -> Estimate:
             bytes_per_layer=memory.score_matrix_bytes_per_layer(shape, t, b, dtype),
             bytes=memory.score_matrix_bytes(shape, t, b, dtype),
         ),
+        crossovers=crossover_reports(crossover.crossovers(shape, b, dtype, gpu)),
     )
 
 

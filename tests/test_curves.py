@@ -1,0 +1,168 @@
+"""The closed forms in T (tfcost.curves) against the core they are built from, over the shipped presets and
+generated shapes of every kind, at random T and at the edges where a sliding window fills; and the crossovers
+(tfcost.crossover) against the lesson's figures and published configs."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import any_shapes, dtypes
+
+from tfcost import crossover, curves, flops, memory, serving
+from tfcost.presets import load_gpu, load_model, model_preset_paths
+from tfcost.schema import ServingSetup
+from tfcost.sweep import ModelCosts
+
+PRESETS = [load_model(name) for name in model_preset_paths()]
+QUANTITIES = ["attention", "forward", "training", "kv_cache", "score_matrix", "score_matrix_all_layers"]
+
+
+def near_edges(shape):
+    """T values where a piece of the curve starts or ends: each window's W - 1 .. W + 3."""
+    windows = [window for window in (shape.sliding_window,) if window is not None]
+    return [t for window in windows for t in range(max(window - 1, 1), window + 4)]
+
+
+@settings(max_examples=300)
+@given(
+    st.sampled_from(PRESETS),
+    st.lists(st.integers(1, 10**7) | st.integers(1, 10**15), min_size=1, max_size=20),
+    st.integers(1, 4096),
+    st.booleans(),
+    st.sampled_from(QUANTITIES),
+)
+def test_preset_curves_equal_the_core_at_any_t(shape, seq_lens, batch, causal, quantity):
+    costs = ModelCosts(shape, "bf16", causal, None, ServingSetup())
+    function = costs.functions(quantity, batch)
+    seq_lens = [*seq_lens, *near_edges(shape)]
+    fitted = costs.curve(quantity, batch)
+    assert fitted.is_closed_form  # every core quantity today is piecewise-polynomial in T
+    assert fitted.values(seq_lens) == [function(t) for t in seq_lens]  # unsorted
+    assert fitted.values(sorted(seq_lens)) == [function(t) for t in sorted(seq_lens)]  # the sorted fast path
+    assert [fitted(t) for t in seq_lens] == [function(t) for t in seq_lens]
+
+
+@settings(max_examples=300)
+@given(any_shapes, st.integers(1, 10**12), st.integers(1, 10**6), dtypes, st.booleans())
+def test_generated_shapes_curves_equal_the_core(shape, seq_len, batch, dtype, causal):
+    # Every kind the schema knows (MoE, MLA, windows on some layers, encoders, encoder-decoders), sizes to 10^18.
+    points = [seq_len, *near_edges(shape)]
+    checks = {
+        "attention": lambda t: flops.attention_score_flops_per_token(shape, t),
+        "forward": lambda t: flops.forward_flops(shape, t, causal),
+        "kv": lambda t: memory.kv_cache_bytes(shape, t, batch, dtype),
+        "score": lambda t: memory.score_matrix_bytes(shape, t, batch, dtype),
+    }
+    for function in checks.values():
+        fitted = curves.curve(shape, function)
+        assert fitted.is_closed_form
+        assert fitted.values(points) == [function(t) for t in points]
+
+
+def test_serving_curves_equal_the_core():
+    shape = load_model("mistral-7b")  # a window: pieces either side of T = 4,096
+    for gpus in (1, 2, 8):
+        costs = ModelCosts(shape, "fp8", True, load_gpu("h100-sxm"), ServingSetup(gpus=gpus))
+        seq_lens = [1, 2, 3, 4095, 4096, 4097, 4098, 4099, 10**6 + 3]
+        for quantity, function in {
+            "prefill": lambda t: serving.prefill_flops(shape, t, 3),
+            "decode": lambda t: serving.decode_step_flops(shape, t, 3),
+            "kv_per_gpu": lambda t, g=gpus: serving.kv_cache_bytes_per_gpu(shape, t, 3, "fp8", g),
+        }.items():
+            assert costs.curve(quantity, 3).values(seq_lens) == [function(t) for t in seq_lens]
+
+
+def test_a_function_that_is_no_polynomial_is_evaluated_directly():
+    # Chunked attention would look like this: a step every 8,192 tokens. The check catches it; the values stay exact.
+    def chunked(t: int) -> int:
+        return (t // 8192) * 7 + t
+
+    fitted = curves.fit(chunked)
+    assert not fitted.is_closed_form
+    seq_lens = [1, 8191, 8192, 8193, 10**9]
+    assert fitted.values(seq_lens) == [chunked(t) for t in seq_lens]
+
+
+def test_a_curve_is_integer_arithmetic_with_the_lessons_coefficients():
+    # GPT-2 small (the lesson): attention-score FLOPs per token are 6*L*T*d = 6*12*768*T = 55,296*T, one piece.
+    fitted = curves.curve(
+        load_model("gpt2-small"), lambda t: flops.attention_score_flops_per_token(load_model("gpt2-small"), t)
+    )
+    assert [(p.start, p.a, p.b, p.c, p.den) for p in fitted.pieces] == [(1, 0, 6 * 12 * 768, 0, 1)]
+
+
+# The lesson's crossovers -----------------------------------------------------------------------------------
+
+
+def test_gpt2_small_attention_reaches_6n_at_9229():
+    # The lesson: 6N per token with N = 124,439,808 - 39,383,808 embeddings = 85,056,000, against the attention
+    # term 6*L*T*d with L = 12, d = 768: equal at T = 85,056,000 / (12*768) = 9,229 1/6.
+    found = crossover.attention_equals_six_n(load_model("gpt2-small"))
+    assert Fraction(found.exact) == Fraction(85_056_000, 12 * 768)
+    assert found.seq_len == 9229  # rounded down
+    gpt2 = load_model("gpt2-small")
+    assert flops.attention_score_flops_per_token(gpt2, 9229) <= 6 * 85_056_000
+    assert flops.attention_score_flops_per_token(gpt2, 9230) > 6 * 85_056_000
+
+
+def test_gpt2_small_kv_cache_reaches_its_weights():
+    # The lesson: 36 MiB of bf16 KV cache for 1,024 tokens, so 36,864 B per token; weights 124,439,808 x 2 B.
+    for batch in (1, 8):
+        found = crossover.kv_cache_equals_weights(load_model("gpt2-small"), batch, "bf16")
+        assert Fraction(found.exact) == Fraction(124_439_808 * 2, 36_864 * batch)
+        assert found.seq_len == 124_439_808 * 2 // (36_864 * batch)
+
+
+def test_llama_3_8b_score_matrix_outgrows_an_h100():
+    # Llama-3-8B has 32 query heads (its config.json); an H100 SXM has 80 GiB. One layer's bf16 scores for one
+    # sequence, 32 * T^2 * 2 bytes, fit while T <= sqrt(80 * 2^30 / 64).
+    found = crossover.score_matrix_exceeds_memory(load_model("llama-3-8b"), 1, "bf16", load_gpu("h100-sxm"))
+    assert found.seq_len == math.isqrt(80 * 2**30 // 64) == 36_635
+    assert found.exact is None  # a square root: no fraction
+    assert 36_635 < found.crossing < 36_636
+
+
+@pytest.mark.parametrize(
+    ("name", "which", "reason"),
+    [
+        ("mistral-7b", "attention", "sliding windows"),  # every layer windowed at 4,096
+        ("mistral-7b", "kv", "sliding windows"),
+        ("bert-base", "kv", "encoder keeps no KV cache"),
+    ],
+)
+def test_no_crossover_is_said_so(name, which, reason):
+    shape = load_model(name)
+    found = (
+        crossover.attention_equals_six_n(shape)
+        if which == "attention"
+        else crossover.kv_cache_equals_weights(shape, 1, "bf16")
+    )
+    assert found.seq_len is None
+    assert reason in found.reason
+
+
+def test_half_windowed_gemma_2_still_crosses():
+    # Gemma-2 windows only its even layers: the odd ones keep growing, so the attention term does reach 6N.
+    found = crossover.attention_equals_six_n(load_model("gemma-2-9b"))
+    shape = load_model("gemma-2-9b")
+    six_n = flops.six_n_flops_per_token(shape)
+    assert flops.attention_score_flops_per_token(shape, found.seq_len) <= six_n
+    assert flops.attention_score_flops_per_token(shape, found.seq_len + 1) > six_n
+
+
+def test_a_missed_window_edge_is_caught_not_fitted_across():
+    # Mistral-7B's KV cache stops growing at its 4,096-token window; fitted without that edge, the one piece from
+    # T = 1 fails its check at T = 65,538 and the curve falls back to the core, so its values stay right.
+    shape = load_model("mistral-7b")
+
+    def kv(t: int) -> int:
+        return memory.kv_cache_bytes(shape, t, 1, "bf16")
+
+    unguided = curves.fit(kv)
+    assert not unguided.is_closed_form
+    assert unguided.values([4096, 4097, 10**6]) == [kv(4096), kv(4097), kv(10**6)]
+    assert curves.curve(shape, kv).is_closed_form  # with the edge, two pieces
