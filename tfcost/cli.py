@@ -273,9 +273,34 @@ def train(
         ),
     ] = None,
     micro_batch: Annotated[int, typer.Option("--micro-batch", "-b", min=1, help="b: sequences per GPU per pass.")] = 1,
-    gpus: Annotated[int, typer.Option("--gpus", min=1, help="GPUs in the run = data-parallel x tp x pp.")] = 1,
+    gpus: Annotated[int, typer.Option("--gpus", min=1, help="GPUs in the run = data-parallel x tp x pp x cp.")] = 1,
     gpu: GpuOption = "h100-sxm",
-    mfu: Annotated[float, typer.Option("--mfu", help="Model FLOPs utilization, in (0, 1] (PaLM App. B).")] = 0.4,
+    mfu: Annotated[
+        float | None, typer.Option("--mfu", help="Model FLOPs utilization, in (0, 1] (PaLM App. B). Default 0.4.")
+    ] = None,
+    hfu: Annotated[
+        float | None,
+        typer.Option("--hfu", help="Hardware FLOPs utilization, counting recomputation, in (0, 1] (instead of --mfu)."),
+    ] = None,
+    tflops_per_gpu: Annotated[
+        float | None,
+        typer.Option(
+            "--tflops-per-gpu", help="Achieved TFLOP/s per GPU counting recomputation, as Megatron reports it."
+        ),
+    ] = None,
+    global_batch: Annotated[
+        int | None, typer.Option("--global-batch", help="Sequences per optimizer step. Default: b x data-parallel.")
+    ] = None,
+    cp: Annotated[int, typer.Option("--cp", min=1, help="Context-parallel size (each sequence over cp GPUs).")] = 1,
+    virtual_stages: Annotated[
+        int, typer.Option("--virtual-stages", min=1, help="Model chunks per pipeline stage (interleaved 1F1B).")
+    ] = 1,
+    pp_first_layers: Annotated[
+        int | None, typer.Option("--pp-first-layers", help="Layers of the first pipeline stage (Megatron).")
+    ] = None,
+    pp_last_layers: Annotated[
+        int | None, typer.Option("--pp-last-layers", help="Layers of the last pipeline stage (Megatron).")
+    ] = None,
     zero: Annotated[int, typer.Option("--zero", min=0, max=3, help="ZeRO stage 0-3.")] = 0,
     tp: Annotated[int, typer.Option("--tp", min=1, help="Tensor-parallel size.")] = 1,
     pp: Annotated[int, typer.Option("--pp", min=1, help="Pipeline-parallel size.")] = 1,
@@ -316,6 +341,13 @@ def train(
         micro_batch=micro_batch,
         gpus=gpus,
         mfu=mfu,
+        hfu=hfu,
+        tflops_per_gpu=tflops_per_gpu,
+        global_batch=global_batch,
+        cp=cp,
+        virtual_stages=virtual_stages,
+        pp_first_layers=pp_first_layers,
+        pp_last_layers=pp_last_layers,
         zero=zero,
         tp=tp,
         pp=pp,

@@ -218,16 +218,15 @@ def train_table(result: TrainReport) -> None:
     chinchilla = f" (Chinchilla-optimal: {CHINCHILLA_TOKENS_PER_PARAM} per parameter, the default)"
     tokens = chinchilla if result.tokens_are_chinchilla_optimal else ""
     seq = f" (the default: {DEFAULT_SEQ_LEN:,}, or the model's context if shorter)" if result.seq_len_is_default else ""
-    mfu = " (the default)" if s.mfu == default(s, "mfu") else ""
     title = "\n".join(
         [
             f"{result.model}: training on {s.gpus:,} x {result.gpu}",
             f"D = {human(s.tokens, 'count')} tokens{tokens}",
             f"T = {s.seq_len:,} tokens per sequence{seq}; micro-batch {s.micro_batch}",
-            f"{s.gpus:,} GPUs = {result.inputs.data_parallel:,} data-parallel x tp {s.tp} x pp {s.pp}; ZeRO-{s.zero}; "
-            f"{s.optimizer}, {s.precision}",
+            f"{s.gpus:,} GPUs = {result.inputs.data_parallel:,} data-parallel x tp {s.tp} x pp {s.pp}"
+            f"{f' x cp {s.cp}' if s.cp > 1 else ''}; ZeRO-{s.zero}; {s.optimizer}, {s.precision}",
             f"recompute {s.recompute}; {'sequence parallel; ' if s.sequence_parallel else ''}"
-            f"{'flash attention' if s.flash else 'no flash attention'}; MFU {s.mfu:g}{mfu}",
+            f"{'flash attention' if s.flash else 'no flash attention'}; {result.time.throughput_from}",
         ]
     )
     notes = [

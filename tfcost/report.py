@@ -10,10 +10,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tfcost import flops, hardware, memory, params, serving, training
+from tfcost import flops, hardware, memory, parallel, params, serving, throughput, training
 from tfcost.errors import TfcostError
 from tfcost.schema import GpuSpec, ModelShape, ServingSetup, TrainingSetup, Workload
-from tfcost.units import Unit
+from tfcost.units import TERA, Unit
 
 
 def quantity(label: str, unit: Unit) -> Any:
@@ -116,7 +116,11 @@ class TrainInputs(Section):
     tokens: int = quantity("D, training tokens", "count")
     seq_len: int = quantity("T, tokens per sequence", "count")
     training_per_sequence: int = quantity("training, one T-token sequence (3x forward)", "flops")
-    data_parallel: int = quantity("N_d, data-parallel replicas = gpus / (tp x pp)", "count")
+    data_parallel: int = quantity("N_d, data-parallel replicas = gpus / (tp x pp x cp)", "count")
+    global_batch: int = quantity("B, sequences per step = b x N_d x m", "count")
+    micro_batches: int = quantity("m, micro-batches per replica per step", "count")
+    stage_layers: str = quantity("layers per pipeline stage", "text")
+    pipeline_bubble: float = quantity("pipeline bubble = (p - 1) / (v x m) of the busy time", "fraction")
     bytes_per_param: dict[str, int] = quantity("bytes per parameter, before sharding", "count")
     peak_flops_per_s: float = quantity("peak per GPU (dense)", "flops_per_s")
     gpu_memory_bytes: int = quantity("memory per GPU", "bytes")
@@ -130,10 +134,13 @@ class TrainFlops(Section):
 
 
 class TrainTime(Section):
-    days: float = quantity("wall clock = model FLOPs / (gpus x peak x MFU)", "days")
-    days_6nd: float = quantity("wall clock from 6ND instead", "days")
+    throughput_from: str = quantity("throughput from", "text")
+    days: float = quantity("wall clock", "days")
+    days_6nd: float = quantity("wall clock from 6ND at the same MFU", "days")
     gpu_hours: float = quantity("GPU-hours = wall clock x gpus", "hours")
-    hardware_utilization: float = quantity("implied HFU = MFU x hardware / model FLOPs", "fraction")
+    model_utilization: float = quantity("MFU = model FLOP/s / (gpus x peak)", "fraction")
+    hardware_utilization: float = quantity("HFU = hardware FLOP/s / (gpus x peak)", "fraction")
+    achieved_flops_per_s: float = quantity("achieved per GPU, counting recomputation", "flops_per_s")
     cost: float | None = quantity("cost = GPU-hours x price", "usd")
 
 
@@ -182,8 +189,12 @@ def train(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> TrainReport:
     model_flops = training.model_training_flops(shape, t, tokens)
     recomputed = training.recompute_flops(shape, t, tokens, setup.recompute)
     six_nd = training.six_nd_flops(shape, tokens)
-    seconds = training.training_seconds(model_flops, setup.gpus, peak, setup.mfu)
+    hardware_flops = model_flops + recomputed
+    source, seconds = run_seconds(setup, model_flops, hardware_flops, peak)
     hours = training.gpu_hours(seconds, setup.gpus)
+    mfu = throughput.utilization(model_flops, seconds, setup.gpus, peak)
+    stages = parallel.stage_layers(shape.n_layers, setup.pp, setup.pp_first_layers, setup.pp_last_layers)
+    m = parallel.micro_batches(setup)
     held = training.memory_per_gpu(shape, setup)
     return TrainReport(
         model=shape.name,
@@ -198,16 +209,23 @@ def train(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> TrainReport:
             seq_len=t,
             training_per_sequence=flops.training_flops(shape, t),
             data_parallel=setup.data_parallel,
+            global_batch=parallel.global_batch(setup),
+            micro_batches=m,
+            stage_layers=" + ".join(str(layers) for layers in stages),
+            pipeline_bubble=parallel.bubble_fraction(setup.pp, m, setup.virtual_stages),
             bytes_per_param=training.state_bytes_per_param(setup.precision, setup.optimizer),
             peak_flops_per_s=peak,
             gpu_memory_bytes=hardware.memory_bytes(gpu),
         ),
-        flops=TrainFlops(six_nd=six_nd, total=model_flops, recompute=recomputed, hardware=model_flops + recomputed),
+        flops=TrainFlops(six_nd=six_nd, total=model_flops, recompute=recomputed, hardware=hardware_flops),
         time=TrainTime(
+            throughput_from=source,
             days=seconds / training.SECONDS_PER_DAY,
-            days_6nd=training.training_seconds(six_nd, setup.gpus, peak, setup.mfu) / training.SECONDS_PER_DAY,
+            days_6nd=throughput.seconds_at_mfu(six_nd, setup.gpus, peak, mfu) / training.SECONDS_PER_DAY,
             gpu_hours=hours,
-            hardware_utilization=training.hardware_flops_utilization(setup.mfu, model_flops, model_flops + recomputed),
+            model_utilization=mfu,
+            hardware_utilization=throughput.utilization(hardware_flops, seconds, setup.gpus, peak),
+            achieved_flops_per_s=hardware_flops / (seconds * setup.gpus),
             cost=None if setup.price_per_gpu_hour is None else training.training_cost(hours, setup.price_per_gpu_hour),
         ),
         memory_per_gpu=TrainMemory(
@@ -221,6 +239,20 @@ def train(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> TrainReport:
             fits=held["total"] <= hardware.memory_bytes(gpu),
         ),
     )
+
+
+def run_seconds(setup: TrainingSetup, model_flops: int, hardware_flops: int, peak: float) -> tuple[str, float]:
+    """The run's wall clock from the one throughput the user gave (MFU, HFU or TFLOP/s per GPU), and which."""
+    if setup.hfu is not None:
+        return f"HFU {setup.hfu:g}", throughput.seconds_at_hfu(hardware_flops, setup.gpus, peak, setup.hfu)
+    if setup.tflops_per_gpu is not None:
+        achieved = setup.tflops_per_gpu * TERA
+        return f"{setup.tflops_per_gpu:g} TFLOP/s per GPU", throughput.seconds_at_achieved(
+            hardware_flops, setup.gpus, achieved
+        )
+    mfu = training.DEFAULT_MFU if setup.mfu is None else setup.mfu
+    label = f"MFU {mfu:g}" + (" (the default)" if setup.mfu is None else "")
+    return label, throughput.seconds_at_mfu(model_flops, setup.gpus, peak, mfu)
 
 
 # `tfcost serve` ---------------------------------------------------------------------------------------------

@@ -319,7 +319,26 @@ class TrainingSetup(Frozen):
     seq_len: Size = Field(description="T (Korthikanti's s): tokens per sequence")
     micro_batch: Size = Field(1, description="b: sequences per GPU per forward/backward pass")
     gpus: Size = Field(1, description="GPUs in the run")
-    mfu: float = Field(0.4, gt=0, le=1, description="model FLOPs utilization (PaLM App. B): model FLOP/s / peak")
+    mfu: float | None = Field(
+        None, gt=0, le=1, description="model FLOPs utilization (PaLM App. B): model FLOP/s / peak; default 0.4"
+    )
+    hfu: float | None = Field(
+        None, gt=0, le=1, description="hardware FLOPs utilization: model and recomputed FLOP/s / peak (PaLM App. B)"
+    )
+    tflops_per_gpu: float | None = Field(
+        None, gt=0, description="achieved 10^12 FLOP/s per GPU counting recomputation, as Megatron-LM reports it"
+    )
+    global_batch: Size | None = Field(
+        None, description="sequences per optimizer step; default: one micro-batch per data-parallel replica"
+    )
+    pp_first_layers: Size | None = Field(
+        None, description="layers of the first pipeline stage (Megatron --decoder-first-pipeline-num-layers)"
+    )
+    pp_last_layers: Size | None = Field(
+        None, description="layers of the last pipeline stage (Megatron --decoder-last-pipeline-num-layers)"
+    )
+    virtual_stages: Size = Field(1, description="v: model chunks per pipeline stage (interleaved 1F1B)")
+    cp: Size = Field(1, description="context-parallel size: each sequence split over cp GPUs")
     zero: Literal[0, 1, 2, 3] = Field(
         0, description="ZeRO stage: 1 shards optimizer states, 2 also gradients, 3 also weights"
     )
@@ -334,17 +353,20 @@ class TrainingSetup(Frozen):
 
     @model_validator(mode="after")
     def _check_layout(self) -> TrainingSetup:
-        if self.gpus % (self.tp * self.pp):
+        if self.gpus % (self.tp * self.pp * self.cp):
             raise ValueError(
-                f"gpus ({self.gpus}) is not a multiple of tp x pp ({self.tp} x {self.pp}): "
-                "every data-parallel replica needs tp x pp GPUs"
+                f"gpus ({self.gpus}) is not a multiple of tp x pp x cp ({self.tp} x {self.pp} x {self.cp}): "
+                "every data-parallel replica needs tp x pp x cp GPUs"
             )
+        given = [name for name in ("mfu", "hfu", "tflops_per_gpu") if getattr(self, name) is not None]
+        if len(given) > 1:
+            raise ValueError(f"give at most one of mfu, hfu and tflops_per_gpu, not {' and '.join(given)}")
         return self
 
     @property
     def data_parallel(self) -> int:
-        """N_d: model replicas, each spread over tp x pp GPUs."""
-        return self.gpus // (self.tp * self.pp)
+        """N_d: model replicas, each spread over tp x pp x cp GPUs."""
+        return self.gpus // (self.tp * self.pp * self.cp)
 
 
 WeightsDtype = Literal["bf16", "fp16", "fp8", "int8", "int4"]

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from tfcost import flops, params
-from tfcost.errors import UsageError
+from tfcost import flops, parallel, params
 from tfcost.schema import ModelShape, TrainingSetup
 from tfcost.units import ceil_div
 
@@ -19,6 +18,7 @@ Recompute = Literal["none", "selective", "full"]
 Precision = Literal["bf16-mixed", "fp32"]
 Optimizer = Literal["adamw", "adamw-8bit", "sgd"]
 
+DEFAULT_MFU = 0.4  # `train` without --mfu, --hfu or --tflops-per-gpu
 CHINCHILLA_TOKENS_PER_PARAM = 20  # Hoffmann et al. 2022, Table 3: compute-optimal D is about 20 N
 DEFAULT_SEQ_LEN = 4096  # `train --seq` default, never beyond the model's own context
 SECONDS_PER_DAY = 86_400
@@ -55,14 +55,8 @@ def chinchilla_optimal_tokens(shape: ModelShape) -> int:
 
 
 def check_parallel_layout(shape: ModelShape, setup: TrainingSetup) -> None:
-    """Megatron-LM's layout rules: t splits the query and key-value heads, p splits the layers evenly."""
-    if shape.n_heads % setup.tp or shape.n_kv_heads % setup.tp:
-        raise UsageError(
-            f"tp ({setup.tp}) must divide the query heads ({shape.n_heads}) and the key-value heads "
-            f"({shape.n_kv_heads}) of {shape.name}"
-        )
-    if shape.n_layers % setup.pp:
-        raise UsageError(f"pp ({setup.pp}) must divide the {shape.n_layers} layers of {shape.name}")
+    """Megatron-LM's layout rules (`parallel.check_layout`)."""
+    parallel.check_layout(shape, setup)
 
 
 # Compute ---------------------------------------------------------------------------------------------------
@@ -99,12 +93,6 @@ def recompute_flops(shape: ModelShape, seq_len: int, tokens: int, recompute: Rec
     return per_sequence * tokens // seq_len
 
 
-def training_seconds(model_flops: int, gpus: int, peak_flops_per_s: float, mfu: float) -> float:
-    """Wall-clock time = model FLOPs / (GPUs x peak x MFU). MFU counts model FLOPs only, so recomputation shows
-    up as a lower MFU, not as more FLOPs (PaLM App. B; the nanoGPT notebook's 6ND / (312e12 x 8 x 0.3))."""
-    return model_flops / (gpus * peak_flops_per_s * mfu)
-
-
 def gpu_hours(seconds: float, gpus: int) -> float:
     """GPU-hours: every GPU is held for the whole run."""
     return seconds * gpus / SECONDS_PER_HOUR
@@ -113,11 +101,6 @@ def gpu_hours(seconds: float, gpus: int) -> float:
 def training_cost(hours: float, price_per_gpu_hour: float) -> float:
     """What the GPU-hours cost at a price per GPU-hour."""
     return hours * price_per_gpu_hour
-
-
-def hardware_flops_utilization(mfu: float, model_flops: int, hardware_flops: int) -> float:
-    """HFU: the utilization counting recomputed work too, MFU x hardware / model FLOPs (PaLM App. B)."""
-    return mfu * hardware_flops / model_flops
 
 
 # Memory ----------------------------------------------------------------------------------------------------
@@ -212,33 +195,39 @@ def logits_bytes(shape: ModelShape, seq_len: int, micro_batch: int, tp: int) -> 
 
 
 def activation_bytes_per_gpu(shape: ModelShape, setup: TrainingSetup) -> int:
-    """Activations on the busiest GPU, the first pipeline stage.
+    """Activations on the busiest GPU.
 
-    Under the 1F1B schedule the first stage holds p micro-batches in flight, each through its L/p layers: L
-    layers' worth whatever p is (Korthikanti et al. 2022; it assumes at least p micro-batches per step).
+    Under the 1F1B schedule stage i (from 0) holds min(m, p - i) micro-batches in flight, each through its own
+    layers: the first stage L layers' worth whatever p is when stages are even (Korthikanti et al. 2022; it
+    assumes at least p micro-batches per step). The interleaved schedule holds 1 + (p - 1)/(p v) times that
+    (`parallel.in_flight_factor`). Context parallelism gives each GPU T / cp of every sequence.
     With p = 1 that GPU also computes the logits, 4sbV/t.
     """
-    in_flight_layers = shape.n_layers // setup.pp * setup.pp
-    return activation_bytes_per_layer_of(shape, setup) * in_flight_layers + last_stage_logits_bytes(shape, setup)
+    stages = parallel.stage_layers(shape.n_layers, setup.pp, setup.pp_first_layers, setup.pp_last_layers)
+    in_flight = min(parallel.micro_batches(setup), setup.pp) if setup.global_batch is not None else setup.pp
+    busiest = max(min(in_flight, setup.pp - i) * layers for i, layers in enumerate(stages))
+    factor = parallel.in_flight_factor(setup.pp, setup.virtual_stages)
+    layers_bytes = activation_bytes_per_layer_of(shape, setup) * busiest
+    return round(layers_bytes * factor) + last_stage_logits_bytes(shape, setup)
 
 
 def activation_bytes_per_layer_of(shape: ModelShape, setup: TrainingSetup) -> int:
     """`activation_bytes_per_layer` under a training setup."""
     return activation_bytes_per_layer(
-        shape, setup.seq_len, setup.micro_batch, setup.tp, setup.sequence_parallel, setup.recompute, setup.flash,
-        setup.precision,
+        shape, setup.seq_len // setup.cp, setup.micro_batch, setup.tp, setup.sequence_parallel, setup.recompute,
+        setup.flash, setup.precision,
     )  # fmt: skip
 
 
 def last_stage_logits_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
     """The logits on the busiest GPU: only when it is also the last pipeline stage (p = 1)."""
-    return logits_bytes(shape, setup.seq_len, setup.micro_batch, setup.tp) if setup.pp == 1 else 0
+    return logits_bytes(shape, setup.seq_len // setup.cp, setup.micro_batch, setup.tp) if setup.pp == 1 else 0
 
 
 def memory_per_gpu(shape: ModelShape, setup: TrainingSetup) -> dict[str, int]:
     """Everything the busiest GPU holds: weights, gradients, optimizer states and activations, and their total."""
     parts = model_state_bytes_per_gpu(
-        params.total_params(shape), setup.precision, setup.optimizer, setup.zero, setup.data_parallel,
+        params.total_params(shape), setup.precision, setup.optimizer, setup.zero, setup.data_parallel * setup.cp,
         setup.tp * setup.pp,
     )  # fmt: skip
     parts["activations"] = activation_bytes_per_gpu(shape, setup)
