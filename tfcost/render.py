@@ -197,10 +197,13 @@ def sections_table(result: BaseModel, sections: dict[str, str], title: str, note
     table.add_column("value", justify="right", no_wrap=True)
     table.add_column("exact", justify="right", no_wrap=True)
     for attribute, heading in sections.items():
+        section = getattr(result, attribute) if attribute else result
+        if section is None:  # an optional section not computed (a step time when a throughput was given)
+            continue
         table.add_section()
         rows = [
             [label, "", ""] if value is None else [label, human(value, unit), exact(value)]
-            for _, label, unit, value in quantity_rows(getattr(result, attribute) if attribute else result)
+            for _, label, unit, value in quantity_rows(section)
         ]
         add_section(table, heading, rows)
     print_table(table, *notes)

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tfcost import flops, hardware, memory, parallel, params, serving, throughput, training
+from tfcost import flops, hardware, memory, parallel, params, serving, step_time, throughput, training
 from tfcost.errors import TfcostError
 from tfcost.schema import GpuSpec, ModelShape, ServingSetup, TrainingSetup, Workload
 from tfcost.units import TERA, Unit
@@ -144,6 +144,11 @@ class TrainTime(Section):
     cost: float | None = quantity("cost = GPU-hours x price", "usd")
 
 
+class TrainStep(Section):
+    steps: float = quantity("optimizer steps = D / (B x T)", "count")
+    seconds: dict[str, float] = quantity("one step, predicted, by part (busiest pipeline stage)", "seconds")
+
+
 class TrainMemory(Section):
     weights_bytes: int = quantity("weights = N x bytes / (tp x pp) [/ N_d at ZeRO-3]", "bytes")
     gradients_bytes: int = quantity("gradients = N x bytes / (tp x pp) [/ N_d at ZeRO-2+]", "bytes")
@@ -167,6 +172,7 @@ class TrainReport(Section):
     inputs: TrainInputs
     flops: TrainFlops
     time: TrainTime
+    step: TrainStep | None
     memory_per_gpu: TrainMemory
 
 
@@ -174,6 +180,7 @@ TRAIN_SECTIONS: dict[str, str] = {
     "inputs": "Inputs",
     "flops": "Compute",
     "time": "Time",
+    "step": "Step time, predicted (Calculon's method; README 'Step time')",
     "memory_per_gpu": "Memory per GPU (first pipeline stage)",
 }
 
@@ -190,7 +197,14 @@ def train(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> TrainReport:
     recomputed = training.recompute_flops(shape, t, tokens, setup.recompute)
     six_nd = training.six_nd_flops(shape, tokens)
     hardware_flops = model_flops + recomputed
-    source, seconds = run_seconds(setup, model_flops, hardware_flops, peak)
+    step = None
+    if setup.mfu is None and setup.hfu is None and setup.tflops_per_gpu is None and step_time.can_predict(gpu, setup):
+        parts = step_time.step_seconds(shape, gpu, setup)
+        steps = tokens / (parallel.global_batch(setup) * t)
+        step = TrainStep(steps=steps, seconds=parts)
+        source, seconds = "predicted step time", steps * parts["total"]
+    else:
+        source, seconds = run_seconds(setup, model_flops, hardware_flops, peak)
     hours = training.gpu_hours(seconds, setup.gpus)
     mfu = throughput.utilization(model_flops, seconds, setup.gpus, peak)
     stages = parallel.stage_layers(shape.n_layers, setup.pp, setup.pp_first_layers, setup.pp_last_layers)
@@ -221,13 +235,14 @@ def train(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> TrainReport:
         time=TrainTime(
             throughput_from=source,
             days=seconds / training.SECONDS_PER_DAY,
-            days_6nd=throughput.seconds_at_mfu(six_nd, setup.gpus, peak, mfu) / training.SECONDS_PER_DAY,
+            days_6nd=throughput.seconds_at_same_utilization(seconds, six_nd, model_flops) / training.SECONDS_PER_DAY,
             gpu_hours=hours,
             model_utilization=mfu,
             hardware_utilization=throughput.utilization(hardware_flops, seconds, setup.gpus, peak),
             achieved_flops_per_s=hardware_flops / (seconds * setup.gpus),
             cost=None if setup.price_per_gpu_hour is None else training.training_cost(hours, setup.price_per_gpu_hour),
         ),
+        step=step,
         memory_per_gpu=TrainMemory(
             weights_bytes=held["weights"],
             gradients_bytes=held["gradients"],
@@ -251,7 +266,7 @@ def run_seconds(setup: TrainingSetup, model_flops: int, hardware_flops: int, pea
             hardware_flops, setup.gpus, achieved
         )
     mfu = training.DEFAULT_MFU if setup.mfu is None else setup.mfu
-    label = f"MFU {mfu:g}" + (" (the default)" if setup.mfu is None else "")
+    label = f"MFU {mfu:g}" + (" (the default: the GPU table cannot predict this layout)" if setup.mfu is None else "")
     return label, throughput.seconds_at_mfu(model_flops, setup.gpus, peak, mfu)
 
 

@@ -306,6 +306,19 @@ class GpuSpec(Frozen):
     peak_fp32_tflops: float | None = Field(None, gt=0, description="FP32 (non-tensor-core) peak; null if unverified")
     memory_gib: float = Field(gt=0, description="device memory, GiB")
     memory_bandwidth_tb_per_s: float = Field(gt=0, description="device memory bandwidth, 10^12 bytes/s")
+    intra_node_link: str | None = Field(None, description="the GPU-to-GPU link inside a node (NVLink 4, PCIe 4)")
+    intra_node_bandwidth_gb_per_s: float | None = Field(
+        None, gt=0, description="per GPU, one direction, 10^9 B/s, over the intra-node link"
+    )
+    intra_node_latency_us: float | None = Field(None, ge=0, description="one message's latency inside a node, us")
+    inter_node_bandwidth_gb_per_s: float | None = Field(
+        None, gt=0, description="per GPU, one direction, 10^9 B/s, over the network between nodes"
+    )
+    sm_count: int | None = Field(None, gt=0, description="streaming multiprocessors (compute units): GEMM waves")
+    matmul_efficiency: float | None = Field(
+        None, gt=0, le=1, description="largest measured BF16 matmul FLOP/s over the peak (MAMF, ml-engineering)"
+    )
+    interconnect_source: str | None = Field(None, description="where the link, SM and matmul figures were read")
     notes: str | None = Field(None, description="caveats: conflicting sources, unverified figures")
 
 

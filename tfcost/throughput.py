@@ -29,3 +29,9 @@ def seconds_at_achieved(hardware_flops: float, gpus: int, achieved_flops_per_s: 
 def utilization(flops: float, seconds: float, gpus: int, peak_flops_per_s: float) -> float:
     """FLOPs done over what the GPUs' peak could do in that time: MFU of model FLOPs, HFU of hardware FLOPs."""
     return flops / (seconds * gpus * peak_flops_per_s)
+
+
+def seconds_at_same_utilization(seconds: float, flops: float, run_flops: float) -> float:
+    """How long `flops` take at the utilization a run of `run_flops` reached in `seconds` (6ND beside the exact
+    count: time scales with the FLOPs at a fixed MFU)."""
+    return seconds * flops / run_flops
