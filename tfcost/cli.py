@@ -206,12 +206,24 @@ class RecomputeChoice(StrEnum):
 class OptimizerChoice(StrEnum):
     adamw = "adamw"
     adamw_8bit = "adamw-8bit"
+    paged_adamw = "paged-adamw"
+    paged_adamw_8bit = "paged-adamw-8bit"
+    adafactor = "adafactor"
     sgd = "sgd"
+    muon = "muon"
 
 
 class PrecisionChoice(StrEnum):
     bf16_mixed = "bf16-mixed"
+    fp8 = "fp8"
+    bf16 = "bf16"
     fp32 = "fp32"
+
+
+class OffloadChoice(StrEnum):
+    none = "none"
+    optimizer = "optimizer"
+    params = "params"
 
 
 class WeightsDtypeChoice(StrEnum):
@@ -317,11 +329,19 @@ def train(
         OptimizerChoice, typer.Option("--optimizer", help="Optimizer (sgd: with momentum).")
     ] = OptimizerChoice.adamw,
     precision: Annotated[
-        PrecisionChoice, typer.Option("--precision", help="bf16-mixed: bf16 compute, fp32 master weights.")
+        PrecisionChoice,
+        typer.Option("--precision", help="bf16-mixed: fp32 master weights; fp8: FP8 matmuls; bf16: no master copy."),
     ] = PrecisionChoice.bf16_mixed,
     flash: Annotated[
         bool, typer.Option("--flash/--no-flash", help="Fused attention: the T x T scores are never stored.")
     ] = True,
+    offload: Annotated[
+        OffloadChoice, typer.Option("--offload", help="ZeRO-Offload to host memory: optimizer states, or params too.")
+    ] = OffloadChoice.none,
+    optimizer_in_backward: Annotated[
+        bool,
+        typer.Option("--optimizer-in-backward", help="Step each parameter in the backward pass; free its gradient."),
+    ] = False,
     price_per_gpu_hour: Annotated[
         float | None, typer.Option("--price-per-gpu-hour", min=0, help="Price of one GPU-hour, for the cost line.")
     ] = None,
@@ -356,6 +376,8 @@ def train(
         optimizer=optimizer.value,
         precision=precision.value,
         flash=flash,
+        offload=offload.value,
+        optimizer_in_backward=optimizer_in_backward,
         price_per_gpu_hour=price_per_gpu_hour,
     )
     result = run_train(shape, load_gpu(gpu), setup)

@@ -158,6 +158,7 @@ class TrainMemory(Section):
     activations_bytes: int = quantity("activations = one layer x L (+ logits if pp = 1)", "bytes")
     total_bytes: int = quantity("total = weights + gradients + optimizer + activations", "bytes")
     fits: bool = quantity("fits in the GPU's memory", "text")
+    host_bytes: int = quantity("host memory: paged or offloaded optimizer states (and offloaded weights)", "bytes")
 
 
 class TrainReport(Section):
@@ -188,7 +189,7 @@ TRAIN_SECTIONS: dict[str, str] = {
 def train(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> TrainReport:
     """Run the training core over one model on one kind of GPU."""
     training.check_parallel_layout(shape, setup)
-    compute_dtype = "fp32" if setup.precision == "fp32" else "bf16"
+    compute_dtype = {"fp32": "fp32", "fp8": "fp8"}.get(setup.precision, "bf16")
     peak = hardware.peak_flops_per_s(gpu, compute_dtype)
     if peak is None:
         raise TfcostError(f"the GPU table has no verified {compute_dtype} peak for {gpu.name}")
@@ -252,6 +253,7 @@ def train(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> TrainReport:
             activations_bytes=held["activations"],
             total_bytes=held["total"],
             fits=held["total"] <= hardware.memory_bytes(gpu),
+            host_bytes=held["host"],
         ),
     )
 

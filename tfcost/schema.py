@@ -359,8 +359,20 @@ class TrainingSetup(Frozen):
     pp: Size = Field(1, description="pipeline-parallel size p")
     sequence_parallel: bool = Field(False, description="Megatron sequence parallelism (Korthikanti et al. 2022)")
     recompute: Literal["none", "selective", "full"] = Field("none", description="activation recomputation")
-    optimizer: Literal["adamw", "adamw-8bit", "sgd"] = Field("adamw", description="sgd means SGD with momentum")
-    precision: Literal["bf16-mixed", "fp32"] = Field("bf16-mixed", description="bf16 compute with fp32 master weights")
+    optimizer: Literal["adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "adafactor", "sgd", "muon"] = Field(
+        "adamw", description="sgd means SGD with momentum; paged ones page their states to the host"
+    )
+    precision: Literal["bf16-mixed", "fp8", "bf16", "fp32"] = Field(
+        "bf16-mixed",
+        description="bf16-mixed: bf16 compute, fp32 master weights; fp8: FP8 matmuls, the same states; bf16: pure "
+        "bf16, no master copy; fp32",
+    )
+    optimizer_in_backward: bool = Field(
+        False, description="each parameter is updated and its gradient freed during the backward pass"
+    )
+    offload: Literal["none", "optimizer", "params"] = Field(
+        "none", description="ZeRO-Offload: optimizer states (and master) to the host; params: the weights too"
+    )
     flash: bool = Field(True, description="fused attention (FlashAttention): the T x T scores are never stored")
     price_per_gpu_hour: float | None = Field(None, ge=0, description="price of one GPU-hour, for the cost line")
 

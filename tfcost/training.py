@@ -11,12 +11,11 @@ from __future__ import annotations
 from typing import Literal
 
 from tfcost import flops, parallel, params
+from tfcost.precision import Optimizer, Precision, bytes_per_param
 from tfcost.schema import ModelShape, TrainingSetup
 from tfcost.units import ceil_div
 
 Recompute = Literal["none", "selective", "full"]
-Precision = Literal["bf16-mixed", "fp32"]
-Optimizer = Literal["adamw", "adamw-8bit", "sgd"]
 
 DEFAULT_MFU = 0.4  # `train` without --mfu, --hfu or --tflops-per-gpu
 CHINCHILLA_TOKENS_PER_PARAM = 20  # Hoffmann et al. 2022, Table 3: compute-optimal D is about 20 N
@@ -24,21 +23,8 @@ DEFAULT_SEQ_LEN = 4096  # `train --seq` default, never beyond the model's own co
 SECONDS_PER_DAY = 86_400
 SECONDS_PER_HOUR = 3_600
 
-# Bytes per parameter of (weights, gradients, optimizer states). bf16-mixed keeps 16-bit weights and gradients
-# and puts the fp32 master copy in the optimizer states: AdamW 4 + 4 (m) + 4 (v) = 12, ZeRO's K = 12
-# (Rajbhandari et al. 2020, Fig. 1); 8-bit AdamW 4 + 1 + 1 = 6; SGD with momentum 4 + 4 = 8 (Transformer Math 101,
-# Anthony et al. 2023). fp32 training has no master copy: the optimizer holds only m and v, or the momentum.
-STATE_BYTES_PER_PARAM: dict[tuple[Precision, Optimizer], tuple[int, int, int]] = {
-    ("bf16-mixed", "adamw"): (2, 2, 12),
-    ("bf16-mixed", "adamw-8bit"): (2, 2, 6),
-    ("bf16-mixed", "sgd"): (2, 2, 8),
-    ("fp32", "adamw"): (4, 4, 8),
-    ("fp32", "adamw-8bit"): (4, 4, 2),
-    ("fp32", "sgd"): (4, 4, 4),
-}
-
 # Bytes of one stored activation element: Korthikanti et al. 2022 assume 16-bit activations (fp32 under fp32).
-ACTIVATION_BYTES: dict[Precision, int] = {"bf16-mixed": 2, "fp32": 4}
+ACTIVATION_BYTES: dict[Precision, int] = {"bf16-mixed": 2, "fp8": 2, "bf16": 2, "fp32": 4}
 DROPOUT_MASK_BYTES = 1  # Korthikanti et al. 2022 §4.1: a dropout mask is one byte per element
 LOGSUMEXP_BYTES = 4  # FlashAttention keeps one fp32 log-sum-exp per query row for the backward pass
 LOGIT_BYTES = 4  # the output logits are kept in fp32 for the loss (Korthikanti et al. 2022: 4sbv/t)
@@ -107,9 +93,8 @@ def training_cost(hours: float, price_per_gpu_hour: float) -> float:
 
 
 def state_bytes_per_param(precision: Precision, optimizer: Optimizer) -> dict[str, int]:
-    """Bytes each parameter costs in weights, gradients and optimizer states (STATE_BYTES_PER_PARAM)."""
-    weights, gradients, optimizer_states = STATE_BYTES_PER_PARAM[(precision, optimizer)]
-    return {"weights": weights, "gradients": gradients, "optimizer": optimizer_states}
+    """Bytes each parameter costs in weights, gradients and optimizer states (`precision.bytes_per_param`)."""
+    return bytes_per_param(precision, optimizer)
 
 
 def model_state_bytes_per_gpu(
@@ -224,12 +209,37 @@ def last_stage_logits_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
     return logits_bytes(shape, setup.seq_len // setup.cp, setup.micro_batch, setup.tp) if setup.pp == 1 else 0
 
 
+def largest_weight_params(shape: ModelShape) -> int:
+    """The biggest single weight matrix: the embedding or head (V x d), an MLP matrix (d x F) or the query
+    projection (d x H*Q). Under optimizer-in-backward only one parameter's gradient is alive at a time."""
+    return max(shape.vocab_size * shape.d_model, shape.d_model * mlp_hidden_width(shape),
+               shape.d_model * shape.n_heads * shape.head_dim)  # fmt: skip
+
+
 def memory_per_gpu(shape: ModelShape, setup: TrainingSetup) -> dict[str, int]:
-    """Everything the busiest GPU holds: weights, gradients, optimizer states and activations, and their total."""
+    """Everything the busiest GPU holds: weights, gradients, optimizer states and activations, and their total;
+    and what lives in host memory instead ("host").
+
+    Optimizer-in-backward (torchtune's optimizer_in_bwd): each parameter is stepped as soon as its gradient is
+    complete and the gradient freed, so only the largest one is alive at once. A paged optimizer's states and
+    ZeRO-Offload's optimizer states (master copy included, Ren et al. 2021) sit in host memory; offloading
+    params (ZeRO-Infinity) moves the weights there too.
+    """
     parts = model_state_bytes_per_gpu(
         params.total_params(shape), setup.precision, setup.optimizer, setup.zero, setup.data_parallel * setup.cp,
         setup.tp * setup.pp,
     )  # fmt: skip
+    if setup.optimizer_in_backward:
+        per_param = bytes_per_param(setup.precision, setup.optimizer)["gradients"]
+        parts["gradients"] = min(parts["gradients"], ceil_div(largest_weight_params(shape) * per_param, setup.tp))
+    host = 0
+    if setup.offload != "none" or setup.optimizer.startswith("paged-"):
+        host += parts["optimizer"]
+        parts["optimizer"] = 0
+    if setup.offload == "params":
+        host += parts["weights"]
+        parts["weights"] = 0
     parts["activations"] = activation_bytes_per_gpu(shape, setup)
     parts["total"] = sum(parts.values())
+    parts["host"] = host
     return parts
