@@ -345,6 +345,13 @@ def train(
     price_per_gpu_hour: Annotated[
         float | None, typer.Option("--price-per-gpu-hour", min=0, help="Price of one GPU-hour, for the cost line.")
     ] = None,
+    lora: Annotated[
+        int | None, typer.Option("--lora", help="Fine-tune LoRA adapters of rank r on a frozen base.")
+    ] = None,
+    lora_target_list: Annotated[
+        str, typer.Option("--lora-targets", help="Comma-separated matrices: q,k,v,o,gate,up,down.")
+    ] = "q,k,v,o",
+    qlora: Annotated[bool, typer.Option("--qlora", help="Frozen base in NF4 with double quantisation.")] = False,
     output: FormatOption = OutputFormat.table,
 ) -> None:
     """Training compute, time, cost and memory per GPU: will it fit, and how long will it take?"""
@@ -379,6 +386,9 @@ def train(
         offload=offload.value,
         optimizer_in_backward=optimizer_in_backward,
         price_per_gpu_hour=price_per_gpu_hour,
+        lora_rank=lora,
+        lora_targets=tuple(name.strip() for name in lora_target_list.split(",") if name.strip()),
+        qlora=qlora,
     )
     result = run_train(shape, load_gpu(gpu), setup)
     if output is OutputFormat.json:

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tfcost import flops, hardware, memory, parallel, params, serving, step_time, throughput, training
+from tfcost import finetune, flops, hardware, memory, parallel, params, serving, step_time, throughput, training
 from tfcost.errors import TfcostError
 from tfcost.schema import GpuSpec, ModelShape, ServingSetup, TrainingSetup, Workload
 from tfcost.units import TERA, Unit
@@ -113,6 +113,7 @@ def estimate(shape: ModelShape, workload: Workload) -> Estimate:
 
 class TrainInputs(Section):
     parameters: int = quantity("N, parameters (embeddings included)", "count")
+    trainable_parameters: int = quantity("trainable parameters (LoRA: the adapters only)", "count")
     tokens: int = quantity("D, training tokens", "count")
     seq_len: int = quantity("T, tokens per sequence", "count")
     training_per_sequence: int = quantity("training, one T-token sequence (3x forward)", "flops")
@@ -128,7 +129,9 @@ class TrainInputs(Section):
 
 class TrainFlops(Section):
     six_nd: int = quantity("6ND", "flops")
-    total: int = quantity("model FLOPs, exact: training per sequence x D / T", "flops")
+    total: int = quantity(
+        "model FLOPs, exact: training per sequence x D / T (LoRA: 2 x forward + 6 x adapters)", "flops"
+    )
     recompute: int = quantity("recomputed forward work", "flops")
     hardware: int = quantity("hardware FLOPs = model + recomputed", "flops")
 
@@ -194,7 +197,11 @@ def train(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> TrainReport:
     if peak is None:
         raise TfcostError(f"the GPU table has no verified {compute_dtype} peak for {gpu.name}")
     t, tokens = setup.seq_len, setup.tokens
-    model_flops = training.model_training_flops(shape, t, tokens)
+    adapters = None
+    if setup.lora_rank is not None:
+        finetune.check_targets(shape, setup.lora_targets)
+        adapters = finetune.lora_params(shape, setup.lora_rank, setup.lora_targets)
+    model_flops = training.model_training_flops(shape, t, tokens, adapters)
     recomputed = training.recompute_flops(shape, t, tokens, setup.recompute)
     six_nd = training.six_nd_flops(shape, tokens)
     hardware_flops = model_flops + recomputed
@@ -220,6 +227,7 @@ def train(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> TrainReport:
         seq_len_is_default=t == training.default_seq_len(shape),
         inputs=TrainInputs(
             parameters=params.total_params(shape),
+            trainable_parameters=training.trainable_params(shape, setup),
             tokens=tokens,
             seq_len=t,
             training_per_sequence=flops.training_flops(shape, t),

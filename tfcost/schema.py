@@ -375,9 +375,14 @@ class TrainingSetup(Frozen):
     )
     flash: bool = Field(True, description="fused attention (FlashAttention): the T x T scores are never stored")
     price_per_gpu_hour: float | None = Field(None, ge=0, description="price of one GPU-hour, for the cost line")
+    lora_rank: Size | None = Field(None, description="r: fine-tune LoRA adapters of this rank on a frozen base")
+    lora_targets: tuple[str, ...] = Field(("q", "k", "v", "o"), description="matrices LoRA adapts in each layer")
+    qlora: bool = Field(False, description="store the frozen base in NF4 with double quantisation (QLoRA)")
 
     @model_validator(mode="after")
     def _check_layout(self) -> TrainingSetup:
+        if self.qlora and self.lora_rank is None:
+            raise ValueError("qlora needs a lora rank (--lora R)")
         if self.gpus % (self.tp * self.pp * self.cp):
             raise ValueError(
                 f"gpus ({self.gpus}) is not a multiple of tp x pp x cp ({self.tp} x {self.pp} x {self.cp}): "

@@ -136,7 +136,7 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
         "full": matmul_fwd + attention_fwd + elementwise_fwd + tp_fwd + cp_fwd,
     }[setup.recompute]
     return {
-        "matmuls": 3 * matmul_fwd,
+        "matmuls": (2 if setup.lora_rank is not None else 3) * matmul_fwd,  # a frozen base has no weight grads
         "attention": attention_fwd + attention_bwd,
         "memory_bound": 3 * elementwise_fwd,
         "recompute": recompute,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from tfcost import flops, parallel, params
+from tfcost import finetune, flops, parallel, params
 from tfcost.precision import Optimizer, Precision, bytes_per_param
 from tfcost.schema import ModelShape, TrainingSetup
 from tfcost.units import ceil_div
@@ -55,9 +55,12 @@ def six_nd_flops(shape: ModelShape, tokens: int) -> int:
     return 6 * params.active_params(shape) * tokens
 
 
-def model_training_flops(shape: ModelShape, seq_len: int, tokens: int) -> int:
+def model_training_flops(shape: ModelShape, seq_len: int, tokens: int, lora_params: int | None = None) -> int:
     """Exact matmul FLOPs of training on D tokens in T-token sequences: 3 x forward per sequence, D/T sequences.
-    The full T x T scores are counted, as MFU conventionally does (PaLM App. B, nanoGPT, torchtitan)."""
+    The full T x T scores are counted, as MFU conventionally does (PaLM App. B, nanoGPT, torchtitan).
+    Under LoRA, `finetune.lora_training_flops` (no weight gradients for the frozen base)."""
+    if lora_params is not None:
+        return finetune.lora_training_flops(shape, seq_len, tokens, lora_params)
     return flops.training_flops(shape, seq_len) * tokens // seq_len
 
 
@@ -209,6 +212,13 @@ def last_stage_logits_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
     return logits_bytes(shape, setup.seq_len // setup.cp, setup.micro_batch, setup.tp) if setup.pp == 1 else 0
 
 
+def trainable_params(shape: ModelShape, setup: TrainingSetup) -> int:
+    """Every parameter, or under LoRA only the adapters'."""
+    if setup.lora_rank is None:
+        return params.total_params(shape)
+    return finetune.lora_params(shape, setup.lora_rank, setup.lora_targets)
+
+
 def largest_weight_params(shape: ModelShape) -> int:
     """The biggest single weight matrix: the embedding or head (V x d), an MLP matrix (d x F) or the query
     projection (d x H*Q). Under optimizer-in-backward only one parameter's gradient is alive at a time."""
@@ -225,10 +235,12 @@ def memory_per_gpu(shape: ModelShape, setup: TrainingSetup) -> dict[str, int]:
     ZeRO-Offload's optimizer states (master copy included, Ren et al. 2021) sit in host memory; offloading
     params (ZeRO-Infinity) moves the weights there too.
     """
+    trainable = trainable_params(shape, setup)
     parts = model_state_bytes_per_gpu(
-        params.total_params(shape), setup.precision, setup.optimizer, setup.zero, setup.data_parallel * setup.cp,
-        setup.tp * setup.pp,
-    )  # fmt: skip
+        trainable, setup.precision, setup.optimizer, setup.zero, setup.data_parallel * setup.cp, setup.tp * setup.pp
+    )
+    if setup.lora_rank is not None:  # the frozen base besides the adapters' own weights
+        parts["weights"] += ceil_div(finetune.frozen_base_bytes(shape, setup.qlora), setup.tp * setup.pp)
     if setup.optimizer_in_backward:
         per_param = bytes_per_param(setup.precision, setup.optimizer)["gradients"]
         parts["gradients"] = min(parts["gradients"], ceil_div(largest_weight_params(shape) * per_param, setup.tp))
