@@ -220,6 +220,11 @@ class PrecisionChoice(StrEnum):
     fp32 = "fp32"
 
 
+class MemoryConventionChoice(StrEnum):
+    zero = "zero"
+    deepspeed = "deepspeed"
+
+
 class OffloadChoice(StrEnum):
     none = "none"
     optimizer = "optimizer"
@@ -352,6 +357,16 @@ def train(
         str, typer.Option("--lora-targets", help="Comma-separated matrices: q,k,v,o,gate,up,down.")
     ] = "q,k,v,o",
     qlora: Annotated[bool, typer.Option("--qlora", help="Frozen base in NF4 with double quantisation.")] = False,
+    memory_convention: Annotated[
+        MemoryConventionChoice,
+        typer.Option("--memory-convention", help="zero: the ZeRO paper's model states; deepspeed: its estimators."),
+    ] = MemoryConventionChoice.zero,
+    cuda_context_gib: Annotated[
+        float, typer.Option("--cuda-context-gib", min=0, help="CUDA context per GPU, GiB (assumed 0.5).")
+    ] = 0.5,
+    allocator_reserve: Annotated[
+        float, typer.Option("--allocator-reserve", help="Share of the GPU the allocator holds back (assumed 0.05).")
+    ] = 0.05,
     output: FormatOption = OutputFormat.table,
 ) -> None:
     """Training compute, time, cost and memory per GPU: will it fit, and how long will it take?"""
@@ -389,6 +404,9 @@ def train(
         lora_rank=lora,
         lora_targets=tuple(name.strip() for name in lora_target_list.split(",") if name.strip()),
         qlora=qlora,
+        memory_convention=memory_convention.value,
+        cuda_context_gib=cuda_context_gib,
+        allocator_reserve=allocator_reserve,
     )
     result = run_train(shape, load_gpu(gpu), setup)
     if output is OutputFormat.json:

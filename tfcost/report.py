@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tfcost import finetune, flops, hardware, memory, parallel, params, serving, step_time, throughput, training
+from tfcost import finetune, fit, flops, hardware, memory, parallel, params, serving, step_time, throughput, training
 from tfcost.errors import TfcostError
 from tfcost.schema import GpuSpec, ModelShape, ServingSetup, TrainingSetup, Workload
 from tfcost.units import TERA, Unit
@@ -153,14 +153,16 @@ class TrainStep(Section):
 
 
 class TrainMemory(Section):
-    weights_bytes: int = quantity("weights = N x bytes / (tp x pp) [/ N_d at ZeRO-3]", "bytes")
+    weights_bytes: int = quantity("weights = N x bytes / (tp x pp) [/ N_d, + live layers at ZeRO-3]", "bytes")
     gradients_bytes: int = quantity("gradients = N x bytes / (tp x pp) [/ N_d at ZeRO-2+]", "bytes")
     optimizer_bytes: int = quantity("optimizer states = N x bytes / (tp x pp) [/ N_d at ZeRO-1+]", "bytes")
     activations_per_layer_bytes: int = quantity("activations, one layer (Korthikanti)", "bytes")
     logits_bytes: int = quantity("logits, fp32, 4sbV/t (last stage)", "bytes")
     activations_bytes: int = quantity("activations = one layer x L (+ logits if pp = 1)", "bytes")
     total_bytes: int = quantity("total = weights + gradients + optimizer + activations", "bytes")
-    fits: bool = quantity("fits in the GPU's memory", "text")
+    cuda_context_bytes: int = quantity("CUDA context (assumed; --cuda-context-gib)", "bytes")
+    allocator_reserve_bytes: int = quantity("allocator reserve (assumed share; --allocator-reserve)", "bytes")
+    fits: bool = quantity("fits: total + context + reserve <= the GPU's memory", "text")
     host_bytes: int = quantity("host memory: paged or offloaded optimizer states (and offloaded weights)", "bytes")
 
 
@@ -218,6 +220,7 @@ def train(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> TrainReport:
     stages = parallel.stage_layers(shape.n_layers, setup.pp, setup.pp_first_layers, setup.pp_last_layers)
     m = parallel.micro_batches(setup)
     held = training.memory_per_gpu(shape, setup)
+    overhead = fit.overhead_bytes(hardware.memory_bytes(gpu), setup.cuda_context_gib, setup.allocator_reserve)
     return TrainReport(
         model=shape.name,
         source=shape.source,
@@ -260,7 +263,9 @@ def train(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> TrainReport:
             logits_bytes=training.last_stage_logits_bytes(shape, setup),
             activations_bytes=held["activations"],
             total_bytes=held["total"],
-            fits=held["total"] <= hardware.memory_bytes(gpu),
+            cuda_context_bytes=overhead["cuda_context"],
+            allocator_reserve_bytes=overhead["allocator_reserve"],
+            fits=held["total"] + sum(overhead.values()) <= hardware.memory_bytes(gpu),
             host_bytes=held["host"],
         ),
     )

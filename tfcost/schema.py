@@ -378,6 +378,13 @@ class TrainingSetup(Frozen):
     lora_rank: Size | None = Field(None, description="r: fine-tune LoRA adapters of this rank on a frozen base")
     lora_targets: tuple[str, ...] = Field(("q", "k", "v", "o"), description="matrices LoRA adapts in each layer")
     qlora: bool = Field(False, description="store the frozen base in NF4 with double quantisation (QLoRA)")
+    memory_convention: Literal["zero", "deepspeed"] = Field(
+        "zero", description="model states as the ZeRO paper counts them, or as DeepSpeed's estimators do"
+    )
+    cuda_context_gib: float = Field(0.5, ge=0, description="memory the CUDA context takes, GiB (an assumption)")
+    allocator_reserve: float = Field(
+        0.05, ge=0, lt=1, description="fraction of the GPU the allocator holds beyond live tensors (an assumption)"
+    )
 
     @model_validator(mode="after")
     def _check_layout(self) -> TrainingSetup:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from tfcost import finetune, flops, parallel, params
+from tfcost import finetune, fit, flops, parallel, params
 from tfcost.precision import Optimizer, Precision, bytes_per_param
 from tfcost.schema import ModelShape, TrainingSetup
 from tfcost.units import ceil_div
@@ -239,6 +239,14 @@ def memory_per_gpu(shape: ModelShape, setup: TrainingSetup) -> dict[str, int]:
     parts = model_state_bytes_per_gpu(
         trainable, setup.precision, setup.optimizer, setup.zero, setup.data_parallel * setup.cp, setup.tp * setup.pp
     )
+    if setup.memory_convention == "deepspeed" and setup.zero in (2, 3) and setup.lora_rank is None:
+        parts = fit.deepspeed_model_states(
+            ceil_div(trainable, setup.tp * setup.pp), setup.zero, setup.data_parallel * setup.cp,
+            ceil_div(params.params_per_layer(shape), setup.tp),
+        )  # fmt: skip
+    elif setup.zero == 3:  # the gathered layer and the prefetched one (DeepSpeed's live-parameter caps)
+        live = fit.zero3_live_params(ceil_div(params.params_per_layer(shape), setup.tp))
+        parts["weights"] += live * bytes_per_param(setup.precision, setup.optimizer)["weights"]
     if setup.lora_rank is not None:  # the frozen base besides the adapters' own weights
         parts["weights"] += ceil_div(finetune.frozen_base_bytes(shape, setup.qlora), setup.tp * setup.pp)
     if setup.optimizer_in_backward:
