@@ -115,3 +115,34 @@ def test_interleaving_and_cp_change_the_activations():
     assert interleaved / plain == pytest.approx(1 + 7 / 24, rel=1e-6)
     halved = train(gpt3, gpu, layout(**{**base, "gpus": 128}, cp=2)).memory_per_gpu.activations_bytes
     assert halved * 2 == pytest.approx(plain, rel=1e-6)
+
+
+def test_expert_parallelism_shards_the_experts():
+    # Mixtral 8x7B: 32 layers x 8 experts x 3 x 4096 x 14336 routed-expert parameters, the rest shared.
+    mixtral, gpu = load_model("mixtral-8x7b"), load_gpu("h100-sxm")
+    experts = 32 * 8 * 3 * 4096 * 14336
+    assert parallel.routed_expert_params(mixtral) == experts
+    rest = 46_702_792_704 - experts
+    setup = TrainingSetup(tokens=10**9, seq_len=4096, gpus=64, tp=2, ep=8, zero=1, global_batch=256)
+    memory = train(mixtral, gpu, setup).memory_per_gpu
+    assert memory.weights_bytes == 2 * rest // 2 + 2 * experts // 16
+    assert memory.optimizer_bytes == -(-12 * rest // 64) + -(-12 * experts // (16 * 4))  # ZeRO over N_d / e
+
+
+def test_all_to_all_volume():
+    # Each of b T tokens goes to k = 2 experts and back, forward and backward, d-wide in bf16; 7/8 leave the GPU.
+    mixtral = load_model("mixtral-8x7b")
+    setup = TrainingSetup(tokens=10**9, seq_len=4096, gpus=64, tp=2, ep=8)
+    assert parallel.all_to_all_bytes(mixtral, setup) == 4 * (4096 * 2 * 4096 * 2 * 7 // 8)
+    report = train(mixtral, load_gpu("h100-sxm"), setup)
+    assert report.step is not None and report.step.seconds["ep_comm"] > 0
+
+
+def test_expert_parallel_rules():
+    mixtral, gpt3 = load_model("mixtral-8x7b"), load_model("gpt3-175b")
+    with pytest.raises(UsageError, match="must divide the 8 routed experts"):
+        parallel.check_layout(mixtral, TrainingSetup(tokens=1, seq_len=4096, gpus=48, ep=3))
+    with pytest.raises(UsageError, match="must divide data-parallel x cp"):
+        parallel.check_layout(mixtral, TrainingSetup(tokens=1, seq_len=4096, gpus=4, ep=8))
+    with pytest.raises(UsageError, match="dense"):
+        parallel.check_layout(gpt3, TrainingSetup(tokens=1, seq_len=2048, gpus=8, ep=2))

@@ -309,6 +309,7 @@ def train(
         int | None, typer.Option("--global-batch", help="Sequences per optimizer step. Default: b x data-parallel.")
     ] = None,
     cp: Annotated[int, typer.Option("--cp", min=1, help="Context-parallel size (each sequence over cp GPUs).")] = 1,
+    ep: Annotated[int, typer.Option("--ep", min=1, help="Expert-parallel size (routed experts over ep GPUs).")] = 1,
     virtual_stages: Annotated[
         int, typer.Option("--virtual-stages", min=1, help="Model chunks per pipeline stage (interleaved 1F1B).")
     ] = 1,
@@ -387,6 +388,7 @@ def train(
         tflops_per_gpu=tflops_per_gpu,
         global_batch=global_batch,
         cp=cp,
+        ep=ep,
         virtual_stages=virtual_stages,
         pp_first_layers=pp_first_layers,
         pp_last_layers=pp_last_layers,

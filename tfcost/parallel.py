@@ -8,6 +8,7 @@ c context-parallel size.
 
 from __future__ import annotations
 
+from tfcost import params
 from tfcost.errors import UsageError
 from tfcost.schema import ModelShape, TrainingSetup
 
@@ -80,7 +81,8 @@ def check_layout(shape: ModelShape, setup: TrainingSetup) -> list[int]:
     - with sequence parallelism, t divides T; with context parallelism, 2c divides T (each GPU takes two
       chunks of the sequence, one early and one late, to balance the causal work: Megatron-Core's CP);
     - the stages' layers as `stage_layers`, and v divides each stage's layers (interleaved 1F1B), with p > 1;
-    - b x N_d divides the global batch; the interleaved schedule needs m to be a multiple of p.
+    - b x N_d divides the global batch; the interleaved schedule needs m to be a multiple of p;
+    - e (expert parallelism) divides the routed experts and N_d x c.
     """
     if shape.n_heads % setup.tp or shape.n_kv_heads % setup.tp:
         raise UsageError(
@@ -98,6 +100,16 @@ def check_layout(shape: ModelShape, setup: TrainingSetup) -> list[int]:
             raise UsageError("--virtual-stages needs pp > 1")
         if any(layers % v for layers in stages):
             raise UsageError(f"virtual stages ({v}) must divide every stage's layers ({stages})")
+    if setup.ep > 1:
+        if shape.moe is None:
+            raise UsageError(f"--ep needs a mixture-of-experts model; {shape.name} is dense")
+        if shape.moe.n_experts % setup.ep:
+            raise UsageError(f"ep ({setup.ep}) must divide the {shape.moe.n_experts} routed experts")
+        if (setup.data_parallel * setup.cp) % setup.ep:
+            raise UsageError(
+                f"ep ({setup.ep}) must divide data-parallel x cp ({setup.data_parallel * setup.cp}): Megatron-Core "
+                "draws the expert-parallel ranks from them"
+            )
     replicas_batch = setup.micro_batch * setup.data_parallel
     if setup.global_batch is not None:
         if setup.global_batch % replicas_batch:
@@ -111,3 +123,23 @@ def check_layout(shape: ModelShape, setup: TrainingSetup) -> list[int]:
                 f"multiple of pp ({setup.pp})"
             )
     return stages
+
+
+def routed_expert_params(shape: ModelShape) -> int:
+    """Parameters of every routed expert of every MoE layer: what expert parallelism splits."""
+    if shape.moe is None:
+        return 0
+    moe_layers = shape.n_layers - len(shape.moe.dense_layers)
+    return moe_layers * shape.moe.n_experts * params.expert_params(shape)
+
+
+def all_to_all_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
+    """Bytes one GPU sends per MoE layer per micro-batch: each of its b T / c tokens goes to k experts and comes
+    back (dispatch and combine), forward and again backward, d-wide at the activation width; (e - 1)/e of the
+    experts live elsewhere (Megatron-Core's all-to-all token dispatcher)."""
+    if shape.moe is None or setup.ep == 1:
+        return 0
+    tokens = setup.micro_batch * setup.seq_len // setup.cp
+    element = 4 if setup.precision == "fp32" else 2
+    per_pass = tokens * shape.moe.experts_per_token * shape.d_model * element * (setup.ep - 1) // setup.ep
+    return 4 * per_pass  # dispatch + combine, forward + backward

@@ -352,6 +352,7 @@ class TrainingSetup(Frozen):
     )
     virtual_stages: Size = Field(1, description="v: model chunks per pipeline stage (interleaved 1F1B)")
     cp: Size = Field(1, description="context-parallel size: each sequence split over cp GPUs")
+    ep: Size = Field(1, description="expert-parallel size: each MoE layer's routed experts split over ep GPUs")
     zero: Literal[0, 1, 2, 3] = Field(
         0, description="ZeRO stage: 1 shards optimizer states, 2 also gradients, 3 also weights"
     )

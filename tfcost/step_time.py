@@ -18,6 +18,8 @@ Per layer, per micro-batch of b sequences, on one GPU (t tensor-, c context-para
   parallelism (the all-gather is redone for the weight gradients), or 2 + 2 all-reduces without, of the
   b x T/c x d activations, ring cost (t-1)/t x size / bandwidth (Megatron-LM runs them unoverlapped);
 - context-parallel ring attention: c-1 exchanges of K and V forward, of K, V and their gradients backward;
+- expert parallelism: the all-to-all dispatch and combine of each MoE layer, forward and backward
+  (`parallel.all_to_all_bytes`), over NVLink while t x e fits in a node;
 - pipeline: each stage boundary sends one micro-batch's activations forward and their gradients back, split over
   t (Narayanan et al. 2021 §4.1), over the network; bubble (p-1)/v of one micro-batch's stage time;
 - data parallelism: a ring all-reduce of the fp32 gradients once a step (reduce-scatter + all-gather under
@@ -90,7 +92,7 @@ def can_predict(gpu: GpuSpec, setup: TrainingSetup) -> bool:
     """Whether the GPU table has what the prediction needs for this layout."""
     if gpu.matmul_efficiency is None or gpu.sm_count is None:
         return False
-    needs_intra = setup.tp * setup.cp > 1
+    needs_intra = setup.tp * setup.cp * setup.ep > 1
     needs_inter = setup.pp > 1 or setup.data_parallel * setup.cp > 1 or setup.tp * setup.cp > GPUS_PER_NODE
     return (not needs_intra or gpu.intra_node_bandwidth_gb_per_s is not None) and (
         not needs_inter or gpu.inter_node_bandwidth_gb_per_s is not None
@@ -130,6 +132,9 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
     kv_bytes = 2 * tokens * shape.n_kv_heads * shape.head_dim // t * element
     cp_fwd = (c - 1) * kv_bytes / link_bandwidth(gpu, t * c, True) if c > 1 else 0.0
 
+    ep_bytes = parallel.all_to_all_bytes(shape, setup) * moe_share(shape)
+    ep_comm = ep_bytes / link_bandwidth(gpu, t * setup.ep, True) if setup.ep > 1 else 0.0
+
     recompute = {
         "none": 0.0,
         "selective": attention_fwd,
@@ -142,7 +147,15 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
         "recompute": recompute,
         "tp_comm": tp_fwd + tp_bwd,
         "cp_comm": 3 * cp_fwd,
+        "ep_comm": ep_comm,
     }
+
+
+def moe_share(shape: ModelShape) -> float:
+    """Share of the layers that are MoE layers (the others have no all-to-all)."""
+    if shape.moe is None:
+        return 0.0
+    return (shape.n_layers - len(shape.moe.dense_layers)) / shape.n_layers
 
 
 def head_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> float:
@@ -175,7 +188,8 @@ def step_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict[
     parts["bubble"] = parallel.bubble_fraction(p, m, v) * m * micro_batch
 
     replicas = setup.data_parallel * setup.cp
-    params_per_gpu = params.total_params(shape) / (setup.tp * p)
+    experts = parallel.routed_expert_params(shape) if setup.ep > 1 else 0
+    params_per_gpu = (params.total_params(shape) - experts + experts / setup.ep) / (setup.tp * p)
     dp_bandwidth = link_bandwidth(gpu, replicas, False) if replicas > 1 else 1.0
     grads = 2 * ring_seconds(params_per_gpu * MAIN_GRAD_BYTES, replicas, dp_bandwidth)
     gathers = 2 * m * ring_seconds(params_per_gpu * element, replicas, dp_bandwidth) if setup.zero == 3 else 0.0

@@ -236,9 +236,17 @@ def memory_per_gpu(shape: ModelShape, setup: TrainingSetup) -> dict[str, int]:
     params (ZeRO-Infinity) moves the weights there too.
     """
     trainable = trainable_params(shape, setup)
+    replicas = setup.data_parallel * setup.cp
+    experts = parallel.routed_expert_params(shape) if setup.ep > 1 and setup.lora_rank is None else 0
     parts = model_state_bytes_per_gpu(
-        trainable, setup.precision, setup.optimizer, setup.zero, setup.data_parallel * setup.cp, setup.tp * setup.pp
+        trainable - experts, setup.precision, setup.optimizer, setup.zero, replicas, setup.tp * setup.pp
     )
+    if experts:  # expert parallelism: each GPU holds 1/e of the routed experts, ZeRO shards them over N_d c / e
+        sharded = model_state_bytes_per_gpu(
+            experts, setup.precision, setup.optimizer, setup.zero, replicas // setup.ep,
+            setup.tp * setup.pp * setup.ep,
+        )  # fmt: skip
+        parts = {key: parts[key] + sharded[key] for key in parts}
     if setup.memory_convention == "deepspeed" and setup.zero in (2, 3) and setup.lora_rank is None:
         parts = fit.deepspeed_model_states(
             ceil_div(trainable, setup.tp * setup.pp), setup.zero, setup.data_parallel * setup.cp,
