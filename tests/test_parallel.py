@@ -41,17 +41,17 @@ def test_one_throughput_at_most(tfcost):
 
 
 def test_llama3_405b_published_layout(tfcost):
-    # Dubey et al. 2024 §3.3.2 / Table 4: 16,384 H100s, TP 8, CP 16, PP 16, DP 8 for the 131,072-token stage;
-    # one layer fewer on the first and the last pipeline stage; 16 sequences per step at that length.
+    # Dubey et al. 2024 §3.3.2 / Table 4: 16,384 H100s, TP 8, CP 16, PP 16, DP 8 for the 131,072-token stage,
+    # batch 16 per DP group (16M tokens a step); one layer fewer on the first and the last pipeline stage.
     run = tfcost("train", "llama-3.1-405b", "--gpu", "h100-sxm", "--gpus", "16384", "--tp", "8", "--pp", "16",
-                 "--cp", "16", "--seq", "131072", "--global-batch", "16", "--pp-first-layers", "7",
+                 "--cp", "16", "--seq", "131072", "--global-batch", "128", "--pp-first-layers", "7",
                  "--pp-last-layers", "7", "--sequence-parallel", "--recompute", "full", "--zero", "1",
-                 "--tokens", "2097152", "-f", "json")  # fmt: skip
+                 "--tokens", "16777216", "-f", "json")  # fmt: skip
     assert run.code == 0, run.stderr
     inputs = json.loads(run.stdout)["inputs"]
     assert inputs["data_parallel"] == 8
     assert inputs["stage_layers"] == " + ".join(["7"] + ["8"] * 14 + ["7"])
-    assert (inputs["global_batch"], inputs["micro_batches"]) == (16, 2)
+    assert (inputs["global_batch"], inputs["micro_batches"]) == (128, 16)
 
 
 def test_bloom_pp12(tfcost):
