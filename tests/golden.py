@@ -17,18 +17,41 @@ ESTIMATES = [
     ("-T", "32768", "--full"),
     ("-T", "32768", "--causal"),
 ]
+# The 21 presets the layer-stack redesign had to keep exact; later presets are held to their published counts.
+PINNED_PRESETS = (
+    "bert-base",
+    "deepseek-v3",
+    "falcon-7b",
+    "gemma-2-9b",
+    "gpt2-large",
+    "gpt2-medium",
+    "gpt2-small",
+    "gpt2-xl",
+    "llama-2-13b",
+    "llama-2-70b",
+    "llama-2-7b",
+    "llama-3-8b",
+    "llama-3.1-70b",
+    "llama-3.2-1b",
+    "mistral-7b",
+    "mixtral-8x7b",
+    "phi-3-mini",
+    "pythia-160m",
+    "qwen2.5-0.5b",
+    "qwen2.5-7b",
+    "t5-small",
+)
 TRAINED = ("llama-3-8b", "mixtral-8x7b", "deepseek-v3", "t5-small", "gemma-2-9b")
 SERVED = ("llama-3-8b", "mixtral-8x7b", "deepseek-v3", "t5-small", "gemma-2-9b")
-TRAIN_ARGS = ("--gpus", "64", "-D", "1e12", "--zero", "1")
+# The pin predates the predicted step time (issue 12): its train figures are at the then-default MFU of 0.4.
+TRAIN_ARGS = ("--gpus", "64", "-D", "1e12", "--zero", "1", "--mfu", "0.4")
 SERVE_ARGS = ("--gpus", "8", "-B", "8", "-P", "4096", "-G", "1024")
 
 
 def commands() -> dict[str, list[str]]:
     """Every pinned command line, by a stable name."""
-    from tfcost.presets import model_preset_paths
-
     runs: dict[str, list[str]] = {}
-    for name in sorted(model_preset_paths()):
+    for name in PINNED_PRESETS:
         for args in ESTIMATES:
             runs[f"estimate {name} {' '.join(args)}"] = ["estimate", name, *args, "-f", "json"]
     for name in TRAINED:

@@ -27,7 +27,13 @@ def test_train_json_contract(tfcost):
     # 3 x forward of one 4,096-token sequence, times D / T sequences
     assert out["flops"]["total"] == out["inputs"]["training_per_sequence"] * tokens // 4096
     assert out["flops"]["six_nd"] == 6 * 8_030_261_248 * tokens
-    assert out["time"]["days"] == pytest.approx(out["flops"]["total"] / (64 * 989.4e12 * 0.4) / 86_400)
+    # No throughput given: the predicted step time, D / (B x T) steps of it (B = 64 replicas x micro-batch 1)
+    assert out["time"]["throughput_from"] == "predicted step time"
+    assert out["step"]["steps"] == pytest.approx(tokens / (64 * 4096))
+    assert out["time"]["days"] == pytest.approx(out["step"]["steps"] * out["step"]["seconds"]["total"] / 86_400)
+    assert out["time"]["model_utilization"] == pytest.approx(
+        out["flops"]["total"] / (out["time"]["days"] * 86_400 * 64 * 989.4e12)
+    )
     memory = out["memory_per_gpu"]
     assert memory["weights_bytes"] == memory["gradients_bytes"] == 2 * 8_030_261_248
     assert memory["optimizer_bytes"] == -(-12 * 8_030_261_248 // 64)  # ZeRO-1: sharded over 64 replicas
@@ -96,9 +102,9 @@ def test_serve_json_is_the_core_result(tfcost):
 def test_reports_are_readable_tables(tfcost):
     run = tfcost(*TRAIN_ARGS)
     assert run.code == 0, run.stderr
-    for text in ("Chinchilla-optimal: 20 per parameter, the default", "MFU 0.4 (the default)", "55,072,195,328",
+    for text in ("Chinchilla-optimal: 20 per parameter, the default", "predicted step time", "55,072,195,328",
                  "64 GPUs = 64 data-parallel x tp 1 x pp 1; ZeRO-1; adamw, bf16-mixed",
-                 "3.78 days", "fits in the GPU's memory", "[/ N_d at ZeRO-1+]"):  # fmt: skip
+                 "11.63 days", "fits: total + context + reserve", "[/ N_d at ZeRO-1+]"):  # fmt: skip
         assert text in run.stdout, text
     run = tfcost(*SERVE_ARGS)
     assert run.code == 0, run.stderr

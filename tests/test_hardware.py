@@ -10,11 +10,14 @@ from tfcost.presets import all_gpus, gpu_for_device_name, load_gpu
 
 ISSUE_GPUS = {"h100-sxm", "h100-pcie", "h200", "b200", "a100-40gb", "a100-80gb", "a10g", "l4", "l40s",
               "rtx-4090", "rtx-3090", "v100", "mi300x"}  # fmt: skip
+# Issue 12's additions (sources on each row; figures a secondary gave are marked UNVERIFIED in the row).
+ISSUE_12_GPUS = {"h800", "h20", "b300", "gb200", "rtx-a6000", "rtx-5090", "mi325x", "mi355x", "gaudi3", "tpu-v4",
+                 "tpu-v5e", "tpu-v5p", "tpu-v6e"}  # fmt: skip
 
 
 def test_table_has_every_gpu_with_a_source():
     gpus = all_gpus()
-    assert {gpu.name for gpu in gpus} == ISSUE_GPUS
+    assert {gpu.name for gpu in gpus} == ISSUE_GPUS | ISSUE_12_GPUS
     assert all(gpu.source for gpu in gpus)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tfcost import flops, params, training
+from tfcost import flops, params, throughput, training
 from tfcost.errors import UsageError
 from tfcost.hardware import peak_flops_per_s
 from tfcost.presets import load_gpu, load_model
@@ -124,7 +124,7 @@ def test_nanogpt_notebook_300b_tokens_on_8_a100s():
     assert params.total_params(nanogpt) == 124_337_664
     peak = peak_flops_per_s(load_gpu("a100-80gb"), "bf16")
     assert peak == 312e12
-    seconds = training.training_seconds(training.six_nd_flops(nanogpt, 300 * 10**9), 8, peak, 0.3)
+    seconds = throughput.seconds_at_mfu(training.six_nd_flops(nanogpt, 300 * 10**9), 8, peak, 0.3)
     assert round(seconds / training.SECONDS_PER_DAY, 2) == 3.46
 
 
@@ -148,11 +148,10 @@ def test_recompute_flops(gpt2):
 
 
 def test_time_hours_cost_and_hfu():
-    seconds = training.training_seconds(8 * 10**18, 10, 1e15, 0.5)
+    seconds = throughput.seconds_at_mfu(8 * 10**18, 10, 1e15, 0.5)
     assert seconds == pytest.approx(1.6e3)
     assert training.gpu_hours(seconds, 10) == pytest.approx(1.6e4 / 3600)
     assert training.training_cost(100.0, 2.5) == 250.0
-    assert training.hardware_flops_utilization(0.4, 100, 125) == pytest.approx(0.5)
 
 
 def test_layout_rules():

@@ -89,6 +89,11 @@ def layer_count(shape: ModelShape) -> int:
     return sum(count for _, count in blocks(shape))
 
 
+def moe_layer_count(shape: ModelShape) -> int:
+    """Layers whose FFN is a mixture of experts (DeepSeek-V3: 58 of 61)."""
+    return sum(count for block, count in blocks(shape) if block.moe)
+
+
 def representative_block(shape: ModelShape, size: Callable[[Block], int]) -> Block:
     """The block that `per_layer` describes: the most common one, ties going to the larger (by `size`).
 

@@ -21,6 +21,8 @@ from tfcost.errors import TfcostError
 from tfcost.schema import (
     MeasureDevice,
     MeasureDtype,
+    MemoryConvention,
+    Offload,
     Optimizer,
     Precision,
     Recompute,
@@ -328,13 +330,41 @@ def train(
     micro_batch: Annotated[
         int, typer.Option("--micro-batch", "-b", min=1, help="b: sequences per GPU per pass.")
     ] = default(TrainingSetup, "micro_batch"),
-    gpus: Annotated[int, typer.Option("--gpus", min=1, help="GPUs in the run = data-parallel x tp x pp.")] = default(
-        TrainingSetup, "gpus"
-    ),
+    gpus: Annotated[
+        int, typer.Option("--gpus", min=1, help="GPUs in the run = data-parallel x tp x pp x cp.")
+    ] = default(TrainingSetup, "gpus"),
     gpu: GpuOption = "h100-sxm",
-    mfu: Annotated[float, typer.Option("--mfu", help="Model FLOPs utilization, in (0, 1] (PaLM App. B).")] = default(
-        TrainingSetup, "mfu"
-    ),
+    mfu: Annotated[
+        float | None, typer.Option("--mfu", help="Model FLOPs utilization, in (0, 1] (PaLM App. B).")
+    ] = None,
+    hfu: Annotated[
+        float | None,
+        typer.Option("--hfu", help="Hardware FLOPs utilization, counting recomputation, in (0, 1] (instead of --mfu)."),
+    ] = None,
+    tflops_per_gpu: Annotated[
+        float | None,
+        typer.Option(
+            "--tflops-per-gpu", help="Achieved TFLOP/s per GPU counting recomputation, as Megatron reports it."
+        ),
+    ] = None,
+    global_batch: Annotated[
+        int | None, typer.Option("--global-batch", help="Sequences per optimizer step. Default: b x data-parallel.")
+    ] = None,
+    cp: Annotated[
+        int, typer.Option("--cp", min=1, help="Context-parallel size (each sequence over cp GPUs).")
+    ] = default(TrainingSetup, "cp"),
+    ep: Annotated[
+        int, typer.Option("--ep", min=1, help="Expert-parallel size (routed experts over ep GPUs).")
+    ] = default(TrainingSetup, "ep"),
+    virtual_stages: Annotated[
+        int, typer.Option("--virtual-stages", min=1, help="Model chunks per pipeline stage (interleaved 1F1B).")
+    ] = default(TrainingSetup, "virtual_stages"),
+    pp_first_layers: Annotated[
+        int | None, typer.Option("--pp-first-layers", help="Layers of the first pipeline stage (Megatron).")
+    ] = None,
+    pp_last_layers: Annotated[
+        int | None, typer.Option("--pp-last-layers", help="Layers of the last pipeline stage (Megatron).")
+    ] = None,
     zero: Annotated[int, typer.Option("--zero", min=0, max=3, help="ZeRO stage 0-3.")] = default(TrainingSetup, "zero"),
     tp: Annotated[int, typer.Option("--tp", min=1, help="Tensor-parallel size.")] = default(TrainingSetup, "tp"),
     pp: Annotated[int, typer.Option("--pp", min=1, help="Pipeline-parallel size.")] = default(TrainingSetup, "pp"),
@@ -351,14 +381,41 @@ def train(
         TrainingSetup, "optimizer"
     ),
     precision: Annotated[
-        Precision, typer.Option("--precision", help="bf16-mixed: bf16 compute, fp32 master weights.")
+        Precision,
+        typer.Option("--precision", help="bf16-mixed: fp32 master weights; fp8: FP8 matmuls; bf16: no master copy."),
     ] = default(TrainingSetup, "precision"),
     flash: Annotated[
         bool, typer.Option("--flash/--no-flash", help="Fused attention: the T x T scores are never stored.")
     ] = default(TrainingSetup, "flash"),
+    offload: Annotated[
+        Offload, typer.Option("--offload", help="ZeRO-Offload to host memory: optimizer states, or params too.")
+    ] = default(TrainingSetup, "offload"),
+    optimizer_in_backward: Annotated[
+        bool,
+        typer.Option("--optimizer-in-backward", help="Step each parameter in the backward pass; free its gradient."),
+    ] = default(TrainingSetup, "optimizer_in_backward"),
     price_per_gpu_hour: Annotated[
         float | None, typer.Option("--price-per-gpu-hour", min=0, help="Price of one GPU-hour, for the cost line.")
     ] = None,
+    lora: Annotated[
+        int | None, typer.Option("--lora", help="Fine-tune LoRA adapters of rank r on a frozen base.")
+    ] = None,
+    lora_target_list: Annotated[
+        str, typer.Option("--lora-targets", help="Comma-separated matrices: q,k,v,o,gate,up,down.")
+    ] = ",".join(default(TrainingSetup, "lora_targets")),
+    qlora: Annotated[bool, typer.Option("--qlora", help="Frozen base in NF4 with double quantisation.")] = default(
+        TrainingSetup, "qlora"
+    ),
+    memory_convention: Annotated[
+        MemoryConvention,
+        typer.Option("--memory-convention", help="zero: the ZeRO paper's model states; deepspeed: its estimators."),
+    ] = default(TrainingSetup, "memory_convention"),
+    cuda_context_gib: Annotated[
+        float, typer.Option("--cuda-context-gib", min=0, help="CUDA context per GPU, GiB (an assumption).")
+    ] = default(TrainingSetup, "cuda_context_gib"),
+    allocator_reserve: Annotated[
+        float, typer.Option("--allocator-reserve", help="Share of the GPU the allocator holds back (an assumption).")
+    ] = default(TrainingSetup, "allocator_reserve"),
     output: FormatOption = "table",
 ) -> None:
     """Training compute, time, cost and memory per GPU: will it fit, and how long will it take?"""
@@ -376,6 +433,14 @@ def train(
         micro_batch=micro_batch,
         gpus=gpus,
         mfu=mfu,
+        hfu=hfu,
+        tflops_per_gpu=tflops_per_gpu,
+        global_batch=global_batch,
+        cp=cp,
+        ep=ep,
+        virtual_stages=virtual_stages,
+        pp_first_layers=pp_first_layers,
+        pp_last_layers=pp_last_layers,
         zero=zero,
         tp=tp,
         pp=pp,
@@ -384,7 +449,15 @@ def train(
         optimizer=optimizer,
         precision=precision,
         flash=flash,
+        offload=offload,
+        optimizer_in_backward=optimizer_in_backward,
         price_per_gpu_hour=price_per_gpu_hour,
+        lora_rank=lora,
+        lora_targets=tuple(name.strip() for name in lora_target_list.split(",") if name.strip()),
+        qlora=qlora,
+        memory_convention=memory_convention,
+        cuda_context_gib=cuda_context_gib,
+        allocator_reserve=allocator_reserve,
     )
     result = with_source(run_train(shape, load_gpu(gpu), setup), source)
     render.print_checkpoint_check(result)

@@ -355,10 +355,13 @@ def sections_table(
     table.add_column("value", justify="right", no_wrap=True)
     table.add_column("exact", justify="right", no_wrap=True)
     for attribute, heading in sections.items():
+        section = getattr(result, attribute) if attribute else result
+        if section is None:  # an optional section not computed (a step time when a throughput was given)
+            continue
         table.add_section()
         rows = [
             [label, "", ""] if value is None else [label, human(value, unit), exact(value)]
-            for _, label, unit, value in quantity_rows(getattr(result, attribute) if attribute else result)
+            for _, label, unit, value in quantity_rows(section)
         ]
         add_section(table, heading, rows)
     for heading, ready in (extra or {}).items():
@@ -376,16 +379,15 @@ def train_table(result: TrainReport, markdown: bool = False) -> None:
     result = neutral(result)
     s = result.setup
     tokens, seq = result.notes.get("tokens", ""), result.notes.get("seq_len", "")
-    mfu = " (the default)" if s.mfu == default(s, "mfu") else ""
     title = "\n".join(
         [
             f"{result.model}: training on {s.gpus:,} x {result.gpu}",
             f"D = {human(s.tokens, 'count')} tokens{tokens}",
             f"T = {s.seq_len:,} tokens per sequence{seq}; micro-batch {s.micro_batch}",
-            f"{s.gpus:,} GPUs = {result.inputs.data_parallel:,} data-parallel x tp {s.tp} x pp {s.pp}; ZeRO-{s.zero}; "
-            f"{s.optimizer}, {s.precision}",
+            f"{s.gpus:,} GPUs = {result.inputs.data_parallel:,} data-parallel x tp {s.tp} x pp {s.pp}"
+            f"{f' x cp {s.cp}' if s.cp > 1 else ''}; ZeRO-{s.zero}; {s.optimizer}, {s.precision}",
             f"recompute {s.recompute}; {'sequence parallel; ' if s.sequence_parallel else ''}"
-            f"{'flash attention' if s.flash else 'no flash attention'}; MFU {s.mfu:g}{mfu}",
+            f"{'flash attention' if s.flash else 'no flash attention'}; {result.time.throughput_from}",
         ]
     )
     notes = [

@@ -414,12 +414,27 @@ class GpuSpec(Frozen):
     peak_fp32_tflops: float | None = Field(None, gt=0, description="FP32 (non-tensor-core) peak; null if unverified")
     memory_gib: float = Field(gt=0, description="device memory, GiB")
     memory_bandwidth_tb_per_s: float = Field(gt=0, description="device memory bandwidth, 10^12 bytes/s")
+    intra_node_link: str | None = Field(None, description="the GPU-to-GPU link inside a node (NVLink 4, PCIe 4)")
+    intra_node_bandwidth_gb_per_s: float | None = Field(
+        None, gt=0, description="per GPU, one direction, 10^9 B/s, over the intra-node link"
+    )
+    intra_node_latency_us: float | None = Field(None, ge=0, description="one message's latency inside a node, us")
+    inter_node_bandwidth_gb_per_s: float | None = Field(
+        None, gt=0, description="per GPU, one direction, 10^9 B/s, over the network between nodes"
+    )
+    sm_count: int | None = Field(None, gt=0, description="streaming multiprocessors (compute units): GEMM waves")
+    matmul_efficiency: float | None = Field(
+        None, gt=0, le=1, description="largest measured BF16 matmul FLOP/s over the peak (MAMF, ml-engineering)"
+    )
+    interconnect_source: str | None = Field(None, description="where the link, SM and matmul figures were read")
     notes: str | None = Field(None, description="caveats: conflicting sources, unverified figures")
 
 
 Recompute = Literal["none", "selective", "full"]
-Optimizer = Literal["adamw", "adamw-8bit", "sgd"]
-Precision = Literal["bf16-mixed", "fp32"]
+Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "adafactor", "sgd", "muon"]
+Precision = Literal["bf16-mixed", "fp8", "bf16", "fp32"]
+Offload = Literal["none", "optimizer", "params"]
+MemoryConvention = Literal["zero", "deepspeed"]
 
 
 class TrainingSetup(Frozen):
@@ -432,7 +447,27 @@ class TrainingSetup(Frozen):
     seq_len: Size = Field(description="T (Korthikanti's s): tokens per sequence")
     micro_batch: Size = Field(1, description="b: sequences per GPU per forward/backward pass")
     gpus: Size = Field(1, description="GPUs in the run")
-    mfu: float = Field(0.4, gt=0, le=1, description="model FLOPs utilization (PaLM App. B): model FLOP/s / peak")
+    mfu: float | None = Field(
+        None, gt=0, le=1, description="model FLOPs utilization (PaLM App. B): model FLOP/s / peak; default 0.4"
+    )
+    hfu: float | None = Field(
+        None, gt=0, le=1, description="hardware FLOPs utilization: model and recomputed FLOP/s / peak (PaLM App. B)"
+    )
+    tflops_per_gpu: float | None = Field(
+        None, gt=0, description="achieved 10^12 FLOP/s per GPU counting recomputation, as Megatron-LM reports it"
+    )
+    global_batch: Size | None = Field(
+        None, description="sequences per optimizer step; default: one micro-batch per data-parallel replica"
+    )
+    pp_first_layers: Size | None = Field(
+        None, description="layers of the first pipeline stage (Megatron --decoder-first-pipeline-num-layers)"
+    )
+    pp_last_layers: Size | None = Field(
+        None, description="layers of the last pipeline stage (Megatron --decoder-last-pipeline-num-layers)"
+    )
+    virtual_stages: Size = Field(1, description="v: model chunks per pipeline stage (interleaved 1F1B)")
+    cp: Size = Field(1, description="context-parallel size: each sequence split over cp GPUs")
+    ep: Size = Field(1, description="expert-parallel size: each MoE layer's routed experts split over ep GPUs")
     zero: Literal[0, 1, 2, 3] = Field(
         0, description="ZeRO stage: 1 shards optimizer states, 2 also gradients, 3 also weights"
     )
@@ -440,24 +475,51 @@ class TrainingSetup(Frozen):
     pp: Size = Field(1, description="pipeline-parallel size p")
     sequence_parallel: bool = Field(False, description="Megatron sequence parallelism (Korthikanti et al. 2022)")
     recompute: Recompute = Field("none", description="activation recomputation")
-    optimizer: Optimizer = Field("adamw", description="sgd means SGD with momentum")
-    precision: Precision = Field("bf16-mixed", description="bf16 compute with fp32 master weights")
+    optimizer: Optimizer = Field(
+        "adamw", description="sgd means SGD with momentum; paged ones page their states to the host"
+    )
+    precision: Precision = Field(
+        "bf16-mixed",
+        description="bf16-mixed: bf16 compute, fp32 master weights; fp8: FP8 matmuls, the same states; bf16: pure "
+        "bf16, no master copy; fp32",
+    )
+    optimizer_in_backward: bool = Field(
+        False, description="each parameter is updated and its gradient freed during the backward pass"
+    )
+    offload: Offload = Field(
+        "none", description="ZeRO-Offload: optimizer states (and master) to the host; params: the weights too"
+    )
     flash: bool = Field(True, description="fused attention (FlashAttention): the T x T scores are never stored")
     price_per_gpu_hour: float | None = Field(None, ge=0, description="price of one GPU-hour, for the cost line")
+    lora_rank: Size | None = Field(None, description="r: fine-tune LoRA adapters of this rank on a frozen base")
+    lora_targets: tuple[str, ...] = Field(("q", "k", "v", "o"), description="matrices LoRA adapts in each layer")
+    qlora: bool = Field(False, description="store the frozen base in NF4 with double quantisation (QLoRA)")
+    memory_convention: MemoryConvention = Field(
+        "zero", description="model states as the ZeRO paper counts them, or as DeepSpeed's estimators do"
+    )
+    cuda_context_gib: float = Field(0.5, ge=0, description="memory the CUDA context takes, GiB (an assumption)")
+    allocator_reserve: float = Field(
+        0.05, ge=0, lt=1, description="fraction of the GPU the allocator holds beyond live tensors (an assumption)"
+    )
 
     @model_validator(mode="after")
     def _check_layout(self) -> TrainingSetup:
-        if self.gpus % (self.tp * self.pp):
+        if self.qlora and self.lora_rank is None:
+            raise ValueError("qlora needs a lora rank (--lora R)")
+        if self.gpus % (self.tp * self.pp * self.cp):
             raise ValueError(
-                f"gpus ({self.gpus}) is not a multiple of tp x pp ({self.tp} x {self.pp}): "
-                "every data-parallel replica needs tp x pp GPUs"
+                f"gpus ({self.gpus}) is not a multiple of tp x pp x cp ({self.tp} x {self.pp} x {self.cp}): "
+                "every data-parallel replica needs tp x pp x cp GPUs"
             )
+        given = [name for name in ("mfu", "hfu", "tflops_per_gpu") if getattr(self, name) is not None]
+        if len(given) > 1:
+            raise ValueError(f"give at most one of mfu, hfu and tflops_per_gpu, not {' and '.join(given)}")
         return self
 
     @property
     def data_parallel(self) -> int:
-        """N_d: model replicas, each spread over tp x pp GPUs."""
-        return self.gpus // (self.tp * self.pp)
+        """N_d: model replicas, each spread over tp x pp x cp GPUs."""
+        return self.gpus // (self.tp * self.pp * self.cp)
 
 
 WeightsDtype = Literal["bf16", "fp16", "fp8", "int8", "int4"]

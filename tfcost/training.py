@@ -8,32 +8,21 @@ FLOPs here are model FLOPs (what MFU counts, PaLM App. B) unless called hardware
 
 from __future__ import annotations
 
-from tfcost import flops, hardware, params
+from tfcost import finetune, fit, flops, hardware, parallel, params
 from tfcost.blocks import layer_count
-from tfcost.errors import TfcostError, UsageError
+from tfcost.errors import TfcostError
+from tfcost.precision import bytes_per_param
 from tfcost.schema import GpuSpec, ModelShape, Optimizer, Precision, Recompute, TrainingSetup
 from tfcost.units import ceil_div
 
+DEFAULT_MFU = 0.4  # `train` without --mfu, --hfu or --tflops-per-gpu
 CHINCHILLA_TOKENS_PER_PARAM = 20  # Hoffmann et al. 2022, Table 3: compute-optimal D is about 20 N
 DEFAULT_SEQ_LEN = 4096  # `train --seq` default, never beyond the model's own context
 SECONDS_PER_DAY = 86_400
 SECONDS_PER_HOUR = 3_600
 
-# Bytes per parameter of (weights, gradients, optimizer states). bf16-mixed keeps 16-bit weights and gradients
-# and puts the fp32 master copy in the optimizer states: AdamW 4 + 4 (m) + 4 (v) = 12, ZeRO's K = 12
-# (Rajbhandari et al. 2020, Fig. 1); 8-bit AdamW 4 + 1 + 1 = 6; SGD with momentum 4 + 4 = 8 (Transformer Math 101,
-# Anthony et al. 2023). fp32 training has no master copy: the optimizer holds only m and v, or the momentum.
-STATE_BYTES_PER_PARAM: dict[tuple[Precision, Optimizer], tuple[int, int, int]] = {
-    ("bf16-mixed", "adamw"): (2, 2, 12),
-    ("bf16-mixed", "adamw-8bit"): (2, 2, 6),
-    ("bf16-mixed", "sgd"): (2, 2, 8),
-    ("fp32", "adamw"): (4, 4, 8),
-    ("fp32", "adamw-8bit"): (4, 4, 2),
-    ("fp32", "sgd"): (4, 4, 4),
-}
-
 # Bytes of one stored activation element: Korthikanti et al. 2022 assume 16-bit activations (fp32 under fp32).
-ACTIVATION_BYTES: dict[Precision, int] = {"bf16-mixed": 2, "fp32": 4}
+ACTIVATION_BYTES: dict[Precision, int] = {"bf16-mixed": 2, "fp8": 2, "bf16": 2, "fp32": 4}
 DROPOUT_MASK_BYTES = 1  # Korthikanti et al. 2022 §4.1: a dropout mask is one byte per element
 LOGSUMEXP_BYTES = 4  # FlashAttention keeps one fp32 log-sum-exp per query row for the backward pass
 LOGIT_BYTES = 4  # the output logits are kept in fp32 for the loss (Korthikanti et al. 2022: 4sbv/t)
@@ -50,19 +39,13 @@ def chinchilla_optimal_tokens(shape: ModelShape) -> int:
 
 
 def check_parallel_layout(shape: ModelShape, setup: TrainingSetup) -> None:
-    """Megatron-LM's layout rules: t splits the query and key-value heads, p splits the layers evenly."""
-    if shape.n_heads % setup.tp or shape.n_kv_heads % setup.tp:
-        raise UsageError(
-            f"tp ({setup.tp}) must divide the query heads ({shape.n_heads}) and the key-value heads "
-            f"({shape.n_kv_heads}) of {shape.name}"
-        )
-    if layer_count(shape) % setup.pp:
-        raise UsageError(f"pp ({setup.pp}) must divide the {layer_count(shape)} layers of {shape.name}")
+    """Megatron-LM's layout rules (`parallel.check_layout`)."""
+    parallel.check_layout(shape, setup)
 
 
 def compute_dtype(precision: Precision) -> str:
-    """The peak the matmuls run at: fp32 under fp32 training, bf16 under bf16-mixed."""
-    return "fp32" if precision == "fp32" else "bf16"
+    """The peak the matmuls run at: fp32 under fp32 training, fp8 under fp8 (FP8 matmuls), else bf16."""
+    return {"fp32": "fp32", "fp8": "fp8"}.get(precision, "bf16")
 
 
 def peak_flops_per_s(gpu: GpuSpec, precision: Precision) -> float:
@@ -94,9 +77,12 @@ def six_nd_flops(shape: ModelShape, tokens: int) -> int:
     return 6 * params.active_params(shape) * tokens
 
 
-def model_training_flops(shape: ModelShape, seq_len: int, tokens: int) -> int:
+def model_training_flops(shape: ModelShape, seq_len: int, tokens: int, lora_params: int | None = None) -> int:
     """Exact matmul FLOPs of training on D tokens in T-token sequences: 3 x forward per sequence, D/T sequences.
-    The full T x T scores are counted, as MFU conventionally does (PaLM App. B, nanoGPT, torchtitan)."""
+    The full T x T scores are counted, as MFU conventionally does (PaLM App. B, nanoGPT, torchtitan).
+    Under LoRA, `finetune.lora_training_flops` (no weight gradients for the frozen base)."""
+    if lora_params is not None:
+        return finetune.lora_training_flops(shape, seq_len, tokens, lora_params)
     return flops.training_flops(shape, seq_len) * tokens // seq_len
 
 
@@ -118,12 +104,6 @@ def recompute_flops(shape: ModelShape, seq_len: int, tokens: int, recompute: Rec
     return per_sequence * tokens // seq_len
 
 
-def training_seconds(model_flops: int, gpus: int, peak_flops_per_s: float, mfu: float) -> float:
-    """Wall-clock time = model FLOPs / (GPUs x peak x MFU). MFU counts model FLOPs only, so recomputation shows
-    up as a lower MFU, not as more FLOPs (PaLM App. B; the nanoGPT notebook's 6ND / (312e12 x 8 x 0.3))."""
-    return model_flops / (gpus * peak_flops_per_s * mfu)
-
-
 def gpu_hours(seconds: float, gpus: int) -> float:
     """GPU-hours: every GPU is held for the whole run."""
     return seconds * gpus / SECONDS_PER_HOUR
@@ -134,18 +114,12 @@ def training_cost(hours: float, price_per_gpu_hour: float) -> float:
     return hours * price_per_gpu_hour
 
 
-def hardware_flops_utilization(mfu: float, model_flops: int, hardware_flops: int) -> float:
-    """HFU: the utilization counting recomputed work too, MFU x hardware / model FLOPs (PaLM App. B)."""
-    return mfu * hardware_flops / model_flops
-
-
 # Memory ----------------------------------------------------------------------------------------------------
 
 
 def state_bytes_per_param(precision: Precision, optimizer: Optimizer) -> dict[str, int]:
-    """Bytes each parameter costs in weights, gradients and optimizer states (STATE_BYTES_PER_PARAM)."""
-    weights, gradients, optimizer_states = STATE_BYTES_PER_PARAM[(precision, optimizer)]
-    return {"weights": weights, "gradients": gradients, "optimizer": optimizer_states}
+    """Bytes each parameter costs in weights, gradients and optimizer states (`precision.bytes_per_param`)."""
+    return bytes_per_param(precision, optimizer)
 
 
 def model_state_bytes_per_gpu(
@@ -234,35 +208,91 @@ def logits_bytes(shape: ModelShape, seq_len: int, micro_batch: int, tp: int) -> 
 
 
 def activation_bytes_per_gpu(shape: ModelShape, setup: TrainingSetup) -> int:
-    """Activations on the busiest GPU, the first pipeline stage.
+    """Activations on the busiest GPU.
 
-    Under the 1F1B schedule the first stage holds p micro-batches in flight, each through its L/p layers: L
-    layers' worth whatever p is (Korthikanti et al. 2022; it assumes at least p micro-batches per step).
+    Under the 1F1B schedule stage i (from 0) holds min(m, p - i) micro-batches in flight, each through its own
+    layers: the first stage L layers' worth whatever p is when stages are even (Korthikanti et al. 2022; it
+    assumes at least p micro-batches per step). The interleaved schedule holds 1 + (p - 1)/(p v) times that
+    (`parallel.in_flight_factor`). Context parallelism gives each GPU T / cp of every sequence.
     With p = 1 that GPU also computes the logits, 4sbV/t. An encoder-decoder model's L counts both stacks.
     """
-    in_flight_layers = layer_count(shape) // setup.pp * setup.pp  # an encoder-decoder's both stacks
-    return activation_bytes_per_layer_of(shape, setup) * in_flight_layers + last_stage_logits_bytes(shape, setup)
+    stages = parallel.stage_layers(layer_count(shape), setup.pp, setup.pp_first_layers, setup.pp_last_layers)
+    in_flight = min(parallel.micro_batches(setup), setup.pp) if setup.global_batch is not None else setup.pp
+    busiest = max(min(in_flight, setup.pp - i) * layers for i, layers in enumerate(stages))
+    factor = parallel.in_flight_factor(setup.pp, setup.virtual_stages)
+    layers_bytes = activation_bytes_per_layer_of(shape, setup) * busiest
+    return round(layers_bytes * factor) + last_stage_logits_bytes(shape, setup)
 
 
 def activation_bytes_per_layer_of(shape: ModelShape, setup: TrainingSetup) -> int:
     """`activation_bytes_per_layer` under a training setup."""
     return activation_bytes_per_layer(
-        shape, setup.seq_len, setup.micro_batch, setup.tp, setup.sequence_parallel, setup.recompute, setup.flash,
-        setup.precision,
+        shape, setup.seq_len // setup.cp, setup.micro_batch, setup.tp, setup.sequence_parallel, setup.recompute,
+        setup.flash, setup.precision,
     )  # fmt: skip
 
 
 def last_stage_logits_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
     """The logits on the busiest GPU: only when it is also the last pipeline stage (p = 1)."""
-    return logits_bytes(shape, setup.seq_len, setup.micro_batch, setup.tp) if setup.pp == 1 else 0
+    return logits_bytes(shape, setup.seq_len // setup.cp, setup.micro_batch, setup.tp) if setup.pp == 1 else 0
+
+
+def trainable_params(shape: ModelShape, setup: TrainingSetup) -> int:
+    """Every parameter, or under LoRA only the adapters'."""
+    if setup.lora_rank is None:
+        return params.total_params(shape)
+    return finetune.lora_params(shape, setup.lora_rank, setup.lora_targets)
+
+
+def largest_weight_params(shape: ModelShape) -> int:
+    """The biggest single weight matrix: the embedding or head (V x d), an MLP matrix (d x F) or the query
+    projection (d x H*Q). Under optimizer-in-backward only one parameter's gradient is alive at a time."""
+    return max(shape.vocab_size * shape.d_model, shape.d_model * mlp_hidden_width(shape),
+               shape.d_model * shape.n_heads * shape.head_dim)  # fmt: skip
 
 
 def memory_per_gpu(shape: ModelShape, setup: TrainingSetup) -> dict[str, int]:
-    """Everything the busiest GPU holds: weights, gradients, optimizer states and activations, and their total."""
+    """Everything the busiest GPU holds: weights, gradients, optimizer states and activations, and their total;
+    and what lives in host memory instead ("host").
+
+    Optimizer-in-backward (torchtune's optimizer_in_bwd): each parameter is stepped as soon as its gradient is
+    complete and the gradient freed, so only the largest one is alive at once. A paged optimizer's states and
+    ZeRO-Offload's optimizer states (master copy included, Ren et al. 2021) sit in host memory; offloading
+    params (ZeRO-Infinity) moves the weights there too.
+    """
+    trainable = trainable_params(shape, setup)
+    replicas = setup.data_parallel * setup.cp
+    experts = parallel.routed_expert_params(shape) if setup.ep > 1 and setup.lora_rank is None else 0
     parts = model_state_bytes_per_gpu(
-        params.total_params(shape), setup.precision, setup.optimizer, setup.zero, setup.data_parallel,
-        setup.tp * setup.pp,
-    )  # fmt: skip
+        trainable - experts, setup.precision, setup.optimizer, setup.zero, replicas, setup.tp * setup.pp
+    )
+    if experts:  # expert parallelism: each GPU holds 1/e of the routed experts, ZeRO shards them over N_d c / e
+        sharded = model_state_bytes_per_gpu(
+            experts, setup.precision, setup.optimizer, setup.zero, replicas // setup.ep,
+            setup.tp * setup.pp * setup.ep,
+        )  # fmt: skip
+        parts = {key: parts[key] + sharded[key] for key in parts}
+    if setup.memory_convention == "deepspeed" and setup.zero in (2, 3) and setup.lora_rank is None:
+        parts = fit.deepspeed_model_states(
+            ceil_div(trainable, setup.tp * setup.pp), setup.zero, setup.data_parallel * setup.cp,
+            ceil_div(params.params_per_layer(shape), setup.tp),
+        )  # fmt: skip
+    elif setup.zero == 3:  # the gathered layer and the prefetched one (DeepSpeed's live-parameter caps)
+        live = fit.zero3_live_params(ceil_div(params.params_per_layer(shape), setup.tp))
+        parts["weights"] += live * bytes_per_param(setup.precision, setup.optimizer)["weights"]
+    if setup.lora_rank is not None:  # the frozen base besides the adapters' own weights
+        parts["weights"] += ceil_div(finetune.frozen_base_bytes(shape, setup.qlora), setup.tp * setup.pp)
+    if setup.optimizer_in_backward:
+        per_param = bytes_per_param(setup.precision, setup.optimizer)["gradients"]
+        parts["gradients"] = min(parts["gradients"], ceil_div(largest_weight_params(shape) * per_param, setup.tp))
+    host = 0
+    if setup.offload != "none" or setup.optimizer.startswith("paged-"):
+        host += parts["optimizer"]
+        parts["optimizer"] = 0
+    if setup.offload == "params":
+        host += parts["weights"]
+        parts["weights"] = 0
     parts["activations"] = activation_bytes_per_gpu(shape, setup)
     parts["total"] = sum(parts.values())
+    parts["host"] = host
     return parts

@@ -1,0 +1,148 @@
+"""Throughput inputs and parallel layouts against the published runs they come from."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_cli import one_line_error
+
+from tfcost import parallel
+from tfcost.errors import UsageError
+from tfcost.presets import load_gpu, load_model
+from tfcost.report import train
+from tfcost.schema import TrainingSetup
+
+# Narayanan et al. 2021 §5.1 (Eq. 4): GPT-3 175B on 300B tokens, 1024 A100s at 140 TFLOP/s per GPU (counting full
+# recomputation) -> "about 34 days"; 140 TFLOP/s is 140/312 of the A100's peak.
+GPT3_RUN = ("train", "gpt3-175b", "--tokens", "300B", "--seq", "2048", "--gpus", "1024", "--gpu", "a100-80gb",
+            "--tp", "8", "--pp", "8", "--recompute", "full", "-f", "json")  # fmt: skip
+
+
+@pytest.mark.parametrize("throughput", [("--tflops-per-gpu", "140"), ("--hfu", str(140 / 312))])
+def test_megatron_gpt3_34_days(tfcost, throughput):
+    run = tfcost(*GPT3_RUN, *throughput)
+    assert run.code == 0, run.stderr
+    time = json.loads(run.stdout)["time"]
+    assert time["days"] == pytest.approx(34, rel=0.03)  # 34.73: the exact FLOPs add the s/(6h) attention term
+    assert time["hardware_utilization"] == pytest.approx(140 / 312)
+    assert time["achieved_flops_per_s"] == pytest.approx(140e12)
+
+
+def test_hfu_typed_as_mfu_is_too_fast(tfcost):
+    # The issue's complaint: 0.449 entered as MFU makes GPT-3 a quarter too fast under full recomputation.
+    as_mfu = json.loads(tfcost(*GPT3_RUN, "--mfu", str(140 / 312)).stdout)["time"]["days"]
+    as_hfu = json.loads(tfcost(*GPT3_RUN, "--hfu", str(140 / 312)).stdout)["time"]["days"]
+    assert as_hfu / as_mfu == pytest.approx(4 / 3, rel=0.02)
+
+
+def test_one_throughput_at_most(tfcost):
+    assert "at most one of mfu, hfu" in one_line_error(tfcost("train", "gpt2-small", "--mfu", "0.4", "--hfu", "0.5"), 2)
+
+
+def test_llama3_405b_published_layout(tfcost):
+    # Dubey et al. 2024 §3.3.2 / Table 4: 16,384 H100s, TP 8, CP 16, PP 16, DP 8 for the 131,072-token stage,
+    # batch 16 per DP group (16M tokens a step); one layer fewer on the first and the last pipeline stage.
+    run = tfcost("train", "llama-3.1-405b", "--gpu", "h100-sxm", "--gpus", "16384", "--tp", "8", "--pp", "16",
+                 "--cp", "16", "--seq", "131072", "--global-batch", "128", "--pp-first-layers", "7",
+                 "--pp-last-layers", "7", "--sequence-parallel", "--recompute", "full", "--zero", "1",
+                 "--tokens", "16777216", "-f", "json")  # fmt: skip
+    assert run.code == 0, run.stderr
+    inputs = json.loads(run.stdout)["inputs"]
+    assert inputs["data_parallel"] == 8
+    assert inputs["stage_layers"] == " + ".join(["7"] + ["8"] * 14 + ["7"])
+    assert (inputs["global_batch"], inputs["micro_batches"]) == (128, 16)
+
+
+def test_bloom_pp12(tfcost):
+    # BLOOM-176B (Le Scao et al. 2022 §3.4): 384 A100 80GB, TP 4, PP 12, DP 8; 70 layers as 5 + 10 x 6 + 5.
+    run = tfcost("train", "bloom-176b", "--gpu", "a100-80gb", "--gpus", "384", "--tp", "4", "--pp", "12",
+                 "--pp-first-layers", "5", "--pp-last-layers", "5", "--seq", "2048", "--global-batch", "2048",
+                 "--micro-batch", "2", "--zero", "1", "-f", "json")  # fmt: skip
+    assert run.code == 0, run.stderr
+    inputs = json.loads(run.stdout)["inputs"]
+    assert inputs["stage_layers"] == " + ".join(["5"] + ["6"] * 10 + ["5"])
+    assert inputs["micro_batches"] == 2048 // (2 * 8)
+    assert inputs["pipeline_bubble"] == pytest.approx(11 / 128)
+
+
+def test_uneven_stages_are_refused_without_their_counts(tfcost):
+    assert "or give --pp-first-layers" in one_line_error(tfcost("train", "bloom-176b", "--gpus", "12", "--pp", "12"), 2)
+    assert "split evenly" in one_line_error(
+        tfcost("train", "bloom-176b", "--gpus", "12", "--pp", "12", "--pp-first-layers", "3"), 2
+    )
+
+
+def test_stage_layers():
+    assert parallel.stage_layers(32, 4) == [8, 8, 8, 8]
+    assert parallel.stage_layers(126, 16, 7, 7) == [7] + [8] * 14 + [7]
+    assert parallel.stage_layers(30, 4, None, 3) == [9, 9, 9, 3]
+    with pytest.raises(UsageError):
+        parallel.stage_layers(126, 16)
+
+
+def test_bubble_and_interleaving():
+    # Narayanan et al. 2021 §2.2: (p - 1)/m, divided by v for the interleaved schedule.
+    assert parallel.bubble_fraction(8, 64) == pytest.approx(7 / 64)
+    assert parallel.bubble_fraction(8, 64, 3) == pytest.approx(7 / 192)
+    # Korthikanti et al. 2022 §4.2.3: the first stage holds 1 + (p - 1)/(p v) of L layers' activations.
+    assert parallel.in_flight_factor(8, 1) == 1
+    assert parallel.in_flight_factor(8, 3) == pytest.approx(1 + 7 / 24)
+
+
+def layout(**fields: object) -> TrainingSetup:
+    return TrainingSetup(tokens=10**9, seq_len=2048, **fields)  # type: ignore[arg-type]
+
+
+def test_layout_rules():
+    gpt3 = load_model("gpt3-175b")
+    with pytest.raises(UsageError, match="must divide every stage"):
+        parallel.check_layout(gpt3, layout(gpus=64, tp=8, pp=8, virtual_stages=5))
+    with pytest.raises(UsageError, match="multiple of micro-batch x data-parallel"):
+        parallel.check_layout(gpt3, layout(gpus=128, tp=8, pp=8, global_batch=63))
+    with pytest.raises(UsageError, match="multiple of pp"):
+        parallel.check_layout(gpt3, layout(gpus=64, tp=8, pp=8, virtual_stages=3, global_batch=12))
+    with pytest.raises(UsageError, match="2 x cp"):
+        parallel.check_layout(gpt3, TrainingSetup(tokens=10**9, seq_len=2050, gpus=16, tp=8, cp=2))
+    assert parallel.check_layout(gpt3, layout(gpus=64, tp=8, pp=8, virtual_stages=3, global_batch=64)) == [12] * 8
+
+
+def test_interleaving_and_cp_change_the_activations():
+    gpt3, gpu = load_model("gpt3-175b"), load_gpu("a100-80gb")
+    base = dict(gpus=64, tp=8, pp=8, sequence_parallel=True, recompute="selective", global_batch=64)
+    plain = train(gpt3, gpu, layout(**base)).memory_per_gpu.activations_bytes
+    interleaved = train(gpt3, gpu, layout(**base, virtual_stages=3)).memory_per_gpu.activations_bytes
+    assert interleaved / plain == pytest.approx(1 + 7 / 24, rel=1e-6)
+    halved = train(gpt3, gpu, layout(**{**base, "gpus": 128}, cp=2)).memory_per_gpu.activations_bytes
+    assert halved * 2 == pytest.approx(plain, rel=1e-6)
+
+
+def test_expert_parallelism_shards_the_experts():
+    # Mixtral 8x7B: 32 layers x 8 experts x 3 x 4096 x 14336 routed-expert parameters, the rest shared.
+    mixtral, gpu = load_model("mixtral-8x7b"), load_gpu("h100-sxm")
+    experts = 32 * 8 * 3 * 4096 * 14336
+    assert parallel.routed_expert_params(mixtral) == experts
+    rest = 46_702_792_704 - experts
+    setup = TrainingSetup(tokens=10**9, seq_len=4096, gpus=64, tp=2, ep=8, zero=1, global_batch=256)
+    memory = train(mixtral, gpu, setup).memory_per_gpu
+    assert memory.weights_bytes == 2 * rest // 2 + 2 * experts // 16
+    assert memory.optimizer_bytes == -(-12 * rest // 64) + -(-12 * experts // (16 * 4))  # ZeRO over N_d / e
+
+
+def test_all_to_all_volume():
+    # Each of b T tokens goes to k = 2 experts and back, forward and backward, d-wide in bf16; 7/8 leave the GPU.
+    mixtral = load_model("mixtral-8x7b")
+    setup = TrainingSetup(tokens=10**9, seq_len=4096, gpus=64, tp=2, ep=8)
+    assert parallel.all_to_all_bytes(mixtral, setup) == 4 * (4096 * 2 * 4096 * 2 * 7 // 8)
+    report = train(mixtral, load_gpu("h100-sxm"), setup)
+    assert report.step is not None and report.step.seconds["ep_comm"] > 0
+
+
+def test_expert_parallel_rules():
+    mixtral, gpt3 = load_model("mixtral-8x7b"), load_model("gpt3-175b")
+    with pytest.raises(UsageError, match="must divide the 8 routed experts"):
+        parallel.check_layout(mixtral, TrainingSetup(tokens=1, seq_len=4096, gpus=48, ep=3))
+    with pytest.raises(UsageError, match="must divide data-parallel x cp"):
+        parallel.check_layout(mixtral, TrainingSetup(tokens=1, seq_len=4096, gpus=4, ep=8))
+    with pytest.raises(UsageError, match="dense"):
+        parallel.check_layout(gpt3, TrainingSetup(tokens=1, seq_len=2048, gpus=8, ep=2))
