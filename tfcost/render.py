@@ -297,7 +297,7 @@ def models_table(models: Sequence[ModelShape], totals: Sequence[int], markdown: 
         ("heads (kv)", "right"),
         ("context", "right"),
     ):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        table.add_column(name, justify=justify)
     for model, total in zip(models, totals, strict=True):
         table.add_row(
             model.name,

@@ -6,7 +6,7 @@ naming the key rather than a silently ignored field.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypeGuard
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, Strict, model_validator
 
@@ -17,7 +17,7 @@ Size = Annotated[int, Field(gt=0, le=MAX_SIZE)]
 SizeOrZero = Annotated[int, Field(ge=0, le=MAX_SIZE)]
 
 
-def is_size(value: object) -> bool:
+def is_size(value: object) -> TypeGuard[int]:
     """Whether a raw value will validate as a Size (an int, not a bool: the schema is strict)."""
     return type(value) is int and 0 < value <= MAX_SIZE
 
