@@ -306,6 +306,16 @@ class GpuSpec(Frozen):
     peak_fp32_tflops: float | None = Field(None, gt=0, description="FP32 (non-tensor-core) peak; null if unverified")
     memory_gib: float = Field(gt=0, description="device memory, GiB")
     memory_bandwidth_tb_per_s: float = Field(gt=0, description="device memory bandwidth, 10^12 bytes/s")
+    intra_node_link: str | None = Field(None, description="GPU-to-GPU link inside a node, e.g. NVLink 4")
+    intra_node_bandwidth_gb_per_s: float | None = Field(
+        None, gt=0, description="intra-node link bandwidth per GPU, one direction, 10^9 bytes/s"
+    )
+    intra_node_latency_us: float | None = Field(
+        None, gt=0, description="latency of one hop over the intra-node link, microseconds"
+    )
+    inter_node_bandwidth_gb_per_s: float | None = Field(
+        None, gt=0, description="network bandwidth per GPU between nodes (InfiniBand/RoCE), one direction, 10^9 B/s"
+    )
     notes: str | None = Field(None, description="caveats: conflicting sources, unverified figures")
 
 
@@ -347,7 +357,7 @@ class TrainingSetup(Frozen):
         return self.gpus // (self.tp * self.pp)
 
 
-WeightsDtype = Literal["bf16", "fp16", "fp8", "int8", "int4"]
+WeightsDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"]
 
 
 class ServingSetup(Frozen):
@@ -362,6 +372,8 @@ class ServingSetup(Frozen):
     reserve: float = Field(0.1, ge=0, lt=1, description="fraction of GPU memory kept free")
     compute_efficiency: float = Field(0.7, gt=0, le=1, description="fraction of the peak FLOP/s reached")
     memory_efficiency: float = Field(0.9, gt=0, le=1, description="fraction of the peak bandwidth reached")
+    group_size: Size = Field(128, description="weights per quantization scale (int4, fp4)")
+    kv_block: Size = Field(16, description="tokens per KV-cache block (vLLM's PagedAttention default)")
 
     @property
     def context(self) -> int:

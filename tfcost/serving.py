@@ -13,8 +13,8 @@ from tfcost.hardware import bandwidth_bytes_per_s, memory_bytes, peak_flops_per_
 from tfcost.schema import GpuSpec, ModelShape, WeightsDtype
 from tfcost.units import Dtype, ceil_div
 
-WEIGHT_BITS: dict[WeightsDtype, int] = {"bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4}
-INT4_GROUP_SIZE = 128  # GPTQ and AWQ's default group size: one scale per 128 weights
+WEIGHT_BITS: dict[WeightsDtype, int] = {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4, "fp4": 4}
+INT4_GROUP_SIZE = 128  # GPTQ and AWQ's default group size: one scale per 128 weights (`--group-size`)
 GROUP_SCALE_BYTES = 2  # each group's scale is an fp16 number (zero points, where used, are not counted)
 UNQUANTIZED_BYTES = 2  # embeddings and the output head stay 16-bit under 8- and 4-bit weights
 
@@ -37,20 +37,26 @@ def check_tensor_parallel(shape: ModelShape, gpus: int) -> None:
         )
 
 
-def quantized_bytes(n_params: int, dtype: WeightsDtype) -> int:
-    """n * bits / 8, and for int4 one fp16 scale per group of 128 weights: 4.125 bits per weight."""
-    scales = ceil_div(n_params, INT4_GROUP_SIZE) * GROUP_SCALE_BYTES if dtype == "int4" else 0
+def quantized_bytes(n_params: int, dtype: WeightsDtype, group_size: int = INT4_GROUP_SIZE) -> int:
+    """n * bits / 8, and for 4-bit weights (int4, fp4) one 16-bit scale per group: 4.125 bits per weight at the
+    default group of 128, 4.5 at gpt-fast's 32."""
+    scales = ceil_div(n_params, group_size) * GROUP_SCALE_BYTES if WEIGHT_BITS[dtype] == 4 else 0
     return ceil_div(n_params * WEIGHT_BITS[dtype], 8) + scales
 
 
-def weight_bytes(shape: ModelShape, dtype: WeightsDtype) -> int:
+def quantized_params(shape: ModelShape, dtype: WeightsDtype) -> int:
+    """The weights stored below 16 bits (the blocks'; embeddings and head stay 16-bit): 0 for bf16/fp16."""
+    return 0 if WEIGHT_BITS[dtype] >= 8 * UNQUANTIZED_BYTES else params.non_embedding_params(shape)
+
+
+def weight_bytes(shape: ModelShape, dtype: WeightsDtype, group_size: int = INT4_GROUP_SIZE) -> int:
     """Every weight at `dtype`. Under 8- and 4-bit weights only the blocks are quantized (the final norm rides
     along); the token and position embeddings and an untied output head stay 16-bit, as GPTQ and AWQ
     checkpoints and vLLM's fp8 keep them."""
     if WEIGHT_BITS[dtype] >= 8 * UNQUANTIZED_BYTES:
         return quantized_bytes(params.total_params(shape), dtype)
     unquantized = params.embedding_params(shape) * UNQUANTIZED_BYTES
-    return quantized_bytes(params.non_embedding_params(shape), dtype) + unquantized
+    return quantized_bytes(params.non_embedding_params(shape), dtype, group_size) + unquantized
 
 
 def share_per_gpu(total: int, gpus: int) -> int:
@@ -115,7 +121,9 @@ def decode_step_flops(shape: ModelShape, context: int, batch: int) -> int:
 def compute_dtype(weights_dtype: WeightsDtype, gpu: GpuSpec) -> str:
     """The peak the matmuls run at: FP8 for fp8 weights where the GPU has FP8 units (activations quantized too,
     as vLLM's fp8 does), otherwise 16-bit (int8 and int4 weights are dequantized to 16 bits, as weight-only
-    GPTQ/AWQ kernels do)."""
+    GPTQ/AWQ kernels do); fp32 weights run at the FP32 peak."""
+    if weights_dtype == "fp32":
+        return "fp32"
     return "fp8" if weights_dtype == "fp8" and gpu.peak_fp8_tflops is not None else "bf16"
 
 
