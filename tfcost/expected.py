@@ -60,6 +60,7 @@ class EngineRates(BaseModel):
     dequant_ops_per_s: float | None = Field(None, gt=0, description="CUDA-core op/s for dequantization")
     kernel_floor_s: float = Field(ge=0, description="fixed cost of one kernel")
     kernels_per_layer: int = Field(gt=0, description="kernels one layer launches per step")
+    step_fixed_s: float = Field(0, ge=0, description="fixed cost of a step outside the layers (a profile's)")
     link_bytes_per_s: float | None = Field(None, gt=0, description="intra-node link, one direction")
     link_latency_s: float = Field(0, ge=0, description="one hop's latency on that link")
     cuda_context_bytes: int = Field(ge=0, description="memory outside the allocator")
@@ -121,9 +122,10 @@ def dequant_seconds(quantized_weights_per_gpu: int, dtype: WeightsDtype, rates: 
 
 
 def step_floor_seconds(shape: ModelShape, rates: EngineRates) -> float:
-    """The fixed cost of one forward step: (kernels per layer x L + head kernels) x one kernel's floor."""
+    """The fixed cost of one forward step: (kernels per layer x L + head kernels) x one kernel's floor, plus what a
+    profile measured outside the layers."""
     kernels = rates.kernels_per_layer * shape.n_layers + KERNELS_OUTSIDE_LAYERS
-    return kernels * rates.kernel_floor_s
+    return kernels * rates.kernel_floor_s + rates.step_fixed_s
 
 
 def phase_seconds(flops: float, bytes_moved: float, rates: EngineRates) -> float:

@@ -447,6 +447,7 @@ def roofline(device: str, repeats: int | None) -> dict[str, Any]:
 
     one = torch.ones(1, device=device)
     small_a = torch.randn(16, 16, device=device)
+    floors = step_floors_us(device, repeats)
     return {
         "device": device,
         "device_name": device_label(device),
@@ -457,6 +458,8 @@ def roofline(device: str, repeats: int | None) -> dict[str, Any]:
         "copy_ms": copy_ms,
         "tiny_kernel_us": back_to_back_us(device, lambda: one.add_(1)),
         "tiny_matmul_us": back_to_back_us(device, lambda: small_a @ small_a),
+        "floor_layers": list(FLOOR_LAYERS),
+        "floor_step_us": floors,
         "timing": describe_timing(device, repeats),
         "notes": notes,
     }
@@ -468,7 +471,50 @@ def device_label(device: str) -> str:
     return f"CPU ({platform.machine() or 'unknown'}, {torch.get_num_threads()} threads)"
 
 
+# A model so narrow that its decode step is all fixed cost (module calls, kernel launches), built at two depths:
+# the difference is the floor of one layer, the rest the floor of the step (embedding, head, sampling inputs).
+FLOOR_LAYERS = (1, 3)
+
+
+def floor_shape(layers: int) -> Any:
+    from tfcost.schema import ModelShape
+
+    return ModelShape(
+        name=f"floor-{layers}", source="a Llama-like layer 64 wide, to time fixed costs", vocab_size=256,
+        d_model=64, n_layers=layers, n_heads=2, n_kv_heads=1, d_ff=128, mlp="gated", norm="rmsnorm",
+        bias={"qkv": False, "attn_out": False, "mlp": False}, tied_embeddings=False, position="rotary",
+        max_seq_len=256,
+    )  # fmt: skip
+
+
+def step_floors_us(device: str, repeats: int) -> list[float] | None:
+    """Decode-step time of the narrow model at each depth in FLOOR_LAYERS (None without transformers)."""
+    try:
+        import transformers  # noqa: F401
+    except ModuleNotFoundError:
+        return None
+    floors = []
+    for layers in FLOOR_LAYERS:
+        timed = step(floor_shape(layers), prompt=16, generate=16, batch=1, dtype="fp32", device=device,
+                     repeats=repeats, needed_bytes=0)  # fmt: skip
+        floors.append(timed["decode_ms"] * 1000)
+    return floors
+
+
 # ---- measure --model M --step: a real prefill and decode step of the model, random weights ----------------------
+
+
+@contextlib.contextmanager
+def quiet_transformers() -> Iterator[None]:
+    """transformers logs deprecation notes (past_key_values) on every call; they are not the user's concern."""
+    import transformers
+
+    level = transformers.logging.get_verbosity()
+    transformers.logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        transformers.logging.set_verbosity(level)
 
 
 def hf_model(shape: Any, dtype: str, device: str) -> Any:
@@ -512,19 +558,24 @@ def step(
     repeats = repeats or DEFAULT_REPEATS[device]
     timer = Timer(device)
     torch.manual_seed(0)
-    model = hf_model(shape, dtype, device)
+    with warnings.catch_warnings(), quiet_transformers():
+        warnings.simplefilter("ignore")
+        model = hf_model(shape, dtype, device)
     context = prompt + generate
     prompt_ids = torch.randint(0, shape.vocab_size, (batch, prompt), device=device)
     history = torch.randint(0, shape.vocab_size, (batch, context - 1), device=device)
     token = torch.randint(0, shape.vocab_size, (batch, 1), device=device)
-    with torch.inference_mode():
-        prefill_ms = median(timer.samples_ms(lambda: model(prompt_ids, use_cache=True), repeats))
-        cache = model(history, use_cache=True).past_key_values
+    with torch.inference_mode(), warnings.catch_warnings(), quiet_transformers():
+        warnings.simplefilter("ignore")
+        # Logits of the last position only (logits_to_keep=1), as a server samples them and as serving.prefill_flops
+        # counts them: the head over all P positions would add 2 P d V FLOPs no engine spends.
+        prefill_ms = median(timer.samples_ms(lambda: model(prompt_ids, use_cache=True, logits_to_keep=1), repeats))
+        cache = model(history, use_cache=True, logits_to_keep=1).past_key_values
 
         def decode() -> None:
             if cache.get_seq_length() > context - 1:
                 cache.crop(-1)  # back to P + G - 1 cached tokens (this transformers crops by a negative count)
-            model(token, past_key_values=cache, use_cache=True)
+            model(token, past_key_values=cache, use_cache=True, logits_to_keep=1)
 
         decode_ms = median(timer.samples_ms(decode, repeats))
     return {

@@ -49,6 +49,8 @@ class Profile(BaseModel):
     tiny_kernel_us: float = Field(ge=0, description="one tiny kernel (an add of one element), back to back, us")
     tiny_matmul_us: float = Field(ge=0, description="one 16 x 16 matmul, back to back, us")
     kernels_per_layer: int = Field(gt=0, description="kernels one layer launches in the engine measured")
+    floor_layers: list[int] = Field(default_factory=list, description="depths of the narrow floor model")
+    floor_step_us: list[float] | None = Field(None, description="its decode step at each depth, us")
     matmuls: list[MatmulRun]
     steps: list[dict[str, object]] = Field(default_factory=list, description="measure --step results, if any")
 
@@ -62,19 +64,34 @@ class Profile(BaseModel):
         """Measured rates for `expected`: decode matmuls' achieved bytes/s stream the weights and KV cache,
         prefill matmuls' FLOP/s do the compute, one tiny kernel is the per-kernel floor."""
         context = expected.CUDA_CONTEXT_BYTES if self.device == "cuda" else 0
+        per_layer, fixed = self.layer_floor_us()
         return expected.EngineRates(
             stream_bytes_per_s=self.matmul("decode").bytes_per_s,
             matmul_flops_per_s=self.matmul("prefill").flops_per_s,
-            kernel_floor_s=self.tiny_kernel_us * 1e-6,
-            kernels_per_layer=self.kernels_per_layer,
+            kernel_floor_s=per_layer * 1e-6,
+            kernels_per_layer=1,
+            step_fixed_s=fixed * 1e-6,
             cuda_context_bytes=context,
             sources={
                 "profile": f"{self.name}: {self.device_name}, torch {self.torch_version}, {self.date}",
                 "stream": "measured: decode-shape matmul bytes/s",
                 "matmul": "measured: prefill-shape matmul FLOP/s",
-                "kernel_floor": "measured: one tiny kernel",
+                "kernel_floor": "measured: decode step of a 64-wide Llama-like model at 1 and 3 layers"
+                if self.floor_step_us
+                else "measured: one tiny kernel x the eager ops of a layer",
             },
         )
+
+    def layer_floor_us(self) -> tuple[float, float]:
+        """(per layer, per step outside the layers) fixed cost: the slope and the rest of the narrow model's decode
+        step over its depths; without it, the eager ops of a layer x one tiny kernel. The head's kernels
+        (expected.KERNELS_OUTSIDE_LAYERS x the per-layer figure) come out of the rest."""
+        if not self.floor_step_us:
+            return self.kernels_per_layer * self.tiny_kernel_us, 0.0
+        (low, high), (t_low, t_high) = self.floor_layers, self.floor_step_us
+        per_layer = max((t_high - t_low) / (high - low), 0.0)
+        rest = t_low - low * per_layer - expected.KERNELS_OUTSIDE_LAYERS * per_layer
+        return per_layer, max(rest, 0.0)
 
     def gpu_spec(self) -> GpuSpec:
         """The machine as a GPU-table row for the bound: measured best matmul FLOP/s and copy bandwidth as peaks."""
@@ -155,5 +172,7 @@ def from_roofline(raw: dict[str, Any], name: str, dtype: str, date: str) -> Prof
         tiny_kernel_us=raw["tiny_kernel_us"],
         tiny_matmul_us=raw["tiny_matmul_us"],
         kernels_per_layer=EAGER_OPS_PER_LAYER,
+        floor_layers=raw.get("floor_layers", []),
+        floor_step_us=raw.get("floor_step_us"),
         matmuls=[matmul_run(run) for run in raw["matmuls"]],
     )
