@@ -363,7 +363,7 @@ def run(
 # smaller one on the CPU, so that a run takes seconds.
 ROOFLINE_SHAPES = {
     "cuda": {"decode": (1, 8192, 8192), "prefill": (4096, 8192, 8192)},
-    "cpu": {"decode": (1, 4096, 4096), "prefill": (512, 1024, 1024)},
+    "cpu": {"decode": (1, 2048, 2048), "prefill": (512, 1024, 1024)},
 }
 COPY_BYTES = {"cuda": 2 * 2**30, "cpu": 256 * 2**20}
 TINY_CALLS = 1000  # back-to-back tiny kernels, timed together: their mean is the per-kernel floor
@@ -389,10 +389,20 @@ def median(samples: list[float]) -> float:
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
-def time_matmul(timer: Timer, device: str, dtype: str, m: int, k: int, n: int, repeats: int) -> float:
-    a = torch.randn(m, k, device=device, dtype=TORCH_DTYPES[dtype])
-    b = torch.randn(k, n, device=device, dtype=TORCH_DTYPES[dtype])
-    return median(timer.samples_ms(lambda: a @ b, repeats))
+# A decode step streams many weight matrices, none of them in cache when its turn comes: time MATRICES of them
+# in a row, as nn.Linear applies them (x @ W^T), so that the whole set outgrows the caches.
+MATRICES = {"decode": 8, "prefill": 1}
+
+
+def time_matmul(timer: Timer, device: str, dtype: str, m: int, k: int, n: int, count: int, repeats: int) -> float:
+    x = torch.randn(m, k, device=device, dtype=TORCH_DTYPES[dtype])
+    weights = [torch.randn(n, k, device=device, dtype=TORCH_DTYPES[dtype]) for _ in range(count)]
+
+    def apply() -> None:
+        for weight in weights:
+            F.linear(x, weight)
+
+    return median(timer.samples_ms(apply, repeats))
 
 
 def fp8_matmul_ms(timer: Timer, m: int, k: int, n: int, repeats: int) -> float | None:
@@ -432,8 +442,9 @@ def roofline(device: str, repeats: int | None) -> dict[str, Any]:
     matmuls = []
     for dtype in ROOFLINE_DTYPES[device]:
         for kind, (m, k, n) in ROOFLINE_SHAPES[device].items():
-            ms = time_matmul(timer, device, dtype, m, k, n, repeats)
-            matmuls.append({"dtype": dtype, "kind": kind, "m": m, "k": k, "n": n, "median_ms": ms})
+            count = MATRICES[kind]
+            ms = time_matmul(timer, device, dtype, m, k, n, count, repeats)
+            matmuls.append({"dtype": dtype, "kind": kind, "m": m, "k": k, "n": n, "count": count, "median_ms": ms})
     if device == "cuda":
         for kind, (m, k, n) in ROOFLINE_SHAPES[device].items():
             ms = fp8_matmul_ms(timer, max(m, 16), k, n, repeats)  # _scaled_mm needs m divisible by 16

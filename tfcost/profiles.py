@@ -28,6 +28,7 @@ class MatmulRun(BaseModel):
     m: int
     k: int
     n: int
+    count: int = Field(1, description="matrices applied in a row (decode: more than the caches hold)")
     median_ms: float
     flops_per_s: float
     bytes_per_s: float
@@ -148,12 +149,13 @@ ELEMENT_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8": 1}
 
 
 def matmul_run(raw: dict[str, Any]) -> MatmulRun:
-    """Rates of one timed (m x k) @ (k x n): 2mkn FLOPs; bytes = both inputs read and the output written once."""
-    m, k, n, seconds = raw["m"], raw["k"], raw["n"], raw["median_ms"] / 1000
-    moved = (m * k + k * n + m * n) * ELEMENT_BYTES[raw["dtype"]]
+    """Rates of `count` timed (m x k) @ (k x n): 2mkn FLOPs each; bytes = both inputs read and the output written
+    once, each."""
+    m, k, n, count, seconds = raw["m"], raw["k"], raw["n"], raw.get("count", 1), raw["median_ms"] / 1000
+    moved = count * (m * k + k * n + m * n) * ELEMENT_BYTES[raw["dtype"]]
     return MatmulRun(
         **raw,
-        flops_per_s=hardware.achieved_per_s(2 * m * k * n, seconds),
+        flops_per_s=hardware.achieved_per_s(count * 2 * m * k * n, seconds),
         bytes_per_s=hardware.achieved_per_s(moved, seconds),
     )
 
