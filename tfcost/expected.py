@@ -57,12 +57,12 @@ class EngineRates(BaseModel):
 
     stream_bytes_per_s: float = Field(gt=0, description="bandwidth decode kernels reach streaming weights and KV")
     matmul_flops_per_s: float = Field(gt=0, description="FLOP/s large (prefill) matmuls reach")
-    dequant_ops_per_s: float | None = Field(None, gt=0, description="CUDA-core op/s for dequantization")
+    dequant_ops_per_s: float | None = Field(default=None, gt=0, description="CUDA-core op/s for dequantization")
     kernel_floor_s: float = Field(ge=0, description="fixed cost of one kernel")
     kernels_per_layer: int = Field(gt=0, description="kernels one layer launches per step")
-    step_fixed_s: float = Field(0, ge=0, description="fixed cost of a step outside the layers (a profile's)")
-    link_bytes_per_s: float | None = Field(None, gt=0, description="intra-node link, one direction")
-    link_latency_s: float = Field(0, ge=0, description="one hop's latency on that link")
+    step_fixed_s: float = Field(default=0, ge=0, description="fixed cost of a step outside the layers (a profile's)")
+    link_bytes_per_s: float | None = Field(default=None, gt=0, description="intra-node link, one direction")
+    link_latency_s: float = Field(default=0, ge=0, description="one hop's latency on that link")
     cuda_context_bytes: int = Field(ge=0, description="memory outside the allocator")
     sources: dict[str, str]
 

@@ -18,6 +18,7 @@ from tfcost.schema import GpuSpec
 from tfcost.units import GIB, TERA
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+PRINTABLE = r"^[^\x00-\x1f\x7f]*$"  # a shared profile's text is printed: no control characters
 
 
 class MatmulRun(BaseModel):
@@ -28,7 +29,7 @@ class MatmulRun(BaseModel):
     m: int
     k: int
     n: int
-    count: int = Field(1, description="matrices applied in a row (decode: more than the caches hold)")
+    count: int = Field(default=1, description="matrices applied in a row (decode: more than the caches hold)")
     median_ms: float
     flops_per_s: float
     bytes_per_s: float
@@ -39,19 +40,19 @@ class Profile(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    name: str
-    device: str = Field(description="cuda or cpu")
-    device_name: str
-    torch_version: str
-    date: str
-    dtype: str = Field(description="the element type the rates below are for (serve --weights-dtype)")
+    name: str = Field(pattern=NAME.pattern)
+    device: str = Field(pattern="^(cuda|cpu)$", description="cuda or cpu")
+    device_name: str = Field(pattern=PRINTABLE)
+    torch_version: str = Field(pattern=PRINTABLE)
+    date: str = Field(pattern=PRINTABLE)
+    dtype: str = Field(pattern=PRINTABLE, description="the element type the rates are for (serve --weights-dtype)")
     memory_bytes: int = Field(gt=0, description="device memory (CPU: physical memory)")
     copy_bytes_per_s: float = Field(gt=0, description="large device copy: bytes read + written per second")
     tiny_kernel_us: float = Field(ge=0, description="one tiny kernel (an add of one element), back to back, us")
     tiny_matmul_us: float = Field(ge=0, description="one 16 x 16 matmul, back to back, us")
     kernels_per_layer: int = Field(gt=0, description="kernels one layer launches in the engine measured")
     floor_layers: list[int] = Field(default_factory=list, description="depths of the narrow floor model")
-    floor_step_us: list[float] | None = Field(None, description="its decode step at each depth, us")
+    floor_step_us: list[float] | None = Field(default=None, description="its decode step at each depth, us")
     matmuls: list[MatmulRun]
     steps: list[dict[str, object]] = Field(default_factory=list, description="measure --step results, if any")
 
