@@ -127,10 +127,11 @@ def machine(args: argparse.Namespace) -> tuple[list[str], dict[str, Any]]:
 
     lines: list[str] = []
     found: dict[str, Any] = {}
+    repeats = ["--repeats", str(args.repeats)] if args.repeats else []
     with tempfile.TemporaryDirectory() as config:
         env = {**os.environ, "XDG_CONFIG_HOME": config}
         roofline = tfcost_json(["measure", "--roofline", "--device", args.device, "--dtype", args.dtype,
-                                "--save-profile", "bench-gpu"], env)  # fmt: skip
+                                "--save-profile", "bench-gpu", *repeats], env)  # fmt: skip
         if isinstance(roofline, str):
             return [f"measure --roofline failed: {roofline}"], found
         profile = found["roofline"] = roofline["roofline"]
@@ -151,7 +152,7 @@ def machine(args: argparse.Namespace) -> tuple[list[str], dict[str, Any]]:
         found["steps"] = []
         for model in args.step_models.split(","):
             step = tfcost_json(["measure", model, "--step", "--profile", "bench-gpu", "--device", args.device,
-                                "--dtype", args.dtype, "-P", "512", "-G", "128"], env)  # fmt: skip
+                                "--dtype", args.dtype, "-P", "512", "-G", "128", *repeats], env)  # fmt: skip
             if isinstance(step, str):
                 lines.append(f"step {model}: not run: {step}")
                 continue
