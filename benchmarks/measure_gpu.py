@@ -1,5 +1,12 @@
 """The GPU check of `tfcost measure`, in one go: run the issue's sweep, time the same calls again with
-triton.testing.do_bench, and print one table setting them side by side with FlashAttention's published figures.
+triton.testing.do_bench, and print one table setting them side by side with FlashAttention's published figures;
+then measure the machine (`tfcost measure --roofline`, saved as a profile in a temporary config directory) and time
+real model steps (`tfcost measure MODEL --step --profile ...`) beside `serve`'s bound and expected.
+
+Anyone with a CUDA machine runs it the same way: a python with torch (CUDA build), tfcost's dependencies, and, for
+--step, transformers; from the repository root, `python3 benchmarks/measure_gpu.py`. Options: --step-models
+(default llama-3.2-1b,llama-3-8b), --skip-machine (attention sweep only), --skip-attention (machine only).
+Without transformers the --step rows and the profile's step floor are reported as not run.
 
     python3 benchmarks/measure_gpu.py [--out DIR]          # defaults: the issue's command (llama-3-8b, bf16,
                                                            # causal, T = 1k..16k, every backend, with backward)
@@ -54,6 +61,9 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=None, help="tfcost's repetitions [its default]")
     parser.add_argument("--do-bench-ms", type=int, default=500, help="do_bench's rep budget, ms")
     parser.add_argument("--out", default=os.environ.get("OUT"), help="folder for measure_gpu.json [$OUT]")
+    parser.add_argument("--step-models", default="llama-3.2-1b,llama-3-8b", help="models for measure --step")
+    parser.add_argument("--skip-machine", action="store_true", help="no --roofline / --step")
+    parser.add_argument("--skip-attention", action="store_true", help="no attention sweep")
     return parser.parse_args(argv)
 
 
@@ -103,8 +113,71 @@ def number(value: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}g}"
 
 
+def tfcost_json(args: list[str], env: dict[str, str]) -> dict[str, Any] | str:
+    """One tfcost command's JSON, or the one line it failed with."""
+    print("+", " ".join(args), file=sys.stderr)
+    done = subprocess.run([sys.executable, "-m", "tfcost", *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, check=False)  # fmt: skip
+    if done.returncode:
+        return (done.stderr.strip().splitlines() or ["failed"])[-1]
+    return json.loads(done.stdout)
+
+
+def machine(args: argparse.Namespace) -> tuple[list[str], dict[str, Any]]:
+    """measure --roofline --save-profile, then measure MODEL --step --profile for each model."""
+    import tempfile
+
+    lines: list[str] = []
+    found: dict[str, Any] = {}
+    repeats = ["--repeats", str(args.repeats)] if args.repeats else []
+    with tempfile.TemporaryDirectory() as config:
+        env = {**os.environ, "XDG_CONFIG_HOME": config}
+        roofline = tfcost_json(["measure", "--roofline", "--device", args.device, "--dtype", args.dtype,
+                                "--save-profile", "bench-gpu", *repeats], env)  # fmt: skip
+        if isinstance(roofline, str):
+            return [f"measure --roofline failed: {roofline}"], found
+        profile = found["roofline"] = roofline["roofline"]
+        lines.append(f"roofline: {profile['device_name']}, torch {profile['torch_version']}")
+        lines.append(f"  copy bandwidth {profile['copy_bytes_per_s'] / 1e12:.3f} TB/s (read + write)")
+        for run in profile["matmuls"]:
+            lines.append(
+                f"  matmul {run['dtype']:5} {run['kind']:8} {run['m']}x{run['k']}x{run['n']}: "
+                f"{run['flops_per_s'] / 1e12:.1f} TFLOP/s, {run['bytes_per_s'] / 1e12:.3f} TB/s, "
+                f"{run['median_ms']:.3f} ms"
+            )
+        lines.append(
+            f"  tiny kernel {profile['tiny_kernel_us']:.2f} us, tiny matmul {profile['tiny_matmul_us']:.2f} us"
+        )
+        lines.append(
+            f"  step floor of a 64-wide model at {profile['floor_layers']} layers: {profile['floor_step_us']} us"
+        )
+        found["steps"] = []
+        for model in args.step_models.split(","):
+            step = tfcost_json(["measure", model, "--step", "--profile", "bench-gpu", "--device", args.device,
+                                "--dtype", args.dtype, "-P", "512", "-G", "128", *repeats], env)  # fmt: skip
+            if isinstance(step, str):
+                lines.append(f"step {model}: not run: {step}")
+                continue
+            found["steps"].append(step["step"])
+            for phase in ("prefill", "decode"):
+                row = step["step"][phase]
+                lines.append(
+                    f"step {model} {phase}: measured {row['measured_ms']:.3f} ms, bound {row['bound_ms']:.3f}, "
+                    f"expected {row['expected_ms']:.3f} (expected/measured {row['expected_over_measured']:.2f})"
+                )
+    return lines, found
+
+
 def main(argv: list[str] | None = None) -> int:
     args = arguments(argv)
+    machine_lines, machine_found = ([], {}) if args.skip_machine else machine(args)
+    if args.skip_attention:
+        print("\n".join(machine_lines))
+        if args.out:
+            path = Path(args.out) / "measure_gpu.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps({"machine": machine_found}, indent=2))
+        return 0
     report = tfcost_sweep(args)
     header = f"{'T':>6} {'pass':8} {'backend':16} {'tfcost ms':>10} {'p10-p90':>15} {'do_bench':>9} {'agree':>7} "
     header += f"{'TFLOP/s':>8} {'of peak':>8} {'x roof':>7} {'peak MiB':>10} {'est. MiB':>10}"
@@ -132,11 +205,16 @@ def main(argv: list[str] | None = None) -> int:
     lines += [f"do_bench not run: {note} (e.g. {c['backend']} T={c['seq']})" for note, c in skipped.items()]
     lines += ["published: " + line for line in PUBLISHED]
     lines += [report["flop_convention"], report["timing"], *report["notes"]]
+    lines += machine_lines
     print("\n".join(lines))
     if args.out:
         path = Path(args.out) / "measure_gpu.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"tfcost": report, "compared": compared, "published": PUBLISHED}, indent=2))
+        path.write_text(
+            json.dumps(
+                {"tfcost": report, "compared": compared, "published": PUBLISHED, "machine": machine_found}, indent=2
+            )
+        )
         print(f"wrote {path}", file=sys.stderr)
     return 0
 

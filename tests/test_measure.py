@@ -225,9 +225,12 @@ def test_gpu_benchmark_script_runs_its_plumbing_on_the_cpu(tmp_path):
     script = [sys.executable, "benchmarks/measure_gpu.py"]
     assert subprocess.run([*script, "--help"], capture_output=True, check=False).returncode == 0
     done = subprocess.run([*script, "--device", "cpu", "--model", "gpt2-small", "--seq", "32", "--repeats", "2",
-                           "--out", str(tmp_path)], capture_output=True, text=True, check=False)  # fmt: skip
+                           "--dtype", "fp32", "--step-models", "tests/data/tiny-llama.yaml", "--out", str(tmp_path)],
+                          capture_output=True, text=True, check=False)  # fmt: skip
     assert done.returncode == 0, done.stderr
+    assert "roofline: CPU" in done.stdout and "tiny-llama.yaml decode: measured" in done.stdout
     assert "do_bench not run: no CUDA device" in done.stdout and "FlashAttention-3" in done.stdout
     saved = json.loads((tmp_path / "measure_gpu.json").read_text())
     assert {row["backend"] for row in saved["compared"]} == set(measure.BACKEND_CHOICES)
     assert saved["tfcost"]["measurements"][0]["flops"] == 4 * 12 * (32 * 33 // 2) * 64  # causal triangle
+    assert saved["machine"]["steps"][0]["decode"]["measured_ms"] > 0

@@ -298,6 +298,31 @@ def option_name(field: str) -> str:
 
 
 GpuOption = Annotated[str, typer.Option("--gpu", help="GPU name from `tfcost gpus`.")]
+ProfileOption = Annotated[
+    str | None,
+    typer.Option("--profile", help="A saved measured profile (`tfcost profiles`) in place of the GPU table."),
+]
+
+
+def load_profile_option(name: str | None) -> Any:
+    """The named profile, or None (profiles are read only when asked for)."""
+    if name is None:
+        return None
+    from tfcost import profiles
+
+    return profiles.load(name)
+
+
+@app.command("profiles")
+def list_profiles(output: FormatOption = "table") -> None:
+    """Profiles saved by `tfcost measure --roofline --save-profile NAME`."""
+    from tfcost import profiles, render
+
+    found = profiles.listing()
+    if output == "json":
+        render.print_json(found)
+    else:
+        render.profiles_table(found, str(profiles.profiles_dir()))
 
 
 @app.command()
@@ -416,6 +441,7 @@ def train(
     allocator_reserve: Annotated[
         float, typer.Option("--allocator-reserve", help="Share of the GPU the allocator holds back (an assumption).")
     ] = default(TrainingSetup, "allocator_reserve"),
+    profile: ProfileOption = None,
     output: FormatOption = "table",
 ) -> None:
     """Training compute, time, cost and memory per GPU: will it fit, and how long will it take?"""
@@ -459,7 +485,8 @@ def train(
         cuda_context_gib=cuda_context_gib,
         allocator_reserve=allocator_reserve,
     )
-    result = with_source(run_train(shape, load_gpu(gpu), setup), source)
+    measured = load_profile_option(profile)
+    result = with_source(run_train(shape, measured.gpu_spec() if measured else load_gpu(gpu), setup), source)
     render.print_checkpoint_check(result)
     if output == "json":
         render.print_json(result)
@@ -517,9 +544,17 @@ def serve(
             "--memory-efficiency", help="Fraction of peak bandwidth reached (llm-analysis: 0.9 is aggressive)."
         ),
     ] = default(ServingSetup, "memory_efficiency"),
+    group_size: Annotated[
+        int, typer.Option("--group-size", min=1, help="Weights per quantization scale (int4, fp4).")
+    ] = default(ServingSetup, "group_size"),
+    kv_block: Annotated[
+        int, typer.Option("--kv-block", min=1, help="Tokens per KV-cache block (vLLM's default 16).")
+    ] = default(ServingSetup, "kv_block"),
+    profile: ProfileOption = None,
     output: FormatOption = "table",
 ) -> None:
-    """Serving memory, largest batch and context, and roofline prefill and decode times."""
+    """Serving memory, largest batch and context, and prefill and decode times: the roofline bound and the
+    expected time of an engine."""
     from tfcost import render
     from tfcost.presets import load_gpu
     from tfcost.report import serve as run_serve
@@ -527,6 +562,7 @@ def serve(
 
     source = load_source(model, config, overrides, strict, lenient, revision)
     shape = source.shape
+    measured = load_profile_option(profile)
     setup = validated(
         ServingSetup,
         gpus=gpus,
@@ -536,10 +572,16 @@ def serve(
         prompt=prompt,
         generate=generate,
         reserve=reserve,
-        compute_efficiency=compute_efficiency,
-        memory_efficiency=memory_efficiency,
+        memory_efficiency=1.0 if measured else memory_efficiency,
+        compute_efficiency=1.0 if measured else compute_efficiency,
+        group_size=group_size,
+        kv_block=kv_block,
     )
-    result = with_source(run_serve(shape, load_gpu(gpu), setup), source)
+    if measured is None:
+        report = run_serve(shape, load_gpu(gpu), setup)
+    else:
+        report = run_serve(shape, measured.gpu_spec(), setup, measured.rates(), measured.name)
+    result = with_source(report, source)
     render.print_checkpoint_check(result)
     if output == "json":
         render.print_json(result)
@@ -708,12 +750,28 @@ def measure(
         typer.Option("--kv-heads", min=1, help="Key-value heads [default: --heads if given, else the model's]."),
     ] = None,
     head_dim: Annotated[int | None, typer.Option("--head-dim", min=1, help="Head dimension.")] = None,
-    output: Annotated[
-        MeasureFormat, typer.Option("--format", "-f", help="table for people, json or csv for scripts.")
-    ] = "table",
+    roofline: Annotated[
+        bool, typer.Option("--roofline", help="Microbenchmarks: matmul FLOP/s, copy bandwidth, tiny-kernel cost.")
+    ] = False,
+    step: Annotated[
+        bool, typer.Option("--step", help="Time a real prefill and decode step of MODEL beside serve's estimates.")
+    ] = False,
+    prompt: Annotated[int, typer.Option("--prompt", "-P", min=1, help="--step: prompt tokens P.")] = 128,
+    generate: Annotated[int, typer.Option("--generate", "-G", min=1, help="--step: decode at context P + G.")] = 32,
+    save_profile: Annotated[
+        str | None, typer.Option("--save-profile", help="Save what --roofline/--step measured as profile NAME.")
+    ] = None,
+    profile: ProfileOption = None,
+    output: Annotated[MeasureFormat, typer.Option("--format", "-f", help="table, json or csv.")] = "table",
 ) -> None:
-    """Time torch's scaled_dot_product_attention here and set it beside the estimate (needs tfcost[measure])."""
+    """Time torch's scaled_dot_product_attention here and set it beside the estimate (needs tfcost[measure]);
+    --roofline and --step measure this machine and a whole model step."""
     from tfcost import render
+
+    if roofline or step:
+        measure_machine(model, roofline, step, prompt, generate, batch, dtype, device, repeats,
+                        save_profile, profile, output)  # fmt: skip
+        return
 
     shape = attention_shape(model, heads, kv_heads, head_dim)
     seqs = parse_seq_list(seq)
@@ -747,6 +805,50 @@ def measure(
         render.measure_csv(report)
     else:
         render.measure_table(report)
+
+
+def measure_machine(
+    model: str | None, roofline: bool, step: bool, prompt: int, generate: int, batch: int, dtype: str,
+    device: str, repeats: int | None, save_profile: str | None, profile: str | None, output: MeasureFormat,
+) -> None:  # fmt: skip
+    """measure --roofline and/or --step; a step without --profile measures the roofline first."""
+    import datetime
+
+    from tfcost import profiles, render
+    from tfcost.errors import UsageError
+    from tfcost.presets import resolve_model
+    from tfcost.schema import ServingSetup
+
+    if save_profile is not None:
+        profiles.check_name(save_profile)
+    shape = resolve_model(model, None, ()) if step else None
+    if shape is None and step:
+        raise UsageError("--step needs a MODEL")
+    from tfcost import measure as measure_module  # torch is imported here, and only here
+
+    measured = load_profile_option(profile)
+    payload: dict[str, Any] = {}
+    if roofline or measured is None:
+        raw = measure_module.roofline(device, repeats)
+        today = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        measured = profiles.from_roofline(raw, save_profile or "this-machine", dtype, today)
+        payload["roofline"] = measured.model_dump(mode="json")
+    if step and shape is not None:
+        from tfcost.report import serve as run_serve
+        from tfcost.step_report import step_report
+
+        setup = validated(ServingSetup, weights_dtype=dtype, kv_dtype=dtype, batch=batch, prompt=prompt,
+                          generate=generate, reserve=0.0, compute_efficiency=1.0, memory_efficiency=1.0)  # fmt: skip
+        needed = run_serve(shape, measured.gpu_spec(), setup).memory.total_bytes_per_gpu
+        raw_step = measure_module.step(shape, prompt=prompt, generate=generate, batch=batch, dtype=dtype,
+                                       device=device, repeats=repeats, needed_bytes=needed)  # fmt: skip
+        report = step_report(shape, measured, setup, raw_step)
+        payload["step"] = report.model_dump(mode="json")
+        if save_profile:
+            measured = measured.model_copy(update={"steps": [*measured.steps, payload["step"]]})
+    if save_profile:
+        payload["saved"] = str(profiles.save(measured.model_copy(update={"name": save_profile})))
+    render.print_plain_json(payload)
 
 
 def fail(message: str, exit_code: int) -> NoReturn:

@@ -374,3 +374,258 @@ def run(
         notes=notes,
         measurements=[measurement(r, setup, spec) for r in runs],
     )
+
+
+# ---- measure --roofline: this machine's matmul FLOP/s, copy bandwidth and fixed cost of a kernel ----------------
+
+# Matmul shapes (m x k) @ (k x n): decode multiplies one row per sequence by a weight matrix (it streams the
+# weights); prefill multiplies a prompt's rows (it computes). Widths are a 7B model's d (4096) on a GPU and a
+# smaller one on the CPU, so that a run takes seconds.
+ROOFLINE_SHAPES = {
+    "cuda": {"decode": (1, 8192, 8192), "prefill": (4096, 8192, 8192)},
+    "cpu": {"decode": (1, 2048, 2048), "prefill": (512, 1024, 1024)},
+}
+COPY_BYTES = {"cuda": 2 * 2**30, "cpu": 256 * 2**20}
+TINY_CALLS = 1000  # back-to-back tiny kernels, timed together: their mean is the per-kernel floor
+ROOFLINE_DTYPES = {"cuda": ["bf16", "fp16", "fp32"], "cpu": ["fp32", "bf16"]}
+ELEMENT_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8": 1}
+
+
+def device_memory_bytes(device: str) -> int:
+    if device == "cuda":
+        return int(torch.cuda.get_device_properties(0).total_memory)
+    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+
+
+def device_free_bytes(device: str) -> int:
+    if device == "cuda":
+        return int(torch.cuda.mem_get_info()[0])
+    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES"))
+
+
+def median(samples: list[float]) -> float:
+    ordered = sorted(samples)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+# A decode step streams many weight matrices, none of them in cache when its turn comes: time MATRICES of them
+# in a row, as nn.Linear applies them (x @ W^T), so that the whole set outgrows the caches.
+MATRICES = {"decode": 8, "prefill": 1}
+
+
+def time_matmul(timer: Timer, device: str, dtype: str, m: int, k: int, n: int, count: int, repeats: int) -> float:
+    x = torch.randn(m, k, device=device, dtype=TORCH_DTYPES[dtype])
+    weights = [torch.randn(n, k, device=device, dtype=TORCH_DTYPES[dtype]) for _ in range(count)]
+
+    def apply() -> None:
+        for weight in weights:
+            F.linear(x, weight)
+
+    return median(timer.samples_ms(apply, repeats))
+
+
+def fp8_matmul_ms(timer: Timer, m: int, k: int, n: int, repeats: int) -> float | None:
+    """torch._scaled_mm on e4m3 inputs (Hopper and later); None where this GPU or torch has none."""
+    try:
+        a = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
+        b = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn).t()
+        one = torch.tensor(1.0, device="cuda")
+        step = lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)  # noqa: E731
+        step()
+    except (AttributeError, RuntimeError, TypeError):
+        return None
+    return median(timer.samples_ms(step, repeats))
+
+
+def back_to_back_us(device: str, step: Callable[[], Any]) -> float:
+    """Mean wall time of TINY_CALLS calls launched back to back then synchronised: the fixed cost of a kernel."""
+    for _ in range(10):
+        step()
+    if device == "cuda":
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(TINY_CALLS):
+        step()
+    if device == "cuda":
+        torch.cuda.synchronize()
+    return (time.perf_counter() - start) / TINY_CALLS * 1e6
+
+
+def roofline(device: str, repeats: int | None) -> dict[str, Any]:
+    """Raw measurements of this machine (no arithmetic beyond rates of what was timed)."""
+    notes: list[str] = []
+    device = pick_device(device, notes)
+    repeats = repeats or DEFAULT_REPEATS[device]
+    timer = Timer(device)
+    torch.manual_seed(0)
+    matmuls = []
+    for dtype in ROOFLINE_DTYPES[device]:
+        for kind, (m, k, n) in ROOFLINE_SHAPES[device].items():
+            count = MATRICES[kind]
+            ms = time_matmul(timer, device, dtype, m, k, n, count, repeats)
+            matmuls.append({"dtype": dtype, "kind": kind, "m": m, "k": k, "n": n, "count": count, "median_ms": ms})
+    if device == "cuda":
+        for kind, (m, k, n) in ROOFLINE_SHAPES[device].items():
+            fp8_ms = fp8_matmul_ms(timer, max(m, 16), k, n, repeats)  # _scaled_mm needs m divisible by 16
+            if fp8_ms is None:
+                notes.append("fp8: torch._scaled_mm did not run on this GPU")
+                break
+            matmuls.append({"dtype": "fp8", "kind": kind, "m": max(m, 16), "k": k, "n": n, "median_ms": fp8_ms})
+    source = torch.empty(COPY_BYTES[device] // 4, dtype=torch.float32, device=device)
+    target = torch.empty_like(source)
+    copy_ms = median(timer.samples_ms(lambda: target.copy_(source), repeats))
+
+    one = torch.ones(1, device=device)
+    small_a = torch.randn(16, 16, device=device)
+    floors = step_floors_us(device, repeats)
+    return {
+        "device": device,
+        "device_name": device_label(device),
+        "torch_version": torch.__version__,
+        "memory_bytes": device_memory_bytes(device),
+        "matmuls": matmuls,
+        "copy_bytes": 2 * COPY_BYTES[device],  # read once and written once
+        "copy_ms": copy_ms,
+        "tiny_kernel_us": back_to_back_us(device, lambda: one.add_(1)),
+        "tiny_matmul_us": back_to_back_us(device, lambda: small_a @ small_a),
+        "floor_layers": list(FLOOR_LAYERS),
+        "floor_step_us": floors,
+        "timing": describe_timing(device, repeats),
+        "notes": notes,
+    }
+
+
+def device_label(device: str) -> str:
+    if device == "cuda":
+        return torch.cuda.get_device_name()
+    return f"CPU ({platform.machine() or 'unknown'}, {torch.get_num_threads()} threads)"
+
+
+# A model so narrow that its decode step is all fixed cost (module calls, kernel launches), built at two depths:
+# the difference is the floor of one layer, the rest the floor of the step (embedding, head, sampling inputs).
+FLOOR_LAYERS = (1, 3)
+
+
+def floor_shape(layers: int) -> Any:
+    from tfcost.schema import ModelShape
+
+    fields = {
+        "name": f"floor-{layers}",
+        "source": "a Llama-like layer 64 wide, to time fixed costs",
+        "vocab_size": 256,
+        "d_model": 64,
+        "n_layers": layers,
+        "n_heads": 2,
+        "n_kv_heads": 1,
+        "d_ff": 128,
+        "mlp": "gated",
+        "norm": "rmsnorm",
+        "tied_embeddings": False,
+        "position": "rotary",
+        "max_seq_len": 256,
+    }
+    return ModelShape.model_validate(fields)
+
+
+def step_floors_us(device: str, repeats: int) -> list[float] | None:
+    """Decode-step time of the narrow model at each depth in FLOOR_LAYERS (None without transformers)."""
+    try:
+        import transformers  # noqa: F401
+    except ModuleNotFoundError:
+        return None
+    floors = []
+    for layers in FLOOR_LAYERS:
+        timed = step(floor_shape(layers), prompt=16, generate=16, batch=1, dtype="fp32", device=device,
+                     repeats=repeats, needed_bytes=0)  # fmt: skip
+        floors.append(timed["decode_ms"] * 1000)
+    return floors
+
+
+# ---- measure --model M --step: a real prefill and decode step of the model, random weights ----------------------
+
+
+@contextlib.contextmanager
+def quiet_transformers() -> Iterator[None]:
+    """transformers logs deprecation notes (past_key_values) on every call; they are not the user's concern."""
+    import transformers
+
+    level = transformers.logging.get_verbosity()
+    transformers.logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        transformers.logging.set_verbosity(level)
+
+
+def hf_model(shape: Any, dtype: str, device: str) -> Any:
+    """The model in transformers with random weights: GPT-2's layout (learned positions, LayerNorm, plain MLP) or
+    Llama's (rotary, RMSNorm, gated MLP); other layouts are refused."""
+    import transformers
+
+    config: Any
+    common = {"vocab_size": shape.vocab_size, "tie_word_embeddings": shape.tied_embeddings}
+    if shape.position == "learned" and shape.mlp == "plain" and shape.norm == "layernorm" and shape.moe is None:
+        config = transformers.GPT2Config(
+            n_embd=shape.d_model, n_layer=shape.n_layers, n_head=shape.n_heads, n_inner=shape.d_ff,
+            n_positions=shape.max_seq_len, **common,
+        )  # fmt: skip
+    elif shape.position == "rotary" and shape.mlp == "gated" and shape.norm == "rmsnorm" and shape.moe is None:
+        config = transformers.LlamaConfig(
+            hidden_size=shape.d_model, intermediate_size=shape.d_ff, num_hidden_layers=shape.n_layers,
+            num_attention_heads=shape.n_heads, num_key_value_heads=shape.n_kv_heads, head_dim=shape.head_dim,
+            max_position_embeddings=shape.max_seq_len, **common,
+        )  # fmt: skip
+    else:
+        raise TfcostError(f"--step builds GPT-2- and Llama-like models only; {shape.name} is neither")
+    with torch.device(device):
+        model = transformers.AutoModelForCausalLM.from_config(config, dtype=TORCH_DTYPES[dtype])
+    return model.eval()
+
+
+def step(
+    shape: Any, *, prompt: int, generate: int, batch: int, dtype: str, device: str, repeats: int | None,
+    needed_bytes: int,
+) -> dict[str, Any]:  # fmt: skip
+    """Time one prefill of B x P tokens and one decode step at context P + G (the cache cropped back to P + G - 1
+    before each repetition). Refuses when `needed_bytes` (weights + KV cache, from the core) exceed free memory."""
+    notes: list[str] = []
+    device = pick_device(device, notes)
+    free = device_free_bytes(device)
+    if needed_bytes > free:
+        raise TfcostError(
+            f"{shape.name} needs about {needed_bytes / 2**30:.1f} GiB for weights and KV cache; "
+            f"{device} has {free / 2**30:.1f} GiB free"
+        )
+    repeats = repeats or DEFAULT_REPEATS[device]
+    timer = Timer(device)
+    torch.manual_seed(0)
+    with warnings.catch_warnings(), quiet_transformers():
+        warnings.simplefilter("ignore")
+        model = hf_model(shape, dtype, device)
+    context = prompt + generate
+    prompt_ids = torch.randint(0, shape.vocab_size, (batch, prompt), device=device)
+    history = torch.randint(0, shape.vocab_size, (batch, context - 1), device=device)
+    token = torch.randint(0, shape.vocab_size, (batch, 1), device=device)
+    with torch.inference_mode(), warnings.catch_warnings(), quiet_transformers():
+        warnings.simplefilter("ignore")
+        # Logits of the last position only (logits_to_keep=1), as a server samples them and as serving.prefill_flops
+        # counts them: the head over all P positions would add 2 P d V FLOPs no engine spends.
+        prefill_ms = median(timer.samples_ms(lambda: model(prompt_ids, use_cache=True, logits_to_keep=1), repeats))
+        cache = model(history, use_cache=True, logits_to_keep=1).past_key_values
+
+        def decode() -> None:
+            if cache.get_seq_length() > context - 1:
+                cache.crop(-1)  # back to P + G - 1 cached tokens (this transformers crops by a negative count)
+            model(token, past_key_values=cache, use_cache=True, logits_to_keep=1)
+
+        decode_ms = median(timer.samples_ms(decode, repeats))
+    return {
+        "device": device,
+        "device_name": device_label(device),
+        "torch_version": torch.__version__,
+        "prefill_ms": prefill_ms,
+        "decode_ms": decode_ms,
+        "timing": describe_timing(device, repeats),
+        "notes": notes,
+    }

@@ -412,14 +412,36 @@ def serve_table(result: ServeReport, markdown: bool = False) -> None:
         ]
     )
     notes = [
-        "Roofline: time = max(FLOPs / reachable peak, bytes / reachable bandwidth), per GPU; the larger term names "
-        "the bound. Tensor-parallel communication and activations are not modelled (the reserve covers them).",
+        "Bound: the roofline, max(FLOPs / reachable peak, bytes / reachable bandwidth) per GPU; no engine beats it.",
+        "Expected: the kernels at the rates real kernels reach, plus a per-step floor, tensor-parallel all-reduces, "
+        "dequantization; memory in whole KV blocks plus the CUDA context and activation workspace.",
         f"Defaults: reserve {default(s, 'reserve'):.0%} (vLLM's gpu_memory_utilization 0.9); compute and memory "
         f"efficiency {default(s, 'compute_efficiency'):g} and {default(s, 'memory_efficiency'):g} (llm-analysis "
         "README: up to 0.7 for inference, 0.9 an aggressive memory target). Every formula: README, 'tfcost serve'.",
         CONVENTIONS,
     ]
     sections_table(result, SERVE_SECTIONS, title, notes, markdown)
+
+
+def profiles_table(found: Sequence[Any], folder: str) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"Measured profiles ({folder})", title_justify="left")
+    for name in ("name", "device", "dtype", "copy", "decode matmul", "prefill matmul", "tiny kernel", "date"):
+        table.add_column(name)
+    for profile in found:
+        table.add_row(
+            profile.name,
+            profile.device_name,
+            profile.dtype,
+            human(profile.copy_bytes_per_s, "bytes_per_s"),
+            human(profile.matmul("decode").bytes_per_s, "bytes_per_s"),
+            human(profile.matmul("prefill").flops_per_s, "flops_per_s"),
+            human(profile.tiny_kernel_us, "count") + " us",
+            profile.date,
+        )
+    print_table(table, "Use one with `tfcost serve MODEL --profile NAME`; save one with `tfcost measure --roofline "
+                "--save-profile NAME`.")  # fmt: skip
 
 
 # The table's numbers; --format json and csv add bytes moved, bandwidth and the roofline time.
@@ -540,6 +562,11 @@ def print_json(payload: BaseModel | Sequence[BaseModel]) -> None:
     except ValueError:  # an extreme option (an efficiency of 1e-320) overflowed a float result to infinity
         raise TfcostError(NOT_FINITE) from None
     sys.stdout.write(text + "\n")
+
+
+def print_plain_json(payload: dict[str, Any]) -> None:
+    """measure --roofline/--step: their results as JSON, with the version (a table would repeat the same rows)."""
+    print(json.dumps({"tfcost_version": __version__, **payload}, indent=2))
 
 
 def source_notes(ignored: Sequence[str], not_priced: Sequence[str]) -> list[str]:

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 
 from tfcost import (
     crossover,
+    expected,
     finetune,
     fit,
     flops,
@@ -27,7 +28,7 @@ from tfcost import (
 )
 from tfcost.blocks import layer_count
 from tfcost.schema import GpuSpec, ModelShape, ServingSetup, TrainingSetup, Workload
-from tfcost.units import TERA, Unit
+from tfcost.units import TERA, Unit, ceil_div
 
 if TYPE_CHECKING:
     from tfcost.presets import ModelSource
@@ -411,6 +412,33 @@ class ServeLatency(Section):
     decode_ms_per_token: float = quantity("decode step (per token) = max(FLOPs/peak, bytes/bw)", "ms")
     decode_bound: str = quantity("decode is", "text")
     decode_tokens_per_s: float = quantity("decode throughput, B / decode step", "per_s")
+    ttft_ms: float = quantity("time to first token (TTFT) = prefill", "ms")
+    tpot_ms: float = quantity("time per output token (TPOT) = decode step", "ms")
+    tokens_per_s_per_sequence: float = quantity("tokens/s per sequence = 1 / TPOT", "per_s")
+    tokens_per_s: float = quantity("tokens/s overall = B / TPOT", "per_s")
+
+
+class ServeExpected(ServeLatency):
+    """What an engine (vLLM, TensorRT-LLM, gpt-fast) is expected to reach: the same keys as the bound, with the
+    parts the roofline leaves out."""
+
+    prefill_kernels_ms: float = quantity("prefill kernels at the rates reached", "ms")
+    prefill_dequant_ms: float = quantity("prefill dequantization of int8/int4/fp4 weights", "ms")
+    prefill_allreduce_ms: float = quantity("prefill tensor-parallel all-reduces (2 per layer)", "ms")
+    decode_kernels_ms: float = quantity("decode kernels at the rates reached", "ms")
+    decode_dequant_ms: float = quantity("decode dequantization of int8/int4/fp4 weights", "ms")
+    decode_allreduce_ms: float = quantity("decode tensor-parallel all-reduces (2 per layer)", "ms")
+    step_floor_ms: float = quantity("per-step floor: kernels x one kernel's fixed cost", "ms")
+    stream_bytes_per_s: float = quantity("bandwidth reached streaming weights and KV", "bytes_per_s")
+    matmul_flops_per_s: float = quantity("FLOP/s reached by large matmuls", "flops_per_s")
+    kv_tokens_per_sequence: int = quantity("KV slots per sequence, rounded up to whole blocks", "count")
+    cuda_context_bytes: int = quantity("CUDA context and libraries, per GPU", "bytes")
+    workspace_bytes: int = quantity("activation workspace of the prefill, per GPU", "bytes")
+    total_bytes_per_gpu: int = quantity("weights + KV blocks + context + workspace per GPU", "bytes")
+    fits: bool = quantity("fits in the usable memory", "text")
+    max_batch: int = quantity("largest batch at context P + G, in whole blocks", "count")
+    max_kv_tokens: int = quantity("KV-cache capacity in tokens per GPU's share, whole blocks", "count")
+    sources: dict[str, str] = quantity("where each rate comes from", "text")
 
 
 class ServeReport(SourceNotes):
@@ -427,10 +455,18 @@ class ServeReport(SourceNotes):
     max_batch: int = quantity("largest batch at context P + G", "count")
     max_context: int = quantity("longest context at batch B (memory only)", "count")
     model_max_context: int = quantity("the model's own maximum context", "count")
-    latency: ServeLatency
+    latency: ServeLatency = Field(description="bound: the roofline, the best any engine could do")
+    expected: ServeExpected = Field(description="expected: what an engine reaches (rates, floor, all-reduce, ...)")
+    profile: str | None = Field(None, description="the measured profile used in place of the GPU table")
 
 
-SERVE_SECTIONS: dict[str, str] = {"inputs": "Inputs", "memory": "Memory", "": "Capacity", "latency": "Latency"}
+SERVE_SECTIONS: dict[str, str] = {
+    "inputs": "Inputs",
+    "memory": "Memory",
+    "": "Capacity",
+    "latency": "Bound (roofline)",
+    "expected": "Expected (engine)",
+}
 
 
 MS_PER_S = 1000
@@ -440,8 +476,15 @@ def bound(is_compute_bound: bool) -> str:
     return "compute-bound" if is_compute_bound else "memory-bound"
 
 
-def serve(shape: ModelShape, gpu: GpuSpec, setup: ServingSetup) -> ServeReport:
-    """Run the serving core over one model on `setup.gpus` GPUs of one kind."""
+def serve(
+    shape: ModelShape,
+    gpu: GpuSpec,
+    setup: ServingSetup,
+    rates: expected.EngineRates | None = None,
+    profile: str | None = None,
+) -> ServeReport:
+    """Run the serving core over one model on `setup.gpus` GPUs of one kind. `rates` (from a measured profile)
+    replace the table-derived rates of `expected`."""
     setup = serving.with_weights_dtype(shape, setup)
     t, b, kv_dtype = setup.gpus, setup.batch, setup.kv_dtype
     serving.check_generates(shape)
@@ -449,7 +492,7 @@ def serve(shape: ModelShape, gpu: GpuSpec, setup: ServingSetup) -> ServeReport:
     peak = serving.effective_peak_flops_per_s(gpu, setup.weights_dtype, setup.compute_efficiency, shape)
     bandwidth = serving.effective_bandwidth_bytes_per_s(gpu, setup.memory_efficiency)
     usable = serving.usable_bytes_per_gpu(gpu, setup.reserve)
-    weights = serving.served_weight_bytes(shape, setup.weights_dtype)
+    weights = serving.served_weight_bytes(shape, setup.weights_dtype, setup.group_size)
     weights_per_gpu = serving.share_per_gpu(weights, t)
     tokens, encoder_tokens = serving.cached_positions(shape, setup.prompt, setup.generate)
     kv_per_gpu = serving.kv_cache_bytes_per_gpu(shape, tokens, b, kv_dtype, t, encoder_tokens)
@@ -457,6 +500,7 @@ def serve(shape: ModelShape, gpu: GpuSpec, setup: ServingSetup) -> ServeReport:
     budget = serving.kv_budget_bytes_per_gpu(usable, weights_per_gpu)
     prefill = serving.prefill_roofline(shape, setup, weights_per_gpu, peak, bandwidth)
     decode = serving.decode_roofline(shape, setup, held, peak, bandwidth)
+    rates = rates or expected.table_rates(gpu, serving.compute_dtype(setup.weights_dtype, gpu, shape))
     return ServeReport(
         model=shape.name,
         source=shape.source,
@@ -497,5 +541,77 @@ def serve(shape: ModelShape, gpu: GpuSpec, setup: ServingSetup) -> ServeReport:
             decode_ms_per_token=decode.seconds * MS_PER_S,
             decode_bound=bound(decode.compute_bound),
             decode_tokens_per_s=hardware.achieved_per_s(b, decode.seconds),
+            ttft_ms=prefill.seconds * MS_PER_S,
+            tpot_ms=decode.seconds * MS_PER_S,
+            tokens_per_s_per_sequence=hardware.achieved_per_s(1, decode.seconds),
+            tokens_per_s=hardware.achieved_per_s(b, decode.seconds),
         ),
+        expected=serve_expected(shape, setup, rates, usable, weights_per_gpu),
+        profile=profile,
+    )
+
+
+def serve_expected(
+    shape: ModelShape, setup: ServingSetup, rates: expected.EngineRates, usable: int, weights_per_gpu: int
+) -> ServeExpected:
+    """The expected serving times and memory: tfcost.expected's terms added to the kernels' time at the rates
+    reached. The KV cache is counted in whole blocks, as a paged engine allocates it."""
+    t, b, kv_dtype = setup.gpus, setup.batch, setup.kv_dtype
+    kv_tokens = expected.allocated_kv_tokens(setup.context, setup.kv_block)
+    kv_per_gpu = serving.kv_cache_bytes_per_gpu(shape, kv_tokens, b, kv_dtype, t)
+    prompt_kv = serving.kv_cache_bytes_per_gpu(shape, setup.prompt, b, kv_dtype, t)
+    read_as = serving.kernel_weights_dtype(shape, setup.weights_dtype)
+    quantized = serving.share_per_gpu(serving.quantized_params(shape, read_as), t)
+    dequant = expected.dequant_seconds(quantized, read_as, rates)
+    floor = expected.step_floor_seconds(shape, rates)
+
+    prefill_flops = serving.share_per_gpu(serving.prefill_flops(shape, setup.prompt, b), t)
+    prefill_kernels = expected.phase_seconds(prefill_flops, weights_per_gpu + prompt_kv, rates)
+    prefill_allreduce = expected.tensor_parallel_seconds(shape, b * setup.prompt, t, rates)
+    prefill_s = prefill_kernels + dequant + prefill_allreduce + floor
+    decode_flops = serving.share_per_gpu(serving.decode_step_flops(shape, setup.context, b), t)
+    decode_bytes = weights_per_gpu + kv_per_gpu
+    decode_kernels = expected.phase_seconds(decode_flops, decode_bytes, rates)
+    decode_allreduce = expected.tensor_parallel_seconds(shape, b, t, rates)
+    decode_s = decode_kernels + dequant + decode_allreduce + floor
+
+    workspace = serving.share_per_gpu(expected.workspace_bytes(shape, b * setup.prompt, b), t)
+    fixed = weights_per_gpu + rates.cuda_context_bytes + workspace
+    budget = serving.kv_budget_bytes_per_gpu(usable, fixed)
+    kv_per_token = serving.kv_cache_bytes_per_gpu(shape, 1, 1, kv_dtype, t)
+    block_bytes = kv_per_token * setup.kv_block
+    blocks = budget // block_bytes
+    ms = MS_PER_S
+    return ServeExpected(
+        prefill_flops_per_gpu=prefill_flops,
+        prefill_bytes_per_gpu=weights_per_gpu + prompt_kv,
+        prefill_ms=prefill_s * ms,
+        prefill_bound=bound(prefill_flops / rates.matmul_flops_per_s >= prefill_kernels),
+        prefill_tokens_per_s=hardware.achieved_per_s(b * setup.prompt, prefill_s),
+        decode_flops_per_gpu=decode_flops,
+        decode_bytes_per_gpu=decode_bytes,
+        decode_ms_per_token=decode_s * ms,
+        decode_bound=bound(decode_flops / rates.matmul_flops_per_s >= decode_kernels),
+        decode_tokens_per_s=hardware.achieved_per_s(b, decode_s),
+        ttft_ms=prefill_s * ms,
+        tpot_ms=decode_s * ms,
+        tokens_per_s_per_sequence=hardware.achieved_per_s(1, decode_s),
+        tokens_per_s=hardware.achieved_per_s(b, decode_s),
+        prefill_kernels_ms=prefill_kernels * ms,
+        prefill_dequant_ms=dequant * ms,
+        prefill_allreduce_ms=prefill_allreduce * ms,
+        decode_kernels_ms=decode_kernels * ms,
+        decode_dequant_ms=dequant * ms,
+        decode_allreduce_ms=decode_allreduce * ms,
+        step_floor_ms=floor * ms,
+        stream_bytes_per_s=rates.stream_bytes_per_s,
+        matmul_flops_per_s=rates.matmul_flops_per_s,
+        kv_tokens_per_sequence=kv_tokens,
+        cuda_context_bytes=rates.cuda_context_bytes,
+        workspace_bytes=workspace,
+        total_bytes_per_gpu=fixed + kv_per_gpu,
+        fits=fixed + kv_per_gpu <= usable,
+        max_batch=blocks // ceil_div(setup.context, setup.kv_block),
+        max_kv_tokens=blocks * setup.kv_block,
+        sources=rates.sources,
     )

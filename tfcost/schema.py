@@ -522,7 +522,7 @@ class TrainingSetup(Frozen):
         return self.gpus // (self.tp * self.pp * self.cp)
 
 
-WeightsDtype = Literal["bf16", "fp16", "fp8", "int8", "int4"]
+WeightsDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"]
 
 
 class ServingSetup(Frozen):
@@ -539,6 +539,8 @@ class ServingSetup(Frozen):
     reserve: float = Field(0.1, ge=0, lt=1, description="fraction of GPU memory kept free")
     compute_efficiency: float = Field(0.7, gt=0, le=1, description="fraction of the peak FLOP/s reached")
     memory_efficiency: float = Field(0.9, gt=0, le=1, description="fraction of the peak bandwidth reached")
+    group_size: Size = Field(128, description="weights per quantization scale (int4, fp4)")
+    kv_block: Size = Field(16, description="tokens per KV-cache block (vLLM's PagedAttention default)")
 
     @property
     def context(self) -> int:

@@ -21,8 +21,8 @@ from tfcost.hardware import (
 from tfcost.schema import GpuSpec, ModelShape, ServingSetup, WeightsDtype
 from tfcost.units import Dtype, ceil_div
 
-WEIGHT_BITS: dict[WeightsDtype, int] = {"bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4}
-INT4_GROUP_SIZE = 128  # GPTQ and AWQ's default group size: one scale per 128 weights
+WEIGHT_BITS: dict[WeightsDtype, int] = {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4, "fp4": 4}
+INT4_GROUP_SIZE = 128  # GPTQ and AWQ's default group size: one scale per 128 weights (`--group-size`)
 GROUP_SCALE_BYTES = 2  # each group's scale is an fp16 number (zero points, where used, are not counted)
 UNQUANTIZED_BYTES = 2  # embeddings and the output head stay 16-bit under 8- and 4-bit weights
 
@@ -45,28 +45,34 @@ def check_tensor_parallel(shape: ModelShape, gpus: int) -> None:
         )
 
 
-def quantized_bytes(n_params: int, dtype: WeightsDtype) -> int:
-    """n * bits / 8, and for int4 one fp16 scale per group of 128 weights: 4.125 bits per weight."""
-    scales = ceil_div(n_params, INT4_GROUP_SIZE) * GROUP_SCALE_BYTES if dtype == "int4" else 0
+def quantized_bytes(n_params: int, dtype: WeightsDtype, group_size: int = INT4_GROUP_SIZE) -> int:
+    """n * bits / 8, and for 4-bit weights (int4, fp4) one 16-bit scale per group: 4.125 bits per weight at the
+    default group of 128, 4.5 at gpt-fast's 32."""
+    scales = ceil_div(n_params, group_size) * GROUP_SCALE_BYTES if WEIGHT_BITS[dtype] == 4 else 0
     return ceil_div(n_params * WEIGHT_BITS[dtype], 8) + scales
 
 
-def weight_bytes(shape: ModelShape, dtype: WeightsDtype) -> int:
+def quantized_params(shape: ModelShape, dtype: WeightsDtype) -> int:
+    """The weights stored below 16 bits (the blocks'; embeddings and head stay 16-bit): 0 for bf16/fp16."""
+    return 0 if WEIGHT_BITS[dtype] >= 8 * UNQUANTIZED_BYTES else params.non_embedding_params(shape)
+
+
+def weight_bytes(shape: ModelShape, dtype: WeightsDtype, group_size: int = INT4_GROUP_SIZE) -> int:
     """Every weight at `dtype`. Under 8- and 4-bit weights only the blocks are quantized (the final norm rides
     along); the token and position embeddings and an untied output head stay 16-bit, as GPTQ and AWQ
     checkpoints and vLLM's fp8 keep them."""
     if WEIGHT_BITS[dtype] >= 8 * UNQUANTIZED_BYTES:
         return quantized_bytes(params.total_params(shape), dtype)
     unquantized = params.embedding_params(shape) * UNQUANTIZED_BYTES
-    return quantized_bytes(params.non_embedding_params(shape), dtype) + unquantized
+    return quantized_bytes(params.non_embedding_params(shape), dtype, group_size) + unquantized
 
 
-def served_weight_bytes(shape: ModelShape, dtype: WeightsDtype | None) -> int:
+def served_weight_bytes(shape: ModelShape, dtype: WeightsDtype | None, group_size: int = INT4_GROUP_SIZE) -> int:
     """The weights as served: at `dtype` when one is asked for, else as the model's quantized checkpoint stores
     them (tfcost.weights), else 16-bit."""
     if dtype is None:
         return weights.checkpoint_weight_bytes(shape)
-    return weight_bytes(shape, dtype)
+    return weight_bytes(shape, dtype, group_size)
 
 
 def with_weights_dtype(shape: ModelShape, setup: ServingSetup) -> ServingSetup:
@@ -75,6 +81,21 @@ def with_weights_dtype(shape: ModelShape, setup: ServingSetup) -> ServingSetup:
     if setup.weights_dtype is None and shape.quantization is None:
         return setup.model_copy(update={"weights_dtype": "bf16"})
     return setup
+
+
+def kernel_weights_dtype(shape: ModelShape, dtype: WeightsDtype | None) -> WeightsDtype:
+    """The dtype a dequantizing kernel reads the weights at: the one asked for, else the nearest to the
+    checkpoint's quantization (mxfp4 and nvfp4: fp4; 4- or 8-bit integer formats: int4, int8), else bf16."""
+    if dtype is not None:
+        return dtype
+    q = shape.quantization
+    if q is None:
+        return "bf16"
+    if q.method in ("mxfp4", "nvfp4"):
+        return "fp4"
+    if q.method == "fp8":
+        return "fp8"
+    return "int4" if q.bits <= 4 else "int8"
 
 
 def weights_format(shape: ModelShape, dtype: WeightsDtype | None) -> str:
@@ -169,8 +190,10 @@ def decode_step_flops(shape: ModelShape, context: int, batch: int, encoder_token
 def compute_dtype(weights_dtype: WeightsDtype | None, gpu: GpuSpec, shape: ModelShape | None = None) -> str:
     """The peak the matmuls run at: FP8 for fp8 weights (asked for, or a checkpoint's fp8 quantization) where the
     GPU has FP8 units (activations quantized too, as vLLM's fp8 does), otherwise 16-bit (int8, int4 and 4-bit
-    formats are dequantized to 16 bits, as weight-only GPTQ/AWQ kernels do)."""
+    formats are dequantized to 16 bits, as weight-only GPTQ/AWQ kernels do); fp32 weights run at the FP32 peak."""
     stored = shape.quantization.method if weights_dtype is None and shape and shape.quantization else weights_dtype
+    if stored == "fp32":
+        return "fp32"
     return "fp8" if stored == "fp8" and gpu.peak_fp8_tflops is not None else "bf16"
 
 

@@ -1,0 +1,95 @@
+"""`serve`'s expected time against published measurements, and its memory terms against vLLM's KV capacity.
+
+gpt-fast README (pytorch-labs/gpt-fast @ 0f925b5d, "Benchmarks" and "Tensor Parallelism"): 8 x A100-80GB
+(power-limited to 330 W), batch 1, a 5-token prompt, generate.py's default 200 new tokens. The tensor-parallel rows
+are "Base", bf16 weights; int4 uses group size 32. The fractions in tfcost.expected come from other sources
+(llm-analysis, FlashAttention-2, NCCL's latency model); these seven figures only check them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from tfcost.presets import load_gpu, load_model
+from tfcost.report import serve
+from tfcost.schema import ModelShape, ServingSetup
+
+GPT_FAST = [  # model, weights, GPUs, group size, measured tokens/s, expected / measured as tfcost gives it
+    ("llama-2-7b", "bf16", 1, 128, 104.9, 0.938),
+    ("llama-2-7b", "int8", 1, 128, 155.58, 1.022),
+    ("llama-2-7b", "int4", 1, 32, 196.80, 1.023),
+    ("llama-2-70b", "int8", 1, 128, 19.13, 0.910),
+    ("llama-2-70b", "bf16", 2, 128, 21.32, 0.915),
+    ("llama-2-70b", "bf16", 8, 128, 62.50, 0.994),
+    ("llama-2-7b", "bf16", 8, 128, 328.43, 1.088),
+]
+
+
+def gpt_fast_report(model: str, weights: str, gpus: int, group: int):  # type: ignore[no-untyped-def]
+    setup = ServingSetup(gpus=gpus, weights_dtype=weights, batch=1, prompt=5, generate=200, group_size=group)
+    return serve(load_model(model), load_gpu("a100-80gb"), setup)
+
+
+@pytest.mark.parametrize(("model", "weights", "gpus", "group", "measured", "ratio"), GPT_FAST)
+def test_expected_tokens_per_s_against_gpt_fast(model, weights, gpus, group, measured, ratio):  # type: ignore[no-untyped-def]
+    report = gpt_fast_report(model, weights, gpus, group)
+    assert report.expected.tokens_per_s / measured == pytest.approx(ratio, abs=0.005)
+    assert report.latency.tokens_per_s >= measured  # the bound is never below a measurement
+
+
+def test_expected_is_within_25_percent_of_gpt_fast_overall():
+    distances = [
+        abs(math.log(gpt_fast_report(m, w, g, s).expected.tokens_per_s / measured))
+        for m, w, g, s, measured, _ in GPT_FAST
+    ]
+    assert math.exp(sum(distances) / len(distances)) - 1 < 0.25
+
+
+def test_tensor_parallel_adds_two_allreduces_per_layer():
+    """Llama-2-70B on 8 A100s: 2 x 80 all-reduces of 8192 bf16 values, each NCCL's 6.6 us + 14 hops x 0.6 us plus
+    14/8 x 16 KiB over 300 GB/s."""
+    report = gpt_fast_report("llama-2-70b", "bf16", 8, 128)
+    one = 6.6e-6 + 14 * 0.6e-6 + 14 / 8 * 8192 * 2 / 300e9
+    assert report.expected.decode_allreduce_ms == pytest.approx(160 * one * 1000)
+    assert gpt_fast_report("llama-2-70b", "int8", 1, 128).expected.decode_allreduce_ms == 0
+
+
+def test_group_size_changes_int4_bytes():
+    small = gpt_fast_report("llama-2-7b", "int4", 1, 32).memory.weights_bytes
+    large = gpt_fast_report("llama-2-7b", "int4", 1, 128).memory.weights_bytes
+    blocks = load_model("llama-2-7b")
+    from tfcost.params import non_embedding_params
+
+    n = non_embedding_params(blocks)
+    assert small - large == (math.ceil(n / 32) - math.ceil(n / 128)) * 2
+
+
+# OPT-13B (Zhang et al. 2022; facebook/opt-13b config.json): 40 layers, d 5120, 40 heads, FFN 20480, vocab 50272,
+# learned positions (2048 + OPT's offset of 2), LayerNorm, biases, ReLU MLP, tied head.
+OPT_13B = ModelShape(
+    name="opt-13b",
+    vocab_size=50272,
+    d_model=5120,
+    n_layers=40,
+    n_heads=40,
+    d_ff=20480,
+    mlp="plain",
+    norm="layernorm",
+    bias={"qkv": True, "attn_out": True, "mlp": True},
+    tied_embeddings=True,
+    position="learned",
+    max_seq_len=2048,
+)
+
+
+def test_vllm_kv_capacity_of_opt_13b_on_a100_40gb():
+    """PagedAttention (Kwon et al. 2023): OPT-13B on one A100-40GB holds about 15.7K tokens of KV cache. With the
+    CUDA context, a 2048-token prefill workspace and whole 16-token blocks, tfcost's expected capacity is 15,008
+    tokens (4.4% under)."""
+    setup = ServingSetup(batch=1, prompt=2048, generate=1)
+    report = serve(OPT_13B, load_gpu("a100-40gb"), setup)
+    assert report.expected.max_kv_tokens == pytest.approx(15_700, rel=0.05)
+    assert report.expected.max_kv_tokens % 16 == 0
+    assert report.expected.max_kv_tokens < report.max_context  # context and workspace take their share

@@ -1,0 +1,127 @@
+"""Profiles: measured rates saved as YAML under the config directory, listed, and used by serve in place of the
+GPU table; `measure --roofline` and `measure MODEL --step` on the CPU end to end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tfcost import profiles
+from tfcost.presets import load_model
+from tfcost.report import serve
+from tfcost.schema import ServingSetup
+
+TINY_LLAMA = str(Path(__file__).parent / "data" / "tiny-llama.yaml")
+RAW = {  # the shape of measure.roofline's output; the timings are round numbers to check the arithmetic
+    "device": "cpu",
+    "device_name": "CPU (test)",
+    "torch_version": "2.13.0",
+    "memory_bytes": 16 * 2**30,
+    "matmuls": [
+        {"dtype": "fp32", "kind": "decode", "m": 1, "k": 4096, "n": 4096, "median_ms": 8.0},
+        {"dtype": "fp32", "kind": "prefill", "m": 512, "k": 1024, "n": 1024, "median_ms": 20.0},
+    ],
+    "copy_bytes": 2 * 256 * 2**20,
+    "copy_ms": 50.0,
+    "tiny_kernel_us": 5.0,
+    "tiny_matmul_us": 3.0,
+    "floor_layers": [1, 3],
+    "floor_step_us": [500.0, 1100.0],
+}
+
+
+@pytest.fixture
+def config_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    return tmp_path
+
+
+def test_rates_from_a_roofline():
+    profile = profiles.from_roofline(RAW, "box", "fp32", "2026-11-30")
+    decode, prefill = profile.matmul("decode"), profile.matmul("prefill")
+    assert decode.flops_per_s == 2 * 4096 * 4096 / 8e-3
+    assert decode.bytes_per_s == (4096 + 4096 * 4096 + 4096) * 4 / 8e-3  # the weights dominate a GEMV
+    assert prefill.flops_per_s == 2 * 512 * 1024 * 1024 / 20e-3
+    assert profile.copy_bytes_per_s == 2 * 256 * 2**20 / 50e-3
+    # 300 us per layer (the slope over 1 and 3 layers); the rest, 500 - 300 - 2 head kernels x 300, floors at 0
+    assert profile.layer_floor_us() == (300.0, 0.0)
+    rates = profile.rates()
+    assert rates.stream_bytes_per_s == decode.bytes_per_s
+    assert rates.matmul_flops_per_s == prefill.flops_per_s
+    assert rates.cuda_context_bytes == 0  # no CUDA context on a CPU
+
+
+def test_saved_profile_is_plain_yaml_listed_and_used_by_serve(config_dir, tfcost):
+    profile = profiles.from_roofline(RAW, "box", "fp32", "2026-11-30")
+    path = profiles.save(profile)
+    assert path == config_dir / "tfcost" / "profiles" / "box.yaml"
+    assert yaml.safe_load(path.read_text())["device_name"] == "CPU (test)"
+    assert profiles.load("box") == profile
+
+    env = {"XDG_CONFIG_HOME": str(config_dir)}
+    listed = tfcost("profiles", "--format", "json", env=env)
+    assert listed.code == 0 and json.loads(listed.stdout)["results"][0]["name"] == "box"
+    done = tfcost("serve", "gpt2-small", "--profile", "box", "--weights-dtype", "fp32", "--kv-dtype", "fp32",
+                  "--format", "json", env=env)  # fmt: skip
+    assert done.code == 0, done.stderr
+    out = json.loads(done.stdout)
+    direct = serve(
+        load_model("gpt2-small"),
+        profile.gpu_spec(),
+        ServingSetup(weights_dtype="fp32", kv_dtype="fp32", compute_efficiency=1, memory_efficiency=1),
+        profile.rates(),
+        "box",
+    )
+    assert out["expected"]["decode_ms_per_token"] == pytest.approx(direct.expected.decode_ms_per_token)
+    assert out["latency"]["decode_ms_per_token"] == pytest.approx(direct.latency.decode_ms_per_token)
+    assert out["inputs"]["bandwidth_bytes_per_s"] == pytest.approx(profile.copy_bytes_per_s)  # the bound's peak
+    assert out["profile"] == "box"
+    train = tfcost("train", "gpt2-small", "--profile", "box", "--tokens", "1e9", "--format", "json", env=env)
+    assert train.code == 0, train.stderr
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (("serve", "gpt2-small", "--profile", "nothing-here"), "no profile named 'nothing-here'"),
+    (("serve", "gpt2-small", "--profile", "../etc"), "profile name"),
+])  # fmt: skip
+def test_bad_profiles_fail_in_one_line(config_dir, tfcost, args, words):
+    done = tfcost(*args, env={"XDG_CONFIG_HOME": str(config_dir)})
+    assert done.code != 0 and done.stdout == ""
+    assert done.stderr.startswith("tfcost: error:") and words in done.stderr and len(done.stderr.splitlines()) == 1
+
+
+def test_measure_roofline_and_step_on_the_cpu(config_dir):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from tests.conftest import run_tfcost
+
+    env = {"XDG_CONFIG_HOME": str(config_dir), "OMP_NUM_THREADS": "1"}
+    done = run_tfcost("measure", TINY_LLAMA, "--roofline", "--step", "--dtype", "fp32", "--repeats", "2",
+                      "-P", "16", "-G", "4", "--save-profile", "cpu", env=env)  # fmt: skip
+    assert done.code == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["roofline"]["device"] == "cpu" and {m["dtype"] for m in out["roofline"]["matmuls"]} >= {"fp32"}
+    for phase in ("prefill", "decode"):
+        row = out["step"][phase]
+        assert row["measured_ms"] > 0 and row["bound_ms"] > 0 and row["expected_ms"] > 0
+        assert row["expected_over_measured"] == pytest.approx(row["expected_ms"] / row["measured_ms"])
+    saved = profiles.load("cpu")
+    assert saved.steps and saved.steps[0]["model"] == "tiny-llama"
+    direct = serve(load_model(TINY_LLAMA), saved.gpu_spec(),
+                   ServingSetup(weights_dtype="fp32", kv_dtype="fp32", prompt=16, generate=4, reserve=0,
+                                compute_efficiency=1, memory_efficiency=1), saved.rates(), "cpu")  # fmt: skip
+    assert out["step"]["decode"]["expected_ms"] == pytest.approx(direct.expected.decode_ms_per_token)
+    assert out["step"]["prefill"]["bound_ms"] == pytest.approx(direct.latency.prefill_ms)
+
+
+def test_step_refuses_a_model_that_does_not_fit(config_dir):
+    pytest.importorskip("torch")
+    measure = pytest.importorskip("tfcost.measure")
+    from tfcost.errors import TfcostError
+
+    with pytest.raises(TfcostError, match=r"needs about .* GiB"):
+        measure.step(load_model("llama-2-70b"), prompt=8, generate=8, batch=1, dtype="fp32", device="cpu",
+                     repeats=1, needed_bytes=2**50)  # fmt: skip
