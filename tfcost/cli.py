@@ -72,6 +72,22 @@ Causal = Annotated[
 ]
 FormatOption = Annotated[OutputFormat, typer.Option("--format", "-f", help="table for people, json for scripts.")]
 
+
+class EngineChoice(StrEnum):
+    auto = "auto"
+    analytic = "analytic"
+    transformers = "transformers"
+
+
+EngineOption = Annotated[
+    EngineChoice,
+    typer.Option(
+        "--engine",
+        help="analytic: tfcost's own formulas; transformers: the model built by transformers on the meta device "
+        "(needs tfcost[hf]); auto: analytic where tfcost reads the model_type, else transformers.",
+    ),
+]
+
 # The model options, shared by every command that takes a model: pass all three to presets.resolve_model.
 ModelArgument = Annotated[
     str | None,
@@ -128,16 +144,16 @@ def estimate(
     batch: Batch = 1,
     dtype: DtypeOption = DtypeChoice.bf16,
     causal: Causal = False,
+    engine: EngineOption = EngineChoice.auto,
     output: FormatOption = OutputFormat.table,
 ) -> None:
     """Parameters, FLOPs, KV cache and score-matrix size of one model."""
     from tfcost import render
-    from tfcost.presets import resolve_model
-    from tfcost.report import estimate as run_estimate
+    from tfcost.engines import engine_answer
     from tfcost.schema import Workload
 
     workload = validated(Workload, seq_len=seq, batch=batch, dtype=dtype.value, causal=causal)
-    result = run_estimate(resolve_model(model, config, overrides or ()), workload)
+    result = engine_answer(model, config, overrides or (), workload, engine.value)
     if output is OutputFormat.json:
         render.print_json(result)
     else:
@@ -161,24 +177,49 @@ def compare(
     breakdown: Annotated[
         bool, typer.Option("--breakdown", help="Also show the per-part breakdowns (always in --format json).")
     ] = False,
+    engine: EngineOption = EngineChoice.auto,
     output: FormatOption = OutputFormat.table,
 ) -> None:
     """The same quantities for several models, side by side (--set applies to each)."""
     from tfcost import render
+    from tfcost.engines import engine_answer
     from tfcost.errors import UsageError
-    from tfcost.presets import resolve_model
-    from tfcost.report import estimate as run_estimate
     from tfcost.schema import Workload
 
     sources = [(model, None) for model in models or ()] + [(None, path) for path in configs or ()]
     if not sources:
         raise UsageError("give the models to compare: preset names, YAML or config.json paths, or --config PATH")
     workload = validated(Workload, seq_len=seq, batch=batch, dtype=dtype.value, causal=causal)
-    results = [run_estimate(resolve_model(model, path, overrides or ()), workload) for model, path in sources]
+    results = [engine_answer(model, path, overrides or (), workload, engine.value) for model, path in sources]
     if output is OutputFormat.json:
         render.print_json(results)
     else:
         render.compare_table(results, breakdowns=breakdown)
+
+
+@app.command()
+def check(
+    model: ModelArgument = None,
+    config: ConfigOption = None,
+    seq: Seq = 1024,
+    batch: Batch = 1,
+    dtype: DtypeOption = DtypeChoice.bf16,
+    output: FormatOption = OutputFormat.table,
+) -> None:
+    """tfcost's own reader against transformers' implementation, quantity by quantity; exit 1 when they differ
+    (needs tfcost[hf])."""
+    from tfcost import render
+    from tfcost.engines import check as run_check
+    from tfcost.schema import Workload
+
+    workload = validated(Workload, seq_len=seq, batch=batch, dtype=dtype.value, causal=False)
+    result = run_check(model, config, workload)
+    if output is OutputFormat.json:
+        render.print_json(result)
+    else:
+        render.check_table(result)
+    if not result.agree:
+        raise typer.Exit(1)
 
 
 @app.command("import")
@@ -300,14 +341,17 @@ def train(
     price_per_gpu_hour: Annotated[
         float | None, typer.Option("--price-per-gpu-hour", min=0, help="Price of one GPU-hour, for the cost line.")
     ] = None,
+    engine: EngineOption = EngineChoice.auto,
     output: FormatOption = OutputFormat.table,
 ) -> None:
     """Training compute, time, cost and memory per GPU: will it fit, and how long will it take?"""
     from tfcost import render, training
+    from tfcost.engines import analytic_only
     from tfcost.presets import load_gpu, resolve_model
     from tfcost.report import train as run_train
     from tfcost.schema import TrainingSetup
 
+    analytic_only(model, config, engine.value, "train")
     shape = resolve_model(model, config, overrides or ())
     setup = validated(
         TrainingSetup,
@@ -366,14 +410,17 @@ def serve(
             "--memory-efficiency", help="Fraction of peak bandwidth reached (llm-analysis: 0.9 is aggressive)."
         ),
     ] = 0.9,
+    engine: EngineOption = EngineChoice.auto,
     output: FormatOption = OutputFormat.table,
 ) -> None:
     """Serving memory, largest batch and context, and roofline prefill and decode times."""
     from tfcost import render
+    from tfcost.engines import analytic_only
     from tfcost.presets import load_gpu, resolve_model
     from tfcost.report import serve as run_serve
     from tfcost.schema import ServingSetup
 
+    analytic_only(model, config, engine.value, "serve")
     shape = resolve_model(model, config, overrides or ())
     setup = validated(
         ServingSetup,

@@ -22,6 +22,7 @@ from tfcost.schema import GpuSpec, ModelShape
 from tfcost.units import Unit, human
 
 if TYPE_CHECKING:  # imported where used: only `measure` needs its report classes built
+    from tfcost.engine_report import CheckReport, EngineEstimate
     from tfcost.measure_report import Measurement, MeasureReport
 
 CONVENTIONS = (
@@ -85,18 +86,39 @@ def quantity_rows(
             yield f"{prefix}{name}", field.description or name, unit, value
 
 
-def workload_caption(result: Estimate) -> str:
+def workload_caption(result: Estimate | EngineEstimate | CheckReport) -> str:
     w = result.workload
     mask = "causal-masked scores" if w.causal else "full T x T scores"
     return f"T = {w.seq_len:,} tokens, batch {w.batch:,}, {w.dtype}, {mask}"
 
 
-def estimate_table(result: Estimate) -> None:
+def estimate_table(result: Estimate | EngineEstimate) -> None:
+    from tfcost.engine_report import ENGINE_NOTE, ENGINE_SECTIONS, EngineEstimate
+
     notes = [f"source: {result.source}"] if result.source else []
-    sections_table(result, SECTIONS, f"{result.model}: {workload_caption(result)}", [*notes, CONVENTIONS])
+    if isinstance(result, EngineEstimate):
+        sections_table(result, ENGINE_SECTIONS, f"{result.model}: {workload_caption(result)}", [*notes, ENGINE_NOTE])
+    else:
+        sections_table(result, SECTIONS, f"{result.model}: {workload_caption(result)}", [*notes, CONVENTIONS])
 
 
-def compare_table(results: Sequence[Estimate], breakdowns: bool = False) -> None:
+def check_table(result: CheckReport) -> None:
+    """Per quantity: tfcost's value, transformers', and the difference; the verdict under it."""
+    from rich.table import Table
+
+    table = Table(title=f"{result.model}: tfcost vs transformers", title_justify="left")
+    for name, justify in (("quantity", "left"), ("tfcost (analytic)", "right"), ("transformers", "right")):
+        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    table.add_column("difference", justify="right", no_wrap=True)
+    for row in result.rows:
+        difference = "0" if row.difference == 0 else f"{row.difference:+,}"
+        table.add_row(row.quantity, exact(row.analytic), exact(row.transformers), difference)
+    verdict = "agree on every quantity" if result.agree else "DIFFER (transformers minus tfcost shown)"
+    notes = [f"source: {result.source}"] if result.source else []
+    print_table(table, workload_caption(result), *notes, f"the two engines {verdict}", CONVENTIONS)
+
+
+def compare_table(results: Sequence[Estimate | EngineEstimate], breakdowns: bool = False) -> None:
     """Models as columns. The per-part breakdowns are left out unless asked for: with many models they are
     most of the table and little of the comparison."""
     from rich.table import Table
@@ -110,7 +132,7 @@ def compare_table(results: Sequence[Estimate], breakdowns: bool = False) -> None
         columns = [
             {
                 key: (label, unit, value)
-                for key, label, unit, value in quantity_rows(getattr(r, section), breakdowns=breakdowns)
+                for key, label, unit, value in section_rows(getattr(r, section, None), breakdowns)
             }
             for r in results
         ]
@@ -128,7 +150,15 @@ def compare_table(results: Sequence[Estimate], breakdowns: bool = False) -> None
             rows.append([label, *cells])
         add_section(table, title, rows)
     notes = [CONVENTIONS] if breakdowns else ["Per-part breakdowns: --breakdown.", CONVENTIONS]
+    engines = sorted({result.model for result in results if result.engine == "transformers"})
+    if engines:
+        notes.append(f"Answered by the transformers engine (meta device, FlopCounterMode): {', '.join(engines)}.")
     print_table(table, *notes)
+
+
+def section_rows(section: BaseModel | None, breakdowns: bool) -> Iterator[tuple[str, str, Unit, int | None]]:
+    """A section's rows, or none where a result lacks the section (the transformers engine has no score matrix)."""
+    return quantity_rows(section, breakdowns=breakdowns) if section is not None else iter(())
 
 
 def models_table(models: Sequence[ModelShape], totals: Sequence[int]) -> None:
