@@ -158,6 +158,15 @@ def test_train_and_serve_refuse_a_model_only_transformers_prices(tmp_path, comma
     assert "tfcost estimate --engine transformers" in result.stderr
 
 
+def test_a_model_type_nobody_knows_is_one_line(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "no_such\u001b[31mmodel"}))
+    result = invoke("estimate", str(path))
+    assert result.code == 1
+    assert result.stderr.startswith("tfcost: error: unsupported model_type 'no_such\\x1b[31mmodel': neither tfcost")
+    assert "\x1b" not in result.stderr  # the file's escape sequence is shown, not sent to the terminal
+
+
 def test_engine_refuses_what_it_cannot_count(tmp_path):
     assert invoke("estimate", "llama-3.2-1b", "--engine", "transformers", "--causal").code == 2
     path = tmp_path / "olmo2.json"
@@ -214,6 +223,11 @@ CANNOT = {
 }
 
 
+# Caches that grow in steps rather than by a fixed amount per token: the engine's bytes at T are still the cache the
+# model returns, but the split into per-token and fixed parts holds only near that T.
+STEPPED = {"deepseek_v4": "compresses its keys and values every few tokens"}
+
+
 def causal_lm_types() -> list[str]:
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
@@ -241,8 +255,10 @@ def test_every_causal_lm_type_prices_from_its_default_config(model_type):
             engine_hf.measure(data, 17, "bf16")
         assert CANNOT[model_type] in str(failure.value)
         return
-    first, second = engine_hf.measure(data, 17, "bf16"), engine_hf.measure(data, 29, "bf16")
-    assert first.params_total == second.params_total == engine_hf.build(data).num_parameters()
+    model = engine_hf.build(data)  # once: a default config can be a 100B-parameter model, slow to lay out
+    first, second = (engine_hf.measure_model(model, model_type, tokens, "bf16") for tokens in (17, 29))
+    assert first.params_total == second.params_total == model.num_parameters()
     assert 0 < first.forward_flops < second.forward_flops
-    assert first.kv_bytes_per_token >= 0 and first.state_bytes >= 0
-    assert second.cache_bytes(1) == first.kv_bytes_per_token * 29 + first.state_bytes
+    if model_type not in STEPPED:
+        assert first.kv_bytes_per_token >= 0 and first.state_bytes >= 0
+        assert second.cache_bytes(1) == first.kv_bytes_per_token * 29 + first.state_bytes

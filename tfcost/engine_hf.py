@@ -74,6 +74,11 @@ def hf_config(data: dict[str, Any]) -> Any:
     model_type = data.get("model_type")
     if not isinstance(model_type, str):
         raise TfcostError("missing field 'model_type'; is this a Hugging Face config.json?")
+    if model_type not in transformers.models.auto.configuration_auto.CONFIG_MAPPING_NAMES:
+        raise TfcostError(
+            f"unsupported model_type {model_type!r}: neither tfcost nor transformers {transformers.__version__} "
+            "knows it"
+        )
     rest = {key: value for key, value in data.items() if key not in NOT_FOR_TRANSFORMERS}
     try:
         return transformers.AutoConfig.for_model(model_type, **rest)

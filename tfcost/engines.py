@@ -9,10 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from tfcost.errors import TfcostError, UsageError
 from tfcost.schema import ModelShape, Workload
+
+if TYPE_CHECKING:
+    from tfcost.engine_report import CheckReport, EngineEstimate
+    from tfcost.report import Estimate
 
 Engine = Literal["auto", "analytic", "transformers"]
 
@@ -38,7 +42,16 @@ def hf_config_for(shape: ModelShape) -> dict[str, Any]:
     """The transformers config.json of a preset's shape, for the families whose shape maps onto one exactly:
     Llama (gated MLP, RMSNorm, rotary, no bias or bias on every attention projection), Qwen2 (bias on q, k, v
     only), Mistral (a sliding window on every layer), Mixtral (top-k experts, no shared ones) and GPT-2."""
-    dense_plain = shape.moe is None and shape.mla is None and not shape.qk_norm and shape.block_norms == 2
+    bias = shape.bias
+    plain_decoder = (
+        shape.architecture == "decoder"
+        and shape.head == "lm"
+        and shape.final_norm
+        and shape.block_norms == 2
+        and not (shape.qk_norm or shape.embedding_norm or shape.pooler or shape.token_types)
+        and shape.mla is None
+        and shape.sliding_layers is None
+    )
     sizes = {
         "vocab_size": shape.vocab_size,
         "hidden_size": shape.d_model,
@@ -50,33 +63,22 @@ def hf_config_for(shape: ModelShape) -> dict[str, Any]:
         "max_position_embeddings": shape.max_seq_len,
         "tie_word_embeddings": shape.tied_embeddings,
     }
-    rotary_decoder = (
-        shape.architecture == "decoder"
-        and shape.head == "lm"
-        and shape.final_norm
-        and shape.mlp == "gated"
-        and shape.norm == "rmsnorm"
-        and shape.position == "rotary"
-        and shape.sliding_layers is None
-        and not shape.bias.mlp
-    )
-    bias = shape.bias
-    if rotary_decoder and shape.mla is None and not shape.qk_norm and shape.block_norms == 2 and not shape.token_types:
-        if shape.moe is not None and shape.moe.n_shared_experts == 0 and not shape.moe.dense_layers and not bias.qkv:
-            moe = {"num_local_experts": shape.moe.n_experts, "num_experts_per_tok": shape.moe.experts_per_token}
-            sizes["intermediate_size"] = shape.moe.expert_d_ff
-            return {"model_type": "mixtral", **sizes, **moe, "sliding_window": shape.sliding_window}
-        if shape.moe is None and shape.sliding_window is not None and not bias.qkv and not bias.attn_out:
-            return {"model_type": "mistral", **sizes, "sliding_window": shape.sliding_window}
-        if shape.moe is None and shape.sliding_window is None and bias.qkv and not bias.attn_out:
+    llama_like = plain_decoder and (shape.mlp, shape.norm, shape.position) == ("gated", "rmsnorm", "rotary")
+    if llama_like and not bias.mlp:
+        moe, window = shape.moe, shape.sliding_window
+        if moe is not None and not (moe.n_shared_experts or moe.dense_layers or bias.qkv or bias.attn_out):
+            experts = {"num_local_experts": moe.n_experts, "num_experts_per_tok": moe.experts_per_token}
+            return {"model_type": "mixtral", **sizes, "intermediate_size": moe.expert_d_ff, **experts,
+                    "sliding_window": window}  # fmt: skip
+        if moe is None and window is not None and not (bias.qkv or bias.attn_out):
+            return {"model_type": "mistral", **sizes, "sliding_window": window}
+        if moe is None and window is None and bias.qkv and not bias.attn_out:
             return {"model_type": "qwen2", **sizes}
-        if shape.moe is None and shape.sliding_window is None and bias.qkv == bias.attn_out:
+        if moe is None and window is None and bias.qkv == bias.attn_out:
             return {"model_type": "llama", **sizes, "attention_bias": bias.qkv}
     if (
-        dense_plain
-        and shape.architecture == "decoder"
-        and shape.head == "lm"
-        and shape.final_norm
+        plain_decoder
+        and shape.moe is None
         and shape.mlp == "plain"
         and shape.norm == "layernorm"
         and shape.position == "learned"
@@ -114,7 +116,7 @@ def refuse_causal(workload: Workload) -> None:
 
 def engine_answer(
     model: str | None, config: str | None, overrides: Sequence[str], workload: Workload, engine: Engine
-) -> Any:
+) -> Estimate | EngineEstimate:
     """`tfcost estimate`'s result from the engine asked for: an Estimate (analytic) or an EngineEstimate."""
     from tfcost.presets import resolve_model
     from tfcost.report import estimate
@@ -146,7 +148,7 @@ def config_name_of(path: Path, data: dict[str, Any]) -> str:
 
 def transformers_estimate(
     data: dict[str, Any], name: str, source: str | None, workload: Workload, file_name: str | None = None
-) -> Any:
+) -> EngineEstimate:
     """The transformers engine's estimate of a config.json mapping (read from `file_name`, or a preset's)."""
     from tfcost.engine_hf import measure
     from tfcost.engine_report import engine_estimate
@@ -177,7 +179,7 @@ def read_config(path: Path) -> dict[str, Any]:
     return read_json_mapping(path)
 
 
-def check(model: str | None, config: str | None, workload: Workload) -> Any:
+def check(model: str | None, config: str | None, workload: Workload) -> CheckReport:
     """`tfcost check`: the analytic estimate and the transformers engine's, for the same config, side by side."""
     from tfcost.engine_report import check_report
     from tfcost.presets import read_json_mapping, resolve_model
