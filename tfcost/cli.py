@@ -12,11 +12,13 @@ import gc
 import io
 import os
 import sys
+from functools import partial
 from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn, TypeVar, get_args
 
 import typer
 
 from tfcost import __version__
+from tfcost.engines import Engine
 from tfcost.errors import TfcostError
 from tfcost.schema import (
     MeasureDevice,
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
 
     from tfcost.measure_report import Direction
     from tfcost.presets import ModelSource
+    from tfcost.report import Estimate
     from tfcost.schema import AttentionShape
 
 BaseModelT = TypeVar("BaseModelT", bound="BaseModel")
@@ -90,6 +93,16 @@ Causal = Annotated[
 FormatOption = Annotated[
     OutputFormat,
     typer.Option("--format", "-f", help="table for people, json for scripts, markdown for documents."),
+]
+
+
+EngineOption = Annotated[
+    Engine,
+    typer.Option(
+        "--engine",
+        help="analytic: tfcost's own formulas; transformers: the model built by transformers on the meta device "
+        "(needs tfcost[hf]); auto: analytic where tfcost reads the model_type, else transformers.",
+    ),
 ]
 
 # The model options, shared by every command that takes a model: pass all three to presets.resolve_model.
@@ -191,18 +204,25 @@ def estimate(
         str | None,
         typer.Option("--gpu", help="GPU from `tfcost gpus`: also the T at which one layer's score matrix outgrows it."),
     ] = None,
+    engine: EngineOption = "auto",
     output: FormatOption = "table",
 ) -> None:
     """Parameters, FLOPs, KV cache, score-matrix size and the lesson's crossovers in T of one model."""
     from tfcost import render
+    from tfcost.engines import engine_answer
     from tfcost.presets import load_gpu
     from tfcost.report import estimate as run_estimate
     from tfcost.report import with_source
 
     workload = validated(Workload, seq_len=seq, batch=batch, dtype=dtype, causal=causal)
-    source = load_source(model, config, overrides, strict, lenient, revision)
-    result = with_source(run_estimate(source.shape, workload, load_gpu(gpu) if gpu is not None else None), source)
-    render.print_checkpoint_check(result)
+
+    def analytic() -> "Estimate":
+        source = load_source(model, config, overrides, strict, lenient, revision)
+        found = with_source(run_estimate(source.shape, workload, load_gpu(gpu) if gpu is not None else None), source)
+        render.print_checkpoint_check(found)
+        return found
+
+    result = engine_answer(model, config, overrides or (), workload, engine, analytic)
     if output == "json":
         render.print_json(result)
     else:
@@ -229,10 +249,12 @@ def compare(
     breakdown: Annotated[
         bool, typer.Option("--breakdown", help="Also show the per-part breakdowns (always in --format json).")
     ] = False,
+    engine: EngineOption = "auto",
     output: FormatOption = "table",
 ) -> None:
     """The same quantities for several models, side by side (--set applies to each)."""
     from tfcost import render
+    from tfcost.engines import engine_answer
     from tfcost.errors import UsageError
     from tfcost.report import estimate as run_estimate
     from tfcost.report import with_source
@@ -241,15 +263,45 @@ def compare(
     if not sources:
         raise UsageError("give the models to compare: preset names, YAML or config.json paths, or --config PATH")
     workload = validated(Workload, seq_len=seq, batch=batch, dtype=dtype, causal=causal)
-    results = []
-    for model, path in sources:
+
+    def analytic(model: str | None, path: str | None) -> "Estimate":
         source = load_source(model, path, overrides, strict, lenient, revision)
-        results.append(with_source(run_estimate(source.shape, workload), source))
-        render.print_checkpoint_check(results[-1])
+        found = with_source(run_estimate(source.shape, workload), source)
+        render.print_checkpoint_check(found)
+        return found
+
+    results = [
+        engine_answer(model, path, overrides or (), workload, engine, partial(analytic, model, path))
+        for model, path in sources
+    ]
     if output == "json":
         render.print_json(results)
     else:
         render.compare_table(results, breakdowns=breakdown, markdown=output == "markdown")
+
+
+@app.command()
+def check(
+    model: ModelArgument = None,
+    config: ConfigOption = None,
+    seq: Seq = default(Workload, "seq_len"),
+    batch: Batch = default(Workload, "batch"),
+    dtype: DtypeOption = default(Workload, "dtype"),
+    output: FormatOption = "table",
+) -> None:
+    """tfcost's own reader against transformers' implementation, quantity by quantity; exit 1 when they differ
+    (needs tfcost[hf])."""
+    from tfcost import render
+    from tfcost.engines import check as run_check
+
+    workload = validated(Workload, seq_len=seq, batch=batch, dtype=dtype, causal=False)
+    result = run_check(model, config, workload)
+    if output == "json":
+        render.print_json(result)
+    else:
+        render.check_table(result, markdown=output == "markdown")
+    if not result.agree:
+        raise typer.Exit(1)
 
 
 @app.command("import")
@@ -442,14 +494,17 @@ def train(
         float, typer.Option("--allocator-reserve", help="Share of the GPU the allocator holds back (an assumption).")
     ] = default(TrainingSetup, "allocator_reserve"),
     profile: ProfileOption = None,
+    engine: EngineOption = "auto",
     output: FormatOption = "table",
 ) -> None:
     """Training compute, time, cost and memory per GPU: will it fit, and how long will it take?"""
     from tfcost import render, training
+    from tfcost.engines import analytic_only
     from tfcost.presets import load_gpu
     from tfcost.report import train as run_train
     from tfcost.report import with_source
 
+    analytic_only(model, config, engine, "train")
     source = load_source(model, config, overrides, strict, lenient, revision)
     shape = source.shape
     setup = validated(
@@ -551,15 +606,18 @@ def serve(
         int, typer.Option("--kv-block", min=1, help="Tokens per KV-cache block (vLLM's default 16).")
     ] = default(ServingSetup, "kv_block"),
     profile: ProfileOption = None,
+    engine: EngineOption = "auto",
     output: FormatOption = "table",
 ) -> None:
     """Serving memory, largest batch and context, and prefill and decode times: the roofline bound and the
     expected time of an engine."""
     from tfcost import render
+    from tfcost.engines import analytic_only
     from tfcost.presets import load_gpu
     from tfcost.report import serve as run_serve
     from tfcost.report import with_source
 
+    analytic_only(model, config, engine, "serve")
     source = load_source(model, config, overrides, strict, lenient, revision)
     shape = source.shape
     measured = load_profile_option(profile)

@@ -131,10 +131,15 @@ def forward_flops(shape: ModelShape, seq_len: int, causal: bool = False, decoder
     return sum(forward_flops_breakdown(shape, seq_len, causal, decoder_len).values())
 
 
-def training_flops(shape: ModelShape, seq_len: int, causal: bool = False) -> int:
+def training_flops_from_forward(forward: int) -> int:
     """Forward + backward of one sequence: the backward pass costs twice the forward (Kaplan et al. 2020, §2.1),
     so 3x forward."""
-    return 3 * forward_flops(shape, seq_len, causal)
+    return 3 * forward
+
+
+def training_flops(shape: ModelShape, seq_len: int, causal: bool = False) -> int:
+    """Forward + backward of one sequence, 3x forward (training_flops_from_forward)."""
+    return training_flops_from_forward(forward_flops(shape, seq_len, causal))
 
 
 def six_n_flops_per_token(shape: ModelShape) -> int:

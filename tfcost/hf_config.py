@@ -782,6 +782,20 @@ def towers(config: dict[str, Any]) -> list[str]:
     return [*parts, "multimodal projector"] if parts else parts
 
 
+def language_model_config(config: dict[str, Any]) -> dict[str, Any]:
+    """The part of a config that read_config prices: the config itself, or a multimodal wrapper's text_config."""
+    text = config.get("text_config")
+    if isinstance(text, dict) and config.get("model_type") not in FAMILIES:
+        return language_model_config(text)
+    return config
+
+
+def has_reader(config: dict[str, Any]) -> bool:
+    """Whether read_config has a reader for this config's language model (a wrapper's text_config included)."""
+    model_type = language_model_config(config).get("model_type")
+    return isinstance(model_type, str) and model_type in FAMILIES
+
+
 def read_config(config: dict[str, Any], *, strict: bool = False, lenient: bool = False) -> ConfigReading:
     """Read a Hugging Face config dict: the preset mapping (without name or source), what was ignored, and what is
     not priced. `strict`: any ignored key is an error; `lenient`: structural-looking unknown keys are only reported.

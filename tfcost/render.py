@@ -35,6 +35,7 @@ from tfcost.units import Unit, human
 
 if TYPE_CHECKING:  # imported where used: only `measure` needs its report classes built
     from tfcost.crossover import Crossover
+    from tfcost.engine_report import CheckReport, EngineEstimate
     from tfcost.measure_report import Measurement, MeasureReport
     from tfcost.presets import ModelSource
     from tfcost.sweep import SweepReport
@@ -202,26 +203,25 @@ def quantity_rows(
             yield f"{prefix}{name}", field.description or name, unit, value
 
 
-def workload_caption(result: Estimate) -> str:
+def workload_caption(result: Estimate | EngineEstimate | CheckReport) -> str:
     w = result.workload
     mask = "causal-masked scores" if w.causal else "full T x T scores"
     return f"T = {w.seq_len:,} tokens, batch {w.batch:,}, {w.dtype}, {mask}"
 
 
-def estimate_table(result: Estimate, markdown: bool = False) -> None:
+def estimate_table(result: Estimate | EngineEstimate, markdown: bool = False) -> None:
+    from tfcost.engine_report import ENGINE_NOTE, ENGINE_SECTIONS, EngineEstimate
+
     result = neutral(result)
     notes = [f"source: {result.source}"] if result.source else []
+    title = f"{result.model}: {workload_caption(result)}"
+    if isinstance(result, EngineEstimate):
+        sections_table(result, ENGINE_SECTIONS, title, [*notes, ENGINE_NOTE], markdown)
+        return
     crossovers = [(c.label, *crossover_cells(c)) for c in result.crossovers]
     notes += [f"{c.label}: none, {c.reason}." for c in result.crossovers if c.reason]
     notes.append(CROSSOVER_NOTE)
-    sections_table(
-        result,
-        SECTIONS,
-        f"{result.model}: {workload_caption(result)}",
-        [*notes, CONVENTIONS],
-        markdown,
-        extra={"Crossovers (T)": crossovers},
-    )
+    sections_table(result, SECTIONS, title, [*notes, CONVENTIONS], markdown, extra={"Crossovers (T)": crossovers})
 
 
 CROSSOVER_NOTE = (
@@ -252,7 +252,23 @@ def crossover_cells(c: Crossover | CrossoverReport) -> tuple[str, str]:
     return f"{c.seq_len:,}", exact
 
 
-def compare_table(results: Sequence[Estimate], breakdowns: bool = False, markdown: bool = False) -> None:
+def check_table(result: CheckReport, markdown: bool = False) -> None:
+    """Per quantity: tfcost's value, transformers', and the difference; the verdict under it."""
+    result = neutral(result)
+    table = new_table(markdown, title=f"{result.model}: tfcost vs transformers", title_justify="left")
+    for name in ("quantity", "tfcost (analytic)", "transformers", "difference"):
+        table.add_column(name, justify="left" if name == "quantity" else "right", no_wrap=True)
+    for row in result.rows:
+        difference = "0" if row.difference == 0 else f"{row.difference:+,}"
+        table.add_row(row.quantity, exact(row.analytic), exact(row.transformers), difference)
+    verdict = "agree on every quantity" if result.agree else "DIFFER (transformers minus tfcost shown)"
+    notes = [f"source: {result.source}"] if result.source else []
+    print_table(table, workload_caption(result), *notes, f"the two engines {verdict}", CONVENTIONS)
+
+
+def compare_table(
+    results: Sequence[Estimate | EngineEstimate], breakdowns: bool = False, markdown: bool = False
+) -> None:
     """Models as columns. The per-part breakdowns are left out unless asked for: with many models they are
     most of the table and little of the comparison."""
     results = neutral(list(results))
@@ -265,7 +281,7 @@ def compare_table(results: Sequence[Estimate], breakdowns: bool = False, markdow
         columns = [
             {
                 key: (label, unit, value)
-                for key, label, unit, value in quantity_rows(getattr(r, section), breakdowns=breakdowns)
+                for key, label, unit, value in section_rows(getattr(r, section, None), breakdowns)
             }
             for r in results
         ]
@@ -283,7 +299,15 @@ def compare_table(results: Sequence[Estimate], breakdowns: bool = False, markdow
             rows.append([label, *cells])
         add_section(table, title, rows)
     notes = [CONVENTIONS] if breakdowns else ["Per-part breakdowns: --breakdown.", CONVENTIONS]
+    engines = sorted({result.model for result in results if result.engine == "transformers"})
+    if engines:
+        notes.append(f"Answered by the transformers engine (meta device, FlopCounterMode): {', '.join(engines)}.")
     print_table(table, *notes)
+
+
+def section_rows(section: BaseModel | None, breakdowns: bool) -> Iterator[tuple[str, str, Unit, int | None]]:
+    """A section's rows, or none where a result lacks the section (the transformers engine has no score matrix)."""
+    return quantity_rows(section, breakdowns=breakdowns) if section is not None else iter(())
 
 
 def models_table(models: Sequence[ModelShape], totals: Sequence[int], markdown: bool = False) -> None:

@@ -148,6 +148,7 @@ class Estimate(SourceNotes):
 
     model: str
     source: str | None
+    engine: str = "analytic"  # which engine answered; the transformers engine's report says "transformers"
     workload: Workload
     params: ParamsReport
     flops: FlopsReport

@@ -1,0 +1,264 @@
+"""The transformers engine (`--engine`, `tfcost check`): models priced by transformers' own implementation.
+
+The fast tests cross-check the engine against tfcost's analytic core on the reference configs both read (two
+independent implementations that must agree to the digit), a Mamba state against its shapes, and the CLI's
+choices and errors. The thorough test enumerates every causal-LM model_type of transformers and prices each from
+its default config; the ones transformers itself cannot build or run on the meta device are listed with why.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from tfcost.errors import TfcostError
+
+WHY = "the transformers engine needs torch and transformers: pip install -e '.[test]'"
+pytest.importorskip("torch", reason=WHY)
+pytest.importorskip("transformers", reason=WHY)
+
+from conftest import Run, run_in_process  # noqa: E402
+
+from tfcost import engine_hf  # noqa: E402
+from tfcost.engine_report import check_report  # noqa: E402
+from tfcost.engines import hf_config_for  # noqa: E402
+from tfcost.presets import config_mapping, load_model, model_from_mapping  # noqa: E402
+from tfcost.report import estimate  # noqa: E402
+from tfcost.schema import Workload  # noqa: E402
+
+CONFIGS = Path(__file__).parent / "data" / "hf_configs"
+T = 100  # not a power of two, below every window of the configs used here
+
+
+def invoke(*args: str) -> Run:
+    """main() as the console script runs it: one-line errors, exit codes."""
+    return run_in_process(*args)
+
+
+def cli_json(*args: str) -> dict:
+    result = invoke(*args, "--format", "json")
+    assert result.code == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.mark.parametrize("name", ["llama-3-8b", "qwen2.5-0.5b", "mistral-7b", "mixtral-8x7b", "gpt2-small"])
+def test_engine_equals_the_analytic_core_on_reference_configs(name):
+    """A config both engines read: the parameter sum, FlopCounterMode's count and the returned cache equal tfcost's
+    formulas, exactly (gpt2-small: a tied head, counted once; mixtral: batched_mm experts)."""
+    path = CONFIGS / f"{name}.json"
+    shape = model_from_mapping(config_mapping(path), str(path), name)
+    totals = engine_hf.measure(json.loads(path.read_text()), T, "bf16")
+    analytic = estimate(shape, Workload(seq_len=T))
+    assert totals.params_total == analytic.params.total
+    assert totals.forward_flops == analytic.flops.forward_per_sequence
+    assert totals.kv_bytes_per_token == analytic.kv_cache.bytes_per_token
+    assert totals.state_bytes == 0
+
+
+def test_mamba_state_is_per_sequence_and_matches_its_shapes():
+    """Mamba (transformers' default config: 32 layers, d_inner 1536, d_conv 4, d_state 16) keeps per layer a
+    convolution window of d_inner x d_conv in the model's dtype and an SSM state of d_inner x d_state, which
+    transformers keeps in fp32; nothing grows with T."""
+    short, long = (engine_hf.measure({"model_type": "mamba"}, tokens, "bf16") for tokens in (17, 40))
+    assert short.kv_bytes_per_token == long.kv_bytes_per_token == 0
+    assert short.state_bytes == long.state_bytes == 32 * (1536 * 4 * 2 + 1536 * 16 * 4)
+    assert long.forward_flops > short.forward_flops
+
+
+def test_check_llama_3_8b_agrees_on_every_quantity():
+    report = cli_json("check", "llama-3-8b")
+    assert report["agree"] is True
+    rows = {row["quantity"]: row for row in report["rows"]}
+    assert rows["params.total"]["transformers"] == 8_030_261_248  # Meta's published count
+    assert all(row["difference"] == 0 and row["analytic"] == row["transformers"] for row in rows.values())
+    assert set(rows) == {"params.total", "flops.forward_per_sequence", "kv_cache.bytes_per_token", "kv_cache.bytes"}
+    table = invoke("check", "llama-3-8b")
+    assert table.code == 0 and "agree on every quantity" in table.stdout
+
+
+def test_check_exits_1_when_the_engines_differ(monkeypatch):
+    from tfcost import engines
+
+    real = engines.transformers_estimate
+
+    def one_parameter_more(*args, **kwargs):
+        result = real(*args, **kwargs)
+        return result.model_copy(update={"params": result.params.model_copy(update={"total": result.params.total + 1})})
+
+    monkeypatch.setattr(engines, "transformers_estimate", one_parameter_more)
+    result = invoke("check", "gpt2-small", "--seq", "16")
+    assert result.code == 1
+    assert "DIFFER" in result.stdout and "+1 " in result.stdout
+
+
+def test_check_report_difference_is_transformers_minus_tfcost():
+    shape = load_model("gpt2-small")
+    analytic = estimate(shape, Workload(seq_len=8))
+    engine = estimate(shape, Workload(seq_len=8)).model_copy()  # the same numbers: no difference
+    assert check_report(analytic, engine).agree  # type: ignore[arg-type]
+
+
+def test_presets_map_onto_transformers_configs():
+    """The one translation of a preset's shape into a transformers config.json."""
+    assert hf_config_for(load_model("llama-3-8b"))["model_type"] == "llama"
+    assert hf_config_for(load_model("qwen2.5-7b"))["model_type"] == "qwen2"
+    assert hf_config_for(load_model("mistral-7b"))["sliding_window"] == 4096
+    with pytest.raises(TfcostError, match="no transformers config"):
+        hf_config_for(load_model("t5-small"))
+
+
+OLMO2 = {  # a model_type tfcost has no reader for
+    "model_type": "olmo2", "vocab_size": 1000, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 256, "tie_word_embeddings": False,
+}  # fmt: skip
+
+
+def test_auto_answers_an_unread_model_type_with_transformers(tmp_path):
+    path = tmp_path / "olmo2.json"
+    path.write_text(json.dumps(OLMO2))
+    result = cli_json("estimate", "--config", str(path), "--seq", "32", "--batch", "3")
+    assert result["engine"] == "transformers"
+    # OLMo-2: Llama's shapes plus a norm over q (d) and over k (K*Q) in each block, and its two post-norms.
+    d, kv, f, v, layers = 64, 2 * 16, 128, 1000, 2
+    block = d * d + 2 * d * kv + d * d + 3 * d * f + d + kv + 2 * d
+    assert result["params"]["total"] == 2 * v * d + layers * block + d
+    assert result["kv_cache"] == {"bytes_per_token": 2 * layers * kv * 2, "state_bytes": 0, "bytes": 3 * 32 * 256}
+    assert cli_json("estimate", "--config", str(CONFIGS / "llama-3.2-1b.json"))["engine"] == "analytic"
+    assert invoke("estimate", "--config", str(path), "--engine", "analytic").code == 1
+
+
+def test_engine_transformers_on_a_preset_gives_the_analytic_numbers():
+    engine = cli_json("estimate", "llama-3.2-1b", "--engine", "transformers", "--seq", "64")
+    analytic = cli_json("estimate", "llama-3.2-1b", "--seq", "64")
+    assert (engine["engine"], analytic["engine"]) == ("transformers", "analytic")
+    for section, key in [("params", "total"), ("flops", "forward_per_sequence"), ("kv_cache", "bytes")]:
+        assert engine[section][key] == analytic[section][key]
+    compared = cli_json("compare", "llama-3.2-1b", "gpt2-small", "--engine", "transformers", "--seq", "64")
+    assert [column["engine"] for column in compared["results"]] == ["transformers", "transformers"]
+
+
+def test_without_the_extra_the_error_says_to_install_it(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "transformers", None)  # import transformers now raises ImportError
+    path = tmp_path / "olmo2.json"
+    path.write_text(json.dumps(OLMO2))
+    result = invoke("estimate", "--config", str(path))
+    assert result.code == 1
+    assert "pip install 'tfcost[hf]'" in result.stderr
+
+
+@pytest.mark.parametrize("command", ["train", "serve"])
+def test_train_and_serve_refuse_a_model_only_transformers_prices(tmp_path, command):
+    path = tmp_path / "olmo2.json"
+    path.write_text(json.dumps(OLMO2))
+    result = invoke(command, "--config", str(path))
+    assert result.code == 2
+    assert "tfcost estimate --engine transformers" in result.stderr
+
+
+def test_a_model_type_nobody_knows_is_one_line(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "no_such\u001b[31mmodel"}))
+    result = invoke("estimate", str(path))
+    assert result.code == 1
+    assert result.stderr.startswith("tfcost: error: unsupported model_type 'no_such\\x1b[31mmodel': neither tfcost")
+    assert "\x1b" not in result.stderr  # the file's escape sequence is shown, not sent to the terminal
+
+
+def test_engine_refuses_what_it_cannot_count(tmp_path):
+    assert invoke("estimate", "llama-3.2-1b", "--engine", "transformers", "--causal").code == 2
+    path = tmp_path / "olmo2.json"
+    path.write_text(json.dumps(OLMO2))
+    assert "edit the config.json" in invoke("estimate", str(path), "--set", "n_layers=1").stderr
+
+
+def test_set_on_a_preset_reaches_the_transformers_engine():
+    """--set changes the preset's shape, which then goes to transformers: both engines see the same model."""
+    engine = cli_json("estimate", "llama-3.2-1b", "--engine", "transformers", "--set", "n_layers=2", "--seq", "8")
+    analytic = cli_json("estimate", "llama-3.2-1b", "--set", "n_layers=2", "--seq", "8")
+    assert engine["params"]["total"] == analytic["params"]["total"] == 384_313_344
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Every causal-LM model_type of transformers, from its default config.
+
+# What transformers itself cannot do with its default config, on the meta device, and why.
+CANNOT = {
+    # The default config does not build a model (a field its own code needs is left None, or missing).
+    "blenderbot": "list index out of range",  # the causal-LM decoder builds fewer cache layers than it uses
+    "blt": "has no attribute 'num_hidden_layers'",
+    "cohere_compass_text": "'full_attention'",
+    "dbrx": "has no attribute 'rope_theta'",
+    "deepseek_v2": "argument 'k' must be int, not NoneType",  # num_experts_per_tok defaults to None
+    "dots1": "empty() takes 1 positional argument",  # n_routed_experts defaults to None
+    "gemma4_assistant": "Class validation error",
+    "hunyuan_v1_dense": "unsupported operand type(s) for ** or pow()",
+    "hunyuan_v1_moe": "unsupported operand type(s) for ** or pow()",
+    "lfm2_moe": "'NoneType' object is not subscriptable",
+    "ministral": "unsupported operand type(s) for ** or pow()",
+    "musicgen": "has no attribute 'dropout'",
+    "musicgen_melody": "has no attribute 'dropout'",
+    "nemotron": "unsupported operand type(s) for //",
+    "qwen4_exp": "unsupported operand type(s) for //",
+    "qwen4_exp_text": "unsupported operand type(s) for //",
+    "reformer": "make sure that `is_decoder=True`",
+    # The default config's layers are all recurrent, and the causal mask then asks the cache for an attention length.
+    "bamba": "can only be called on Attention layers",
+    "granitemoehybrid": "can only be called on Attention layers",
+    # A dependency transformers needs for this model, not one of its own.
+    "gemma3n": "requires the timm library",
+    # Needs inputs besides token ids (the shared KV states of the model it assists).
+    "gemma4_unified_assistant": "shared_kv_states cannot be None",
+    # Control flow on the values of tensors (routing, language ids, lengths), which the meta device does not have.
+    "jetmoe": "aten._local_scalar_dense",
+    "longcat_flash": "aten.nonzero",
+    "xmod": "aten.nonzero",
+    "xlm": "aten._local_scalar_dense",
+    # Returns no cache: keeps its recurrent state in its modules, and its attention cache internal.
+    "recurrent_gemma": "keeps its cache inside its modules",
+    # Mixes an fp32 tensor into a bf16 matmul (relative positions).
+    "xlnet": "Expected all tensors to be on the same device",
+}
+
+
+# Caches that grow in steps rather than by a fixed amount per token: the engine's bytes at T are still the cache the
+# model returns, but the split into per-token and fixed parts holds only near that T.
+STEPPED = {"deepseek_v4": "compresses its keys and values every few tokens"}
+
+
+def causal_lm_types() -> list[str]:
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    return sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
+
+
+def test_the_enumeration_covers_transformers_5_24():
+    import transformers
+
+    if transformers.__version__ != "5.24.0":
+        pytest.skip(f"the list of model types and failures is transformers 5.24.0's, not {transformers.__version__}")
+    assert len(causal_lm_types()) == 196
+    assert set(CANNOT) <= set(causal_lm_types())
+    assert len(CANNOT) <= 196 - 169  # 169 price exactly (86%); see the failures' reasons above
+
+
+@pytest.mark.thorough
+@pytest.mark.parametrize("model_type", causal_lm_types())
+def test_every_causal_lm_type_prices_from_its_default_config(model_type):
+    """Priced at two T: transformers' own parameter count agrees with the engine's sum, FLOPs grow with T, and the
+    cache at the second T is exactly the first's per-token part times T plus its state."""
+    data = {"model_type": model_type}
+    if model_type in CANNOT:
+        with pytest.raises(TfcostError) as failure:
+            engine_hf.measure(data, 17, "bf16")
+        assert CANNOT[model_type] in str(failure.value)
+        return
+    model = engine_hf.build(data)  # once: a default config can be a 100B-parameter model, slow to lay out
+    first, second = (engine_hf.measure_model(model, model_type, tokens, "bf16") for tokens in (17, 29))
+    assert first.params_total == second.params_total == model.num_parameters()
+    assert 0 < first.forward_flops < second.forward_flops
+    if model_type not in STEPPED:
+        assert first.kv_bytes_per_token >= 0 and first.state_bytes >= 0
+        assert second.cache_bytes(1) == first.kv_bytes_per_token * 29 + first.state_bytes

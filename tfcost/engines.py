@@ -1,0 +1,200 @@
+"""Which engine answers for a model: tfcost's own reader (analytic) or transformers' implementation.
+
+`auto` uses the analytic core whenever tfcost has a reader for the model, and the transformers engine for a
+config.json whose model_type it has none for. A preset is given to transformers through `hf_config_for`, the one
+place that says which transformers config a preset's shape is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from tfcost.errors import TfcostError, UsageError
+from tfcost.schema import ModelShape, Workload
+
+if TYPE_CHECKING:
+    from tfcost.engine_report import CheckReport, EngineEstimate
+    from tfcost.report import Estimate
+
+Engine = Literal["auto", "analytic", "transformers"]
+
+
+def has_reader(config: dict[str, Any]) -> bool:
+    """Whether tfcost's analytic core reads this config.json (a multimodal wrapper through its text_config). The
+    one test `auto` makes: a config tfcost has no reader for goes to transformers, and every other failure stays
+    tfcost's own error."""
+    from tfcost import hf_config
+
+    return hf_config.has_reader(config)
+
+
+def config_path(model: str | None, config: str | None) -> Path | None:
+    """The config.json a command was given, as MODEL or as --config; None for a preset name or YAML file."""
+    if config is not None:
+        return Path(config)
+    if model is not None and model.endswith(".json"):
+        return Path(model)
+    return None
+
+
+def hf_config_for(shape: ModelShape) -> dict[str, Any]:
+    """The transformers config.json of a preset's shape, for the families whose shape maps onto one exactly:
+    Llama (gated MLP, RMSNorm, rotary, no bias or bias on every attention projection), Qwen2 (bias on q, k, v
+    only), Mistral (a sliding window on every layer), Mixtral (top-k experts, no shared ones) and GPT-2."""
+    bias = shape.bias
+    plain_decoder = (
+        shape.architecture == "decoder"
+        and shape.head == "lm"
+        and shape.final_norm
+        and shape.block_norms == 2
+        and not (shape.qk_norm or shape.embedding_norm or shape.pooler or shape.token_types)
+        and shape.mla is None
+        and shape.sliding_layers is None
+    )
+    sizes = {
+        "vocab_size": shape.vocab_size,
+        "hidden_size": shape.d_model,
+        "num_hidden_layers": shape.n_layers,
+        "num_attention_heads": shape.n_heads,
+        "num_key_value_heads": shape.n_kv_heads,
+        "head_dim": shape.head_dim,
+        "intermediate_size": shape.d_ff,
+        "max_position_embeddings": shape.max_seq_len,
+        "tie_word_embeddings": shape.tied_embeddings,
+    }
+    llama_like = plain_decoder and (shape.mlp, shape.norm, shape.position) == ("gated", "rmsnorm", "rotary")
+    if llama_like and not bias.mlp:
+        moe, window = shape.moe, shape.sliding_window
+        if moe is not None and not (moe.n_shared_experts or moe.dense_layers or bias.qkv or bias.attn_out):
+            experts = {"num_local_experts": moe.n_experts, "num_experts_per_tok": moe.experts_per_token}
+            return {"model_type": "mixtral", **sizes, "intermediate_size": moe.expert_d_ff, **experts,
+                    "sliding_window": window}  # fmt: skip
+        if moe is None and window is not None and not (bias.qkv or bias.attn_out):
+            return {"model_type": "mistral", **sizes, "sliding_window": window}
+        if moe is None and window is None and bias.qkv and not bias.attn_out:
+            return {"model_type": "qwen2", **sizes}
+        if moe is None and window is None and bias.qkv == bias.attn_out:
+            return {"model_type": "llama", **sizes, "attention_bias": bias.qkv}
+    if (
+        plain_decoder
+        and shape.moe is None
+        and shape.mlp == "plain"
+        and shape.norm == "layernorm"
+        and shape.position == "learned"
+        and shape.sliding_window is None
+        and bias.qkv
+        and bias.attn_out
+        and bias.mlp
+        and shape.tied_embeddings
+        and shape.head_dim * shape.n_heads == shape.d_model
+        and shape.n_kv_heads == shape.n_heads
+    ):
+        return {
+            "model_type": "gpt2",
+            "vocab_size": shape.vocab_size,
+            "n_embd": shape.d_model,
+            "n_layer": shape.n_layers,
+            "n_head": shape.n_heads,
+            "n_inner": shape.d_ff,
+            "n_positions": shape.max_seq_len,
+        }
+    raise TfcostError(
+        f"{shape.name}: no transformers config is known for this preset's shape; give its config.json with --config"
+    )
+
+
+def refuse_overrides(overrides: Sequence[str]) -> None:
+    if overrides:
+        raise UsageError("--set changes tfcost's own fields; for the transformers engine, edit the config.json")
+
+
+def refuse_causal(workload: Workload) -> None:
+    if workload.causal:
+        raise UsageError("--causal: the transformers engine counts what FlopCounterMode sees, the full T x T scores")
+
+
+def engine_answer(
+    model: str | None,
+    config: str | None,
+    overrides: Sequence[str],
+    workload: Workload,
+    engine: Engine,
+    analytic: Callable[[], Estimate],
+) -> Estimate | EngineEstimate:
+    """`tfcost estimate`'s result from the engine asked for: `analytic()` (tfcost's own reader, with everything a
+    source can carry: hub ids, ignored fields, quantization) or the transformers engine's EngineEstimate."""
+    from tfcost.presets import resolve_model
+
+    path = config_path(model, config)
+    if engine == "analytic":
+        return analytic()
+    if path is not None and model is not None and config is not None:
+        resolve_model(model, config)  # the usual one-line refusal of both
+    if path is not None:
+        from tfcost.presets import read_json_mapping
+
+        data = read_json_mapping(path)
+        if engine == "auto" and has_reader(data):
+            return analytic()
+        refuse_overrides(overrides)
+        return transformers_estimate(data, config_name_of(path, data), None, workload, file_name=path.name)
+    if engine == "auto":
+        return analytic()
+    shape = resolve_model(model, config, overrides)
+    return transformers_estimate(hf_config_for(shape), shape.name, shape.source, workload)
+
+
+def config_name_of(path: Path, data: dict[str, Any]) -> str:
+    from tfcost.presets import config_name
+
+    return config_name(path, data)
+
+
+def transformers_estimate(
+    data: dict[str, Any], name: str, source: str | None, workload: Workload, file_name: str | None = None
+) -> EngineEstimate:
+    """The transformers engine's estimate of a config.json mapping (read from `file_name`, or a preset's)."""
+    from tfcost.engine_hf import measure
+    from tfcost.engine_report import engine_estimate
+
+    refuse_causal(workload)
+    totals = measure(data, workload.seq_len, workload.dtype)
+    if file_name is not None:  # named once transformers has accepted its model_type
+        source = f"Hugging Face {totals.model_type} config.json ({file_name}), built by transformers"
+    return engine_estimate(name, source, totals, workload)
+
+
+def analytic_only(model: str | None, config: str | None, engine: Engine, command: str) -> None:
+    """train and serve take their inputs from the analytic core (activations, per-GPU shares of each part): a
+    model only the transformers engine prices is refused with the command that does price it."""
+    path = config_path(model, config)
+    if engine == "transformers" or (
+        engine == "auto" and path is not None and path.is_file() and not has_reader(read_config(path))
+    ):
+        raise UsageError(
+            f"{command} needs tfcost's own reader for the model; the transformers engine answers "
+            "`tfcost estimate --engine transformers` and `tfcost check` (its totals: parameters, FLOPs, cache)"
+        )
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    from tfcost.presets import read_json_mapping
+
+    return read_json_mapping(path)
+
+
+def check(model: str | None, config: str | None, workload: Workload) -> CheckReport:
+    """`tfcost check`: the analytic estimate and the transformers engine's, for the same config, side by side."""
+    from tfcost.engine_report import check_report
+    from tfcost.presets import read_json_mapping, resolve_model
+    from tfcost.report import estimate
+
+    refuse_causal(workload)
+    shape = resolve_model(model, config)
+    path = config_path(model, config)
+    data = read_json_mapping(path) if path is not None else hf_config_for(shape)
+    analytic = estimate(shape, workload)
+    file_name = path.name if path is not None else None
+    return check_report(analytic, transformers_estimate(data, shape.name, shape.source, workload, file_name))
