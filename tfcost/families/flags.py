@@ -310,9 +310,7 @@ GLM4_MOE = MoeFlags(
 
 FAMILIES: dict[str, Family] = {
     # Dense: Llama plus flags.
-    "granite": Family(
-        flags_family(Flags(mlp_bias=("mlp_bias", False))), LLAMA_IGNORED | GRANITE_SCALES
-    ),
+    "granite": Family(flags_family(Flags(mlp_bias=("mlp_bias", False))), LLAMA_IGNORED | GRANITE_SCALES),
     "smollm3": Family(
         flags_family(Flags(tied=True, mlp_bias=("mlp_bias", False), windows="smollm3", nope="no_rope_layers")),
         QWEN_IGNORED | {"max_window_layers"},
@@ -321,12 +319,7 @@ FAMILIES: dict[str, Family] = {
         flags_family(Flags(head_dim="required", qkv_bias=False, out_bias=False, windows="layer_types")),
         LLAMA_IGNORED,
     ),
-    "ministral3": Family(
-        flags_family(Flags(qkv_bias=False, out_bias=False)),
-        LLAMA_IGNORED,
-        # Ministral3Config carries a window that Ministral3Attention does not use.
-        unused=frozenset({"sliding_window"}),
-    ),
+    "ministral3": Family(flags_family(Flags(qkv_bias=False, out_bias=False, windows="every-layer")), LLAMA_IGNORED),
     "seed_oss": Family(
         flags_family(
             Flags(
@@ -336,54 +329,74 @@ FAMILIES: dict[str, Family] = {
         LLAMA_IGNORED | {"residual_dropout"},
     ),
     "ernie4_5": Family(
-        flags_family(Flags(tied=True, qkv_bias=("use_bias", False), out_bias=("use_bias", False),
-                           mlp_bias=("use_bias", False))),
+        flags_family(
+            Flags(tied=True, qkv_bias=("use_bias", False), out_bias=("use_bias", False), mlp_bias=("use_bias", False))
+        ),
         LLAMA_IGNORED,
-    ),  # fmt: skip
+    ),
     "hunyuan_v1_dense": Family(
         flags_family(Flags(head_dim="required", qk_norm="head")), LLAMA_IGNORED | {"eod_token_id"}
     ),
-    "apertus": Family(
-        flags_family(Flags(qk_norm="head", mlp="plain", activation_params=2)), LLAMA_IGNORED
-    ),
+    "apertus": Family(flags_family(Flags(qk_norm="head", mlp="plain", activation_params=2)), LLAMA_IGNORED),
     "olmo2": Family(flags_family(Flags(qk_norm="projection")), LLAMA_IGNORED),
     "olmo3": Family(flags_family(Flags(qk_norm="projection", windows="period")), LLAMA_IGNORED),
     "exaone4": Family(
         flags_family(
-            Flags(qkv_bias=False, out_bias=False, qk_norm="head", windows="period",
-                  period_key="sliding_window_pattern", nope="global")
+            Flags(
+                qkv_bias=False,
+                out_bias=False,
+                qk_norm="head",
+                windows="period",
+                period_key="sliding_window_pattern",
+                nope="global",
+            )
         ),
         LLAMA_IGNORED,
-    ),  # fmt: skip
+    ),
     "glm4": Family(
         flags_family(Flags(qkv_bias=("attention_bias", True), out_bias=False, block_norms=4)), LLAMA_IGNORED
     ),
     "cohere2": Family(
         flags_family(
-            Flags(tied=True, norm="layernorm-noshift", block_norms=1, parallel_block=True, windows="period",
-                  period_key="sliding_window_pattern")
+            Flags(
+                tied=True,
+                norm="layernorm-noshift",
+                block_norms=1,
+                parallel_block=True,
+                windows="period",
+                period_key="sliding_window_pattern",
+            )
         ),
         LLAMA_IGNORED | {"logit_scale", "use_qk_norm"},
-    ),  # fmt: skip
+    ),
     # MoE: Mixtral / Qwen-MoE plus flags.
     "qwen3_moe": Family(
         flags_family(
             Flags(
-                qk_norm="head", head_dim="config", windows="use_sliding_window",
-                moe=MoeFlags(("num_local_experts|num_experts", 128), ("num_experts_per_tok", 8), ("moe_intermediate_size", 768),
-                             placement="qwen"),
+                qk_norm="head",
+                head_dim="config",
+                windows="use_sliding_window",
+                moe=MoeFlags(
+                    ("num_local_experts|num_experts", 128),
+                    ("num_experts_per_tok", 8),
+                    ("moe_intermediate_size", 768),
+                    placement="qwen",
+                ),
             )
         ),
         QWEN_IGNORED | MOE_IGNORED,
-    ),  # fmt: skip
+    ),
     "olmoe": Family(
         flags_family(
-            Flags(qk_norm="projection",
-                  moe=MoeFlags(("num_experts|num_local_experts", 64), ("num_experts_per_tok", 8),
-                               ("intermediate_size", 2048)))
+            Flags(
+                qk_norm="projection",
+                moe=MoeFlags(
+                    ("num_experts|num_local_experts", 64), ("num_experts_per_tok", 8), ("intermediate_size", 2048)
+                ),
+            )
         ),
         LLAMA_IGNORED | MOE_IGNORED | {"clip_qkv"},
-    ),  # fmt: skip
+    ),
     "granitemoe": Family(
         flags_family(
             Flags(moe=MoeFlags(("num_local_experts", 8), ("num_experts_per_tok", 2), ("intermediate_size", None)))
@@ -393,77 +406,126 @@ FAMILIES: dict[str, Family] = {
     "granitemoeshared": Family(
         flags_family(
             Flags(
-                moe=MoeFlags(("num_local_experts", 8), ("num_experts_per_tok", 2), ("intermediate_size", None),
-                             shared_width=("shared_intermediate_size", 0))
+                moe=MoeFlags(
+                    ("num_local_experts", 8),
+                    ("num_experts_per_tok", 2),
+                    ("intermediate_size", None),
+                    shared_width=("shared_intermediate_size", 0),
+                )
             )
         ),
         LLAMA_IGNORED | MOE_IGNORED | GRANITE_SCALES,
-    ),  # fmt: skip
+    ),
     "phimoe": Family(
         flags_family(
-            Flags(norm="layernorm", windows="every-layer",
-                  moe=MoeFlags(("num_local_experts", 16), ("num_experts_per_tok", 2), ("intermediate_size", None)))
+            Flags(
+                norm="layernorm",
+                windows="every-layer",
+                moe=MoeFlags(("num_local_experts", 16), ("num_experts_per_tok", 2), ("intermediate_size", None)),
+            )
         ),
         LLAMA_IGNORED | MOE_IGNORED | {"original_max_position_embeddings"},
         refused=(LM_HEAD_BIAS,),
-    ),  # fmt: skip
+    ),
     "minimax_m2": Family(
         flags_family(
-            Flags(qkv_bias=False, out_bias=False, qk_norm="projection",
-                  moe=MoeFlags(("num_local_experts|num_experts", 256), ("num_experts_per_tok", 8), ("intermediate_size", None)))
+            Flags(
+                qkv_bias=False,
+                out_bias=False,
+                qk_norm="projection",
+                moe=MoeFlags(
+                    ("num_local_experts|num_experts", 256), ("num_experts_per_tok", 8), ("intermediate_size", None)
+                ),
+            )
         ),
         LLAMA_IGNORED | MOE_IGNORED | {"rotary_dim", "scoring_func", "use_routing_bias", "qk_norm_type"},
         # MiniMax's own keys that MiniMaxM2Config does not declare and the model never builds: the MTP modules
         # (num_mtp_modules, mtp_transformer_layers) and a shared expert of width 0.
         unused=frozenset({"num_mtp_modules", "mtp_transformer_layers", "shared_intermediate_size", "use_mtp"}),
-    ),  # fmt: skip
+    ),
     "glm4_moe": Family(
         flags_family(
-            Flags(head_dim="floor", out_bias=False, qk_norm="head", qk_norm_switch=("use_qk_norm", False),
-                  moe=GLM4_MOE, mtp_key="num_nextn_predict_layers|num_mtp_layers")
-        ),
-        LLAMA_IGNORED | DEEPSEEK_LIKE_ROUTING,
-    ),  # fmt: skip
-    "dots1": Family(
-        flags_family(
             Flags(
-                qk_norm="head", windows="max_window_layers",
-                moe=MoeFlags(("n_routed_experts|num_local_experts", None), ("num_experts_per_tok", None), ("moe_intermediate_size", 1408),
-                             shared=("n_shared_experts", None), placement="first_k_dense", first_dense_default=1),
+                head_dim="floor",
+                out_bias=False,
+                qk_norm="head",
+                qk_norm_switch=("use_qk_norm", False),
+                moe=GLM4_MOE,
+                mtp_key="num_nextn_predict_layers|num_mtp_layers",
             )
         ),
         LLAMA_IGNORED | DEEPSEEK_LIKE_ROUTING,
-    ),  # fmt: skip
+    ),
+    "dots1": Family(
+        flags_family(
+            Flags(
+                qk_norm="head",
+                windows="max_window_layers",
+                moe=MoeFlags(
+                    ("n_routed_experts|num_local_experts", None),
+                    ("num_experts_per_tok", None),
+                    ("moe_intermediate_size", 1408),
+                    shared=("n_shared_experts", None),
+                    placement="first_k_dense",
+                    first_dense_default=1,
+                ),
+            )
+        ),
+        LLAMA_IGNORED | DEEPSEEK_LIKE_ROUTING,
+    ),
     "ernie4_5_moe": Family(
         flags_family(
             Flags(
-                tied=True, qkv_bias=("use_bias", False), out_bias=("use_bias", False), mlp_bias=("use_bias", False),
-                moe=MoeFlags(("moe_num_experts|num_experts", 64), ("moe_k|num_experts_per_tok", 6), ("moe_intermediate_size", 1536),
-                             shared=("moe_num_shared_experts", 2), placement="ernie", router_bias=True),
+                tied=True,
+                qkv_bias=("use_bias", False),
+                out_bias=("use_bias", False),
+                mlp_bias=("use_bias", False),
+                moe=MoeFlags(
+                    ("moe_num_experts|num_experts", 64),
+                    ("moe_k|num_experts_per_tok", 6),
+                    ("moe_intermediate_size", 1536),
+                    shared=("moe_num_shared_experts", 2),
+                    placement="ernie",
+                    router_bias=True,
+                ),
             )
         ),
         LLAMA_IGNORED | MOE_IGNORED | {"moe_norm_min"},
         refused=(ERNIE_HEAD_BIAS,),
-    ),  # fmt: skip
+    ),
     "exaone_moe": Family(
         flags_family(
             Flags(
-                qkv_bias=False, out_bias=False, qk_norm="head", windows="period", period_key="sliding_window_pattern",
+                qkv_bias=False,
+                out_bias=False,
+                qk_norm="head",
+                windows="period",
+                period_key="sliding_window_pattern",
                 nope="global",
-                moe=MoeFlags(("num_experts", 64), ("num_experts_per_tok", 8), ("moe_intermediate_size", 1024),
-                             shared=("num_shared_experts", 1), placement="mlp_layer_types"),
+                moe=MoeFlags(
+                    ("num_experts", 64),
+                    ("num_experts_per_tok", 8),
+                    ("moe_intermediate_size", 1024),
+                    shared=("num_shared_experts", 1),
+                    placement="mlp_layer_types",
+                ),
             )
         ),
         LLAMA_IGNORED | DEEPSEEK_LIKE_ROUTING,
-    ),  # fmt: skip
+    ),
     "hunyuan_v1_moe": Family(
         flags_family(
             Flags(
-                head_dim="required", qk_norm="head",
-                moe=MoeFlags(("num_experts|num_local_experts", 1), ("moe_topk|num_experts_per_tok", 1), ("intermediate_size", None),
-                             shared_width=("intermediate_size", None)),
+                head_dim="required",
+                qk_norm="head",
+                moe=MoeFlags(
+                    ("num_experts|num_local_experts", 1),
+                    ("moe_topk|num_experts_per_tok", 1),
+                    ("intermediate_size", None),
+                    shared_width=("intermediate_size", None),
+                ),
             )
         ),
         LLAMA_IGNORED | MOE_IGNORED | {"eod_token_id"},
-    ),  # fmt: skip
+    ),
 }
