@@ -826,3 +826,12 @@ def shape_mapping(config: dict[str, Any]) -> dict[str, Any]:
 from tfcost.families import flags as _flags  # noqa: E402 - the families module imports this one
 
 FAMILIES.update(_flags.FAMILIES)
+
+
+def supported_types_markdown(width: int = 116) -> str:
+    """The README's list of supported model_types, from the readers themselves (FAMILIES): each `name` in
+    backticks, comma-separated, wrapped to `width` and indented two spaces (a continuation of a list item)."""
+    import textwrap
+
+    names = ", ".join(f"`{name}`" for name in sorted(FAMILIES)) + "."
+    return "\n".join(textwrap.wrap(names, width, initial_indent="  ", subsequent_indent="  ", break_on_hyphens=False))
