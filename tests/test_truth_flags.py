@@ -90,3 +90,17 @@ def test_every_family_reads_with_nothing_left_over():
         (t, form): set(read_config(data).ignored) - FAMILIES[t].unused for t in TYPES for form, data in forms(t).items()
     }
     assert {key: keys for key, keys in left.items() if keys} == {}
+
+
+@pytest.mark.parametrize("is_decoder", [True, False])
+def test_bert_lm_head_model_prices_exactly(is_decoder):
+    """A BERT config saved for BertLMHeadModel (transformers' causal-LM class for bert): the masked-LM head without
+    the pooler, and with is_decoder a causal decoder that keeps keys and values (without it, no cache)."""
+    from pathlib import Path
+
+    data = json.loads((Path(__file__).parent / "data" / "hf_configs" / "bert-base.json").read_text())
+    data.update(architectures=["BertLMHeadModel"], is_decoder=is_decoder)
+    measured = measure(config_from_dict(data), T, whole=False)
+    assert measured.architecture == "BertLMHeadModel"
+    assert measured.kv_bytes_per_token == (36_864 if is_decoder else 0)  # 2 x 768 x 12 layers x 2 bytes
+    assert priced(data) == (measured.params, measured.forward_flops, measured.kv_bytes_per_token)

@@ -438,8 +438,9 @@ def read_gpt_neox(fields: Fields) -> dict[str, Any]:
     return {**shape, **({"rotary_fraction": fraction} if fraction != 1 else {})}
 
 
-# BERT classes tfcost prices: their head and whether they build the pooler.
-BERT_CLASSES = {"BertModel": ("none", True), "BertForMaskedLM": ("mlm", False)}
+# BERT classes tfcost prices: their head and whether they build the pooler. BertLMHeadModel is the masked-LM
+# model again (BertOnlyMLMHead, no pooler); with is_decoder it is a causal decoder that returns a KV cache.
+BERT_CLASSES = {"BertModel": ("none", True), "BertForMaskedLM": ("mlm", False), "BertLMHeadModel": ("mlm", False)}
 
 
 def read_bert(fields: Fields) -> dict[str, Any]:
@@ -449,8 +450,11 @@ def read_bert(fields: Fields) -> dict[str, Any]:
             f"bert config: architectures {architectures} is not supported (one of {', '.join(BERT_CLASSES)})"
         )
     head, pooler = BERT_CLASSES[architectures[0]]
+    decoder = fields.bool("is_decoder", False)
+    if decoder and architectures[0] != "BertLMHeadModel":
+        fields.problems.append("field 'is_decoder' = True is only supported with BertLMHeadModel")
     return {
-        "architecture": "encoder",
+        "architecture": "decoder" if decoder else "encoder",
         **sizes(fields),
         "d_ff": fields.int("intermediate_size"),
         "mlp": "plain",
@@ -703,7 +707,6 @@ FAMILIES: dict[str, Family] = {
             Refusal(
                 "position_embedding_type", "text", "absolute", ("absolute",), "relative positions are not modelled"
             ),
-            IS_DECODER,
             CROSS_ATTENTION,
         ),
     ),

@@ -102,6 +102,7 @@ class Flags:
     nope: Literal["none", "no_rope_layers", "global"] = "none"
     moe: MoeFlags | None = None
     mtp_key: str | None = None  # multi-token-prediction layers (GLM-4.5's num_nextn_predict_layers)
+    rotary_dim: bool = False  # a legacy rotated width `rotary_dim` (MiniMax-M2): recorded as rotary_fraction
 
 
 def required_or(fields: Fields, key: tuple[str, int | None]) -> int:
@@ -248,6 +249,10 @@ def flags_family(flags: Flags) -> Reader:
             shape["qk_norm"] = True
             if flags.qk_norm == "projection":
                 shape["qk_norm_width"] = "projection"
+        rotary_dim = fields.int("rotary_dim", None) if flags.rotary_dim else None
+        if rotary_dim is not None and "partial_rotary_factor" not in fields.config:
+            # MiniMaxM2Config: released checkpoints give the rotated width, read as rotary_dim / head_dim
+            shape["rotary_fraction"] = rotary_dim / shape.get("head_dim", shape["d_model"] // shape["n_heads"])
         shape["norm"], shape["mlp"] = flags.norm, flags.mlp
         if flags.block_norms != 2:
             shape["block_norms"] = flags.block_norms
@@ -433,12 +438,13 @@ FAMILIES: dict[str, Family] = {
                 qkv_bias=False,
                 out_bias=False,
                 qk_norm="projection",
+                rotary_dim=True,
                 moe=MoeFlags(
                     ("num_local_experts|num_experts", 256), ("num_experts_per_tok", 8), ("intermediate_size", None)
                 ),
             )
         ),
-        LLAMA_IGNORED | MOE_IGNORED | {"rotary_dim", "scoring_func", "use_routing_bias", "qk_norm_type"},
+        LLAMA_IGNORED | MOE_IGNORED | {"scoring_func", "use_routing_bias", "qk_norm_type"},
         # MiniMax's own keys that MiniMaxM2Config does not declare and the model never builds: the MTP modules
         # (num_mtp_modules, mtp_transformer_layers) and a shared expert of width 0.
         unused=frozenset({"num_mtp_modules", "mtp_transformer_layers", "shared_intermediate_size", "use_mtp"}),
