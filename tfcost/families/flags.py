@@ -134,12 +134,9 @@ def sliding(fields: Fields, flags: Flags, layers: int, rope: list[bool]) -> tupl
     window = fields.nullable_int("sliding_window", 4096 if flags.windows == "period" else None)
     # SmolLM3Attention: a layer slides only with use_sliding_window, whatever layer_types says.
     use = flags.windows != "smollm3" or fields.bool("use_sliding_window", False)
-    period = flags.period
-    if flags.period_key is not None:  # read even beside layer_types, which the config class derived from it
-        pattern = fields.raw(flags.period_key, flags.period)
-        if not isinstance(pattern, int) or isinstance(pattern, bool) or pattern < 1:
-            raise fields.wrong(flags.period_key, "a positive integer (or give layer_types)", pattern)
-        period = pattern
+    # The config class derives layer_types from the pattern; beside an explicit list the pattern is not used (EXAONE
+    # 4.0's files write it as a string, "LLLG").
+    pattern = fields.raw(flags.period_key, flags.period) if flags.period_key is not None else flags.period
     top = fields.int("max_window_layers", layers) if flags.windows == "max_window_layers" else layers
     explicit = sliding_layers_from_types(fields, layers)
     if explicit is not None:
@@ -148,7 +145,9 @@ def sliding(fields: Fields, flags: Flags, layers: int, rope: list[bool]) -> tupl
     if flags.windows == "layer_types":
         return window, [window is not None] * layers
     if flags.windows == "period":
-        return window, [window is not None and (i + 1) % period != 0 for i in range(layers)]
+        if not isinstance(pattern, int) or isinstance(pattern, bool) or pattern < 1:
+            raise fields.wrong(str(flags.period_key), "a positive integer when layer_types is not given", pattern)
+        return window, [window is not None and (i + 1) % pattern != 0 for i in range(layers)]
     if flags.windows == "max_window_layers":
         return window, [window is not None and i >= top for i in range(layers)]
     # SmolLM3Config: the NoPE layers slide, if any do
