@@ -48,7 +48,8 @@ class MoeFlags:
     placement: which layers are sparse. "all"; "first_k_dense" (first_k_dense_replace dense layers first: GLM-4.5,
     dots.llm1); "qwen" (mlp_only_layers and decoder_sparse_step: Qwen3-MoE); "ernie" (moe_layer_start_index ..
     moe_layer_end_index every moe_layer_interval); "mlp_layer_types" (a 'dense'/'sparse' list, else
-    first_k_dense_replace: EXAONE-MoE). Dense layers have a gated MLP of intermediate_size.
+    first_k_dense_replace: EXAONE-MoE); first_dense_default: transformers' default of first_k_dense_replace.
+    Dense layers have a gated MLP of intermediate_size.
     router_bias: a learned E-vector beside the router (ERNIE-4.5's e_score_correction_bias is a parameter).
     """
 
@@ -191,7 +192,7 @@ def moe_layers(fields: Fields, moe: MoeFlags, layers: int) -> list[bool]:
         end = layers - 1 if end == -1 else end
         return [(i + 1) % interval == 0 and start <= i <= end for i in range(layers)]
     kinds = fields.list_of("mlp_layer_types", str, None)  # EXAONE-MoE
-    first = fields.int("first_k_dense_replace", 1)
+    first = fields.int("first_k_dense_replace", moe.first_dense_default)
     if kinds is None:
         return [i >= first for i in range(layers)]
     if len(kinds) != layers or any(kind not in ("dense", "sparse") for kind in kinds):
@@ -513,6 +514,7 @@ FAMILIES: dict[str, Family] = {
                     ("moe_intermediate_size", 1024),
                     shared=("num_shared_experts", 1),
                     placement="mlp_layer_types",
+                    first_dense_default=1,
                 ),
             )
         ),
