@@ -18,10 +18,11 @@ from typing import Any
 import pytest
 
 WHY = "the truth tests need torch and transformers: pip install -e '.[test]'"
-pytest.importorskip("torch", reason=WHY)
+torch = pytest.importorskip("torch", reason=WHY)
 pytest.importorskip("transformers", reason=WHY)
 
-from truth_harness import Truth, config_from_dict, measure, saved_forms  # noqa: E402
+from truth_harness import Truth, build, config_from_dict, measure, parameter_count, saved_forms  # noqa: E402
+from truth_harness import forward_flops as counted_flops  # noqa: E402
 
 from tfcost.errors import TfcostError  # noqa: E402
 from tfcost.flops import forward_flops  # noqa: E402
@@ -104,3 +105,40 @@ def test_bert_lm_head_model_prices_exactly(is_decoder):
     assert measured.architecture == "BertLMHeadModel"
     assert measured.kv_bytes_per_token == (36_864 if is_decoder else 0)  # 2 x 768 x 12 layers x 2 bytes
     assert priced(data) == (measured.params, measured.forward_flops, measured.kv_bytes_per_token)
+
+
+def tiny(model_type: str) -> dict[str, Any]:
+    """A small copy of a (patched) default MoE config: the same keys, widths cut so CPU routing is quick."""
+    from tfcost.families.flags import Flags
+
+    cells = [cell.cell_contents for cell in FAMILIES[model_type].read.__closure__ or ()]
+    moe = next(cell for cell in cells if isinstance(cell, Flags)).moe  # the row the reader was made from
+    assert moe is not None
+    data = dict(forms(model_type)["full"])
+    data.update(vocab_size=512, hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16)
+    data.update(intermediate_size=96, num_hidden_layers=3, max_position_embeddings=256, layer_types=None)
+    data.update({moe.experts[0].split("|")[0]: 6, moe.top_k[0].split("|")[0]: 2})
+    if moe.width[0] != "intermediate_size":
+        data[moe.width[0]] = 32
+    for key in ("first_k_dense_replace", "moe_layer_start_index"):
+        if key in data:
+            data[key] = 1
+    for key in ("moe_layer_end_index", "mlp_layer_types", "no_rope_layers"):
+        data.pop(key, None)
+    return {key: value for key, value in data.items() if value is not None}
+
+
+MOE_TYPES = [t for t in TYPES if '"moe"' in json.dumps(read_config(forms(t)["full"]).mapping)]
+
+
+@pytest.mark.parametrize("model_type", MOE_TYPES)
+def test_moe_flops_with_real_routing(model_type):
+    """transformers' eager experts loop over the experts the router picked, on CPU tensors: still k experts' worth
+    of MLP per token, as tfcost counts (the meta-device builds above run batched_mm, without routing)."""
+    torch.manual_seed(0)
+    data = tiny(model_type)
+    assert read_config(data).mapping["moe"]["experts_per_token"] == 2
+    model = build(config_from_dict(data), device="cpu")
+    params, flops, _ = priced(data)
+    assert params == parameter_count(model)
+    assert flops == counted_flops(model, T, device="cpu")[0]
