@@ -110,22 +110,23 @@ def test_presets_map_onto_transformers_configs():
         hf_config_for(load_model("t5-small"))
 
 
-OLMO2 = {  # a model_type tfcost has no reader for
-    "model_type": "olmo2", "vocab_size": 1000, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-    "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 256, "tie_word_embeddings": False,
+GPTJ = {  # a model_type tfcost has no reader for
+    "model_type": "gptj", "vocab_size": 1000, "n_embd": 64, "n_layer": 2, "n_head": 4, "rotary_dim": 8,
+    "n_positions": 256, "bos_token_id": 0, "eos_token_id": 0,
 }  # fmt: skip
 
 
 def test_auto_answers_an_unread_model_type_with_transformers(tmp_path):
-    path = tmp_path / "olmo2.json"
-    path.write_text(json.dumps(OLMO2))
+    path = tmp_path / "gptj.json"
+    path.write_text(json.dumps(GPTJ))
     result = cli_json("estimate", "--config", str(path), "--seq", "32", "--batch", "3")
     assert result["engine"] == "transformers"
-    # OLMo-2: Llama's shapes plus a norm over q (d) and over k (K*Q) in each block, and its two post-norms.
-    d, kv, f, v, layers = 64, 2 * 16, 128, 1000, 2
-    block = d * d + 2 * d * kv + d * d + 3 * d * f + d + kv + 2 * d
-    assert result["params"]["total"] == 2 * v * d + layers * block + d
-    assert result["kv_cache"] == {"bytes_per_token": 2 * layers * kv * 2, "state_bytes": 0, "bytes": 3 * 32 * 256}
+    # GPT-J: a LayerNorm, bias-free q/k/v/o and a 4d plain MLP with biases in each block; an untied head with a
+    # bias (Wang & Komatsuzaki 2021, mesh-transformer-jax).
+    d, v, layers = 64, 1000, 2
+    block = 2 * d + 4 * d * d + 8 * d * d + 5 * d
+    assert result["params"]["total"] == v * d + layers * block + 2 * d + d * v + v
+    assert result["kv_cache"] == {"bytes_per_token": 2 * layers * d * 2, "state_bytes": 0, "bytes": 3 * 32 * 512}
     assert cli_json("estimate", "--config", str(CONFIGS / "llama-3.2-1b.json"))["engine"] == "analytic"
     assert invoke("estimate", "--config", str(path), "--engine", "analytic").code == 1
 
@@ -142,8 +143,8 @@ def test_engine_transformers_on_a_preset_gives_the_analytic_numbers():
 
 def test_without_the_extra_the_error_says_to_install_it(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "transformers", None)  # import transformers now raises ImportError
-    path = tmp_path / "olmo2.json"
-    path.write_text(json.dumps(OLMO2))
+    path = tmp_path / "gptj.json"
+    path.write_text(json.dumps(GPTJ))
     result = invoke("estimate", "--config", str(path))
     assert result.code == 1
     assert "pip install 'tfcost[hf]'" in result.stderr
@@ -151,8 +152,8 @@ def test_without_the_extra_the_error_says_to_install_it(monkeypatch, tmp_path):
 
 @pytest.mark.parametrize("command", ["train", "serve"])
 def test_train_and_serve_refuse_a_model_only_transformers_prices(tmp_path, command):
-    path = tmp_path / "olmo2.json"
-    path.write_text(json.dumps(OLMO2))
+    path = tmp_path / "gptj.json"
+    path.write_text(json.dumps(GPTJ))
     result = invoke(command, "--config", str(path))
     assert result.code == 2
     assert "tfcost estimate --engine transformers" in result.stderr
@@ -169,8 +170,8 @@ def test_a_model_type_nobody_knows_is_one_line(tmp_path):
 
 def test_engine_refuses_what_it_cannot_count(tmp_path):
     assert invoke("estimate", "llama-3.2-1b", "--engine", "transformers", "--causal").code == 2
-    path = tmp_path / "olmo2.json"
-    path.write_text(json.dumps(OLMO2))
+    path = tmp_path / "gptj.json"
+    path.write_text(json.dumps(GPTJ))
     assert "edit the config.json" in invoke("estimate", str(path), "--set", "n_layers=1").stderr
 
 

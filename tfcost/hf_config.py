@@ -438,8 +438,9 @@ def read_gpt_neox(fields: Fields) -> dict[str, Any]:
     return {**shape, **({"rotary_fraction": fraction} if fraction != 1 else {})}
 
 
-# BERT classes tfcost prices: their head and whether they build the pooler.
-BERT_CLASSES = {"BertModel": ("none", True), "BertForMaskedLM": ("mlm", False)}
+# BERT classes tfcost prices: their head and whether they build the pooler. BertLMHeadModel is the masked-LM
+# model again (BertOnlyMLMHead, no pooler); with is_decoder it is a causal decoder that returns a KV cache.
+BERT_CLASSES = {"BertModel": ("none", True), "BertForMaskedLM": ("mlm", False), "BertLMHeadModel": ("mlm", False)}
 
 
 def read_bert(fields: Fields) -> dict[str, Any]:
@@ -449,8 +450,11 @@ def read_bert(fields: Fields) -> dict[str, Any]:
             f"bert config: architectures {architectures} is not supported (one of {', '.join(BERT_CLASSES)})"
         )
     head, pooler = BERT_CLASSES[architectures[0]]
+    decoder = fields.bool("is_decoder", False)
+    if decoder and architectures[0] != "BertLMHeadModel":
+        fields.problems.append("field 'is_decoder' = True is only supported with BertLMHeadModel")
     return {
-        "architecture": "encoder",
+        "architecture": "decoder" if decoder else "encoder",
         **sizes(fields),
         "d_ff": fields.int("intermediate_size"),
         "mlp": "plain",
@@ -703,7 +707,6 @@ FAMILIES: dict[str, Family] = {
             Refusal(
                 "position_embedding_type", "text", "absolute", ("absolute",), "relative positions are not modelled"
             ),
-            IS_DECODER,
             CROSS_ATTENTION,
         ),
     ),
@@ -835,3 +838,17 @@ def read_config(config: dict[str, Any], *, strict: bool = False, lenient: bool =
 def shape_mapping(config: dict[str, Any]) -> dict[str, Any]:
     """The preset mapping (without name or source) equivalent to a Hugging Face config dict."""
     return read_config(config).mapping
+
+
+from tfcost.families import flags as _flags  # noqa: E402 - the families module imports this one
+
+FAMILIES.update(_flags.FAMILIES)
+
+
+def supported_types_markdown(width: int = 116) -> str:
+    """The README's list of supported model_types, from the readers themselves (FAMILIES): each `name` in
+    backticks, comma-separated, wrapped to `width` and indented two spaces (a continuation of a list item)."""
+    import textwrap
+
+    names = ", ".join(f"`{name}`" for name in sorted(FAMILIES)) + "."
+    return "\n".join(textwrap.wrap(names, width, initial_indent="  ", subsequent_indent="  ", break_on_hyphens=False))

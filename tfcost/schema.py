@@ -189,7 +189,10 @@ class ModelShape(Frozen):
     mlp: Literal["plain", "gated"] = Field(
         description="plain: 2 matrices d->F->d with GELU; gated: 3 matrices (gate, up, down), SwiGLU/GeGLU"
     )
-    norm: Literal["layernorm", "rmsnorm"] = Field(description="layernorm: scale and shift; rmsnorm: scale only")
+    norm: Literal["layernorm", "rmsnorm", "layernorm-noshift"] = Field(
+        description="layernorm: scale and shift; rmsnorm: scale only; layernorm-noshift: a LayerNorm with a scale "
+        "and no shift (Cohere's), priced as rmsnorm"
+    )
     bias: Biases = Field(default_factory=Biases, description="which linear layers carry biases")
     tied_embeddings: bool = Field(description="true when the output head reuses the token embedding matrix")
     position: Literal["learned", "sinusoidal", "rotary", "alibi", "relative", "none"] = Field(
@@ -213,6 +216,14 @@ class ModelShape(Frozen):
         "encoder-decoder model has one more, before cross-attention",
     )
     qk_norm: bool = Field(False, description="a head_dim-wide norm on queries and one on keys in each block (Qwen3)")
+    qk_norm_width: Literal["head", "projection"] = Field(
+        "head",
+        description="qk_norm over one head (Qwen3: head_dim) or over the whole projection (OLMo 2, MiniMax-M2: "
+        "n_heads*head_dim on queries, n_kv_heads*head_dim on keys)",
+    )
+    activation_params: SizeOrZero = Field(
+        0, description="learned scalars of the MLP's activation in each layer (Apertus's xIELU: alpha_p, alpha_n: 2)"
+    )
     parallel_block: bool = Field(
         False,
         description="attention and MLP read the same input, x + attn(x) + mlp(x) (GPT-J, GPT-NeoX, Falcon); "

@@ -30,7 +30,11 @@ def attention_ops(shape: ModelShape, block: Block, prefix: str = "attention", cr
         Op(f"{prefix}/values", "values", q, heads, "entry", flops_part=f"{prefix}/values", span=span),
         Op(o, "linear", heads * q, d, "token", bias.attn_out, flops_part=o),
     ]
-    if shape.qk_norm:  # Qwen3: a head_dim-wide norm on queries and one on keys
+    if shape.qk_norm and shape.qk_norm_width == "projection":  # OLMo 2: over all heads' queries, all keys
+        vectors, part = norm_vectors(shape), f"{prefix}/qk_norm"
+        ops.append(Op(f"{prefix}/q_norm", "norm", heads * q, vectors, "weights", part=part))
+        ops.append(Op(f"{prefix}/k_norm", "norm", kv_heads * q, vectors, "weights", part=part))
+    elif shape.qk_norm:  # Qwen3: a head_dim-wide norm on queries and one on keys
         ops.append(Op(f"{prefix}/qk_norm", "norm", q, norm_vectors(shape), "weights", copies=2))
     if shape.attention_sinks:
         ops.append(Op(f"{prefix}/sinks", "table", heads, 1, "weights"))
