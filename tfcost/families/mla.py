@@ -1,0 +1,164 @@
+"""Readers of the MLA families of 2025-26 (issue 11): DeepSeek-V3's layer with other sizes (GLM-4.7-Flash), with
+DeepSeek Sparse Attention's indexer (DeepSeek-V3.2, GLM-5), and Kimi-K2's relabelled DeepSeek-V3 config.
+
+Each is a `Family` row of FAMILIES, registered by one line at the bottom of tfcost.hf_config. What transformers
+5.24 builds is the reference (tests/test_truth_mla.py): class defaults where a config leaves a key out, the
+per-layer lists (`mlp_layer_types`, `layer_types`, `indexer_types`) over the counts they replace.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tfcost.errors import TfcostError
+from tfcost.hf_config import (
+    DEEPSEEK_REFUSED,
+    DEEPSEEK_ROUTING,
+    LLAMA_IGNORED,
+    Family,
+    Fields,
+    Reader,
+    read_deepseek,
+)
+from tfcost.hf_config import (
+    FAMILIES as BASE_FAMILIES,
+)
+
+
+def layer_list(fields: Fields, key: str, layers: int, allowed: tuple[str, ...]) -> list[str] | None:
+    """A per-layer list of kinds (`mlp_layer_types`, `layer_types`, `indexer_types`), or None when absent."""
+    kinds = fields.list_of(key, str, None)
+    if kinds is None:
+        return None
+    if len(kinds) != layers:
+        raise TfcostError(f"{fields.model_type} config: field '{key}' has {len(kinds)} entries for {layers} layers")
+    for kind in kinds:
+        if kind not in allowed:
+            raise TfcostError(
+                f"{fields.model_type} config: '{kind}' in '{key}' is not supported ({', '.join(allowed)} are)"
+            )
+    return kinds
+
+
+def read_mla_moe(fields: Fields, *, q_lora_default: int, first_dense_default: int | None) -> dict[str, Any]:
+    """DeepSeek-V3's decoder (MLA, then a dense MLP or routed + shared experts) as transformers 5.24's newer
+    classes build it: the dense layers are those `mlp_layer_types` calls "dense", else the first
+    `first_k_dense_replace` (Glm4MoeLite has no such field: its first layer only). The MTP layers
+    (`num_nextn_predict_layers`) are not built by transformers; they are counted apart, in params.mtp."""
+    shape = read_deepseek(fields, first_dense_default=first_dense_default or 1)
+    layers = shape["n_layers"]
+    shape["mla"]["q_lora_rank"] = fields.nullable_int("q_lora_rank", q_lora_default)
+    kinds = layer_list(fields, "mlp_layer_types", layers, ("dense", "sparse"))
+    if kinds is None and first_dense_default is None:
+        kinds = ["dense"] + ["sparse"] * (layers - 1)
+        fields.read.discard("first_k_dense_replace")  # not a Glm4MoeLiteConfig field: transformers ignores it
+    if kinds is not None:
+        shape["moe"]["dense_layers"] = [i for i, kind in enumerate(kinds) if kind == "dense"]
+    if len(shape["moe"]["dense_layers"]) == layers:  # no sparse layer: the expert sizes are unused
+        del shape["moe"]
+    shape["mtp_layers"] = fields.int("num_nextn_predict_layers", 0)
+    return shape
+
+
+def indexer(fields: Fields, n_heads: int) -> dict[str, Any]:
+    """DSA's lightning indexer sizes (DeepseekV32Config / GlmMoeDsaConfig defaults)."""
+    return {
+        "n_heads": fields.int("index_n_heads", n_heads),
+        "head_dim": fields.int("index_head_dim", 128),
+        "topk": fields.int("index_topk", 2048),
+    }
+
+
+def check_indexed(fields: Fields, layers: int) -> None:
+    """Every layer of these classes is an "indexed_attention" layer; another kind is a model not built here."""
+    layer_list(fields, "layer_types", layers, ("indexed_attention",))
+
+
+def read_deepseek_v32(fields: Fields) -> dict[str, Any]:
+    """DeepSeek-V3.2: DeepSeek-V3 with DSA's indexer in every layer (arXiv:2512.02556)."""
+    shape = read_mla_moe(fields, q_lora_default=1536, first_dense_default=3)
+    check_indexed(fields, shape["n_layers"])
+    shape["mla"]["indexer"] = indexer(fields, 64)
+    if shape["mla"]["q_lora_rank"] is None:
+        raise TfcostError("deepseek_v32 config: field 'q_lora_rank' must be set: the indexer's queries use it")
+    return shape
+
+
+def glm_indexer_types(fields: Fields, layers: int) -> list[str]:
+    """GlmMoeDsaConfig.__post_init__: `indexer_types`, else `index_topk_pattern` ("F"ull / "S"hared letters or a
+    list), else every `index_topk_freq`-th layer from `index_skip_topk_offset` on runs its own indexer."""
+    kinds = layer_list(fields, "indexer_types", layers, ("full", "shared"))
+    if kinds is not None:
+        return kinds
+    pattern = fields.raw("index_topk_pattern", None)
+    if isinstance(pattern, str):
+        letters = {"F": "full", "S": "shared"}
+        if len(pattern) != layers or any(letter not in letters for letter in pattern):
+            raise fields.wrong("index_topk_pattern", f"{layers} letters F or S", pattern)
+        return [letters[letter] for letter in pattern]
+    if pattern is not None:
+        kinds = layer_list(fields, "index_topk_pattern", layers, ("full", "shared"))
+        assert kinds is not None
+        return kinds
+    freq = max(fields.int("index_topk_freq", 1), 1)
+    offset = fields.int("index_skip_topk_offset", 2)
+    return ["full" if max(i - offset + 1, 0) % freq == 0 else "shared" for i in range(layers)]
+
+
+def read_glm_moe_dsa(fields: Fields) -> dict[str, Any]:
+    """GLM-5: DeepSeek-V3.2's layer with GLM sizes; a layer whose `indexer_types` entry is "shared" has no
+    indexer and reuses the previous layer's top-k selection (IndexCache, arXiv:2603.12201)."""
+    shape = read_mla_moe(fields, q_lora_default=2048, first_dense_default=3)
+    layers = shape["n_layers"]
+    check_indexed(fields, layers)
+    shape["mla"]["indexer"] = indexer(fields, 32)
+    if shape["mla"]["q_lora_rank"] is None:
+        raise TfcostError("glm_moe_dsa config: field 'q_lora_rank' must be set: the indexer's queries use it")
+    kinds = glm_indexer_types(fields, layers)
+    if kinds[0] != "full":
+        raise TfcostError("glm_moe_dsa config: the first layer must run its own indexer ('full' in indexer_types)")
+    if "shared" in kinds:  # a stack of layers whose mixers differ: written group by group
+        dense = set(shape["moe"]["dense_layers"]) if "moe" in shape else set(range(layers))
+        specs = [
+            {"mixer": "mla" if kind == "full" else "mla_shared_topk", "ffn": "dense" if i in dense else "moe"}
+            for i, kind in enumerate(kinds)
+        ]
+        runs: list[dict[str, Any]] = []
+        for spec in specs:  # consecutive alike layers as one group
+            if runs and runs[-1]["pattern"] == [spec]:
+                runs[-1]["repeat"] += 1
+            else:
+                runs.append({"pattern": [spec], "repeat": 1})
+        shape["layers"] = runs
+        if "moe" in shape:
+            shape["moe"]["dense_layers"] = []
+    return shape
+
+
+def read_glm4_moe_lite(fields: Fields) -> dict[str, Any]:
+    """GLM-4.7-Flash: DeepSeek-V3's layer with other sizes. `head_dim` is Glm4MoeLiteConfig's alias of
+    qk_rope_head_dim."""
+    shape = read_mla_moe(fields, q_lora_default=768, first_dense_default=None)
+    rope = shape["mla"]["qk_rope_head_dim"]
+    fields.require("head_dim", rope, fields.int("head_dim", rope), "it is an alias of qk_rope_head_dim")
+    return shape
+
+
+# Keys these classes write that change no count: DSA's rotary layout, MoE routing, the derived head_dim.
+MLA_IGNORED = LLAMA_IGNORED | DEEPSEEK_ROUTING
+
+
+def family(read: Reader, unused: frozenset[str] = frozenset()) -> Family:
+    return Family(read, MLA_IGNORED, unused=unused, refused=DEEPSEEK_REFUSED)
+
+
+FAMILIES: dict[str, Family] = {
+    "deepseek_v32": family(read_deepseek_v32),
+    "glm_moe_dsa": family(read_glm_moe_dsa),
+    # Glm4MoeLiteConfig has no first_k_dense_replace (GLM-4.7-Flash's Hub file carries it): transformers ignores it.
+    "glm4_moe_lite": family(read_glm4_moe_lite, frozenset({"first_k_dense_replace"})),
+    # Kimi-K2 ships DeepSeek-V3's architecture (`architectures` DeepseekV3ForCausalLM, DeepSeek's remote code)
+    # under model_type "kimi_k2", which transformers does not register; Moonshot's deployment guide says to set it
+    # to "deepseek_v3" where a framework does not know it. Read exactly as deepseek_v3.
+    "kimi_k2": BASE_FAMILIES["deepseek_v3"],
+}
