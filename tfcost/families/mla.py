@@ -51,7 +51,13 @@ def read_mla_moe(fields: Fields, *, q_lora_default: int, first_dense_default: in
     kinds = layer_list(fields, "mlp_layer_types", layers, ("dense", "sparse"))
     if kinds is None and first_dense_default is None:
         kinds = ["dense"] + ["sparse"] * (layers - 1)
-        fields.read.discard("first_k_dense_replace")  # not a Glm4MoeLiteConfig field: transformers ignores it
+    if first_dense_default is None and "first_k_dense_replace" in fields.config:
+        # Not a Glm4MoeLiteConfig field: transformers ignores it, so it must agree with the layers built.
+        leading = next((i for i, kind in enumerate(kinds or []) if kind != "dense"), layers)
+        value = fields.int("first_k_dense_replace")
+        fields.require(
+            "first_k_dense_replace", leading, value, "transformers builds the dense layers mlp_layer_types says"
+        )
     if kinds is not None:
         shape["moe"]["dense_layers"] = [i for i, kind in enumerate(kinds) if kind == "dense"]
     if len(shape["moe"]["dense_layers"]) == layers:  # no sparse layer: the expert sizes are unused
@@ -148,15 +154,14 @@ def read_glm4_moe_lite(fields: Fields) -> dict[str, Any]:
 MLA_IGNORED = LLAMA_IGNORED | DEEPSEEK_ROUTING
 
 
-def family(read: Reader, unused: frozenset[str] = frozenset()) -> Family:
-    return Family(read, MLA_IGNORED, unused=unused, refused=DEEPSEEK_REFUSED)
+def family(read: Reader) -> Family:
+    return Family(read, MLA_IGNORED, refused=DEEPSEEK_REFUSED)
 
 
 FAMILIES: dict[str, Family] = {
     "deepseek_v32": family(read_deepseek_v32),
     "glm_moe_dsa": family(read_glm_moe_dsa),
-    # Glm4MoeLiteConfig has no first_k_dense_replace (GLM-4.7-Flash's Hub file carries it): transformers ignores it.
-    "glm4_moe_lite": family(read_glm4_moe_lite, frozenset({"first_k_dense_replace"})),
+    "glm4_moe_lite": family(read_glm4_moe_lite),
     # Kimi-K2 ships DeepSeek-V3's architecture (`architectures` DeepseekV3ForCausalLM, DeepSeek's remote code)
     # under model_type "kimi_k2", which transformers does not register; Moonshot's deployment guide says to set it
     # to "deepseek_v3" where a framework does not know it. Read exactly as deepseek_v3.
