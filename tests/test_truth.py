@@ -118,8 +118,9 @@ def cache_bytes(cache: Any) -> int:
 def test_every_supported_model_type_has_a_reference_config():
     from tfcost.hf_config import FAMILIES
 
-    # kimi_k2 is deepseek_v3 under Moonshot's label, which transformers does not register (tests/test_truth_mla.py).
-    assert {raw_config(name)["model_type"] for name in NAMES} == set(FAMILIES) - {"kimi_k2"}
+    # kimi_k2 is deepseek_v3 under Moonshot's label, which transformers does not register; LongCat-Flash's forward
+    # cannot run on the meta device (nonzero() in its experts loop): both are priced in tests/test_truth_mla.py.
+    assert {raw_config(name)["model_type"] for name in NAMES} == set(FAMILIES) - {"kimi_k2", "longcat_flash"}
 
 
 @pytest.mark.parametrize("name", NAMES)

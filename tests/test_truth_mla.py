@@ -1,6 +1,7 @@
 """The MLA families of issue 11 (tfcost/families/mla.py) against transformers 5.24 on the meta device.
 
-For deepseek_v32, glm_moe_dsa and glm4_moe_lite: the default config (`AutoConfig.for_model`) in both forms
+For deepseek_v32, glm_moe_dsa and glm4_moe_lite (longcat_flash at the end, deepseek_v3 under Kimi-K2's label): the
+default config (`AutoConfig.for_model`) in both forms
 transformers writes (save_pretrained's and the full to_dict() dump), and the fixtures (deepseek-v3.2, kimi-k2,
 glm-5, glm-4.7-flash; sources in tests/data/hf_configs/SOURCES.md): parameters exactly, FlopCounterMode's forward
 FLOPs at T = 100 exactly (full T x T scores, as transformers computes them before masking), and the bytes per token
@@ -45,7 +46,7 @@ from tfcost.presets import load_model, model_from_mapping  # noqa: E402
 from tfcost.schema import ModelShape  # noqa: E402
 
 CONFIGS = Path(__file__).parent / "data" / "hf_configs"
-TYPES = ["deepseek_v32", "glm_moe_dsa", "glm4_moe_lite"]
+TYPES = ["deepseek_v32", "glm_moe_dsa", "glm4_moe_lite"]  # and longcat_flash, below
 FIXTURES = ["deepseek-v3.2", "kimi-k2", "glm-5", "glm-4.7-flash"]
 # Building a 600B-1T model on the meta device and counting its forward pass takes 5-20 s on a shared CPU; the
 # default run keeps the smallest type and fixture (tests/test_truth.py also checks every fixture), CI's thorough
@@ -208,3 +209,63 @@ def test_a_config_with_other_layer_kinds_is_refused():
     data["layer_types"] = ["indexed_attention"] * 5 + ["sliding_attention"]
     with pytest.raises(Exception, match="sliding_attention"):
         shape_of(data)
+
+
+# LongCat-Flash ---------------------------------------------------------------------------------------------------
+# transformers 5.24's LongcatFlashExperts loops over the experts the router picked with nonzero(), which the meta
+# device cannot run, and its FLOPs depend on how many of each token's k picks are zero (identity) experts. So: the
+# full-size default on the meta device with the routed experts' forward left out (everything else, the cache
+# included, does not depend on them), and a small CPU copy whose router is steered to real or to zero experts.
+
+
+def zero_expert_allocation(shape: ModelShape) -> int:
+    """What transformers allocates and the checkpoint lacks: gate_up_proj rows for the Z zero experts in every
+    LongCat layer ([E + Z, 2F, d] where down_proj is [E, d, F])."""
+    assert shape.moe is not None
+    return shape.n_layers // 2 * shape.moe.n_zero_experts * 2 * shape.moe.expert_d_ff * shape.d_model
+
+
+@cache
+def longcat_default_truth() -> Truth:
+    from transformers.models.longcat_flash.modeling_longcat_flash import LongcatFlashExperts
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(LongcatFlashExperts, "forward", lambda self, hidden, index, weights: torch.zeros_like(hidden))
+        return measure(default_config("longcat_flash"), whole=False)
+
+
+@pytest.mark.parametrize("form", ["saved", "full"])
+def test_longcat_default_prices_exactly_but_the_zero_expert_allocation(form):
+    shape, truth = shape_of(saved_forms("longcat_flash")[form]), longcat_default_truth()
+    assert truth.notes == []
+    # 741,053,585,408 built = 560,664,958,976 (published "560B") + 180,388,626,432 never stored
+    assert total_params(shape) + zero_expert_allocation(shape) == truth.params == 741_053_585_408
+    routed = forward_flops_breakdown(shape, T_LONG)["moe/experts"]
+    assert tfcost_forward_flops(shape, T_LONG) - routed == truth.forward_flops
+    assert kv_cache_bytes_per_token(shape, "bf16") == truth.kv_bytes_per_token == 56 * (512 + 64) * 2
+
+
+SMALL_LONGCAT = {
+    "model_type": "longcat_flash", "vocab_size": 512, "hidden_size": 64, "num_layers": 2, "num_attention_heads": 4,
+    "ffn_hidden_size": 96, "expert_ffn_hidden_size": 32, "n_routed_experts": 8, "zero_expert_num": 4, "moe_topk": 3,
+    "q_lora_rank": 48, "kv_lora_rank": 32, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "head_dim": 8,
+    "v_head_dim": 16, "max_position_embeddings": 256, "zero_expert_type": "identity", "mla_scale_q_lora": True,
+    "mla_scale_kv_lora": True,
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("steer", ["real", "zero"])
+def test_longcat_flops_follow_the_router(steer):
+    """Steered to real experts only, FlopCounterMode on the CPU copy counts what tfcost counts (k real experts a
+    token, the most); steered to zero experts only, the routed experts' matmuls vanish."""
+    shape = shape_of(SMALL_LONGCAT)
+    torch.manual_seed(0)
+    model = build(config_from_dict(SMALL_LONGCAT), device="cpu")
+    assert sum(p.numel() for p in model.parameters()) == total_params(shape) + zero_expert_allocation(shape)
+    experts = SMALL_LONGCAT["n_routed_experts"]
+    for layer in model.model.layers:
+        bias = layer.mlp.router.e_score_correction_bias
+        bias[experts:] = -1e4 if steer == "real" else 1e4  # zero experts never / always among the top k
+    counted = forward_flops(model, T_LONG, device="cpu")[0]
+    routed = forward_flops_breakdown(shape, T_LONG)["moe/experts"]
+    assert counted == tfcost_forward_flops(shape, T_LONG) - (0 if steer == "real" else routed)

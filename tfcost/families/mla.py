@@ -18,6 +18,7 @@ from tfcost.hf_config import (
     Family,
     Fields,
     Reader,
+    causal_lm_head,
     read_deepseek,
 )
 from tfcost.hf_config import (
@@ -150,6 +151,64 @@ def read_glm4_moe_lite(fields: Fields) -> dict[str, Any]:
     return shape
 
 
+def read_longcat_flash(fields: Fields) -> dict[str, Any]:
+    """LongCat-Flash (Meituan 2025, arXiv:2509.01322): each of `num_layers` layers is two sublayers, each an MLA
+    attention (always a low-rank query) and a dense SwiGLU of `ffn_hidden_size`, plus one shortcut-connected MoE
+    (ScMoE) that reads the first sublayer's MLP input. tfcost writes it as 2 x num_layers MLA layers, the first of
+    each pair an MoE layer whose always-on "shared expert" is that sublayer's dense MLP (same input, same matmuls,
+    outputs summed into the residual), the second a dense one. The router scores `n_routed_experts` +
+    `zero_expert_num` experts; a zero (identity) expert costs nothing, so a token's FLOPs depend on how many of its
+    `moe_topk` picks are real: tfcost counts all k real, the most (the card: 18.6B-31.3B active, ~27B on average).
+    transformers 5.24 allocates gate_up_proj for the zero experts too (LongcatFlashExperts: [E + Z, 2F, d]), which
+    the checkpoint does not hold: tfcost counts the real experts (tests/test_truth_mla.py states the difference)."""
+    causal_lm_head(fields)
+    pairs = fields.int("num_layers")
+    if "num_hidden_layers" in fields.config:  # LongcatFlashConfig's setter: num_layers = num_hidden_layers // 2
+        fields.require("num_hidden_layers", 2 * pairs, fields.int("num_hidden_layers"), "it is 2 x num_layers")
+    fields.read.add("num_key_value_heads")  # MLA rebuilds keys and values for every query head
+    heads = fields.int("num_attention_heads")
+    nope, rope = fields.int("qk_nope_head_dim", 128), fields.int("qk_rope_head_dim", 64)
+    fields.require("qk_head_dim", nope + rope, fields.int("qk_head_dim", nope + rope), "qk_nope + qk_rope")
+    fields.require("zero_expert_type", "identity", fields.text("zero_expert_type", "identity"), "identity only")
+    fields.require("attention_method", "MLA", fields.text("attention_method", "MLA"), "MLA only")
+    for key in ("mla_scale_q_lora", "mla_scale_kv_lora"):  # transformers always applies the (free) LoRA scaling
+        fields.require(key, True, fields.bool(key, True), "transformers always scales")
+    bias = fields.bool("attention_bias", False)
+    width = fields.int("ffn_hidden_size", 12288)
+    return {
+        "vocab_size": fields.int("vocab_size", 131072),
+        "d_model": fields.int("hidden_size", 6144),
+        "n_layers": 2 * pairs,
+        "n_heads": heads,
+        "n_kv_heads": heads,
+        "head_dim": nope + rope,
+        "d_ff": width,
+        "mlp": "gated",
+        "norm": "rmsnorm",
+        "bias": {"qkv": bias, "attn_out": bias, "mlp": False},
+        "tied_embeddings": fields.bool("tie_word_embeddings", False),
+        "position": "rotary",
+        "max_seq_len": fields.int("max_position_embeddings", 131072),
+        "moe": {
+            "n_experts": fields.int("n_routed_experts", 512),
+            "experts_per_token": fields.int("moe_topk", 12),
+            "expert_d_ff": fields.int("expert_ffn_hidden_size", 2048),
+            "n_shared_experts": 1,
+            "shared_expert_d_ff": width,
+            "n_zero_experts": fields.int("zero_expert_num", 256),
+            "router_bias": fields.bool("router_bias", False),
+        },
+        "mla": {
+            "q_lora_rank": fields.int("q_lora_rank", 1536),
+            "kv_lora_rank": fields.int("kv_lora_rank", 512),
+            "qk_nope_head_dim": nope,
+            "qk_rope_head_dim": rope,
+            "v_head_dim": fields.int("v_head_dim", 128),
+        },
+        "layers": [{"pattern": [{"mixer": "mla", "ffn": "moe"}, {"mixer": "mla", "ffn": "dense"}], "repeat": pairs}],
+    }
+
+
 # Keys these classes write that change no count: DSA's rotary layout, MoE routing, the derived head_dim.
 MLA_IGNORED = LLAMA_IGNORED | DEEPSEEK_ROUTING
 
@@ -162,6 +221,8 @@ FAMILIES: dict[str, Family] = {
     "deepseek_v32": family(read_deepseek_v32),
     "glm_moe_dsa": family(read_glm_moe_dsa),
     "glm4_moe_lite": family(read_glm4_moe_lite),
+    # `head_dim` sizes only the rotary table (qk_rope_head_dim's width in the published config).
+    "longcat_flash": Family(read_longcat_flash, MLA_IGNORED | {"head_dim"}),
     # Kimi-K2 ships DeepSeek-V3's architecture (`architectures` DeepseekV3ForCausalLM, DeepSeek's remote code)
     # under model_type "kimi_k2", which transformers does not register; Moonshot's deployment guide says to set it
     # to "deepseek_v3" where a framework does not know it. Read exactly as deepseek_v3.
