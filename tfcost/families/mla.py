@@ -112,6 +112,25 @@ def glm_indexer_types(fields: Fields, layers: int) -> list[str]:
     return ["full" if max(i - offset + 1, 0) % freq == 0 else "shared" for i in range(layers)]
 
 
+def layer_groups(specs: list[dict[str, str]], longest: int = 8) -> list[dict[str, Any]]:
+    """A per-layer list written compactly: from each position, the pattern of at most `longest` layers whose
+    repeats cover the most layers (GLM-5.1's "shared, shared, shared, full" x 18 is one group)."""
+    groups: list[dict[str, Any]] = []
+    start = 0
+    while start < len(specs):
+        period, repeat = 1, 1
+        for length in range(1, min(longest, len(specs) - start) + 1):
+            pattern = specs[start : start + length]
+            count = 1
+            while specs[start + count * length : start + (count + 1) * length] == pattern:
+                count += 1
+            if count > 1 and count * length > period * repeat:
+                period, repeat = length, count
+        groups.append({"pattern": specs[start : start + period], "repeat": repeat})
+        start += period * repeat
+    return groups
+
+
 def read_glm_moe_dsa(fields: Fields) -> dict[str, Any]:
     """GLM-5: DeepSeek-V3.2's layer with GLM sizes; a layer whose `indexer_types` entry is "shared" has no
     indexer and reuses the previous layer's top-k selection (IndexCache, arXiv:2603.12201)."""
@@ -130,13 +149,7 @@ def read_glm_moe_dsa(fields: Fields) -> dict[str, Any]:
             {"mixer": "mla" if kind == "full" else "mla_shared_topk", "ffn": "dense" if i in dense else "moe"}
             for i, kind in enumerate(kinds)
         ]
-        runs: list[dict[str, Any]] = []
-        for spec in specs:  # consecutive alike layers as one group
-            if runs and runs[-1]["pattern"] == [spec]:
-                runs[-1]["repeat"] += 1
-            else:
-                runs.append({"pattern": [spec], "repeat": 1})
-        shape["layers"] = runs
+        shape["layers"] = layer_groups(specs)
         if "moe" in shape:
             shape["moe"]["dense_layers"] = []
     return shape
