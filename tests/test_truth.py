@@ -103,13 +103,14 @@ def counted_flops(model: Any, kwargs: dict[str, Any]) -> int:
 
 
 def cache_bytes(cache: Any) -> int:
-    """Bytes of every key and value tensor a cache holds (an encoder-decoder cache: self and cross)."""
+    """Bytes of every key and value tensor a cache holds (an encoder-decoder cache: self and cross), and of the
+    index keys of DeepSeek Sparse Attention's indexer."""
     if hasattr(cache, "self_attention_cache"):
         return cache_bytes(cache.self_attention_cache) + cache_bytes(cache.cross_attention_cache)
     return sum(
         tensor.numel() * tensor.element_size()
         for layer in cache.layers
-        for tensor in (layer.keys, layer.values)
+        for tensor in (layer.keys, layer.values, getattr(layer, "indexer_keys", None))
         if isinstance(tensor, torch.Tensor)
     )
 
@@ -117,7 +118,9 @@ def cache_bytes(cache: Any) -> int:
 def test_every_supported_model_type_has_a_reference_config():
     from tfcost.hf_config import FAMILIES
 
-    assert {raw_config(name)["model_type"] for name in NAMES} == set(FAMILIES)
+    # kimi_k2 is deepseek_v3 under Moonshot's label, which transformers does not register; LongCat-Flash's forward
+    # cannot run on the meta device (nonzero() in its experts loop): both are priced in tests/test_truth_mla.py.
+    assert {raw_config(name)["model_type"] for name in NAMES} == set(FAMILIES) - {"kimi_k2", "longcat_flash"}
 
 
 @pytest.mark.parametrize("name", NAMES)

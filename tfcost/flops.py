@@ -16,13 +16,13 @@ from tfcost.ops import (
     Form,
     Op,
     Span,
+    attended_positions,
     collect,
     evaluate,
     op_flops,
     op_flops_per_unit,
     op_score_term_per_position,
     score_entries,
-    visible_positions,
 )
 from tfcost.params import active_non_embedding_params
 from tfcost.schema import ModelShape
@@ -151,8 +151,9 @@ def six_n_flops_per_token(shape: ModelShape) -> int:
 def attention_score_flops_per_token(shape: ModelShape, seq_len: int) -> int:
     """The lesson's attention-score training term per token, 6*L*T*(H*Q): Kaplan et al. 2020 Eq. 2.2's
     2*n_layer*n_ctx*d_attn forward, times 3 for forward + backward. Summed per attention, with T capped at W for a
-    sliding-window layer (nanochat's estimate_flops) and (Q_qk + Q_v)/2 for Q when they differ (MLA)."""
-    return sum(value * visible_positions(span, seq_len, seq_len) for span, value in score_term_form(shape))
+    sliding-window layer (nanochat's estimate_flops), at k under top-k sparse attention (DSA), and (Q_qk + Q_v)/2
+    for Q when they differ (MLA)."""
+    return sum(value * attended_positions(span, seq_len, seq_len) for span, value in score_term_form(shape))
 
 
 @lru_cache(maxsize=4096)

@@ -840,9 +840,11 @@ def shape_mapping(config: dict[str, Any]) -> dict[str, Any]:
     return read_config(config).mapping
 
 
-from tfcost.families import flags as _flags  # noqa: E402 - the families module imports this one
+from tfcost.families import flags as _flags  # noqa: E402 - the families modules import this one
+from tfcost.families import mla as _mla  # noqa: E402
 
 FAMILIES.update(_flags.FAMILIES)
+FAMILIES.update(_mla.FAMILIES)
 
 
 def supported_types_markdown(width: int = 116) -> str:

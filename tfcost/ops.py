@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-OpKind = Literal["linear", "scores", "values", "norm", "table", "cache", "state"]
+OpKind = Literal["linear", "scores", "values", "index", "norm", "table", "cache", "state"]
 
 # What a row's multiplicity counts, per sequence:
 #   token         the layer's own positions, T (a decoder's in an encoder-decoder model)
@@ -40,6 +40,9 @@ class Span:
     window: int | None = None  # at most W positions, itself included (sliding window)
     chunk: int | None = None  # only its own C-position chunk (chunked attention)
     cross: bool = False  # the T_source positions of another sequence (cross-attention), no mask
+    # Sparse attention (DeepSeek-V3.2's DSA): each query attends to at most k positions an indexer selects among the
+    # earlier ones. Unlike a window, every position stays cached, as any may be selected later.
+    topk: int | None = None
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,8 @@ class Op:
 
     name: the row, e.g. "attention/q" or "moe/experts/up"; part: the parameter breakdown key it adds to (default
     name); flops_part: the forward-FLOPs breakdown key ("" when it has no FLOPs key).
-    fan_in, fan_out: for linear, in and out width; scores/values: head width Q and query heads H; norm: width and
+    fan_in, fan_out: for linear, in and out width; scores/values: head width Q and query heads H; index (an
+    indexer's scores over score entries, DSA: it selects, it is no attention): width and heads; norm: width and
     vectors per channel (2 for LayerNorm's scale and shift, 1 for RMSNorm); table: rows and columns; cache/state:
     elements per position (cache) or per sequence (state), and the heads they split over under tensor parallelism.
     copies: weight copies held (E routed experts; 0 for a head tied to the embedding); uses: how many of them each
@@ -72,19 +76,25 @@ class Op:
         return self.part or self.name
 
 
-def score_entries(seq_len: int, causal: bool, window: int | None = None, chunk: int | None = None) -> int:
+def score_entries(
+    seq_len: int, causal: bool, window: int | None = None, chunk: int | None = None, topk: int | None = None
+) -> int:
     """Entries of one head's T x T score matrix that are counted.
 
     Full: all T^2, what a dense kernel computes whatever the mask (and what FlopCounterMode counts). Causal: only
     the entries the mask keeps, the T(T+1)/2 on and below the diagonal; within a sliding window of W, where
     query i sees min(i + 1, W) keys: W(W+1)/2 + (T - W)*W once T > W (nanochat's estimate_prefill_flops); in
     chunks of C, each whole chunk C(C+1)/2 and the last r = T mod C positions r(r+1)/2 (Llama 4's chunked mask).
+    Top-k sparse attention (DeepSeek Sparse Attention, DeepSeek-V3.2, arXiv:2512.02556, Eq. 1-2): query i
+    attends to the min(i + 1, k) positions its indexer selects, the window's count with W = k.
     """
     if not causal:
         return seq_len * seq_len
     if chunk is not None:
         whole, rest = divmod(seq_len, chunk)
         return whole * chunk * (chunk + 1) // 2 + rest * (rest + 1) // 2
+    if topk is not None:
+        window = topk if window is None else min(window, topk)
     if window is None or seq_len <= window:
         return seq_len * (seq_len + 1) // 2
     return window * (window + 1) // 2 + (seq_len - window) * window
@@ -99,6 +109,12 @@ def visible_positions(span: Span, tokens: int, source_tokens: int) -> int:
     return tokens if limit is None else min(tokens, limit)
 
 
+def attended_positions(span: Span, tokens: int, source_tokens: int) -> int:
+    """Positions the last query attends to: those it sees, and of them at most k under top-k sparse attention."""
+    visible = visible_positions(span, tokens, source_tokens)
+    return visible if span.topk is None else min(visible, span.topk)
+
+
 def rate_multiplicity(per: Rate, span: Span, tokens: int, source_tokens: int, causal: bool) -> int:
     """How many times a row of rate `per` and span `span` is done over one sequence of T tokens (T_source keys
     for cross-attention); `causal` counts only the score entries the mask keeps."""
@@ -110,7 +126,7 @@ def rate_multiplicity(per: Rate, span: Span, tokens: int, source_tokens: int, ca
         case "entry":
             if span.cross:
                 return tokens * source_tokens
-            return score_entries(tokens, causal and span.causal, span.window, span.chunk)
+            return score_entries(tokens, causal and span.causal, span.window, span.chunk, span.topk)
         case "sequence":
             return 1
         case "cached":
@@ -164,7 +180,7 @@ def op_inactive_params(op: Op) -> int:
 def op_flops_per_unit(op: Op) -> int:
     """Forward matmul FLOPs of one unit of a row's rate: 2 * in * out per use (biases, norms, softmax and
     activations left out, as the nanoGPT notebook and FlopCounterMode count)."""
-    return 2 * op.fan_in * op.fan_out * op.uses if op.kind in ("linear", "scores", "values") else 0
+    return 2 * op.fan_in * op.fan_out * op.uses if op.kind in ("linear", "scores", "values", "index") else 0
 
 
 def op_flops(op: Op, tokens: int, source_tokens: int, causal: bool) -> int:

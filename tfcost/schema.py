@@ -94,6 +94,16 @@ class MoE(Frozen):
         return self.shared_expert_d_ff or self.expert_d_ff
 
 
+class SparseIndexer(Frozen):
+    """DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2, arXiv:2512.02556, Eq. 1): per query token,
+    n_heads small queries (from the MLA query latent) and weights score every earlier token's one cached index key,
+    I(t, s) = sum_j w(t, j) ReLU(q(t, j) . k(s)); the attention then reads only the top-k scoring positions."""
+
+    n_heads: Size = Field(description="H^I: indexer heads (DeepSeek-V3.2: 64)")
+    head_dim: Size = Field(description="d^I: width of one indexer query and of the cached index key (128)")
+    topk: Size = Field(description="k: positions each query attends to (2048)")
+
+
 class MLA(Frozen):
     """Multi-head latent attention (DeepSeek-V2, arXiv:2405.04434 §2.1): keys and values are rebuilt per head from
     a small cached latent of kv_lora_rank values, plus one rotary key of qk_rope_head_dim shared by all heads."""
@@ -107,6 +117,9 @@ class MLA(Frozen):
         description="d_h^R: per-head query/key width with rotary embedding; the key part is shared and cached"
     )
     v_head_dim: Size = Field(description="per-head value width")
+    indexer: SparseIndexer | None = Field(
+        None, description="DeepSeek Sparse Attention's indexer (DeepSeek-V3.2, GLM-5); null: dense MLA"
+    )
 
 
 QuantizedPart = Literal["attention", "mlp", "experts", "shared_experts", "output_head"]
@@ -142,8 +155,9 @@ class LayerSpec(Frozen):
 
     mixer: str = Field(
         "attention",
-        description="the token mixer: 'attention' (full, or sliding/chunked below) or 'mla'; a kind the core does "
-        "not cover is an error naming it",
+        description="the token mixer: 'attention' (full, or sliding/chunked below), 'mla', or 'mla_shared_topk' "
+        "(sparse MLA reusing the previous layer's top-k selection, no indexer of its own: GLM-5's shared layers); a "
+        "kind the core does not cover is an error naming it",
     )
     window: Size | None = Field(None, description="W: sliding-window attention over at most W positions")
     chunk: Size | None = Field(None, description="C: chunked attention, each query sees its own C-token chunk")
@@ -336,8 +350,10 @@ class ModelShape(Frozen):
             for spec in group.pattern:
                 if spec.ffn == "moe" and self.moe is None:
                     raise ValueError("layers: an 'moe' layer needs the model's moe")
-                if spec.mixer == "mla" and self.mla is None:
-                    raise ValueError("layers: an 'mla' layer needs the model's mla")
+                if spec.mixer.startswith("mla") and self.mla is None:
+                    raise ValueError(f"layers: an '{spec.mixer}' layer needs the model's mla")
+                if spec.mixer == "mla_shared_topk" and (self.mla is None or self.mla.indexer is None):
+                    raise ValueError("layers: an 'mla_shared_topk' layer needs the model's mla.indexer")
 
     def _check_stacks(self) -> None:
         if (self.architecture == "encoder-decoder") != (self.n_decoder_layers is not None):
@@ -378,6 +394,8 @@ class ModelShape(Frozen):
             )
         if self.qk_norm:
             raise ValueError("qk_norm: not supported together with mla")
+        if mla.indexer is not None and mla.q_lora_rank is None:
+            raise ValueError("mla.indexer: needs mla.q_lora_rank (the indexer's queries come from the query latent)")
         if self.position != "rotary":
             raise ValueError(f"mla: needs position 'rotary', not '{self.position}'")
 

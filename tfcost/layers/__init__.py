@@ -24,7 +24,11 @@ OpTable = Callable[[ModelShape, Block], list[Op]]
 
 # Token mixers. A recurrent or linear-attention kind (Gated DeltaNet, Mamba-2) returns `state` rows (elements per
 # sequence) in place of `cache` rows, and its matmuls as `linear` rows.
-MIXERS: dict[str, OpTable] = {"attention": attention_ops, "mla": mla_ops}
+MIXERS: dict[str, OpTable] = {
+    "attention": attention_ops,
+    "mla": mla_ops,
+    "mla_shared_topk": lambda shape, block: mla_ops(shape, block, own_indexer=False),
+}
 FFNS: dict[str, OpTable] = {"mlp": mlp_ops, "moe": moe_ops}
 
 
