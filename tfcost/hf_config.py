@@ -821,3 +821,8 @@ def read_config(config: dict[str, Any], *, strict: bool = False, lenient: bool =
 def shape_mapping(config: dict[str, Any]) -> dict[str, Any]:
     """The preset mapping (without name or source) equivalent to a Hugging Face config dict."""
     return read_config(config).mapping
+
+
+from tfcost.families import ssm as _ssm  # noqa: E402  (registered last: it imports from this module)
+
+FAMILIES.update(_ssm.FAMILIES)
