@@ -319,6 +319,8 @@ FAMILIES: dict[str, Family] = {
     "mamba": Family(
         read_mamba,
         BASE_IGNORED | SSM_HARMLESS | {"intermediate_size"},  # recomputed as expand x hidden_size
+        # mamba_ssm's own keys, which state-spaces' Hub files carry and transformers does not read
+        unused=frozenset({"n_layer", "fused_add_norm", "pad_vocab_size_multiple", "rms_norm", "ssm_cfg"}),
     ),
     "mamba2": Family(read_mamba2, BASE_IGNORED | SSM_HARMLESS | {"rms_norm"}),
     "falcon_h1": Family(
@@ -329,9 +331,12 @@ FAMILIES: dict[str, Family] = {
             Refusal("projectors_bias", "bool", False, (False,), "a bias on Falcon-H1's SSM out projection"),
         ),
     ),
-    "bamba": Family(read_bamba, HYBRID_HARMLESS, refused=(ATTENTION_BIAS,)),
+    "bamba": Family(read_bamba, HYBRID_HARMLESS, unused=frozenset({"attn_rotary_emb"}), refused=(ATTENTION_BIAS,)),
     "granitemoehybrid": Family(
-        read_granitemoehybrid, HYBRID_HARMLESS | GRANITE_MULTIPLIERS | MOE_ROUTING, refused=(ATTENTION_BIAS,)
+        read_granitemoehybrid,
+        HYBRID_HARMLESS | GRANITE_MULTIPLIERS | MOE_ROUTING,
+        unused=frozenset({"normalization_function"}),  # GraniteMoeHybridConfig has no such field: RMSNorm always
+        refused=(ATTENTION_BIAS,),
     ),
     "jamba": Family(
         read_jamba,
@@ -344,7 +349,8 @@ FAMILIES: dict[str, Family] = {
         | MOE_ROUTING
         | {"mlp_hidden_act", "routed_scaling_factor", "n_group", "topk_group", "moe_shared_expert_overlap"}
         | {"num_nextn_predict_layers", "mtp_layers_block_type", "attention_bias"},
-        unused=frozenset({"attention_head_dim"}),  # NemotronHAttention reads head_dim
+        # NemotronHAttention reads head_dim; NemotronHMamba2Mixer's biases follow use_bias.
+        unused=frozenset({"attention_head_dim", "mamba_proj_bias"}),
         refused=(
             Refusal("moe_latent_size", "int", None, (None,), "latent MoE projections are not modelled"),
             Refusal("sliding_window", "int", None, (None,), "sliding windows in Nemotron-H are not modelled"),
