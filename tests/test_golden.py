@@ -15,6 +15,8 @@ from tests.golden import GOLDEN, commands, run
 ADDED = {"params.by_layer_kind", "params.mtp", "flops.by_layer_kind", "kv_cache.state_bytes"}
 # Keys the config readers' notes added (issue 10): what a source ignored or did not price, a checkpoint's bytes.
 ADDED |= {"ignored_fields", "not_priced", "checkpoint_bytes", "checkpoint_bytes_estimate", "weights_format"}
+# Serving's recurrent state (issue 14): 0 for the attention-only presets pinned here.
+ADDED |= {"memory.state_bytes", "memory.state_bytes_per_gpu"}
 
 PINNED: dict[str, Any] = json.loads(GOLDEN.read_text())
 

@@ -318,9 +318,11 @@ HYBRID_HARMLESS = BASE_IGNORED | ROTARY_IGNORED | SSM_HARMLESS | {"max_position_
 FAMILIES: dict[str, Family] = {
     "mamba": Family(
         read_mamba,
-        BASE_IGNORED | SSM_HARMLESS | {"intermediate_size"},  # recomputed as expand x hidden_size
-        # mamba_ssm's own keys, which state-spaces' Hub files carry and transformers does not read
-        unused=frozenset({"n_layer", "fused_add_norm", "pad_vocab_size_multiple", "rms_norm", "ssm_cfg"}),
+        # intermediate_size is recomputed as expand x hidden_size; the rest are mamba_ssm's own keys, which
+        # state-spaces' Hub files carry and transformers does not read (n_layer repeats num_hidden_layers).
+        BASE_IGNORED
+        | SSM_HARMLESS
+        | {"intermediate_size", "n_layer", "fused_add_norm", "pad_vocab_size_multiple", "rms_norm", "ssm_cfg"},
     ),
     "mamba2": Family(read_mamba2, BASE_IGNORED | SSM_HARMLESS | {"rms_norm"}),
     "falcon_h1": Family(
@@ -331,26 +333,27 @@ FAMILIES: dict[str, Family] = {
             Refusal("projectors_bias", "bool", False, (False,), "a bias on Falcon-H1's SSM out projection"),
         ),
     ),
-    "bamba": Family(read_bamba, HYBRID_HARMLESS, unused=frozenset({"attn_rotary_emb"}), refused=(ATTENTION_BIAS,)),
+    # Bamba's Hub file names its rotary width (attn_rotary_emb), which BambaConfig does not read: no count.
+    "bamba": Family(read_bamba, HYBRID_HARMLESS | {"attn_rotary_emb"}, refused=(ATTENTION_BIAS,)),
     "granitemoehybrid": Family(
         read_granitemoehybrid,
-        HYBRID_HARMLESS | GRANITE_MULTIPLIERS | MOE_ROUTING,
-        unused=frozenset({"normalization_function"}),  # GraniteMoeHybridConfig has no such field: RMSNorm always
+        # GraniteMoeHybridConfig has no normalization_function field: RMSNorm always, as the file says.
+        HYBRID_HARMLESS | GRANITE_MULTIPLIERS | MOE_ROUTING | {"normalization_function"},
         refused=(ATTENTION_BIAS,),
     ),
     "jamba": Family(
         read_jamba,
-        HYBRID_HARMLESS | MOE_ROUTING,
-        unused=frozenset({"sliding_window"}),  # JambaConfig has none
+        HYBRID_HARMLESS | MOE_ROUTING | {"sliding_window"},  # JambaConfig has none: its attention sees all T
     ),
     "nemotron_h": Family(
         read_nemotron_h,
         HYBRID_HARMLESS
         | MOE_ROUTING
         | {"mlp_hidden_act", "routed_scaling_factor", "n_group", "topk_group", "moe_shared_expert_overlap"}
-        | {"num_nextn_predict_layers", "mtp_layers_block_type", "attention_bias"},
-        # NemotronHAttention reads head_dim; NemotronHMamba2Mixer's biases follow use_bias.
-        unused=frozenset({"attention_head_dim", "mamba_proj_bias"}),
+        | {"num_nextn_predict_layers", "mtp_layers_block_type", "attention_bias"}
+        # Older Hub files' names that NemotronHConfig does not read: NemotronHAttention takes head_dim (its
+        # default 128 is the Nemotron-H files' attention_head_dim), the mixer's biases follow use_bias.
+        | {"attention_head_dim", "mamba_proj_bias"},
         refused=(
             Refusal("moe_latent_size", "int", None, (None,), "latent MoE projections are not modelled"),
             Refusal("sliding_window", "int", None, (None,), "sliding windows in Nemotron-H are not modelled"),
