@@ -157,7 +157,7 @@ class SSM(Frozen):
     @model_validator(mode="after")
     def _check_heads(self) -> SSM:
         if self.d_inner % self.n_heads or self.n_heads % self.n_groups:
-            raise ValueError("ssm: n_heads must divide d_inner, and n_groups must divide n_heads")
+            raise ValueError("n_heads must divide d_inner, and n_groups must divide n_heads")
         return self
 
 
@@ -357,6 +357,8 @@ class ModelShape(Frozen):
                     raise ValueError("layers: an 'mla' layer needs the model's mla")
                 if "mamba" in spec.mixer and self.ssm is None:
                     raise ValueError(f"layers: a '{spec.mixer}' layer needs the model's ssm")
+                if spec.mixer == "mamba" and self.ssm is not None and self.ssm.dt_rank is None:
+                    raise ValueError("layers: a 'mamba' layer needs ssm.dt_rank (Mamba's time-step rank)")
 
     def _check_stacks(self) -> None:
         if (self.architecture == "encoder-decoder") != (self.n_decoder_layers is not None):

@@ -24,8 +24,8 @@ from tfcost.schema import ModelShape
 
 def mamba_ops(shape: ModelShape, block: Block, prefix: str = "mamba") -> list[Op]:
     """One Mamba (selective scan) mixer's rows."""
-    assert shape.ssm is not None and shape.ssm.dt_rank is not None  # the reader writes both for a 'mamba' layer
     s, d = shape.ssm, shape.d_model
+    assert s is not None and s.dt_rank is not None  # the schema and the reader write both for a 'mamba' layer
     inner, state, rank = s.d_inner, s.d_state, s.dt_rank
     ops = [
         Op(f"{prefix}/in_proj", "linear", d, 2 * inner, "token", s.proj_bias, flops_part=f"{prefix}/in_proj"),
