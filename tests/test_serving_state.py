@@ -54,3 +54,12 @@ def test_attention_only_models_hold_no_state():
     shape = load_model("llama-3-8b")
     assert memory.state_bytes(shape, 16, "bf16") == 0
     assert serve(shape, load_gpu("h100-sxm"), ServingSetup()).memory.state_bytes == 0
+
+
+def test_tensor_parallel_must_split_the_ssm_heads():
+    from tfcost.errors import UsageError
+
+    falcon = load_model("falcon-h1-7b")  # 12 query heads, 2 KV heads, 24 SSM heads
+    serve(falcon, load_gpu("h100-sxm"), ServingSetup(gpus=4))
+    with pytest.raises(UsageError, match="SSM heads"):
+        serve(falcon.model_copy(update={"n_heads": 16, "n_kv_heads": 16}), load_gpu("h100-sxm"), ServingSetup(gpus=16))

@@ -35,9 +35,13 @@ def check_generates(shape: ModelShape) -> None:
 
 def check_tensor_parallel(shape: ModelShape, gpus: int) -> None:
     """vLLM's rule: t divides the query heads, and the key-value heads are either split (t divides K) or each
-    replicated on t/K GPUs (K divides t)."""
+    replicated on t/K GPUs (K divides t); a Mamba-2 layer's heads (a Mamba layer's channels) are split too."""
     if shape.n_heads % gpus:
         raise UsageError(f"gpus ({gpus}) must divide the {shape.n_heads} query heads of {shape.name}")
+    ssm = shape.ssm
+    if ssm is not None and (ssm.n_heads if ssm.dt_rank is None else ssm.d_inner) % gpus:
+        # vLLM's MambaMixer2 splits the heads (MambaMixer the channels) over the ranks
+        raise UsageError(f"gpus ({gpus}) must divide the SSM heads (channels for Mamba) of {shape.name}")
     if shape.n_kv_heads % gpus and gpus % shape.n_kv_heads:
         raise UsageError(
             f"gpus ({gpus}) must divide the {shape.n_kv_heads} key-value heads of {shape.name}, or be a multiple "
