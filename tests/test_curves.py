@@ -40,7 +40,8 @@ def test_preset_curves_equal_the_core_at_any_t(shape, seq_lens, batch, causal, q
     function = costs.functions(quantity, batch)
     seq_lens = [*seq_lens, *near_edges(shape)]
     fitted = costs.curve(quantity, batch)
-    assert fitted.is_closed_form  # every core quantity today is piecewise-polynomial in T
+    if memory.state_bytes(shape, 1, "bf16") == 0:  # attention models: every quantity is piecewise-polynomial in T
+        assert fitted.is_closed_form  # (a chunked scan pads T to whole chunks: a step, evaluated directly)
     assert fitted.values(seq_lens) == [function(t) for t in seq_lens]  # unsorted
     assert fitted.values(sorted(seq_lens)) == [function(t) for t in sorted(seq_lens)]  # the sorted fast path
     assert [fitted(t) for t in seq_lens] == [function(t) for t in seq_lens]

@@ -56,6 +56,9 @@ ADDED |= {"engine"}  # issue 14: which engine answered ("analytic" here)
 ADDED |= {"expected", "profile", "setup.group_size", "setup.kv_block"}
 ADDED |= {f"latency.{key}" for key in ("ttft_ms", "tpot_ms", "tokens_per_s_per_sequence", "tokens_per_s")}
 
+# Serving's recurrent state (issue 14): 0 for the attention-only presets pinned here.
+ADDED |= {"memory.state_bytes", "memory.state_bytes_per_gpu"}
+
 PINNED: dict[str, Any] = json.loads(GOLDEN.read_text())
 
 

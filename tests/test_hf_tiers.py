@@ -169,8 +169,8 @@ def test_a_multimodal_wrapper_prices_its_language_model_and_names_its_towers():
     reading = read_config(wrapper)
     assert model_from_mapping(reading.mapping, "t", "x") == shape(text)
     assert reading.not_priced == ["vision tower (clip_vision_model)", "multimodal projector"]
-    with pytest.raises(TfcostError, match="unsupported model_type 'mamba'"):
-        read_config({**wrapper, "text_config": {**text, "model_type": "mamba"}})
+    with pytest.raises(TfcostError, match="unsupported model_type 'rwkv'"):
+        read_config({**wrapper, "text_config": {**text, "model_type": "rwkv"}})
     unknown = read_config({**wrapper, "text_config": {**text, "odd_key": "x"}})
     assert unknown.ignored == ["text_config.odd_key"]
 

@@ -78,8 +78,8 @@ def test_a_chunked_layer_caches_at_most_its_chunk() -> None:
 
 def test_an_uncovered_mixer_is_an_error_naming_it(tmp_path: Path) -> None:
     llama = load_model("llama-3-8b")
-    shape = with_fields(llama, layers=[{"pattern": [{"mixer": "mamba2"}], "repeat": llama.n_layers}])
-    with pytest.raises(TfcostError, match="mixer kind 'mamba2' is not covered"):
+    shape = with_fields(llama, layers=[{"pattern": [{"mixer": "rwkv7"}], "repeat": llama.n_layers}])
+    with pytest.raises(TfcostError, match="mixer kind 'rwkv7' is not covered"):
         params.total_params(shape)
     preset = tmp_path / "hybrid.yaml"
     preset.write_text(
@@ -89,11 +89,9 @@ def test_an_uncovered_mixer_is_an_error_naming_it(tmp_path: Path) -> None:
     )
     run = run_in_process("estimate", str(preset))
     assert run.code != 0
-    from tfcost.layers import MIXERS
-
-    assert run.stderr.strip().splitlines() == [
-        f"tfcost: error: mixer kind 'gated_deltanet' is not covered by tfcost's core (covered: {', '.join(MIXERS)})"
-    ]
+    [line] = run.stderr.strip().splitlines()
+    assert line.startswith("tfcost: error: mixer kind 'gated_deltanet' is not covered by tfcost's core (covered: ")
+    assert "attention, mla" in line
 
 
 @pytest.mark.parametrize("field", ["per_layer_embedding_dim", "hyper_connections"])

@@ -27,11 +27,12 @@ class Block:
     mixer: str = "attention"  # the mixer kind, a key of tfcost.layers.MIXERS
     chunk: int | None = None  # chunked attention: a query sees only its own C-token chunk
     rope: bool = True  # false: a NoPE layer (recorded; rotary embedding has no parameters or matmuls)
+    feed_forward: bool = True  # false: a mixer-only layer (Mamba, Nemotron-H's M and * layers)
 
     @property
     def ffn(self) -> str:
         """The FFN kind, a key of tfcost.layers.FFNS."""
-        return "moe" if self.moe else "mlp"
+        return "moe" if self.moe else "mlp" if self.feed_forward else "none"
 
     @property
     def name(self) -> str:
@@ -61,9 +62,8 @@ def blocks(shape: ModelShape) -> tuple[tuple[Block, int], ...]:
     if shape.layers is not None:  # written as groups: a pattern and a count
         for group in shape.layers:
             for spec in group.pattern:
-                block = Block(
-                    "layers", causal, False, spec.ffn == "moe", spec.window, spec.mixer, spec.chunk, spec.rope
-                )
+                moe, ffn = spec.ffn == "moe", spec.ffn != "none"
+                block = Block("layers", causal, False, moe, spec.window, spec.mixer, spec.chunk, spec.rope, ffn)
                 counts[block] = counts.get(block, 0) + group.repeat
         return tuple(counts.items())
     dense = set(shape.moe.dense_layers) if shape.moe else set()

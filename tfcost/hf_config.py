@@ -842,9 +842,11 @@ def shape_mapping(config: dict[str, Any]) -> dict[str, Any]:
 
 from tfcost.families import flags as _flags  # noqa: E402 - the families modules import this one
 from tfcost.families import mla as _mla  # noqa: E402
+from tfcost.families import ssm as _ssm  # noqa: E402
 
 FAMILIES.update(_flags.FAMILIES)
 FAMILIES.update(_mla.FAMILIES)
+FAMILIES.update(_ssm.FAMILIES)
 
 
 def supported_types_markdown(width: int = 116) -> str:

@@ -398,18 +398,20 @@ class ServeMemory(Section):
     kv_cache_bytes_per_token: int = quantity("KV cache per token, whole model, 2*L*K*Q*s", "bytes")
     kv_cache_bytes: int = quantity("KV cache, B x (P + G) tokens, whole model", "bytes")
     kv_cache_bytes_per_gpu: int = quantity("KV cache per GPU (its key-value heads)", "bytes")
-    total_bytes_per_gpu: int = quantity("weights + KV cache per GPU", "bytes")
+    state_bytes: int = quantity("recurrent state, B sequences (independent of context), whole model", "bytes")
+    state_bytes_per_gpu: int = quantity("recurrent state per GPU = whole / gpus", "bytes")
+    total_bytes_per_gpu: int = quantity("weights + KV cache + state per GPU", "bytes")
     fits: bool = quantity("fits in the usable memory", "text")
 
 
 class ServeLatency(Section):
     prefill_flops_per_gpu: int = quantity("prefill FLOPs per GPU (causal, logits of the last token)", "flops")
-    prefill_bytes_per_gpu: int = quantity("prefill bytes per GPU = weights + KV written", "bytes")
+    prefill_bytes_per_gpu: int = quantity("prefill bytes per GPU = weights + KV and state written", "bytes")
     prefill_ms: float = quantity("prefill (time to first token) = max(FLOPs/peak, bytes/bw)", "ms")
     prefill_bound: str = quantity("prefill is", "text")
     prefill_tokens_per_s: float = quantity("prefill throughput, B x P / prefill", "per_s")
     decode_flops_per_gpu: int = quantity("decode step FLOPs per GPU at context P + G", "flops")
-    decode_bytes_per_gpu: int = quantity("decode step bytes per GPU = weights + KV read", "bytes")
+    decode_bytes_per_gpu: int = quantity("decode step bytes per GPU = weights + KV and state read", "bytes")
     decode_ms_per_token: float = quantity("decode step (per token) = max(FLOPs/peak, bytes/bw)", "ms")
     decode_bound: str = quantity("decode is", "text")
     decode_tokens_per_s: float = quantity("decode throughput, B / decode step", "per_s")
@@ -497,7 +499,8 @@ def serve(
     weights_per_gpu = serving.share_per_gpu(weights, t)
     tokens, encoder_tokens = serving.cached_positions(shape, setup.prompt, setup.generate)
     kv_per_gpu = serving.kv_cache_bytes_per_gpu(shape, tokens, b, kv_dtype, t, encoder_tokens)
-    held = serving.bytes_moved_per_gpu(weights_per_gpu, kv_per_gpu)  # what a GPU holds is what decode reads
+    state_per_gpu = serving.state_bytes_per_gpu(shape, b, kv_dtype, t)
+    held = serving.bytes_moved_per_gpu(weights_per_gpu, kv_per_gpu + state_per_gpu)  # what decode reads
     budget = serving.kv_budget_bytes_per_gpu(usable, weights_per_gpu)
     prefill = serving.prefill_roofline(shape, setup, weights_per_gpu, peak, bandwidth)
     decode = serving.decode_roofline(shape, setup, held, peak, bandwidth)
@@ -523,13 +526,19 @@ def serve(
             kv_cache_bytes_per_token=memory.kv_cache_bytes_per_token(shape, kv_dtype),
             kv_cache_bytes=memory.kv_cache_bytes(shape, tokens, b, kv_dtype, encoder_tokens),
             kv_cache_bytes_per_gpu=kv_per_gpu,
+            state_bytes=memory.state_bytes(shape, b, kv_dtype),
+            state_bytes_per_gpu=state_per_gpu,
             total_bytes_per_gpu=held,
             fits=held <= usable,
         ),
         max_batch=serving.max_batch(
-            budget, serving.kv_cache_bytes_per_gpu(shape, tokens, 1, kv_dtype, t, encoder_tokens)
+            budget,
+            serving.kv_cache_bytes_per_gpu(shape, tokens, 1, kv_dtype, t, encoder_tokens),
+            serving.state_bytes_per_gpu(shape, 1, kv_dtype, t),
         ),
-        max_context=serving.max_context(budget, serving.kv_cache_bytes_per_gpu(shape, 1, b, kv_dtype, t)),
+        max_context=serving.max_context(
+            budget, serving.kv_cache_bytes_per_gpu(shape, 1, b, kv_dtype, t), state_per_gpu, shape.max_seq_len
+        ),
         model_max_context=shape.max_seq_len,
         latency=ServeLatency(
             prefill_flops_per_gpu=prefill.flops_per_gpu,

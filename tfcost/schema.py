@@ -150,19 +150,46 @@ class Quantization(Frozen):
     )
 
 
+class SSM(Frozen):
+    """A selective state-space mixer's sizes: Mamba (Gu and Dao 2023, arXiv:2312.00752) or Mamba-2 (Dao and Gu
+    2024, arXiv:2405.21060). d_inner channels are scanned with a d_state-wide state each; Mamba-2 splits them
+    into n_heads heads of d_inner / n_heads and shares B and C over n_groups groups."""
+
+    d_inner: Size = Field(description="channels the scan runs over (expand x d_model; Falcon-H1's mamba_d_ssm)")
+    d_state: Size = Field(description="N: state size per channel")
+    n_heads: Size = Field(1, description="Mamba-2: heads (d_inner / head_dim); Mamba: 1")
+    n_groups: Size = Field(1, description="Mamba-2: groups sharing B and C")
+    conv_kernel: Size = Field(4, description="K: width of the depthwise causal convolution")
+    chunk_size: Size = Field(256, description="Mamba-2: positions per chunk of the chunked (SSD) scan")
+    dt_rank: Size | None = Field(None, description="Mamba only: rank of the time-step projection; null: Mamba-2")
+    conv_bias: bool = Field(True, description="a bias on the convolution")
+    proj_bias: bool = Field(False, description="biases on the in and out projections")
+    gated_norm: bool = Field(True, description="Mamba-2: a gated RMSNorm over d_inner before the out projection")
+    dt_norms: bool = Field(False, description="Mamba only: RMSNorms on dt, B and C (Jamba)")
+
+    @model_validator(mode="after")
+    def _check_heads(self) -> SSM:
+        if self.d_inner % self.n_heads or self.n_heads % self.n_groups:
+            raise ValueError("n_heads must divide d_inner, and n_groups must divide n_heads")
+        return self
+
+
 class LayerSpec(Frozen):
     """One layer of a non-uniform stack: its mixer and its FFN. Sizes (heads, widths) are the model's."""
 
     mixer: str = Field(
         "attention",
-        description="the token mixer: 'attention' (full, or sliding/chunked below), 'mla', or 'mla_shared_topk' "
-        "(sparse MLA reusing the previous layer's top-k selection, no indexer of its own: GLM-5's shared layers); a "
-        "kind the core does not cover is an error naming it",
+        description="the token mixer: 'attention' (full, or sliding/chunked below), 'mla', 'mla_shared_topk' "
+        "(sparse MLA reusing the previous layer's top-k selection, no indexer of its own: GLM-5's shared layers), "
+        "'mamba', 'mamba2', 'attention+mamba2' (both in parallel, Falcon-H1) or 'none'; a kind the core does not "
+        "cover is an error naming it",
     )
     window: Size | None = Field(None, description="W: sliding-window attention over at most W positions")
     chunk: Size | None = Field(None, description="C: chunked attention, each query sees its own C-token chunk")
     rope: bool = Field(True, description="false: a NoPE layer (no position encoding; Llama 4's global layers)")
-    ffn: Literal["dense", "moe"] = Field("dense", description="dense: an MLP of width d_ff; moe: the model's moe")
+    ffn: Literal["dense", "moe", "none"] = Field(
+        "dense", description="dense: an MLP of width d_ff; moe: the model's moe; none: no FFN (Mamba, Nemotron-H)"
+    )
 
     @model_validator(mode="after")
     def _check_span(self) -> LayerSpec:
@@ -258,6 +285,7 @@ class ModelShape(Frozen):
     )
     moe: MoE | None = Field(None, description="mixture of experts in place of the dense MLP; null: dense model")
     mla: MLA | None = Field(None, description="multi-head latent attention in place of q/k/v projections")
+    ssm: SSM | None = Field(None, description="the sizes of the model's Mamba or Mamba-2 layers")
     relative_attention_buckets: Size | None = Field(
         None, description="position 'relative' only: buckets of T5's relative position bias table"
     )
@@ -354,6 +382,10 @@ class ModelShape(Frozen):
                     raise ValueError(f"layers: an '{spec.mixer}' layer needs the model's mla")
                 if spec.mixer == "mla_shared_topk" and (self.mla is None or self.mla.indexer is None):
                     raise ValueError("layers: an 'mla_shared_topk' layer needs the model's mla.indexer")
+                if "mamba" in spec.mixer and self.ssm is None:
+                    raise ValueError(f"layers: a '{spec.mixer}' layer needs the model's ssm")
+                if spec.mixer == "mamba" and self.ssm is not None and self.ssm.dt_rank is None:
+                    raise ValueError("layers: a 'mamba' layer needs ssm.dt_rank (Mamba's time-step rank)")
 
     def _check_stacks(self) -> None:
         if (self.architecture == "encoder-decoder") != (self.n_decoder_layers is not None):

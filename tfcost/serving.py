@@ -35,9 +35,13 @@ def check_generates(shape: ModelShape) -> None:
 
 def check_tensor_parallel(shape: ModelShape, gpus: int) -> None:
     """vLLM's rule: t divides the query heads, and the key-value heads are either split (t divides K) or each
-    replicated on t/K GPUs (K divides t)."""
+    replicated on t/K GPUs (K divides t); a Mamba-2 layer's heads (a Mamba layer's channels) are split too."""
     if shape.n_heads % gpus:
         raise UsageError(f"gpus ({gpus}) must divide the {shape.n_heads} query heads of {shape.name}")
+    ssm = shape.ssm
+    if ssm is not None and (ssm.n_heads if ssm.dt_rank is None else ssm.d_inner) % gpus:
+        # vLLM's MambaMixer2 splits the heads (MambaMixer the channels) over the ranks
+        raise UsageError(f"gpus ({gpus}) must divide the SSM heads (channels for Mamba) of {shape.name}")
     if shape.n_kv_heads % gpus and gpus % shape.n_kv_heads:
         raise UsageError(
             f"gpus ({gpus}) must divide the {shape.n_kv_heads} key-value heads of {shape.name}, or be a multiple "
@@ -129,6 +133,13 @@ def kv_cache_bytes_per_gpu(
     return total * kv_heads_per_gpu(shape, gpus) // shape.n_kv_heads
 
 
+def state_bytes_per_gpu(shape: ModelShape, batch: int, dtype: Dtype, gpus: int) -> int:
+    """The fixed-size recurrent state of B sequences (conv and SSM states, tfcost.memory.state_bytes) held by one
+    of t GPUs: tensor parallelism splits Mamba's heads and channels, and so their states, over the t GPUs (vLLM's
+    MambaMixer2 shards them the same way)."""
+    return share_per_gpu(memory.state_bytes(shape, batch, dtype), gpus)
+
+
 def usable_bytes_per_gpu(gpu: GpuSpec, reserve: float) -> int:
     """The memory a server may fill, (1 - reserve) of the GPU: vLLM's gpu_memory_utilization (0.9 by default)."""
     return int(memory_bytes(gpu) * (1 - reserve))
@@ -139,15 +150,21 @@ def kv_budget_bytes_per_gpu(usable_bytes: int, weights_bytes_per_gpu: int) -> in
     return max(usable_bytes - weights_bytes_per_gpu, 0)
 
 
-def max_batch(kv_budget_bytes: int, kv_bytes_per_sequence: int) -> int:
-    """The most whole sequences whose KV cache fits the budget (KV cache is linear in B)."""
-    return kv_budget_bytes // kv_bytes_per_sequence
+def max_batch(kv_budget_bytes: int, kv_bytes_per_sequence: int, state_bytes_per_sequence: int = 0) -> int:
+    """The most whole sequences whose KV cache and recurrent state fit the budget (both are linear in B)."""
+    return kv_budget_bytes // (kv_bytes_per_sequence + state_bytes_per_sequence)
 
 
-def max_context(kv_budget_bytes: int, kv_bytes_per_token_of_batch: int) -> int:
-    """The longest context whose KV cache for the whole batch fits the budget (linear in tokens; a sliding
-    window, where a model has one, would allow more)."""
-    return kv_budget_bytes // kv_bytes_per_token_of_batch
+def max_context(
+    kv_budget_bytes: int, kv_bytes_per_token_of_batch: int, state_bytes_of_batch: int = 0, unbounded: int = 0
+) -> int:
+    """The longest context whose KV cache for the whole batch fits what the batch's recurrent state leaves of the
+    budget (the cache is linear in tokens, the state fixed; a sliding window, where a model has one, would allow
+    more). A model without a KV cache (pure Mamba) is not bounded by memory: `unbounded` if its state fits."""
+    left = kv_budget_bytes - state_bytes_of_batch
+    if kv_bytes_per_token_of_batch == 0:
+        return unbounded if left >= 0 else 0
+    return max(left, 0) // kv_bytes_per_token_of_batch
 
 
 def is_encoder_decoder(shape: ModelShape) -> bool:
@@ -216,7 +233,8 @@ def effective_bandwidth_bytes_per_s(gpu: GpuSpec, memory_efficiency: float) -> f
 def bytes_moved_per_gpu(weights_bytes_per_gpu: int, kv_bytes_per_gpu: int) -> int:
     """What one forward pass moves through memory: every weight read once, plus the KV cache, written by prefill
     (the prompts' keys and values) or read by a decode step (the whole batch's cache: Scaling Book inference.md,
-    weights / bandwidth + B x KV size / bandwidth; nanochat's MBU). Activations are taken to stay on chip."""
+    weights / bandwidth + B x KV size / bandwidth; nanochat's MBU); a recurrent layer's state counts with the
+    cache, read and written once a step. Activations are taken to stay on chip."""
     return weights_bytes_per_gpu + kv_bytes_per_gpu
 
 
@@ -247,6 +265,7 @@ def prefill_roofline(
     gpus, batch = setup.gpus, setup.batch
     tokens, encoder_tokens = cached_positions(shape, setup.prompt, 1 if is_encoder_decoder(shape) else 0)
     kv = kv_cache_bytes_per_gpu(shape, tokens, batch, setup.kv_dtype, gpus, encoder_tokens)
+    kv += state_bytes_per_gpu(shape, batch, setup.kv_dtype, gpus)  # each prompt's final state, written once
     work = share_per_gpu(prefill_flops(shape, setup.prompt, batch), gpus)
     return roofline(work, bytes_moved_per_gpu(weights_per_gpu, kv), peak, bandwidth)
 

@@ -13,6 +13,8 @@ from functools import lru_cache
 from tfcost.blocks import Block, blocks
 from tfcost.errors import TfcostError
 from tfcost.layers.attention import attention_ops
+from tfcost.layers.mamba import mamba_ops
+from tfcost.layers.mamba2 import mamba2_ops
 from tfcost.layers.mla import mla_ops
 from tfcost.layers.mlp import mlp_ops
 from tfcost.layers.moe import moe_ops
@@ -22,14 +24,29 @@ from tfcost.schema import ModelShape
 
 OpTable = Callable[[ModelShape, Block], list[Op]]
 
+
 # Token mixers. A recurrent or linear-attention kind (Gated DeltaNet, Mamba-2) returns `state` rows (elements per
 # sequence) in place of `cache` rows, and its matmuls as `linear` rows.
+def no_ops(shape: ModelShape, block: Block) -> list[Op]:
+    """A layer without this part: Nemotron-H's FFN-only and mixer-only layers, Mamba's FFN-less blocks."""
+    return []
+
+
+def attention_and_mamba2_ops(shape: ModelShape, block: Block) -> list[Op]:
+    """Falcon-H1 (arXiv:2507.22448 §2): attention and a Mamba-2 mixer side by side on the same normed input."""
+    return attention_ops(shape, block) + mamba2_ops(shape, block)
+
+
 MIXERS: dict[str, OpTable] = {
     "attention": attention_ops,
     "mla": mla_ops,
     "mla_shared_topk": lambda shape, block: mla_ops(shape, block, own_indexer=False),
+    "none": no_ops,
+    "mamba": mamba_ops,
+    "mamba2": mamba2_ops,
+    "attention+mamba2": attention_and_mamba2_ops,
 }
-FFNS: dict[str, OpTable] = {"mlp": mlp_ops, "moe": moe_ops}
+FFNS: dict[str, OpTable] = {"mlp": mlp_ops, "moe": moe_ops, "none": no_ops}
 
 
 def table_of(registry: dict[str, OpTable], role: str, kind: str) -> OpTable:
