@@ -1,0 +1,198 @@
+"""Readers for the attention variants of 2025-26 (issue 11): gpt-oss, Gemma 3, Llama 4 (and the `mistral3` wrapper,
+which needs no reader of its own: tfcost.hf_config descends into its `text_config`, a `mistral` model).
+
+Each is exact against transformers 5.24 (tests/test_truth_attention_variants.py): what differs from Llama is read
+from the config as data, the layer stack is written out where layers differ (docs/family-truth.md, "Per
+model_type"). Wrappers (`gemma3`, `llama4`) are read through their `text_config` by tfcost.hf_config.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tfcost.errors import TfcostError
+from tfcost.hf_config import (
+    LLAMA_IGNORED,
+    MOE_ROUTING,
+    Family,
+    Fields,
+    LlamaFlags,
+    Reader,
+    Refusal,
+    causal_lm_head,
+    llama_family,
+    llama_like,
+    sizes,
+    sliding_layers_from_types,
+    windows,
+)
+
+
+def with_defaults(defaults: dict[str, Any], read: Reader) -> Reader:
+    """A reader that takes the config class's defaults for the sizes a file leaves out: the Hub writes a wrapper's
+    `text_config` sparsely (Gemma 3 4B lists 5 keys), and transformers fills the rest from its config class."""
+
+    def read_with_defaults(fields: Fields) -> dict[str, Any]:
+        fields.config = {**defaults, **fields.config}
+        return read(fields)
+
+    return read_with_defaults
+
+
+def grouped(specs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A per-layer list of LayerSpec mappings written as the schema's `layers` groups: one pattern repeated when
+    the stack is periodic (Llama 4 Maverick: [chunked+dense, chunked+moe, chunked+dense, full+moe] x 12), else
+    runs of equal layers."""
+    count = len(specs)
+    for period in range(1, count + 1):
+        if count % period == 0 and specs == specs[:period] * (count // period):
+            return [{"pattern": specs[:period], "repeat": count // period}]
+    raise AssertionError("unreachable: the whole list is its own period")  # pragma: no cover
+
+
+# gpt-oss (OpenAI 2025, "gpt-oss-120b & gpt-oss-20b Model Card") ----------------------------------------------
+
+
+def read_gpt_oss(fields: Fields) -> dict[str, Any]:
+    """GptOssForCausalLM: Llama-like GQA with q/k/v/o biases (`attention_bias`) and one learned sink logit per
+    query head; every layer an MoE whose router and experts carry biases (`gate_up_proj_bias`, `down_proj_bias`),
+    no shared expert; `layer_types` alternate a 128-token sliding window and full attention."""
+    shape = llama_like(fields, head_dim_default=None, tied_default=False, biases=False)
+    attention_bias = fields.bool("attention_bias", True)
+    # Only the experts are MLPs here: their biases are the "mlp" biases.
+    shape["bias"] = {"qkv": attention_bias, "attn_out": attention_bias, "mlp": True}
+    shape["attention_sinks"] = True
+    shape["moe"] = {
+        "n_experts": fields.int("num_local_experts"),
+        "experts_per_token": fields.int("num_experts_per_tok", 4),
+        "expert_d_ff": shape["d_ff"],
+        "router_bias": True,
+    }
+    layers = shape["n_layers"]
+    explicit = sliding_layers_from_types(fields, layers)
+    # GptOssConfig: without layer_types, even layers slide and odd ones are full.
+    chosen = explicit if explicit is not None else list(range(0, layers, 2))
+    return {**shape, **windows(fields.nullable_int("sliding_window", 128), chosen, layers)}
+
+
+# Gemma 3 (Gemma Team 2025, arXiv:2503.19786) ------------------------------------------------------------------
+
+read_gemma_base = llama_family(LlamaFlags(head_dim_default=256, tied_default=True, bias="attention", qk_norm=True))
+
+
+def read_gemma3_text(fields: Fields) -> dict[str, Any]:
+    """Gemma3ForCausalLM: Gemma-2's block (4 RMSNorms, tied and scaled embeddings) with per-head q/k RMSNorm and 5
+    local : 1 global layers (`layer_types`, or `sliding_window_pattern`: every n-th layer is global)."""
+    shape = read_gemma_base(fields)
+    shape["block_norms"] = 4  # input, post-attention, pre-feedforward and post-feedforward RMSNorms
+    layers = shape["n_layers"]
+    pattern = fields.int("sliding_window_pattern", 6)
+    if pattern < 1:
+        raise fields.wrong("sliding_window_pattern", "a positive integer", pattern)
+    explicit = sliding_layers_from_types(fields, layers)
+    chosen = explicit if explicit is not None else [i for i in range(layers) if (i + 1) % pattern]
+    return {**shape, **windows(fields.nullable_int("sliding_window", 4096), chosen, layers)}
+
+
+# Llama 4 (Meta 2025, "The Llama 4 herd"; transformers' modeling_llama4.py) -------------------------------------
+
+
+def read_llama4_text(fields: Fields) -> dict[str, Any]:
+    """Llama4ForCausalLM: GQA attention, RoPE layers attending within chunks of `attention_chunk_size` and NoPE
+    full-attention layers (`no_rope_layers[i]` = 0: every `no_rope_layer_interval`-th); MoE layers (`moe_layers`,
+    or every `interleave_moe_layer_step`-th) of E experts top-k plus one shared expert, both of
+    `intermediate_size`; the other layers a dense SwiGLU of `intermediate_size_mlp`. The qk norm is a
+    parameter-free L2 norm."""
+    causal_lm_head(fields)
+    shape = sizes(fields)
+    layers = shape["n_layers"]
+    heads = shape["n_heads"]
+    attention_bias = fields.bool("attention_bias", False)
+    expert_width = fields.int("intermediate_size", 8192)
+    shape.update(
+        n_kv_heads=fields.int("num_key_value_heads", heads),
+        head_dim=fields.int("head_dim", 128),
+        d_ff=fields.int("intermediate_size_mlp", 16384),
+        mlp="gated",
+        norm="rmsnorm",
+        bias={"qkv": attention_bias, "attn_out": attention_bias, "mlp": False},
+        tied_embeddings=fields.bool("tie_word_embeddings", False),
+        position="rotary",
+        max_seq_len=fields.int("max_position_embeddings", 131072),
+    )
+    interval = fields.int("no_rope_layer_interval", 4)
+    step = fields.int("interleave_moe_layer_step", 1)
+    for key, value in (("no_rope_layer_interval", interval), ("interleave_moe_layer_step", step)):
+        if value < 1:  # transformers itself divides by it
+            raise fields.wrong(key, "a positive integer", value)
+    rope = fields.list_of("no_rope_layers", int, None) or [int((i + 1) % interval != 0) for i in range(layers)]
+    moe_layers = fields.list_of("moe_layers", int, None)
+    moe_layers = set(range(step - 1, layers, step) if moe_layers is None else moe_layers)
+    chunk = fields.nullable_int("attention_chunk_size", 8192)
+    types = fields.list_of("layer_types", str, None)
+    if types is None:
+        types = ["chunked_attention" if uses and chunk is not None else "full_attention" for uses in rope]
+    for key, values in (("no_rope_layers", rope), ("layer_types", types)):
+        if len(values) != layers:
+            raise TfcostError(f"llama4_text config: field '{key}' has {len(values)} entries for {layers} layers")
+    if any(i not in range(layers) for i in moe_layers):
+        raise TfcostError(f"llama4_text config: field 'moe_layers' names a layer outside 0..{layers - 1}")
+    specs = []
+    for i, kind in enumerate(types):
+        if kind not in ("chunked_attention", "full_attention") or (kind == "chunked_attention" and chunk is None):
+            raise TfcostError(f"llama4_text config: layer type '{kind}' in 'layer_types' is not supported here")
+        spec: dict[str, Any] = {"ffn": "moe" if i in moe_layers else "dense", "rope": bool(rope[i])}
+        if kind == "chunked_attention":
+            spec["chunk"] = chunk
+        specs.append(spec)
+    shape["layers"] = grouped(specs)
+    if moe_layers:
+        shape["moe"] = {
+            "n_experts": fields.int("num_local_experts", 16),
+            "experts_per_token": fields.int("num_experts_per_tok", 1),
+            "expert_d_ff": expert_width,
+            "n_shared_experts": 1,  # Llama4TextMoe.shared_expert, a Llama4TextMLP of intermediate_size
+        }
+    fields.read.update({"num_local_experts", "num_experts_per_tok"})  # unused sizes when no layer is MoE
+    return shape
+
+
+GEMMA_REFUSED = (
+    Refusal("use_bidirectional_attention", "bool", None, (None, False), "it changes which scores are kept"),
+)
+GEMMA3_HARMLESS = LLAMA_IGNORED | {
+    "query_pre_attn_scalar", "attn_logit_softcapping", "final_logit_softcapping", "cache_implementation",
+    "rope_local_base_freq",
+    # 5.24 saves the pattern it derived layer_types from under a private name; it reads only `sliding_window_pattern`.
+    "_sliding_window_pattern",
+}  # fmt: skip
+LLAMA4_HARMLESS = LLAMA_IGNORED | MOE_ROUTING | {
+    # The qk norm is an L2 norm without parameters; attention temperature tuning scales NoPE layers' queries.
+    "use_qk_norm", "attn_temperature_tuning", "floor_scale", "attn_scale",
+}  # fmt: skip
+
+# The config classes' defaults for the sizes (transformers 5.24: GptOssConfig, Gemma3TextConfig, Llama4TextConfig).
+GPT_OSS_DEFAULTS = {
+    "vocab_size": 201088, "hidden_size": 2880, "num_hidden_layers": 36, "num_attention_heads": 64,
+    "num_key_value_heads": 8, "head_dim": 64, "intermediate_size": 2880, "num_local_experts": 128,
+    "max_position_embeddings": 131072,
+}  # fmt: skip
+GEMMA3_TEXT_DEFAULTS = {
+    "vocab_size": 262208, "hidden_size": 2304, "num_hidden_layers": 26, "num_attention_heads": 8,
+    "num_key_value_heads": 4, "head_dim": 256, "intermediate_size": 9216, "max_position_embeddings": 131072,
+}  # fmt: skip
+LLAMA4_TEXT_DEFAULTS = {"vocab_size": 202048, "hidden_size": 5120, "num_hidden_layers": 48, "num_attention_heads": 40}
+
+FAMILIES: dict[str, Family] = {
+    "gpt_oss": Family(
+        with_defaults(GPT_OSS_DEFAULTS, read_gpt_oss),
+        # OpenAI's Hub files also carry their own names: experts_per_token (always num_experts_per_tok's value) and
+        # initial_context_length (the YaRN original length, also in rope_scaling). transformers reads neither, and
+        # carries both through a re-save, so they are ignored silently.
+        LLAMA_IGNORED | MOE_ROUTING | {"swiglu_limit", "swiglu_alpha", "experts_per_token", "initial_context_length"},
+    ),
+    "gemma3_text": Family(
+        with_defaults(GEMMA3_TEXT_DEFAULTS, read_gemma3_text), GEMMA3_HARMLESS, refused=GEMMA_REFUSED
+    ),
+    "llama4_text": Family(with_defaults(LLAMA4_TEXT_DEFAULTS, read_llama4_text), LLAMA4_HARMLESS),
+}
