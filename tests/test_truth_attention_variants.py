@@ -1,5 +1,5 @@
 """tfcost against transformers 5.24 for the attention variants of issue 11: gpt_oss, gemma3_text (and its gemma3
-wrapper), llama4_text (and its llama4 wrapper) and the mistral3 wrapper.
+wrapper), llama4_text (and its llama4 wrapper), gemma4_text (and its gemma4 wrapper) and the mistral3 wrapper.
 
 For every type, the default config (`AutoConfig.for_model(model_type)`) in the two forms transformers writes
 (`save_pretrained`'s and the full `to_dict()`), and every fixture in tests/data/hf_configs of these types, is read by
@@ -26,7 +26,7 @@ WHY = "the truth tests need torch and transformers: pip install -e '.[test]'"
 torch = pytest.importorskip("torch", reason=WHY)
 pytest.importorskip("transformers", reason=WHY)
 
-from transformers import StaticCache  # noqa: E402
+from transformers import AutoConfig, StaticCache  # noqa: E402
 from truth_harness import T_LONG, Truth, build, config_from_dict, measure, saved_forms, text_config  # noqa: E402
 
 from tfcost.flops import forward_flops  # noqa: E402
@@ -36,7 +36,20 @@ from tfcost.params import total_params  # noqa: E402
 from tfcost.schema import ModelShape  # noqa: E402
 
 CONFIGS = Path(__file__).parent / "data" / "hf_configs"
-TYPES = ["gpt_oss", "gemma3_text", "gemma3", "llama4_text", "llama4", "mistral3"]
+TYPES = ["gpt_oss", "gemma3_text", "gemma3", "llama4_text", "llama4", "mistral3", "gemma4_text", "gemma4"]
+# Defaults changed where the default leaves a feature off (no published config of these here): Gemma 4's KV sharing
+# with double-wide MLPs, values taken from the keys with fewer global KV heads, and all of it on a smaller stack.
+VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "gemma4_text-kv-shared": ("gemma4_text", {"num_kv_shared_layers": 12, "use_double_wide_mlp": True}),
+    "gemma4_text-k-eq-v": ("gemma4_text", {"attention_k_eq_v": True, "num_global_key_value_heads": 1}),
+    "gemma4_text-small": (
+        "gemma4_text",
+        {
+            "num_hidden_layers": 12, "num_kv_shared_layers": 5, "attention_k_eq_v": True,
+            "num_global_key_value_heads": 2, "hidden_size_per_layer_input": 128,
+        },
+    ),
+}  # fmt: skip
 # Fixtures of these types: a gpt_oss, gemma3_text or llama4_text model, bare or in its wrapper, and the mistral3
 # wrapper (a bare `mistral`, mistral-7b, is tests/test_truth.py's).
 MODEL_TYPES = {"gpt_oss", "gemma3_text", "gemma3", "llama4_text", "llama4", "mistral3"}
@@ -51,7 +64,9 @@ FIXTURES = sorted(
 )
 # tests/test_truth.py checks every fixture's parameters, FLOPs and cache too (but Llama 4's FLOPs): here the
 # fixtures are the thorough run's, but for Llama 4's.
-CASES = [pytest.param(kind, form, id=f"{kind}-{form}") for kind in TYPES for form in ("saved", "full")] + [
+CASES = [
+    pytest.param(kind, form, id=f"{kind}-{form}") for kind in [*TYPES, *VARIANTS] for form in ("saved", "full")
+] + [
     pytest.param(name, "fixture", id=name, marks=() if name.startswith("llama-4") else pytest.mark.thorough)
     for name in FIXTURES
 ]
@@ -61,7 +76,13 @@ def config_dict(kind: str, form: str) -> dict[str, Any]:
     """The config.json a user would hand tfcost: a fixture, or a default config as transformers writes it."""
     if form == "fixture":
         return json.loads((CONFIGS / f"{kind}.json").read_text())
-    return json.loads(json.dumps(saved_forms(kind)[form]))  # through JSON, as a file holds it
+    if kind in VARIANTS:
+        model_type, changes = VARIANTS[kind]
+        config = AutoConfig.for_model(model_type, **changes)
+        written = config.to_diff_dict() if form == "saved" else config.to_dict()
+    else:
+        written = saved_forms(kind)[form]
+    return json.loads(json.dumps(written))  # through JSON, as a file holds it
 
 
 @cache
@@ -107,7 +128,7 @@ def test_reading_matches_transformers(kind, form):
 
 def test_both_forms_of_each_default_are_the_same_model():
     """The saved and the full form read back to one config, so one build answers for both."""
-    for kind in TYPES:
+    for kind in [*TYPES, *VARIANTS]:
         forms = [config_dict(kind, form) for form in ("saved", "full")]
         configs = [text_config(config_from_dict(data)).to_dict() for data in forms]
         assert configs[0] == configs[1], kind

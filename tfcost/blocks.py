@@ -27,6 +27,12 @@ class Block:
     mixer: str = "attention"  # the mixer kind, a key of tfcost.layers.MIXERS
     chunk: int | None = None  # chunked attention: a query sees only its own C-token chunk
     rope: bool = True  # false: a NoPE layer (recorded; rotary embedding has no parameters or matmuls)
+    # Sizes where the layer differs from the model's (None: the model's), and Gemma 3n/4's shared or value-less keys.
+    head_dim: int | None = None
+    kv_heads: int | None = None
+    d_ff: int | None = None
+    kv_shared: bool = False
+    values_from_keys: bool = False
 
     @property
     def ffn(self) -> str:
@@ -39,7 +45,13 @@ class Block:
         span = f"(window={self.window})" if self.window else f"(chunk={self.chunk})" if self.chunk else ""
         mixer = f"{self.mixer}{span}{'' if self.rope else '(nope)'}{'+cross_attention' if self.cross_attention else ''}"
         stack = "" if self.stack == "layers" else f"{self.stack}:"
-        return f"{stack}{mixer}+{self.ffn}"
+        sizes = [
+            f"{name}={value}" for name, value in (("head_dim", self.head_dim), ("kv_heads", self.kv_heads)) if value
+        ]
+        sizes += [flag for flag in ("kv_shared", "values_from_keys") if getattr(self, flag)]
+        mixer += f"[{','.join(sizes)}]" if sizes else ""
+        ffn = f"{self.ffn}(d_ff={self.d_ff})" if self.d_ff else self.ffn
+        return f"{stack}{mixer}+{ffn}"
 
 
 LayerKind = Block
@@ -62,8 +74,9 @@ def blocks(shape: ModelShape) -> tuple[tuple[Block, int], ...]:
         for group in shape.layers:
             for spec in group.pattern:
                 block = Block(
-                    "layers", causal, False, spec.ffn == "moe", spec.window, spec.mixer, spec.chunk, spec.rope
-                )
+                    "layers", causal, False, spec.ffn == "moe", spec.window, spec.mixer, spec.chunk, spec.rope,
+                    spec.head_dim, spec.kv_heads, spec.d_ff, spec.kv_shared, spec.values_from_keys,
+                )  # fmt: skip
                 counts[block] = counts.get(block, 0) + group.repeat
         return tuple(counts.items())
     dense = set(shape.moe.dense_layers) if shape.moe else set()

@@ -149,6 +149,18 @@ class LayerSpec(Frozen):
     chunk: Size | None = Field(None, description="C: chunked attention, each query sees its own C-token chunk")
     rope: bool = Field(True, description="false: a NoPE layer (no position encoding; Llama 4's global layers)")
     ffn: Literal["dense", "moe"] = Field("dense", description="dense: an MLP of width d_ff; moe: the model's moe")
+    # Per-layer sizes, where a layer differs from the model's (Gemma 3n, Gemma 4); null: the model's.
+    head_dim: Size | None = Field(None, description="this layer's head width (Gemma 4 global layers: 512)")
+    kv_heads: Size | None = Field(None, description="this layer's key-value heads (Gemma 4 global layers)")
+    d_ff: Size | None = Field(None, description="this layer's dense MLP width (Gemma 3n's per-layer list)")
+    kv_shared: bool = Field(
+        False,
+        description="the layer reads the keys and values of an earlier layer of its kind (Gemma 3n/4 "
+        "num_kv_shared_layers): no key or value projections, no cache of its own",
+    )
+    values_from_keys: bool = Field(
+        False, description="values are the keys (Gemma 4 attention_k_eq_v): no value projection; both are cached"
+    )
 
     @model_validator(mode="after")
     def _check_span(self) -> LayerSpec:
@@ -260,7 +272,12 @@ class ModelShape(Frozen):
         "projection and one more block, sharing the embedding and head; counted in params.mtp, not in the total",
     )
     per_layer_embedding_dim: SizeOrZero = Field(
-        0, description="per-layer token embeddings of this width (Gemma 3n); a slot the core does not price yet"
+        0,
+        description="p: per-layer token embeddings of this width (Gemma 3n, Gemma 4): a V_p x (L p) table, a d -> L p "
+        "projection of the embeddings, and in each layer a d -> p gate and a p -> d projection",
+    )
+    per_layer_embedding_vocab: Size | None = Field(
+        None, description="V_p: rows of the per-layer embedding table (default vocab_size)"
     )
     hyper_connections: SizeOrZero = Field(
         0, description="residual streams of hyper-connections; a slot the core does not price yet"
@@ -327,6 +344,8 @@ class ModelShape(Frozen):
                     raise ValueError("layers: an 'moe' layer needs the model's moe")
                 if spec.mixer == "mla" and self.mla is None:
                     raise ValueError("layers: an 'mla' layer needs the model's mla")
+                if spec.kv_heads is not None:
+                    check_kv_groups(self.n_heads, spec.kv_heads, "n_heads", "layers: kv_heads")
 
     def _check_stacks(self) -> None:
         if (self.architecture == "encoder-decoder") != (self.n_decoder_layers is not None):

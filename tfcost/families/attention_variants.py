@@ -157,6 +157,92 @@ def read_llama4_text(fields: Fields) -> dict[str, Any]:
     return shape
 
 
+# Gemma 4 (transformers' modeling_gemma4.py; Google 2026) --------------------------------------------------------
+
+
+def per_layer_overrides(fields: Fields, layers: int, types: list[str]) -> dict[int, dict[str, int]]:
+    """Gemma4TextConfig's per_layer_config: {layer index: {head_dim, num_key_value_heads}}. Without it, the global
+    layers take `global_head_dim` (default 512) and, when `attention_k_eq_v`, `num_global_key_value_heads`."""
+    given = fields.raw("per_layer_config", None)
+    k_eq_v = fields.bool("attention_k_eq_v", False)
+    global_head_dim = fields.int("global_head_dim", 512)
+    global_kv_heads = fields.int("num_global_key_value_heads", None)
+    if given is None:
+        override = {"head_dim": global_head_dim}
+        if k_eq_v and global_kv_heads is not None:
+            override["num_key_value_heads"] = global_kv_heads
+        return {i: override for i, kind in enumerate(types) if kind == "full_attention"}
+    if not isinstance(given, dict):
+        raise fields.wrong("per_layer_config", "a mapping of layer index to sizes", given)
+    overrides: dict[int, dict[str, int]] = {}
+    for key, sizes_of_layer in given.items():
+        index = int(key) if isinstance(key, str) and key.isdigit() else key
+        if not isinstance(index, int) or not 0 <= index < layers or not isinstance(sizes_of_layer, dict):
+            raise fields.wrong("per_layer_config", f"layer indices 0..{layers - 1} with their sizes", key)
+        unknown = set(sizes_of_layer) - {"head_dim", "num_key_value_heads"}
+        if unknown:
+            raise TfcostError(
+                f"gemma4_text config: per_layer_config sets {sorted(unknown)}, which tfcost does not read"
+            )
+        for name, value in sizes_of_layer.items():
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise fields.wrong(f"per_layer_config.{key}.{name}", "a positive integer", value)
+        overrides[index] = dict(sizes_of_layer)
+    return overrides
+
+
+def read_gemma4_text(fields: Fields) -> dict[str, Any]:
+    """Gemma4ForCausalLM: Gemma 3's block (4 norms, per-head q/k norm, tied scaled embeddings, 5 local : 1 global,
+    the last layer always global) with per-layer sizes: the global layers' head_dim and KV heads
+    (`per_layer_config`), values taken from the keys on global layers (`attention_k_eq_v`), the last
+    `num_kv_shared_layers` layers reading the KV of the last earlier layer of their type (no k/v projections, no
+    cache; `use_double_wide_mlp` doubles their MLP), and per-layer embeddings of `hidden_size_per_layer_input`."""
+    shape = read_gemma_base(fields)
+    shape["block_norms"] = 4
+    layers, d_ff = shape["n_layers"], shape["d_ff"]
+    types = fields.list_of("layer_types", str, None)
+    if types is None:
+        types = ["sliding_attention" if (i + 1) % 6 else "full_attention" for i in range(layers)]
+    if len(types) != layers:
+        raise TfcostError(f"gemma4_text config: field 'layer_types' has {len(types)} entries for {layers} layers")
+    types = [*types[:-1], "full_attention"]  # Gemma4TextConfig forces the last layer global
+    if set(types) - {"sliding_attention", "full_attention"}:
+        raise TfcostError(f"gemma4_text config: layer types {sorted(set(types))} are not all supported")
+    overrides = per_layer_overrides(fields, layers, types)
+    k_eq_v = fields.bool("attention_k_eq_v", False)
+    shared = fields.int("num_kv_shared_layers", 0)
+    if not 0 <= shared < layers or set(types[: layers - shared]) != set(types):
+        raise fields.wrong(
+            "num_kv_shared_layers", "fewer than the layers, leaving a layer of each type to share", shared
+        )
+    double_wide = fields.bool("use_double_wide_mlp", False)
+    window = fields.int("sliding_window", 512)
+    specs = []
+    for i, kind in enumerate(types):
+        spec: dict[str, Any] = {}
+        if kind == "sliding_attention":
+            spec["window"] = window
+        sizes_of_layer = overrides.get(i, {})
+        if sizes_of_layer.get("head_dim", shape["head_dim"]) != shape["head_dim"]:
+            spec["head_dim"] = sizes_of_layer["head_dim"]
+        if sizes_of_layer.get("num_key_value_heads", shape["n_kv_heads"]) != shape["n_kv_heads"]:
+            spec["kv_heads"] = sizes_of_layer["num_key_value_heads"]
+        if i >= layers - shared:
+            spec["kv_shared"] = True
+            if double_wide:
+                spec["d_ff"] = 2 * d_ff
+        elif k_eq_v and kind == "full_attention":
+            spec["values_from_keys"] = True
+        specs.append(spec)
+    shape["layers"] = grouped(specs)
+    per_layer = fields.nullable_int("hidden_size_per_layer_input", 256)
+    if per_layer:
+        shape["per_layer_embedding_dim"] = per_layer
+        shape["per_layer_embedding_vocab"] = fields.int("vocab_size_per_layer_input", 262144)
+    fields.read.update({"vocab_size_per_layer_input", "num_experts", "top_k_experts", "moe_intermediate_size"})
+    return shape
+
+
 GEMMA_REFUSED = (
     Refusal("use_bidirectional_attention", "bool", None, (None, False), "it changes which scores are kept"),
 )
@@ -181,6 +267,10 @@ GEMMA3_TEXT_DEFAULTS = {
     "vocab_size": 262208, "hidden_size": 2304, "num_hidden_layers": 26, "num_attention_heads": 8,
     "num_key_value_heads": 4, "head_dim": 256, "intermediate_size": 9216, "max_position_embeddings": 131072,
 }  # fmt: skip
+GEMMA4_TEXT_DEFAULTS = {
+    "vocab_size": 262144, "hidden_size": 2304, "num_hidden_layers": 30, "num_attention_heads": 8,
+    "num_key_value_heads": 4, "head_dim": 256, "intermediate_size": 9216, "max_position_embeddings": 131072,
+}  # fmt: skip
 LLAMA4_TEXT_DEFAULTS = {"vocab_size": 202048, "hidden_size": 5120, "num_hidden_layers": 48, "num_attention_heads": 40}
 
 FAMILIES: dict[str, Family] = {
@@ -193,6 +283,14 @@ FAMILIES: dict[str, Family] = {
     ),
     "gemma3_text": Family(
         with_defaults(GEMMA3_TEXT_DEFAULTS, read_gemma3_text), GEMMA3_HARMLESS, refused=GEMMA_REFUSED
+    ),
+    "gemma4_text": Family(
+        with_defaults(GEMMA4_TEXT_DEFAULTS, read_gemma4_text),
+        GEMMA3_HARMLESS,
+        refused=(
+            Refusal("enable_moe_block", "bool", False, (False,), "Gemma 4's MoE block beside the MLP is not modelled"),
+            Refusal("use_bidirectional_attention", "text", None, (None, "vision"), "it changes which scores are kept"),
+        ),
     ),
     "llama4_text": Family(with_defaults(LLAMA4_TEXT_DEFAULTS, read_llama4_text), LLAMA4_HARMLESS),
 }

@@ -21,5 +21,5 @@ def mlp_rows(shape: ModelShape, prefix: str, d_ff: int, copies: int, uses: int, 
 
 
 def mlp_ops(shape: ModelShape, block: Block) -> list[Op]:
-    """The dense MLP of width d_ff."""
-    return mlp_rows(shape, "mlp", shape.d_ff, 1, 1, "mlp")
+    """The dense MLP of width d_ff (the layer's own width, where it has one)."""
+    return mlp_rows(shape, "mlp", block.d_ff or shape.d_ff, 1, 1, "mlp")
