@@ -1,5 +1,6 @@
 """tfcost against transformers 5.24 for the attention variants of issue 11: gpt_oss, gemma3_text (and its gemma3
-wrapper), llama4_text (and its llama4 wrapper), gemma4_text (and its gemma4 wrapper) and the mistral3 wrapper.
+wrapper), llama4_text (and its llama4 wrapper), gemma3n_text and gemma4_text (and their gemma3n and gemma4
+wrappers) and the mistral3 wrapper.
 
 For every type, the default config (`AutoConfig.for_model(model_type)`) in the two forms transformers writes
 (`save_pretrained`'s and the full `to_dict()`), and every fixture in tests/data/hf_configs of these types, is read by
@@ -36,7 +37,10 @@ from tfcost.params import total_params  # noqa: E402
 from tfcost.schema import ModelShape  # noqa: E402
 
 CONFIGS = Path(__file__).parent / "data" / "hf_configs"
-TYPES = ["gpt_oss", "gemma3_text", "gemma3", "llama4_text", "llama4", "mistral3", "gemma4_text", "gemma4"]
+TYPES = [
+    "gpt_oss", "gemma3_text", "gemma3", "llama4_text", "llama4", "mistral3", "gemma4_text", "gemma4", "gemma3n_text",
+    "gemma3n",  # its whole model needs timm to build; its language model, what tfcost prices, does not
+]  # fmt: skip
 # Defaults changed where the default leaves a feature off (no published config of these here): Gemma 4's KV sharing
 # with double-wide MLPs, values taken from the keys with fewer global KV heads, and all of it on a smaller stack.
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -47,6 +51,14 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
         {
             "num_hidden_layers": 12, "num_kv_shared_layers": 5, "attention_k_eq_v": True,
             "num_global_key_value_heads": 2, "hidden_size_per_layer_input": 128,
+        },
+    ),
+    # Gemma 3n with MLP widths that differ per layer, fewer KV-shared layers, 2 AltUp streams and a narrower LAuReL.
+    "gemma3n_text-small": (
+        "gemma3n_text",
+        {
+            "num_hidden_layers": 10, "intermediate_size": [8192] * 5 + [4096] * 5, "num_kv_shared_layers": 4,
+            "altup_num_inputs": 2, "laurel_rank": 32, "hidden_size_per_layer_input": 128,
         },
     ),
 }  # fmt: skip

@@ -279,6 +279,10 @@ class ModelShape(Frozen):
     per_layer_embedding_vocab: Size | None = Field(
         None, description="V_p: rows of the per-layer embedding table (default vocab_size)"
     )
+    altup_streams: SizeOrZero = Field(
+        0, description="n: AltUp's residual streams (Gemma 3n altup_num_inputs: 4); 0: none (tfcost.layers.altup)"
+    )
+    laurel_rank: SizeOrZero = Field(0, description="r: LAuReL's low-rank residual branch in each layer (Gemma 3n: 64)")
     hyper_connections: SizeOrZero = Field(
         0, description="residual streams of hyper-connections; a slot the core does not price yet"
     )

@@ -191,6 +191,18 @@ def per_layer_overrides(fields: Fields, layers: int, types: list[str]) -> dict[i
     return overrides
 
 
+def kv_shared_layers(fields: Fields, types: list[str], default: int) -> int:
+    """`num_kv_shared_layers`: the last n layers read the keys and values of the last earlier layer of their type
+    (Gemma3nTextConfig / Gemma4TextConfig kv_sharing_modes), so every type must have an earlier layer."""
+    layers = len(types)
+    shared = fields.int("num_kv_shared_layers", default)
+    if not 0 <= shared < layers or set(types[: layers - shared]) != set(types):
+        raise fields.wrong(
+            "num_kv_shared_layers", "fewer than the layers, leaving a layer of each type to share", shared
+        )
+    return shared
+
+
 def read_gemma4_text(fields: Fields) -> dict[str, Any]:
     """Gemma4ForCausalLM: Gemma 3's block (4 norms, per-head q/k norm, tied scaled embeddings, 5 local : 1 global,
     the last layer always global) with per-layer sizes: the global layers' head_dim and KV heads
@@ -210,11 +222,7 @@ def read_gemma4_text(fields: Fields) -> dict[str, Any]:
         raise TfcostError(f"gemma4_text config: layer types {sorted(set(types))} are not all supported")
     overrides = per_layer_overrides(fields, layers, types)
     k_eq_v = fields.bool("attention_k_eq_v", False)
-    shared = fields.int("num_kv_shared_layers", 0)
-    if not 0 <= shared < layers or set(types[: layers - shared]) != set(types):
-        raise fields.wrong(
-            "num_kv_shared_layers", "fewer than the layers, leaving a layer of each type to share", shared
-        )
+    shared = kv_shared_layers(fields, types, 0)
     double_wide = fields.bool("use_double_wide_mlp", False)
     window = fields.int("sliding_window", 512)
     specs = []
@@ -241,6 +249,51 @@ def read_gemma4_text(fields: Fields) -> dict[str, Any]:
         shape["per_layer_embedding_vocab"] = fields.int("vocab_size_per_layer_input", 262144)
     fields.read.update({"vocab_size_per_layer_input", "num_experts", "top_k_experts", "moe_intermediate_size"})
     return shape
+
+
+# Gemma 3n (Google 2025; transformers' modeling_gemma3n.py) ------------------------------------------------------
+
+
+def read_gemma3n_text(fields: Fields) -> dict[str, Any]:
+    """Gemma3nForCausalLM: Gemma 3's attention block (4 norms, per-head q/k norm, tied scaled embeddings) with 4 local
+    : 1 global layers, a dense MLP whose width may differ per layer (`intermediate_size` as a list), the last
+    `num_kv_shared_layers` layers reading an earlier layer's keys and values, per-layer embeddings, AltUp over
+    `altup_num_inputs` streams and a LAuReL branch of `laurel_rank` (tfcost.layers.altup). Activation sparsity
+    (`activation_sparsity_pattern`) changes no matmul."""
+    widths = fields.raw("intermediate_size", 16384)
+    layers = fields.int("num_hidden_layers", 35)
+    if isinstance(widths, int) and not isinstance(widths, bool):
+        widths = [widths] * layers
+    if not isinstance(widths, list) or len(widths) != layers or not all(is_width(width) for width in widths):
+        raise fields.wrong("intermediate_size", f"a positive integer or a list of {layers}", widths)
+    fields.config = {**fields.config, "intermediate_size": widths[0]}  # the model's; layers that differ say so
+    shape = read_gemma_base(fields)
+    shape["block_norms"] = 4
+    types = fields.list_of("layer_types", str, None)
+    if types is None:
+        types = ["full_attention" if (i + 1) % 5 == 0 else "sliding_attention" for i in range(layers)]
+    if len(types) != layers or set(types) - {"sliding_attention", "full_attention"}:
+        raise fields.wrong("layer_types", f"{layers} of 'sliding_attention' and 'full_attention'", types)
+    shared = kv_shared_layers(fields, types, 15)
+    window = fields.int("sliding_window", 512)
+    specs = []
+    for i, kind in enumerate(types):
+        spec: dict[str, Any] = {"window": window} if kind == "sliding_attention" else {}
+        if widths[i] != widths[0]:
+            spec["d_ff"] = widths[i]
+        if i >= layers - shared:
+            spec["kv_shared"] = True
+        specs.append(spec)
+    shape["layers"] = grouped(specs)
+    shape["per_layer_embedding_dim"] = fields.int("hidden_size_per_layer_input", 256)
+    shape["per_layer_embedding_vocab"] = fields.int("vocab_size_per_layer_input", 262144)
+    shape["altup_streams"] = fields.int("altup_num_inputs", 4)
+    shape["laurel_rank"] = fields.int("laurel_rank", 64)
+    return shape
+
+
+def is_width(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 GEMMA_REFUSED = (
@@ -271,6 +324,11 @@ GEMMA4_TEXT_DEFAULTS = {
     "vocab_size": 262144, "hidden_size": 2304, "num_hidden_layers": 30, "num_attention_heads": 8,
     "num_key_value_heads": 4, "head_dim": 256, "intermediate_size": 9216, "max_position_embeddings": 131072,
 }  # fmt: skip
+GEMMA3N_TEXT_DEFAULTS = {
+    "vocab_size": 262400, "hidden_size": 2048, "num_hidden_layers": 35, "num_attention_heads": 8,
+    "num_key_value_heads": 2, "head_dim": 256,
+    "max_position_embeddings": 32768,
+}  # fmt: skip
 LLAMA4_TEXT_DEFAULTS = {"vocab_size": 202048, "hidden_size": 5120, "num_hidden_layers": 48, "num_attention_heads": 40}
 
 FAMILIES: dict[str, Family] = {
@@ -283,6 +341,11 @@ FAMILIES: dict[str, Family] = {
     ),
     "gemma3_text": Family(
         with_defaults(GEMMA3_TEXT_DEFAULTS, read_gemma3_text), GEMMA3_HARMLESS, refused=GEMMA_REFUSED
+    ),
+    "gemma3n_text": Family(
+        with_defaults(GEMMA3N_TEXT_DEFAULTS, read_gemma3n_text),
+        GEMMA3_HARMLESS | {"altup_active_idx", "altup_coef_clip", "altup_correct_scale", "activation_sparsity_pattern"},
+        refused=GEMMA_REFUSED,
     ),
     "gemma4_text": Family(
         with_defaults(GEMMA4_TEXT_DEFAULTS, read_gemma4_text),

@@ -12,6 +12,7 @@ from functools import lru_cache
 
 from tfcost.blocks import Block, blocks
 from tfcost.errors import TfcostError
+from tfcost.layers.altup import altup_embedding_ops, altup_head_ops, altup_layer_ops
 from tfcost.layers.attention import attention_ops
 from tfcost.layers.mla import mla_ops
 from tfcost.layers.mlp import mlp_ops
@@ -45,7 +46,7 @@ def layer_ops(shape: ModelShape, block: Block) -> tuple[Op, ...]:
     ops += table_of(FFNS, "ffn", block.ffn)(shape, block)
     names = block_norm_names(shape.block_norms) + (["norm/cross_attention"] if block.cross_attention else [])
     ops += [norm_op(shape, name) for name in names]
-    return tuple(ops) + per_layer_input_ops(shape)
+    return tuple(ops) + altup_layer_ops(shape) + per_layer_input_ops(shape)
 
 
 def per_layer_input_ops(shape: ModelShape) -> tuple[Op, ...]:
@@ -94,7 +95,7 @@ def embedding_ops(shape: ModelShape) -> tuple[Op, ...]:
         ops.append(Op("embedding/token_types", "table", shape.token_types, d, "weights"))
     if shape.embedding_norm:
         ops.append(norm_op(shape, "embedding_norm"))
-    return tuple(ops) + per_layer_embedding_ops(shape)
+    return tuple(ops) + per_layer_embedding_ops(shape) + altup_embedding_ops(shape)
 
 
 def per_layer_embedding_ops(shape: ModelShape) -> tuple[Op, ...]:
@@ -118,7 +119,7 @@ def head_ops(shape: ModelShape) -> tuple[Op, ...]:
     """Rows after the last layer: final norm(s), pooler, BERT's MLM transform, the V x d output head (no copies
     of its own when tied to the token embedding, but its matmul is still done) and its V biases."""
     d, vocab, head = shape.d_model, shape.vocab_size, shape.head
-    ops = [norm_op(shape, "final_norm", copies=stacks(shape) if shape.final_norm else 0)]
+    ops = [*altup_head_ops(shape), norm_op(shape, "final_norm", copies=stacks(shape) if shape.final_norm else 0)]
     if shape.pooler:  # the first token of the sequence only
         ops.append(Op("pooler", "linear", d, d, "sequence", True, flops_part="pooler"))
     if head == "mlm":  # BertLMPredictionHead: dense + activation + LayerNorm, then the decoder
