@@ -53,6 +53,14 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
             "num_global_key_value_heads": 2, "hidden_size_per_layer_input": 128,
         },
     ),
+    # Gemma 4's MoE block beside the MLP (the 26B-A4B layout), with KV sharing and double-wide MLPs.
+    "gemma4_text-moe": (
+        "gemma4_text",
+        {
+            "num_hidden_layers": 12, "enable_moe_block": True, "num_experts": 16, "top_k_experts": 4,
+            "moe_intermediate_size": 704, "num_kv_shared_layers": 4, "use_double_wide_mlp": True,
+        },
+    ),
     # Gemma 3n with MLP widths that differ per layer, fewer KV-shared layers, 2 AltUp streams and a narrower LAuReL.
     "gemma3n_text-small": (
         "gemma3n_text",

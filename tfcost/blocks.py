@@ -33,11 +33,12 @@ class Block:
     d_ff: int | None = None
     kv_shared: bool = False
     values_from_keys: bool = False
+    beside_mlp: bool = False  # the routed experts run beside a dense MLP, not in its place (Gemma 4)
 
     @property
     def ffn(self) -> str:
         """The FFN kind, a key of tfcost.layers.FFNS."""
-        return "moe" if self.moe else "mlp"
+        return ("mlp+moe" if self.beside_mlp else "moe") if self.moe else "mlp"
 
     @property
     def name(self) -> str:
@@ -74,8 +75,9 @@ def blocks(shape: ModelShape) -> tuple[tuple[Block, int], ...]:
         for group in shape.layers:
             for spec in group.pattern:
                 block = Block(
-                    "layers", causal, False, spec.ffn == "moe", spec.window, spec.mixer, spec.chunk, spec.rope,
+                    "layers", causal, False, spec.ffn != "dense", spec.window, spec.mixer, spec.chunk, spec.rope,
                     spec.head_dim, spec.kv_heads, spec.d_ff, spec.kv_shared, spec.values_from_keys,
+                    spec.ffn == "dense+moe",
                 )  # fmt: skip
                 counts[block] = counts.get(block, 0) + group.repeat
         return tuple(counts.items())

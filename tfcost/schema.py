@@ -75,6 +75,9 @@ class MoE(Frozen):
         "(LongCat-Flash); the router scores them too",
     )
     router_bias: bool = Field(False, description="a bias vector on the router's E outputs (gpt-oss)")
+    router_scales: bool = Field(
+        False, description="a d-wide scale on the router's input and one scale per expert (Gemma 4): d + E parameters"
+    )
 
     @model_validator(mode="after")
     def _check_experts(self) -> MoE:
@@ -148,7 +151,11 @@ class LayerSpec(Frozen):
     window: Size | None = Field(None, description="W: sliding-window attention over at most W positions")
     chunk: Size | None = Field(None, description="C: chunked attention, each query sees its own C-token chunk")
     rope: bool = Field(True, description="false: a NoPE layer (no position encoding; Llama 4's global layers)")
-    ffn: Literal["dense", "moe"] = Field("dense", description="dense: an MLP of width d_ff; moe: the model's moe")
+    ffn: Literal["dense", "moe", "dense+moe"] = Field(
+        "dense",
+        description="dense: an MLP of width d_ff; moe: the model's moe; dense+moe: both side by side on the same "
+        "input, each with its own norms (Gemma 4's enable_moe_block)",
+    )
     # Per-layer sizes, where a layer differs from the model's (Gemma 3n, Gemma 4); null: the model's.
     head_dim: Size | None = Field(None, description="this layer's head width (Gemma 4 global layers: 512)")
     kv_heads: Size | None = Field(None, description="this layer's key-value heads (Gemma 4 global layers)")
@@ -344,7 +351,7 @@ class ModelShape(Frozen):
             raise ValueError("layers: only supported for architecture 'decoder'")
         for group in self.layers:
             for spec in group.pattern:
-                if spec.ffn == "moe" and self.moe is None:
+                if spec.ffn != "dense" and self.moe is None:
                     raise ValueError("layers: an 'moe' layer needs the model's moe")
                 if spec.mixer == "mla" and self.mla is None:
                     raise ValueError("layers: an 'mla' layer needs the model's mla")

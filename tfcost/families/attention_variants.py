@@ -224,10 +224,11 @@ def read_gemma4_text(fields: Fields) -> dict[str, Any]:
     k_eq_v = fields.bool("attention_k_eq_v", False)
     shared = kv_shared_layers(fields, types, 0)
     double_wide = fields.bool("use_double_wide_mlp", False)
+    moe_block = fields.bool("enable_moe_block", False)
     window = fields.int("sliding_window", 512)
     specs = []
     for i, kind in enumerate(types):
-        spec: dict[str, Any] = {}
+        spec: dict[str, Any] = {"ffn": "dense+moe"} if moe_block else {}
         if kind == "sliding_attention":
             spec["window"] = window
         sizes_of_layer = overrides.get(i, {})
@@ -247,6 +248,13 @@ def read_gemma4_text(fields: Fields) -> dict[str, Any]:
     if per_layer:
         shape["per_layer_embedding_dim"] = per_layer
         shape["per_layer_embedding_vocab"] = fields.int("vocab_size_per_layer_input", 262144)
+    if moe_block:  # Gemma4TextRouter and Gemma4TextExperts beside the MLP in every layer
+        shape["moe"] = {
+            "n_experts": fields.int("num_experts"),
+            "experts_per_token": fields.int("top_k_experts"),
+            "expert_d_ff": fields.int("moe_intermediate_size"),
+            "router_scales": True,
+        }
     fields.read.update({"vocab_size_per_layer_input", "num_experts", "top_k_experts", "moe_intermediate_size"})
     return shape
 
@@ -351,7 +359,6 @@ FAMILIES: dict[str, Family] = {
         with_defaults(GEMMA4_TEXT_DEFAULTS, read_gemma4_text),
         GEMMA3_HARMLESS,
         refused=(
-            Refusal("enable_moe_block", "bool", False, (False,), "Gemma 4's MoE block beside the MLP is not modelled"),
             Refusal("use_bidirectional_attention", "text", None, (None, "vision"), "it changes which scores are kept"),
         ),
     ),

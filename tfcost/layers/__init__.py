@@ -16,7 +16,7 @@ from tfcost.layers.altup import altup_embedding_ops, altup_head_ops, altup_layer
 from tfcost.layers.attention import attention_ops
 from tfcost.layers.mla import mla_ops
 from tfcost.layers.mlp import mlp_ops
-from tfcost.layers.moe import moe_ops
+from tfcost.layers.moe import mlp_and_moe_ops, moe_ops
 from tfcost.layers.norms import block_norm_names, norm_op
 from tfcost.ops import Op
 from tfcost.schema import ModelShape
@@ -26,7 +26,7 @@ OpTable = Callable[[ModelShape, Block], list[Op]]
 # Token mixers. A recurrent or linear-attention kind (Gated DeltaNet, Mamba-2) returns `state` rows (elements per
 # sequence) in place of `cache` rows, and its matmuls as `linear` rows.
 MIXERS: dict[str, OpTable] = {"attention": attention_ops, "mla": mla_ops}
-FFNS: dict[str, OpTable] = {"mlp": mlp_ops, "moe": moe_ops}
+FFNS: dict[str, OpTable] = {"mlp": mlp_ops, "moe": moe_ops, "mlp+moe": mlp_and_moe_ops}
 
 
 def table_of(registry: dict[str, OpTable], role: str, kind: str) -> OpTable:
