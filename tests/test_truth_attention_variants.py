@@ -33,7 +33,7 @@ from truth_harness import T_LONG, Truth, build, config_from_dict, measure, saved
 from tfcost.flops import forward_flops  # noqa: E402
 from tfcost.hf_config import read_config  # noqa: E402
 from tfcost.memory import kv_cache_bytes, kv_cache_bytes_per_token, state_bytes  # noqa: E402
-from tfcost.params import total_params  # noqa: E402
+from tfcost.params import non_embedding_params, total_params  # noqa: E402
 from tfcost.schema import ModelShape  # noqa: E402
 
 CONFIGS = Path(__file__).parent / "data" / "hf_configs"
@@ -177,3 +177,12 @@ def test_gpt_oss_sliding_layers_cache_at_most_the_window():
     held = sum(t.numel() * t.element_size() for layer in static.layers for t in (layer.keys, layer.values))
     per_layer_position = 2 * 8 * 64 * 2  # keys and values, 8 KV heads of 64, bf16
     assert held == kv_cache_bytes(shape, tokens, 1, "bf16") == 12 * per_layer_position * (128 + tokens)
+
+
+def test_per_layer_embeddings_are_embeddings_not_n():
+    """Gemma 3n's per-layer token table is a lookup, like the token table: Kaplan's N leaves both out (its d -> L p
+    projection is a matmul and stays in)."""
+    data = config_dict("gemma-3n-e2b", "fixture")
+    shape = shape_of(data, "gemma-3n-e2b")
+    tables = 262400 * 2048 + 262144 * 30 * 256  # tied token table, per-layer table (30 layers x 256)
+    assert non_embedding_params(shape) == truth(data).params - tables
