@@ -70,9 +70,12 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
         },
     ),
 }  # fmt: skip
-# Fixtures of these types: a gpt_oss, gemma3_text or llama4_text model, bare or in its wrapper, and the mistral3
-# wrapper (a bare `mistral`, mistral-7b, is tests/test_truth.py's).
-MODEL_TYPES = {"gpt_oss", "gemma3_text", "gemma3", "llama4_text", "llama4", "mistral3"}
+# Fixtures of these types: a gpt_oss, gemma3_text, llama4_text, gemma3n_text or gemma4_text model, bare or in its
+# wrapper, and the mistral3 wrapper (a bare `mistral`, mistral-7b, is tests/test_truth.py's).
+MODEL_TYPES = {
+    "gpt_oss", "gemma3_text", "gemma3", "llama4_text", "llama4", "mistral3", "gemma3n_text", "gemma3n", "gemma4_text",
+    "gemma4",
+}  # fmt: skip
 
 
 def text_type(data: dict[str, Any]) -> str:
