@@ -28,11 +28,20 @@ class Block:
     chunk: int | None = None  # chunked attention: a query sees only its own C-token chunk
     rope: bool = True  # false: a NoPE layer (recorded; rotary embedding has no parameters or matmuls)
     feed_forward: bool = True  # false: a mixer-only layer (Mamba, Nemotron-H's M and * layers)
+    # Sizes where the layer differs from the model's (None: the model's), and Gemma 3n/4's shared or value-less keys.
+    head_dim: int | None = None
+    kv_heads: int | None = None
+    d_ff: int | None = None
+    kv_shared: bool = False
+    values_from_keys: bool = False
+    beside_mlp: bool = False  # the routed experts run beside a dense MLP, not in its place (Gemma 4)
 
     @property
     def ffn(self) -> str:
         """The FFN kind, a key of tfcost.layers.FFNS."""
-        return "moe" if self.moe else "mlp" if self.feed_forward else "none"
+        if self.moe:
+            return "mlp+moe" if self.beside_mlp else "moe"
+        return "mlp" if self.feed_forward else "none"
 
     @property
     def name(self) -> str:
@@ -40,7 +49,13 @@ class Block:
         span = f"(window={self.window})" if self.window else f"(chunk={self.chunk})" if self.chunk else ""
         mixer = f"{self.mixer}{span}{'' if self.rope else '(nope)'}{'+cross_attention' if self.cross_attention else ''}"
         stack = "" if self.stack == "layers" else f"{self.stack}:"
-        return f"{stack}{mixer}+{self.ffn}"
+        sizes = [
+            f"{name}={value}" for name, value in (("head_dim", self.head_dim), ("kv_heads", self.kv_heads)) if value
+        ]
+        sizes += [flag for flag in ("kv_shared", "values_from_keys") if getattr(self, flag)]
+        mixer += f"[{','.join(sizes)}]" if sizes else ""
+        ffn = f"{self.ffn}(d_ff={self.d_ff})" if self.d_ff else self.ffn
+        return f"{stack}{mixer}+{ffn}"
 
 
 LayerKind = Block
@@ -62,8 +77,11 @@ def blocks(shape: ModelShape) -> tuple[tuple[Block, int], ...]:
     if shape.layers is not None:  # written as groups: a pattern and a count
         for group in shape.layers:
             for spec in group.pattern:
-                moe, ffn = spec.ffn == "moe", spec.ffn != "none"
-                block = Block("layers", causal, False, moe, spec.window, spec.mixer, spec.chunk, spec.rope, ffn)
+                block = Block(
+                    "layers", causal, False, spec.ffn in ("moe", "dense+moe"), spec.window, spec.mixer, spec.chunk,
+                    spec.rope, spec.ffn != "none", spec.head_dim, spec.kv_heads, spec.d_ff, spec.kv_shared,
+                    spec.values_from_keys, spec.ffn == "dense+moe",
+                )  # fmt: skip
                 counts[block] = counts.get(block, 0) + group.repeat
         return tuple(counts.items())
     dense = set(shape.moe.dense_layers) if shape.moe else set()

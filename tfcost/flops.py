@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from tfcost.blocks import Block, blocks
-from tfcost.layers import head_ops, layer_ops
+from tfcost.layers import embedding_ops, head_ops, layer_ops
 from tfcost.ops import (
     Form,
     Op,
@@ -98,7 +98,8 @@ def forward_flops_breakdown(
     encoder-decoder model reads T tokens and produces decoder_len (default T).
     """
     prefix = shape.architecture == "encoder-decoder"
-    parts: dict[str, int] = {}
+    # Embedding rows are lookups (no FLOPs), but for a projection of the embeddings (Gemma 3n/4's per-layer inputs).
+    parts = flops_by_part(embedding_ops(shape), seq_len, seq_len, causal)
     for block, count in blocks(shape):
         for key, value in block_forward_flops(shape, block, seq_len, causal, decoder_len).items():
             name = f"{block.stack}/{key}" if prefix else key
@@ -118,9 +119,10 @@ def flops_by_layer_kind(shape: ModelShape, seq_len: int, causal: bool = False) -
 
 @lru_cache(maxsize=4096)
 def forward_form(shape: ModelShape) -> Form:
-    """The forward-FLOPs fold of every layer and the head, collected by rate and span."""
+    """The forward-FLOPs fold of every layer, the embeddings and the head, collected by rate and span."""
     rows = [(count, op) for block, count in blocks(shape) for op in layer_ops(shape, block)]
-    return collect([*rows, *((1, op) for op in head_ops(shape))], op_flops_per_unit)
+    outside = (*embedding_ops(shape), *head_ops(shape))
+    return collect([*rows, *((1, op) for op in outside)], op_flops_per_unit)
 
 
 @lru_cache(maxsize=4096)  # a sweep over batch sizes asks again for every (shape, T)

@@ -840,6 +840,7 @@ def shape_mapping(config: dict[str, Any]) -> dict[str, Any]:
     return read_config(config).mapping
 
 
+from tfcost.families import attention_variants as _attention_variants  # noqa: E402
 from tfcost.families import flags as _flags  # noqa: E402 - the families modules import this one
 from tfcost.families import mla as _mla  # noqa: E402
 from tfcost.families import ssm as _ssm  # noqa: E402
@@ -847,6 +848,7 @@ from tfcost.families import ssm as _ssm  # noqa: E402
 FAMILIES.update(_flags.FAMILIES)
 FAMILIES.update(_mla.FAMILIES)
 FAMILIES.update(_ssm.FAMILIES)
+FAMILIES.update(_attention_variants.FAMILIES)
 
 
 def supported_types_markdown(width: int = 116) -> str:

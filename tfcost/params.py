@@ -93,12 +93,16 @@ def total_params(shape: ModelShape) -> int:
     return sum(parameter_breakdown(shape).values())
 
 
-EMBEDDING_PARTS = ("embedding/tokens", "embedding/positions", "embedding/token_types", "output_head", "output_bias")
+# Gemma 3n/4's per-layer token table is a lookup too (its d -> L p projection is a matmul, and stays in N).
+EMBEDDING_PARTS = (
+    "embedding/tokens", "embedding/positions", "embedding/token_types", "embedding/per_layer", "output_head",
+    "output_bias",
+)  # fmt: skip
 
 
 def embedding_params(shape: ModelShape) -> int:
-    """Token, position and token-type tables plus an untied output head (and its V biases): the V*d and n_ctx*d
-    matrices that Kaplan et al. 2020 (§2.1) leave out of N."""
+    """Token, position, token-type and per-layer tables plus an untied output head (and its V biases): the V*d and
+    n_ctx*d matrices that Kaplan et al. 2020 (§2.1) leave out of N."""
     parts = parameter_breakdown(shape)
     return sum(parts.get(name, 0) for name in EMBEDDING_PARTS)
 

@@ -75,6 +75,9 @@ class MoE(Frozen):
         "(LongCat-Flash); the router scores them too",
     )
     router_bias: bool = Field(False, description="a bias vector on the router's E outputs (gpt-oss)")
+    router_scales: bool = Field(
+        False, description="a d-wide scale on the router's input and one scale per expert (Gemma 4): d + E parameters"
+    )
 
     @model_validator(mode="after")
     def _check_experts(self) -> MoE:
@@ -187,8 +190,22 @@ class LayerSpec(Frozen):
     window: Size | None = Field(None, description="W: sliding-window attention over at most W positions")
     chunk: Size | None = Field(None, description="C: chunked attention, each query sees its own C-token chunk")
     rope: bool = Field(True, description="false: a NoPE layer (no position encoding; Llama 4's global layers)")
-    ffn: Literal["dense", "moe", "none"] = Field(
-        "dense", description="dense: an MLP of width d_ff; moe: the model's moe; none: no FFN (Mamba, Nemotron-H)"
+    ffn: Literal["dense", "moe", "dense+moe", "none"] = Field(
+        "dense",
+        description="dense: an MLP of width d_ff; moe: the model's moe; dense+moe: both side by side on the same "
+        "input, each with its own norms (Gemma 4's enable_moe_block); none: no FFN (Mamba, Nemotron-H)",
+    )
+    # Per-layer sizes, where a layer differs from the model's (Gemma 3n, Gemma 4); null: the model's.
+    head_dim: Size | None = Field(None, description="this layer's head width (Gemma 4 global layers: 512)")
+    kv_heads: Size | None = Field(None, description="this layer's key-value heads (Gemma 4 global layers)")
+    d_ff: Size | None = Field(None, description="this layer's dense MLP width (Gemma 3n's per-layer list)")
+    kv_shared: bool = Field(
+        False,
+        description="the layer reads the keys and values of an earlier layer of its kind (Gemma 3n/4 "
+        "num_kv_shared_layers): no key or value projections, no cache of its own",
+    )
+    values_from_keys: bool = Field(
+        False, description="values are the keys (Gemma 4 attention_k_eq_v): no value projection; both are cached"
     )
 
     @model_validator(mode="after")
@@ -313,8 +330,17 @@ class ModelShape(Frozen):
         "projection and one more block, sharing the embedding and head; counted in params.mtp, not in the total",
     )
     per_layer_embedding_dim: SizeOrZero = Field(
-        0, description="per-layer token embeddings of this width (Gemma 3n); a slot the core does not price yet"
+        0,
+        description="p: per-layer token embeddings of this width (Gemma 3n, Gemma 4): a V_p x (L p) table, a d -> L p "
+        "projection of the embeddings, and in each layer a d -> p gate and a p -> d projection",
     )
+    per_layer_embedding_vocab: Size | None = Field(
+        None, description="V_p: rows of the per-layer embedding table (default vocab_size)"
+    )
+    altup_streams: SizeOrZero = Field(
+        0, description="n: AltUp's residual streams (Gemma 3n altup_num_inputs: 4); 0: none (tfcost.layers.altup)"
+    )
+    laurel_rank: SizeOrZero = Field(0, description="r: LAuReL's low-rank residual branch in each layer (Gemma 3n: 64)")
     hyper_connections: SizeOrZero = Field(
         0, description="residual streams of hyper-connections; a slot the core does not price yet"
     )
@@ -376,7 +402,7 @@ class ModelShape(Frozen):
             raise ValueError("layers: only supported for architecture 'decoder'")
         for group in self.layers:
             for spec in group.pattern:
-                if spec.ffn == "moe" and self.moe is None:
+                if spec.ffn != "dense" and self.moe is None:
                     raise ValueError("layers: an 'moe' layer needs the model's moe")
                 if spec.mixer.startswith("mla") and self.mla is None:
                     raise ValueError(f"layers: an '{spec.mixer}' layer needs the model's mla")
@@ -386,6 +412,8 @@ class ModelShape(Frozen):
                     raise ValueError(f"layers: a '{spec.mixer}' layer needs the model's ssm")
                 if spec.mixer == "mamba" and self.ssm is not None and self.ssm.dt_rank is None:
                     raise ValueError("layers: a 'mamba' layer needs ssm.dt_rank (Mamba's time-step rank)")
+                if spec.kv_heads is not None:
+                    check_kv_groups(self.n_heads, spec.kv_heads, "n_heads", "layers: kv_heads")
 
     def _check_stacks(self) -> None:
         if (self.architecture == "encoder-decoder") != (self.n_decoder_layers is not None):

@@ -12,12 +12,13 @@ from functools import lru_cache
 
 from tfcost.blocks import Block, blocks
 from tfcost.errors import TfcostError
+from tfcost.layers.altup import altup_embedding_ops, altup_head_ops, altup_layer_ops
 from tfcost.layers.attention import attention_ops
 from tfcost.layers.mamba import mamba_ops
 from tfcost.layers.mamba2 import mamba2_ops
 from tfcost.layers.mla import mla_ops
 from tfcost.layers.mlp import mlp_ops
-from tfcost.layers.moe import moe_ops
+from tfcost.layers.moe import mlp_and_moe_ops, moe_ops
 from tfcost.layers.norms import block_norm_names, norm_op
 from tfcost.ops import Op
 from tfcost.schema import ModelShape
@@ -46,7 +47,7 @@ MIXERS: dict[str, OpTable] = {
     "mamba2": mamba2_ops,
     "attention+mamba2": attention_and_mamba2_ops,
 }
-FFNS: dict[str, OpTable] = {"mlp": mlp_ops, "moe": moe_ops, "none": no_ops}
+FFNS: dict[str, OpTable] = {"mlp": mlp_ops, "moe": moe_ops, "mlp+moe": mlp_and_moe_ops, "none": no_ops}
 
 
 def table_of(registry: dict[str, OpTable], role: str, kind: str) -> OpTable:
@@ -66,12 +67,25 @@ def layer_ops(shape: ModelShape, block: Block) -> tuple[Op, ...]:
     ops += table_of(FFNS, "ffn", block.ffn)(shape, block)
     names = block_norm_names(shape.block_norms) + (["norm/cross_attention"] if block.cross_attention else [])
     ops += [norm_op(shape, name) for name in names]
-    return tuple(ops)
+    return tuple(ops) + altup_layer_ops(shape) + per_layer_input_ops(shape)
+
+
+def per_layer_input_ops(shape: ModelShape) -> tuple[Op, ...]:
+    """Gemma 3n/4's per-layer embeddings, inside each layer: a d -> p gate on the hidden state, multiplied by the
+    layer's p-wide slice of the per-layer input, a p -> d projection and a norm (Gemma3nTextDecoderLayer)."""
+    width, d = shape.per_layer_embedding_dim, shape.d_model
+    if not width:
+        return ()
+    return (
+        Op("per_layer/gate", "linear", d, width, "token", flops_part="per_layer"),
+        Op("per_layer/projection", "linear", width, d, "token", flops_part="per_layer"),
+        norm_op(shape, "per_layer/norm"),
+    )
 
 
 def check_priced(shape: ModelShape) -> None:
     """Refuse the schema's slots whose formulas the core does not have yet, rather than pricing them at zero."""
-    for field in ("per_layer_embedding_dim", "hyper_connections"):
+    for field in ("hyper_connections",):
         if getattr(shape, field):
             raise TfcostError(f"{field}: {shape.name} has it, and tfcost's core does not price it yet")
 
@@ -102,7 +116,23 @@ def embedding_ops(shape: ModelShape) -> tuple[Op, ...]:
         ops.append(Op("embedding/token_types", "table", shape.token_types, d, "weights"))
     if shape.embedding_norm:
         ops.append(norm_op(shape, "embedding_norm"))
-    return tuple(ops)
+    return tuple(ops) + per_layer_embedding_ops(shape) + altup_embedding_ops(shape)
+
+
+def per_layer_embedding_ops(shape: ModelShape) -> tuple[Op, ...]:
+    """Gemma 3n/4's per-layer embeddings (Gemma3nTextModel.get_per_layer_inputs, project_per_layer_inputs): a
+    V_p x (L p) token table (a lookup: no FLOPs), plus a d -> L p projection of the token embeddings and a p-wide norm;
+    the two are added and each layer takes its p-wide slice."""
+    width = shape.per_layer_embedding_dim
+    if not width:
+        return ()
+    packed = shape.n_layers * width
+    vocab = shape.per_layer_embedding_vocab or shape.vocab_size
+    return (
+        Op("embedding/per_layer", "table", vocab, packed, "weights"),
+        Op("embedding/per_layer_projection", "linear", shape.d_model, packed, "token", flops_part="per_layer"),
+        norm_op(shape, "embedding/per_layer_norm", width),
+    )
 
 
 @lru_cache(maxsize=4096)
@@ -110,7 +140,7 @@ def head_ops(shape: ModelShape) -> tuple[Op, ...]:
     """Rows after the last layer: final norm(s), pooler, BERT's MLM transform, the V x d output head (no copies
     of its own when tied to the token embedding, but its matmul is still done) and its V biases."""
     d, vocab, head = shape.d_model, shape.vocab_size, shape.head
-    ops = [norm_op(shape, "final_norm", copies=stacks(shape) if shape.final_norm else 0)]
+    ops = [*altup_head_ops(shape), norm_op(shape, "final_norm", copies=stacks(shape) if shape.final_norm else 0)]
     if shape.pooler:  # the first token of the sequence only
         ops.append(Op("pooler", "linear", d, d, "sequence", True, flops_part="pooler"))
     if head == "mlm":  # BertLMPredictionHead: dense + activation + LayerNorm, then the decoder

@@ -18,14 +18,18 @@ def attention_ops(shape: ModelShape, block: Block, prefix: str = "attention", cr
     head, also under GQA/MQA: formulas-and-specs.md §1.12), the output projection, and its cache rows (2*K*Q per
     position, the lesson's "Costs" section; an encoder keeps none). Cross-attention reads keys and values from
     the encoder's positions, unmasked, and caches them once per encoder position."""
-    d, bias, heads, kv_heads, q = shape.d_model, shape.bias, shape.n_heads, shape.n_kv_heads, shape.head_dim
+    d, bias, heads = shape.d_model, shape.bias, shape.n_heads
+    kv_heads, q = block.kv_heads or shape.n_kv_heads, block.head_dim or shape.head_dim  # a layer's own, if it has them
+    # Gemma 3n/4: a KV-shared layer reads an earlier layer's keys and values (no projections, no cache); a layer
+    # with values_from_keys has no value projection.
+    keys_made, values_made = int(not block.kv_shared), int(not (block.kv_shared or block.values_from_keys))
     span = Span(cross=True) if cross else Span(block.causal, block.window, block.chunk)
     keys: Rate = "source_token" if cross else "token"
     qkv, o = f"{prefix}/qkv", f"{prefix}/o"
     ops = [
         Op(f"{prefix}/q", "linear", d, heads * q, "token", bias.qkv, flops_part=qkv),
-        Op(f"{prefix}/k", "linear", d, kv_heads * q, keys, bias.qkv, flops_part=qkv),
-        Op(f"{prefix}/v", "linear", d, kv_heads * q, keys, bias.qkv, flops_part=qkv),
+        Op(f"{prefix}/k", "linear", d, kv_heads * q, keys, bias.qkv, keys_made, keys_made, flops_part=qkv),
+        Op(f"{prefix}/v", "linear", d, kv_heads * q, keys, bias.qkv, values_made, values_made, flops_part=qkv),
         Op(f"{prefix}/scores", "scores", q, heads, "entry", flops_part=f"{prefix}/scores", span=span),
         Op(f"{prefix}/values", "values", q, heads, "entry", flops_part=f"{prefix}/values", span=span),
         Op(o, "linear", heads * q, d, "token", bias.attn_out, flops_part=o),
@@ -35,9 +39,9 @@ def attention_ops(shape: ModelShape, block: Block, prefix: str = "attention", cr
         ops.append(Op(f"{prefix}/q_norm", "norm", heads * q, vectors, "weights", part=part))
         ops.append(Op(f"{prefix}/k_norm", "norm", kv_heads * q, vectors, "weights", part=part))
     elif shape.qk_norm:  # Qwen3: a head_dim-wide norm on queries and one on keys
-        ops.append(Op(f"{prefix}/qk_norm", "norm", q, norm_vectors(shape), "weights", copies=2))
+        ops.append(Op(f"{prefix}/qk_norm", "norm", q, norm_vectors(shape), "weights", copies=1 + keys_made))
     if shape.attention_sinks:
         ops.append(Op(f"{prefix}/sinks", "table", heads, 1, "weights"))
-    if block.causal or cross:
+    if (block.causal or cross) and not block.kv_shared:
         ops.append(Op(f"cache/{prefix}", "cache", 2 * kv_heads * q, kv_heads, "cached", span=span))
     return ops

@@ -21,8 +21,9 @@ def mlp_rows(shape: ModelShape, prefix: str, d_ff: int, copies: int, uses: int, 
 
 
 def mlp_ops(shape: ModelShape, block: Block) -> list[Op]:
-    """The dense MLP of width d_ff, and its activation's learned scalars (Apertus's xIELU)."""
-    rows = mlp_rows(shape, "mlp", shape.d_ff, 1, 1, "mlp")
+    """The dense MLP of width d_ff (the layer's own width, where it has one), and its activation's learned scalars
+    (Apertus's xIELU)."""
+    rows = mlp_rows(shape, "mlp", block.d_ff or shape.d_ff, 1, 1, "mlp")
     if shape.activation_params:
         rows.append(Op("mlp/activation", "table", shape.activation_params, 1, "weights"))
     return rows

@@ -6,7 +6,8 @@ Experts have the model's MLP kind (gated or plain)."""
 from __future__ import annotations
 
 from tfcost.blocks import Block
-from tfcost.layers.mlp import mlp_rows
+from tfcost.layers.mlp import mlp_ops, mlp_rows
+from tfcost.layers.norms import norm_op
 from tfcost.ops import Op
 from tfcost.schema import ModelShape
 
@@ -17,9 +18,18 @@ def moe_ops(shape: ModelShape, block: Block) -> list[Op]:
     moe, d = shape.moe, shape.d_model
     shared, gate = moe.n_shared_experts, int(moe.shared_expert_gate)
     router_width = moe.n_experts + moe.n_zero_experts
-    return [
+    rows = [
         Op("moe/router", "linear", d, router_width, "token", moe.router_bias, flops_part="moe/router"),
         *mlp_rows(shape, "moe/experts", moe.expert_d_ff, moe.n_experts, moe.experts_per_token, "moe/experts"),
         *mlp_rows(shape, "moe/shared", moe.shared_width, shared, shared, "moe/shared"),
         Op("moe/shared_gate", "linear", d, 1, "token", copies=gate, uses=gate, flops_part="moe/shared_gate"),
     ]
+    if moe.router_scales:
+        rows.append(Op("moe/router_scales", "table", d + moe.n_experts, 1, "weights"))
+    return rows
+
+
+def mlp_and_moe_ops(shape: ModelShape, block: Block) -> list[Op]:
+    """A dense MLP and an MoE side by side on the same input, their outputs added (Gemma4TextDecoderLayer with
+    enable_moe_block): both tables, plus the MoE's own pre-norm and a post-norm on each of the two outputs."""
+    return [*mlp_ops(shape, block), *moe_ops(shape, block), norm_op(shape, "norm/mlp_and_moe", copies=3)]
