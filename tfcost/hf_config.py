@@ -821,3 +821,8 @@ def read_config(config: dict[str, Any], *, strict: bool = False, lenient: bool =
 def shape_mapping(config: dict[str, Any]) -> dict[str, Any]:
     """The preset mapping (without name or source) equivalent to a Hugging Face config dict."""
     return read_config(config).mapping
+
+
+from tfcost.families import linear as _linear  # noqa: E402 - the families module imports this one
+
+FAMILIES.update(_linear.FAMILIES)

@@ -45,9 +45,14 @@ def kv_cache_bytes(shape: ModelShape, tokens: int, batch: int, dtype: Dtype, enc
 
 def state_bytes(shape: ModelShape, batch: int, dtype: Dtype) -> int:
     """The fixed-size state of recurrent and linear-attention layers for B sequences, independent of T (the
-    `state` rows); 0 for a model of attention layers only."""
-    elements = sum(count * sum(map(op_state_elements, layer_ops(shape, block))) for block, count in blocks(shape))
-    return elements * batch * DTYPE_BYTES[dtype]
+    `state` rows): each at `dtype`, or at its own (transformers keeps Mamba's recurrent states in fp32 whatever
+    the model's dtype; conv states in the model's); 0 for a model of attention layers only."""
+    per_sequence = sum(
+        count * op_state_elements(op) * DTYPE_BYTES[op.dtype or dtype]
+        for block, count in blocks(shape)
+        for op in layer_ops(shape, block)
+    )
+    return per_sequence * batch
 
 
 def score_matrix_entries_per_head(seq_len: int) -> int:

@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from tfcost.units import Dtype
+
 OpKind = Literal["linear", "scores", "values", "norm", "table", "cache", "state"]
 
 # What a row's multiplicity counts, per sequence:
@@ -29,7 +31,25 @@ OpKind = Literal["linear", "scores", "values", "norm", "table", "cache", "state"
 #   sequence      once per sequence (a pooler on the first token)
 #   cached        positions a cache row holds after T tokens (capped at a window or chunk)
 #   weights       no per-token work: parameters only (norms, tables)
-Rate = Literal["token", "source_token", "entry", "sequence", "cached", "weights"]
+# A chunked scan (Mamba-2's SSD, Dao and Gu 2024 §6) pads T up to c = ceil(T/C) whole chunks of the span's C:
+#   chunk_token   c*C padded positions                       (causal: 0, a recurrent step builds no chunk state)
+#   chunk_entry   c*C^2 position pairs within chunks          (causal: 0)
+#   chunk_pair    (c+1)^2 pairs of chunk states, the initial one included (causal: 0)
+#   chunk_readout c*C padded positions                       (causal: T, one state readout per token)
+# The full count is what transformers' torch path runs (FlopCounterMode); the causal one is the recurrent form a
+# decode step runs (transformers' selective_state_update), so forward(T) - forward(T - 1) is one step's work.
+Rate = Literal[
+    "token",
+    "source_token",
+    "entry",
+    "sequence",
+    "cached",
+    "weights",
+    "chunk_token",
+    "chunk_entry",
+    "chunk_pair",
+    "chunk_readout",
+]
 
 
 @dataclass(frozen=True)
@@ -66,6 +86,7 @@ class Op:
     part: str = ""
     flops_part: str = ""
     span: Span = Span()
+    dtype: Dtype | None = None  # a state row kept at a fixed dtype (fp32 recurrent states); None: the asked dtype
 
     @property
     def params_key(self) -> str:
@@ -117,6 +138,20 @@ def rate_multiplicity(per: Rate, span: Span, tokens: int, source_tokens: int, ca
             return visible_positions(span, tokens, source_tokens)
         case "weights":
             return 0
+        case "chunk_token" | "chunk_entry" | "chunk_pair" | "chunk_readout":
+            return chunk_multiplicity(per, span.chunk or 1, tokens, causal)
+
+
+def chunk_multiplicity(per: Rate, chunk: int, tokens: int, causal: bool) -> int:
+    """The chunked scan's rates (see Rate) over T tokens in chunks of C."""
+    if causal:
+        return tokens if per == "chunk_readout" else 0
+    chunks = -(-tokens // chunk)
+    if per == "chunk_entry":
+        return chunks * chunk * chunk
+    if per == "chunk_pair":
+        return (chunks + 1) * (chunks + 1)
+    return chunks * chunk
 
 
 def multiplicity(op: Op, tokens: int, source_tokens: int, causal: bool) -> int:
@@ -183,7 +218,7 @@ def op_cache_elements(op: Op, tokens: int, source_tokens: int) -> int:
 
 
 def op_state_elements(op: Op) -> int:
-    """Fixed-size state of one sequence (state rows only: recurrent and linear-attention mixers)."""
+    """Fixed-size state elements of one sequence (state rows only: recurrent and linear-attention mixers)."""
     return op.fan_in if op.kind == "state" else 0
 
 

@@ -137,6 +137,34 @@ class Quantization(Frozen):
     )
 
 
+class GatedDeltaNet(Frozen):
+    """A Gated DeltaNet mixer's sizes (Yang, Kautz and Hatamizadeh 2024, arXiv:2412.06464; Qwen3-Next and
+    Qwen3.5's linear-attention layers): key_heads query/key heads of key_head_dim, value_heads value heads of
+    value_head_dim (each query/key head serves value_heads / key_heads of them), a depthwise causal convolution
+    of conv_kernel over q, k and v, and the chunked delta rule in chunks of chunk_size positions."""
+
+    key_heads: Size = Field(description="H_k: query/key heads (linear_num_key_heads)")
+    value_heads: Size = Field(description="H_v: value heads (linear_num_value_heads), a multiple of key_heads")
+    key_head_dim: Size = Field(description="d_k: width of one query/key head")
+    value_head_dim: Size = Field(description="d_v: width of one value head")
+    conv_kernel: Size = Field(4, description="K: width of the depthwise causal convolution (linear_conv_kernel_dim)")
+    chunk_size: Size = Field(64, description="C: positions per chunk of the chunked delta rule (transformers: 64)")
+
+    @model_validator(mode="after")
+    def _check_heads(self) -> GatedDeltaNet:
+        if self.value_heads % self.key_heads:
+            raise ValueError("gated_deltanet: key_heads must divide value_heads")
+        return self
+
+
+class ShortConv(Frozen):
+    """LFM2's double-gated short convolution (Liquid AI 2025): in_proj d -> 3d (B, C, x), a depthwise causal
+    convolution of conv_kernel over B*x, C times its output, out_proj d -> d."""
+
+    conv_kernel: Size = Field(3, description="L: width of the depthwise causal convolution (conv_L_cache)")
+    bias: bool = Field(False, description="biases on in_proj, the convolution and out_proj (conv_bias)")
+
+
 class LayerSpec(Frozen):
     """One layer of a non-uniform stack: its mixer and its FFN. Sizes (heads, widths) are the model's."""
 
@@ -233,6 +261,13 @@ class ModelShape(Frozen):
     )
     moe: MoE | None = Field(None, description="mixture of experts in place of the dense MLP; null: dense model")
     mla: MLA | None = Field(None, description="multi-head latent attention in place of q/k/v projections")
+    attention_output_gate: bool = Field(
+        False,
+        description="a sigmoid gate on each attention output from a second query-width projection, q_proj doubled "
+        "(Qwen3-Next, Qwen3.5)",
+    )
+    gated_deltanet: GatedDeltaNet | None = Field(None, description="the sizes of the model's Gated DeltaNet layers")
+    short_conv: ShortConv | None = Field(None, description="the sizes of the model's short-convolution layers (LFM2)")
     relative_attention_buckets: Size | None = Field(
         None, description="position 'relative' only: buckets of T5's relative position bias table"
     )
@@ -309,6 +344,7 @@ class ModelShape(Frozen):
         self._check_layer_lists()
         self._check_attention_variants()
         self._check_layer_groups()
+        self._check_linear_mixers()
         return self
 
     def _check_layer_groups(self) -> None:
@@ -327,6 +363,12 @@ class ModelShape(Frozen):
                     raise ValueError("layers: an 'moe' layer needs the model's moe")
                 if spec.mixer == "mla" and self.mla is None:
                     raise ValueError("layers: an 'mla' layer needs the model's mla")
+
+    def _check_linear_mixers(self) -> None:
+        for name in ("gated_deltanet", "short_conv"):
+            used = self.layers is not None and any(spec.mixer == name for g in self.layers for spec in g.pattern)
+            if used and getattr(self, name) is None:
+                raise ValueError(f"layers: a '{name}' layer needs the model's {name}")
 
     def _check_stacks(self) -> None:
         if (self.architecture == "encoder-decoder") != (self.n_decoder_layers is not None):

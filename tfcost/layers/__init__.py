@@ -13,10 +13,12 @@ from functools import lru_cache
 from tfcost.blocks import Block, blocks
 from tfcost.errors import TfcostError
 from tfcost.layers.attention import attention_ops
+from tfcost.layers.gated_deltanet import gated_deltanet_ops
 from tfcost.layers.mla import mla_ops
 from tfcost.layers.mlp import mlp_ops
 from tfcost.layers.moe import moe_ops
 from tfcost.layers.norms import block_norm_names, norm_op
+from tfcost.layers.short_conv import short_conv_ops
 from tfcost.ops import Op
 from tfcost.schema import ModelShape
 
@@ -26,6 +28,7 @@ OpTable = Callable[[ModelShape, Block], list[Op]]
 # sequence) in place of `cache` rows, and its matmuls as `linear` rows.
 MIXERS: dict[str, OpTable] = {"attention": attention_ops, "mla": mla_ops}
 FFNS: dict[str, OpTable] = {"mlp": mlp_ops, "moe": moe_ops}
+MIXERS.update({"gated_deltanet": gated_deltanet_ops, "short_conv": short_conv_ops})
 
 
 def table_of(registry: dict[str, OpTable], role: str, kind: str) -> OpTable:
