@@ -133,7 +133,7 @@ def read_qwen_gdn(fields: Fields, *, ffn: str) -> dict[str, Any]:
 def lfm2_ff_width(fields: Fields) -> int:
     """Lfm2MLP's hidden width: intermediate_size, adjusted when block_auto_adjust_ff_dim to int(2F/3), times
     block_ffn_dim_multiplier, rounded up to a multiple of block_multiple_of."""
-    width = fields.int("intermediate_size", 12288)
+    width = fields.int("block_ff_dim", fields.int("intermediate_size", 12288))  # Lfm2Config: block_ff_dim wins
     if not fields.bool("block_auto_adjust_ff_dim", True):
         fields.read.update({"block_ffn_dim_multiplier", "block_multiple_of"})
         return width
@@ -162,7 +162,8 @@ def read_lfm2(fields: Fields, *, moe: bool) -> dict[str, Any]:
         "norm": "rmsnorm",
         "position": "rotary",
         "max_seq_len": fields.int("max_position_embeddings", 128000),
-        "tied_embeddings": fields.bool("tie_word_embeddings", True),
+        # Lfm2Config: the published files' tie_embedding wins over tie_word_embeddings.
+        "tied_embeddings": fields.bool("tie_embedding", fields.bool("tie_word_embeddings", True)),
         "qk_norm": True,
         "short_conv": {"conv_kernel": fields.int("conv_L_cache", 3), "bias": conv_bias},
     }
