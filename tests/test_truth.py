@@ -40,7 +40,7 @@ NAMES = sorted(path.stem for path in CONFIGS.glob("*.json"))
 MOE = ["deepseek-v2-lite", "deepseek-v3", "mixtral-8x7b", "qwen1.5-moe-a2.7b"]
 SLIDING = ["gemma-2-9b", "mistral-7b", "phi-3-mini"]
 # Model types with recurrent or linear-attention layers, whose fixed-size states the cache test leaves out.
-RECURRENT = {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "lfm2", "lfm2_moe"}
+RECURRENT = {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "lfm2", "lfm2_moe", "minimax", "kimi_linear"}
 T = 100  # tokens per sequence: not a power of two, so that a T for T^2 slip cannot hide
 # auto_map points at remote code and quantization_config would build fp8 layers; neither changes a count.
 NOT_FOR_TRANSFORMERS = ("auto_map", "quantization_config")

@@ -31,7 +31,16 @@ from tfcost.presets import model_from_mapping  # noqa: E402
 from tfcost.schema import ModelShape  # noqa: E402
 
 CONFIGS = Path(__file__).parent / "data" / "hf_configs"
-DEFAULTS = ["qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "lfm2"]
+DEFAULTS = [
+    "qwen3_next",
+    "qwen3_5",
+    "qwen3_5_text",
+    "qwen3_5_moe",
+    "qwen3_5_moe_text",
+    "lfm2",
+    "minimax",
+    "kimi_linear",
+]
 FIXTURES = ["qwen3-next-80b-a3b", "qwen3.5-35b-a3b", "lfm2-1.2b", "lfm2-moe-default", "qwen3-5-text-default"]
 T = th.T_LONG
 
@@ -153,3 +162,81 @@ def test_qwen3_next_long_context_caches_only_full_attention_layers():
     assert kv_cache_bytes(shape, 262144, 1, "bf16") == 262144 * per_token
     state = 36 * (8192 * 4 * 2 + 32 * 128 * 128 * 4)
     assert state_bytes(shape, 1, "bf16") == state == default_truth("qwen3_next").state_bytes
+
+
+def tiny_minimax() -> dict[str, Any]:
+    """A small MiniMax-01: softmax, lightning, lightning, softmax; blocks of 16 positions; 4 experts top-2."""
+    return {
+        "model_type": "minimax",
+        "vocab_size": 100,
+        "hidden_size": 64,
+        "intermediate_size": 96,
+        "num_hidden_layers": 4,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "block_size": 16,
+        "num_local_experts": 4,
+        "num_experts_per_tok": 2,
+        "layer_types": ["full_attention", "linear_attention", "linear_attention", "full_attention"],
+    }
+
+
+@pytest.mark.parametrize("tokens", [1, 15, 16, 17, 100])
+def test_lightning_attention_flops_at_block_edges(tokens):
+    """Lightning attention does not pad: whole blocks of C and a last block of T mod C positions."""
+    data = tiny_minimax()
+    assert forward_flops(tfcost_shape(data), tokens) == th.forward_flops(small_model(json.dumps(data)), tokens)[0]
+
+
+def test_lightning_attention_state_is_heads_by_head_dim_squared():
+    data = tiny_minimax()
+    measurement = truth(th.config_from_dict(data))
+    assert figures(tfcost_shape(data)) == measured(measurement)
+    assert measurement.state_bytes == 2 * 4 * 16 * 16 * 2  # two lightning layers, H x Q x Q at bf16
+
+
+def tiny_kimi_linear() -> dict[str, Any]:
+    """A small Kimi Linear as its checkpoint writes it: layers named 1-based in linear_attn_config (MLA at 2 and
+    5), a dense first layer, then 4 experts top-2 and one shared expert."""
+    return {
+        "model_type": "kimi_linear",
+        "vocab_size": 100,
+        "pad_token_id": 0,
+        "bos_token_id": 1,
+        "eos_token_id": 2,
+        "hidden_size": 64,
+        "intermediate_size": 96,
+        "moe_intermediate_size": 32,
+        "num_hidden_layers": 5,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 4,
+        "kv_lora_rank": 16,
+        "qk_nope_head_dim": 8,
+        "qk_rope_head_dim": 4,
+        "v_head_dim": 8,
+        "num_experts": 4,
+        "num_experts_per_token": 2,
+        "num_shared_experts": 1,
+        "first_k_dense_replace": 1,
+        "linear_attn_config": {
+            "full_attn_layers": [2, 5],
+            "kda_layers": [1, 3, 4],
+            "head_dim": 8,
+            "num_heads": 2,
+            "short_conv_kernel_size": 3,
+        },
+    }
+
+
+@pytest.mark.parametrize("tokens", [1, 64, 65])
+def test_kda_flops_at_chunk_edges(tokens):
+    data = tiny_kimi_linear()
+    assert forward_flops(tfcost_shape(data), tokens) == th.forward_flops(small_model(json.dumps(data)), tokens)[0]
+
+
+def test_kda_layers_from_linear_attn_config_price_exactly():
+    data = tiny_kimi_linear()
+    measurement = truth(th.config_from_dict(data))
+    assert figures(tfcost_shape(data)) == measured(measurement)
+    conv, recurrent = 3 * 2 * 8 * 3 * 2, 2 * 8 * 8 * 4  # per KDA layer: K positions of q, k, v (bf16); fp32 state
+    assert measurement.state_bytes == 3 * (conv + recurrent)

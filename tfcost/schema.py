@@ -157,6 +157,14 @@ class GatedDeltaNet(Frozen):
         return self
 
 
+class LightningAttention(Frozen):
+    """MiniMax-01's lightning attention (MiniMax 2025, arXiv:2501.08313 §2.2): linear attention over the model's
+    n_heads x head_dim, exact within blocks of block_size positions and through a head_dim x head_dim state
+    between them."""
+
+    block_size: Size = Field(256, description="C: positions per block")
+
+
 class ShortConv(Frozen):
     """LFM2's double-gated short convolution (Liquid AI 2025): in_proj d -> 3d (B, C, x), a depthwise causal
     convolution of conv_kernel over B*x, C times its output, out_proj d -> d."""
@@ -268,6 +276,9 @@ class ModelShape(Frozen):
     )
     gated_deltanet: GatedDeltaNet | None = Field(None, description="the sizes of the model's Gated DeltaNet layers")
     short_conv: ShortConv | None = Field(None, description="the sizes of the model's short-convolution layers (LFM2)")
+    lightning_attention: LightningAttention | None = Field(
+        None, description="the block size of the model's lightning-attention layers (MiniMax-01)"
+    )
     relative_attention_buckets: Size | None = Field(
         None, description="position 'relative' only: buckets of T5's relative position bias table"
     )
@@ -365,10 +376,18 @@ class ModelShape(Frozen):
                     raise ValueError("layers: an 'mla' layer needs the model's mla")
 
     def _check_linear_mixers(self) -> None:
-        for name in ("gated_deltanet", "short_conv"):
-            used = self.layers is not None and any(spec.mixer == name for g in self.layers for spec in g.pattern)
-            if used and getattr(self, name) is None:
-                raise ValueError(f"layers: a '{name}' layer needs the model's {name}")
+        # Each linear mixer kind and the model field holding its sizes (KDA is a Gated DeltaNet variant).
+        needs = {
+            "gated_deltanet": "gated_deltanet",
+            "kda": "gated_deltanet",
+            "short_conv": "short_conv",
+            "lightning": "lightning_attention",
+        }
+        for group in self.layers or ():
+            for spec in group.pattern:
+                name = needs.get(spec.mixer)
+                if name is not None and getattr(self, name) is None:
+                    raise ValueError(f"layers: a '{spec.mixer}' layer needs the model's {name}")
 
     def _check_stacks(self) -> None:
         if (self.architecture == "encoder-decoder") != (self.n_decoder_layers is not None):

@@ -36,16 +36,19 @@ def layer_groups(specs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def layer_types(fields: Fields, layers: int, default: list[str], allowed: tuple[str, ...]) -> list[str]:
     """An explicit `layer_types` list (checked), else the config class's default."""
-    types = fields.list_of("layer_types", str, None)
+    return layer_types_named(fields, "layer_types", layers, default, allowed)
+
+
+def layer_types_named(fields: Fields, key: str, layers: int, default: list[str], allowed: tuple[str, ...]) -> list[str]:
+    """An explicit per-layer list of kinds under `key` (checked), else the config class's default."""
+    types = fields.list_of(key, str, None)
     if types is None:
         return default
     if len(types) != layers:
-        raise TfcostError(
-            f"{fields.model_type} config: field 'layer_types' has {len(types)} entries for {layers} layers"
-        )
+        raise TfcostError(f"{fields.model_type} config: field '{key}' has {len(types)} entries for {layers} layers")
     for kind in types:
         if kind not in allowed:
-            raise TfcostError(f"{fields.model_type} config: layer type '{kind}' in 'layer_types' is not supported")
+            raise TfcostError(f"{fields.model_type} config: layer type '{kind}' in '{key}' is not supported")
     return types
 
 
@@ -197,6 +200,122 @@ def read_lfm2(fields: Fields, *, moe: bool) -> dict[str, Any]:
     return shape
 
 
+# MiniMax-01 ------------------------------------------------------------------------------------------------------
+
+
+def read_minimax(fields: Fields) -> dict[str, Any]:
+    """MiniMax-Text-01: softmax attention (GQA, no biases) or lightning attention per `layer_types` (default:
+    alternating, full first), every layer an MoE of num_local_experts top-k (expert width intermediate_size, no
+    shared expert)."""
+    causal_lm_head(fields)
+    shape = sizes(fields)
+    layers = shape["n_layers"]
+    width = fields.int("intermediate_size", 14336)
+    shape |= {
+        "n_kv_heads": fields.int("num_key_value_heads", shape["n_heads"]),
+        "d_ff": width,
+        "mlp": "gated",
+        "norm": "rmsnorm",
+        "position": "rotary",
+        "max_seq_len": fields.int("max_position_embeddings", 131072),
+        "tied_embeddings": fields.bool("tie_word_embeddings", False),
+        "lightning_attention": {"block_size": fields.int("block_size", 256)},
+        "moe": {
+            "n_experts": fields.int("num_local_experts", 8),
+            "experts_per_token": fields.int("num_experts_per_tok", 2),
+            "expert_d_ff": width,
+        },
+    }
+    head_dim = fields.nullable_int("head_dim", None)  # MiniMaxConfig: None means d_model / n_heads
+    if head_dim is not None:
+        shape["head_dim"] = head_dim
+    default = ["full_attention" if (i + 1) % 2 else "linear_attention" for i in range(layers)]
+    types = layer_types(fields, layers, default, ("full_attention", "linear_attention"))
+    specs = [{"mixer": "attention" if kind == "full_attention" else "lightning", "ffn": "moe"} for kind in types]
+    shape["layers"] = layer_groups(specs)
+    return shape
+
+
+# Kimi Linear ----------------------------------------------------------------------------------------------------
+
+
+def read_kimi_linear(fields: Fields) -> dict[str, Any]:
+    """Kimi Linear: KDA layers and MLA layers (no low-rank query) per `layer_types`, or the checkpoint's
+    `linear_attn_config` (1-based kda_layers / full_attn_layers); a dense SwiGLU or an MoE (routed experts plus
+    n_shared_experts folded into one shared MLP) per `mlp_layer_types`, or dense below first_k_dense_replace."""
+    causal_lm_head(fields)
+    shape = sizes(fields)
+    layers, heads = shape["n_layers"], shape["n_heads"]
+    linear = fields.raw("linear_attn_config", {})
+    if not isinstance(linear, dict):
+        raise fields.wrong("linear_attn_config", "a mapping", linear)
+    # KimiLinearConfig: linear_attn_config's sizes win over the flat keys.
+    head = linear.get("head_dim", fields.int("linear_head_dim", 128))
+    linear_heads = linear.get("num_heads", fields.int("linear_num_heads", 32))
+    kernel = linear.get("short_conv_kernel_size", fields.int("linear_conv_kernel_dim", 4))
+    for key, value in (("head_dim", head), ("num_heads", linear_heads), ("short_conv_kernel_size", kernel)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise fields.wrong(f"linear_attn_config.{key}", "an integer", value)
+    nope, rope = fields.int("qk_nope_head_dim", 128), fields.int("qk_rope_head_dim", 64)
+    fields.read.update({"num_key_value_heads", "head_dim", "qk_head_dim"})  # MLA: per-head keys; both derived
+    fields.require("attention_bias", False, fields.bool("attention_bias", False), "biases on MLA are not modelled")
+    experts = fields.int("num_experts", fields.int("num_local_experts", 256))
+    shared = fields.int("num_shared_experts", fields.int("n_shared_experts", 1))
+    expert_width = fields.int("moe_intermediate_size", 1024)
+    shape |= {
+        "n_kv_heads": heads,
+        "head_dim": nope + rope,
+        "d_ff": fields.int("intermediate_size", 9216),
+        "mlp": "gated",
+        "norm": "rmsnorm",
+        "position": "rotary",
+        "max_seq_len": fields.int("model_max_length", fields.int("max_position_embeddings", 1048576)),
+        "tied_embeddings": fields.bool("tie_word_embeddings", False),
+        "mla": {
+            "q_lora_rank": fields.nullable_int("q_lora_rank", None),
+            "kv_lora_rank": fields.int("kv_lora_rank", 512),
+            "qk_nope_head_dim": nope,
+            "qk_rope_head_dim": rope,
+            "v_head_dim": fields.int("v_head_dim", 128),
+        },
+        "gated_deltanet": {
+            "key_heads": linear_heads,
+            "value_heads": linear_heads,
+            "key_head_dim": head,
+            "value_head_dim": head,
+            "conv_kernel": kernel,
+        },
+    }
+    if "full_attn_layers" in linear and "kda_layers" in linear:
+        default: list[str | None] = [None] * layers
+        for kind, key in (("full_attention", "full_attn_layers"), ("linear_attention", "kda_layers")):
+            for index in linear[key]:
+                if not isinstance(index, int) or not 1 <= index <= layers:
+                    raise fields.wrong(f"linear_attn_config.{key}", f"1-based layer numbers up to {layers}", index)
+                default[index - 1] = kind
+        if None in default:
+            raise TfcostError(f"kimi_linear config: linear_attn_config leaves layer {default.index(None) + 1} unnamed")
+    else:
+        default = ["full_attention" if i and i % 4 == 0 else "linear_attention" for i in range(layers)]
+    types = layer_types(fields, layers, [str(kind) for kind in default], ("full_attention", "linear_attention"))
+    first_dense = fields.int("first_k_dense_replace", 1)
+    mlp_default = ["dense" if i < first_dense else "sparse" for i in range(layers)]
+    mlp_types = layer_types_named(fields, "mlp_layer_types", layers, mlp_default, ("dense", "sparse"))
+    if "sparse" in mlp_types:
+        shape["moe"] = {
+            "n_experts": experts,
+            "experts_per_token": fields.int("num_experts_per_token", fields.int("num_experts_per_tok", 8)),
+            "expert_d_ff": expert_width,
+            **({"n_shared_experts": shared, "shared_expert_d_ff": expert_width} if shared else {}),
+        }
+    specs = [
+        {"mixer": "mla" if kind == "full_attention" else "kda", "ffn": "moe" if mlp == "sparse" else "dense"}
+        for kind, mlp in zip(types, mlp_types, strict=True)
+    ]
+    shape["layers"] = layer_groups(specs)
+    return shape
+
+
 QWEN_GDN_IGNORED = QWEN_IGNORED | MOE_ROUTING | {"full_attention_interval"}
 # Keys of published Qwen3.5 configs that transformers 5.24's config classes do not have: the attention output gate
 # is always built, the recurrent state always kept in fp32, and the MTP embedding is the model's own.
@@ -218,6 +337,38 @@ FAMILIES: dict[str, Family] = {
     ),
     "qwen3_5_moe_text": Family(
         lambda fields: read_qwen_gdn(fields, ffn="moe"), QWEN_GDN_IGNORED, QWEN35_UNUSED, (MTP_EMBEDDINGS,)
+    ),
+    "minimax": Family(
+        read_minimax,
+        ROTARY_IGNORED
+        | MOE_ROUTING
+        | {
+            "full_attn_alpha_factor",
+            "full_attn_beta_factor",
+            "linear_attn_alpha_factor",
+            "linear_attn_beta_factor",
+            "mlp_alpha_factor",
+            "mlp_beta_factor",
+        },
+        # The published MiniMax-Text-01 file names its layers in attn_type_list; MiniMaxConfig 5.24 reads only
+        # layer_types, so transformers builds the default alternation from such a file.
+        unused=frozenset({"attn_type_list"}),
+        refused=(Refusal("sliding_window", "int", None, (None,), "a sliding window on MiniMax's softmax layers"),),
+    ),
+    "kimi_linear": Family(
+        read_kimi_linear,
+        ROTARY_IGNORED
+        | MOE_ROUTING
+        | {
+            "pretraining_tp",
+            "routed_scaling_factor",
+            "moe_renormalize",
+            "num_expert_group",
+            "n_group",
+            "topk_group",
+            "moe_router_activation_func",
+            "use_grouped_topk",
+        },
     ),
     "lfm2": Family(lambda fields: read_lfm2(fields, moe=False), LFM2_IGNORED),
     "lfm2_moe": Family(lambda fields: read_lfm2(fields, moe=True), LFM2_IGNORED),

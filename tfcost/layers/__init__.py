@@ -13,7 +13,8 @@ from functools import lru_cache
 from tfcost.blocks import Block, blocks
 from tfcost.errors import TfcostError
 from tfcost.layers.attention import attention_ops
-from tfcost.layers.gated_deltanet import gated_deltanet_ops
+from tfcost.layers.gated_deltanet import gated_deltanet_ops, kda_ops
+from tfcost.layers.lightning import lightning_ops
 from tfcost.layers.mla import mla_ops
 from tfcost.layers.mlp import mlp_ops
 from tfcost.layers.moe import moe_ops
@@ -28,7 +29,9 @@ OpTable = Callable[[ModelShape, Block], list[Op]]
 # sequence) in place of `cache` rows, and its matmuls as `linear` rows.
 MIXERS: dict[str, OpTable] = {"attention": attention_ops, "mla": mla_ops}
 FFNS: dict[str, OpTable] = {"mlp": mlp_ops, "moe": moe_ops}
-MIXERS.update({"gated_deltanet": gated_deltanet_ops, "short_conv": short_conv_ops})
+MIXERS.update(
+    {"gated_deltanet": gated_deltanet_ops, "kda": kda_ops, "lightning": lightning_ops, "short_conv": short_conv_ops}
+)
 
 
 def table_of(registry: dict[str, OpTable], role: str, kind: str) -> OpTable:

@@ -78,3 +78,54 @@ def gated_deltanet_ops(shape: ModelShape, block: Block) -> list[Op]:
             dtype="fp32",
         ),
     ]
+
+
+def kda_ops(shape: ModelShape, block: Block) -> list[Op]:
+    """One Kimi Delta Attention mixer's rows (Kimi Team 2025, "Kimi Linear", arXiv:2510.26692; transformers'
+    KimiLinearDeltaAttention): Gated DeltaNet with a per-channel forget gate. H heads of width Q (key_heads =
+    value_heads, key_head_dim = value_head_dim):
+        q, k, v      d -> H*Q each, then a depthwise conv (kernel K, no bias) over the 3*H*Q channels
+        forget gate  low rank d -> Q -> H*Q (f_a, f_b), dt_bias H*Q, A_log H
+        beta         d -> H (b_proj)
+        output gate  low rank d -> Q -> H*Q (g_a, g_b), a gated RMSNorm over Q, o_proj H*Q -> d
+    Chunked rule (chunk_kimi_delta_attention, C = 64): the per-channel decays are applied elementwise, so the
+    matmuls per head and chunk are the UT-transformed values and decayed keys (C x C over d_v and d_k), the
+    intra-chunk attention times the new values (over d_v): 2*(d_k + 2*d_v) per position pair, and the same three
+    state products per position as Gated DeltaNet. State: conv of K positions (model dtype), H x Q x Q in fp32."""
+    assert shape.gated_deltanet is not None  # the schema guarantees it for a 'kda' layer
+    g, d = shape.gated_deltanet, shape.d_model
+    heads, q = g.value_heads, g.key_head_dim
+    width = heads * q
+    chunked = Span(chunk=g.chunk_size)
+    rule = "kda/delta_rule"
+    return [
+        Op("kda/qkv", "linear", d, 3 * width, "token", flops_part="kda/qkv"),
+        *depthwise_conv_ops("kda", 3 * width, g.conv_kernel, False),
+        Op("kda/gates_down", "linear", d, 2 * q, "token", flops_part="kda/gates"),  # f_a and g_a
+        Op("kda/gates_up", "linear", q, width, "token", copies=2, uses=2, flops_part="kda/gates"),  # f_b and g_b
+        Op("kda/beta", "linear", d, heads, "token", flops_part="kda/beta"),
+        Op("kda/dt_bias_A_log", "table", width + heads, 1, "weights"),
+        Op(
+            "kda/chunk_pairs",
+            "linear",
+            q + 2 * g.value_head_dim,
+            heads,
+            "chunk_entry",
+            copies=0,
+            flops_part=rule,
+            span=chunked,
+        ),
+        Op(
+            "kda/state_products",
+            "linear",
+            q * g.value_head_dim,
+            3 * heads,
+            "chunk_readout",
+            copies=0,
+            flops_part=rule,
+            span=chunked,
+        ),
+        Op("kda/norm", "norm", g.value_head_dim, 1, "weights"),
+        Op("kda/o_proj", "linear", width, d, "token", flops_part="kda/o_proj"),
+        Op("state/kda_recurrent", "state", heads * q * g.value_head_dim, heads, "sequence", dtype="fp32"),
+    ]
