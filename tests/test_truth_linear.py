@@ -25,7 +25,7 @@ import truth_harness as th  # noqa: E402
 
 from tfcost.flops import forward_flops  # noqa: E402
 from tfcost.hf_config import read_config  # noqa: E402
-from tfcost.memory import kv_cache_bytes, kv_cache_bytes_per_token, state_bytes  # noqa: E402
+from tfcost.memory import kv_cache_bytes_per_token, state_bytes  # noqa: E402
 from tfcost.params import total_params  # noqa: E402
 from tfcost.presets import model_from_mapping  # noqa: E402
 from tfcost.schema import ModelShape  # noqa: E402
@@ -152,16 +152,18 @@ def test_value_heads_shared_by_key_heads_and_conv_state_of_kernel_positions():
 
 
 def test_qwen3_next_long_context_caches_only_full_attention_layers():
-    """The done-when check of issue 14: at T = 262,144 the KV cache is the 12 full-attention layers' 2 x 2 KV heads
-    x 256 x 2 bytes per token, and the 36 Gated DeltaNet layers' state is the same at any T."""
-    from tfcost.presets import load_model_file, model_preset_paths
+    """The done-when check of issue 14, on `tfcost estimate qwen3-next-80b-a3b --seq 262144`: the KV cache is the 12
+    full-attention layers' 2 x 2 KV heads x 256 x 2 bytes per token, and the 36 Gated DeltaNet layers' state (conv
+    of 4 positions at bf16, 32 x 128 x 128 in fp32) is what transformers allocates, the same at any T."""
+    from tests.golden import run
 
-    shape = load_model_file(model_preset_paths()["qwen3-next-80b-a3b"])
     per_token = 12 * 2 * 2 * 256 * 2
-    assert kv_cache_bytes_per_token(shape, "bf16") == per_token
-    assert kv_cache_bytes(shape, 262144, 1, "bf16") == 262144 * per_token
     state = 36 * (8192 * 4 * 2 + 32 * 128 * 128 * 4)
-    assert state_bytes(shape, 1, "bf16") == state == default_truth("qwen3_next").state_bytes
+    long = run(["estimate", "qwen3-next-80b-a3b", "--seq", "262144", "-f", "json"])["kv_cache"]
+    short = run(["estimate", "qwen3-next-80b-a3b", "--seq", "1024", "-f", "json"])["kv_cache"]
+    assert long["bytes_per_token"] == per_token == default_truth("qwen3_next").kv_bytes_per_token
+    assert long["bytes"] == 262144 * per_token
+    assert long["state_bytes"] == short["state_bytes"] == state == default_truth("qwen3_next").state_bytes
 
 
 def tiny_minimax() -> dict[str, Any]:

@@ -317,26 +317,24 @@ def read_kimi_linear(fields: Fields) -> dict[str, Any]:
 
 
 QWEN_GDN_IGNORED = QWEN_IGNORED | MOE_ROUTING | {"full_attention_interval"}
-# Keys of published Qwen3.5 configs that transformers 5.24's config classes do not have: the attention output gate
-# is always built, the recurrent state always kept in fp32, and the MTP embedding is the model's own.
-QWEN35_UNUSED = frozenset({"attn_output_gate", "mamba_ssm_dtype"})
+# Keys of published Qwen3-Next and Qwen3.5 configs that transformers 5.24's config classes keep but never read, so
+# they change no count whatever their value: Qwen3's window switch (no sliding layers are built), the attention
+# output gate (always built) and the state dtype (the recurrent state is always fp32).
+QWEN_GDN_UNREAD = frozenset(
+    {"use_sliding_window", "sliding_window", "max_window_layers", "attn_output_gate", "mamba_ssm_dtype"}
+)
 LFM2_IGNORED = ROTARY_IGNORED | MOE_ROUTING | {"norm_eps", "use_expert_bias", "routed_scaling_factor"}
 MTP_EMBEDDINGS = Refusal(
     "mtp_use_dedicated_embeddings", "bool", False, (False,), "an MTP module with its own embedding is not modelled"
 )
 
 FAMILIES: dict[str, Family] = {
-    "qwen3_next": Family(
-        lambda fields: read_qwen_gdn(fields, ffn="qwen3_next"),
-        QWEN_GDN_IGNORED,
-        # Qwen3-Next's published config carries Qwen3's window switch; Qwen3NextConfig has no such field.
-        unused=frozenset({"use_sliding_window", "sliding_window", "max_window_layers"}),
-    ),
+    "qwen3_next": Family(lambda fields: read_qwen_gdn(fields, ffn="qwen3_next"), QWEN_GDN_IGNORED | QWEN_GDN_UNREAD),
     "qwen3_5_text": Family(
-        lambda fields: read_qwen_gdn(fields, ffn="dense"), QWEN_GDN_IGNORED, QWEN35_UNUSED, (MTP_EMBEDDINGS,)
+        lambda fields: read_qwen_gdn(fields, ffn="dense"), QWEN_GDN_IGNORED | QWEN_GDN_UNREAD, refused=(MTP_EMBEDDINGS,)
     ),
     "qwen3_5_moe_text": Family(
-        lambda fields: read_qwen_gdn(fields, ffn="moe"), QWEN_GDN_IGNORED, QWEN35_UNUSED, (MTP_EMBEDDINGS,)
+        lambda fields: read_qwen_gdn(fields, ffn="moe"), QWEN_GDN_IGNORED | QWEN_GDN_UNREAD, refused=(MTP_EMBEDDINGS,)
     ),
     "minimax": Family(
         read_minimax,
