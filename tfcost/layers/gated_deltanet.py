@@ -45,7 +45,7 @@ def gated_deltanet_ops(shape: ModelShape, block: Block) -> list[Op]:
             "token",
             flops_part="gated_deltanet/in_proj",
         ),
-        *depthwise_conv_ops("gated_deltanet", 2 * key_width + value_width, g.conv_kernel, False),
+        *depthwise_conv_ops("gated_deltanet", 2 * key_width + value_width, g.conv_kernel, False, heads),
         Op("gated_deltanet/A_log_dt_bias", "table", heads, 2, "weights"),
         Op(
             "gated_deltanet/chunk_pairs",
@@ -100,7 +100,7 @@ def kda_ops(shape: ModelShape, block: Block) -> list[Op]:
     rule = "kda/delta_rule"
     return [
         Op("kda/qkv", "linear", d, 3 * width, "token", flops_part="kda/qkv"),
-        *depthwise_conv_ops("kda", 3 * width, g.conv_kernel, False),
+        *depthwise_conv_ops("kda", 3 * width, g.conv_kernel, False, heads),
         Op("kda/gates_down", "linear", d, 2 * q, "token", flops_part="kda/gates"),  # f_a and g_a
         Op("kda/gates_up", "linear", q, width, "token", copies=2, uses=2, flops_part="kda/gates"),  # f_b and g_b
         Op("kda/beta", "linear", d, heads, "token", flops_part="kda/beta"),

@@ -20,14 +20,14 @@ from tfcost.ops import Op
 from tfcost.schema import ModelShape
 
 
-def depthwise_conv_ops(prefix: str, channels: int, kernel: int, bias: bool) -> list[Op]:
+def depthwise_conv_ops(prefix: str, channels: int, kernel: int, bias: bool, heads: int = 1) -> list[Op]:
     """A depthwise causal convolution's rows: its weights and per-token FLOPs, the K - 1 padded outputs once per
-    sequence, and its state of K positions per channel."""
+    sequence, and its state of K positions per channel (split over `heads` under tensor parallelism)."""
     part = f"{prefix}/conv"
     return [
         Op(part, "linear", kernel, channels, "token", bias, flops_part=part),
         Op(f"{part}_edge", "linear", (kernel - 1) * kernel, channels, "sequence", copies=0, flops_part=part),
-        Op(f"state/{prefix}_conv", "state", channels * kernel, 1, "sequence"),
+        Op(f"state/{prefix}_conv", "state", channels * kernel, heads, "sequence"),
     ]
 
 
