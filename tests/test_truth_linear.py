@@ -242,3 +242,23 @@ def test_kda_layers_from_linear_attn_config_price_exactly():
     assert figures(tfcost_shape(data)) == measured(measurement)
     conv, recurrent = 3 * 2 * 8 * 3 * 2, 2 * 8 * 8 * 4  # per KDA layer: K positions of q, k, v (bf16); fp32 state
     assert measurement.state_bytes == 3 * (conv + recurrent)
+
+
+@pytest.mark.parametrize(
+    ("mixer", "field"),
+    [
+        ("gated_deltanet", "gated_deltanet"),
+        ("kda", "gated_deltanet"),
+        ("lightning", "lightning_attention"),
+        ("short_conv", "short_conv"),
+    ],
+)
+def test_a_linear_mixer_without_its_sizes_is_an_error_naming_them(mixer, field):
+    from pydantic import ValidationError
+
+    from tfcost.presets import load_model_file, model_preset_paths
+
+    llama = load_model_file(model_preset_paths()["llama-3-8b"]).model_dump()
+    llama["layers"] = [{"pattern": [{"mixer": mixer}, {}], "repeat": 16}]
+    with pytest.raises(ValidationError, match=f"a '{mixer}' layer needs the model's {field}"):
+        ModelShape(**llama)
