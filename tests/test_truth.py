@@ -26,6 +26,9 @@ torch = pytest.importorskip("torch", reason=WHY)
 transformers = pytest.importorskip("transformers", reason=WHY)
 FlopCounterMode = pytest.importorskip("torch.utils.flop_counter", reason=WHY).FlopCounterMode
 
+# Recurrent models run without a mask (see inputs); transformers then looks at the positions' values for packed
+# sequences, which the meta device cannot do: the harness answers "not packed", as ours are 0..T-1.
+import truth_harness  # noqa: E402, F401
 from transformers import AutoConfig, AutoModelForCausalLM, StaticCache  # noqa: E402
 
 from tfcost.flops import forward_flops, score_entries  # noqa: E402
