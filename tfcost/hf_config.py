@@ -842,6 +842,7 @@ def shape_mapping(config: dict[str, Any]) -> dict[str, Any]:
 
 from tfcost.families import attention_variants as _attention_variants  # noqa: E402
 from tfcost.families import flags as _flags  # noqa: E402 - the families modules import this one
+from tfcost.families import linear as _linear  # noqa: E402
 from tfcost.families import mla as _mla  # noqa: E402
 from tfcost.families import ssm as _ssm  # noqa: E402
 
@@ -849,6 +850,7 @@ FAMILIES.update(_flags.FAMILIES)
 FAMILIES.update(_mla.FAMILIES)
 FAMILIES.update(_ssm.FAMILIES)
 FAMILIES.update(_attention_variants.FAMILIES)
+FAMILIES.update(_linear.FAMILIES)
 
 
 def supported_types_markdown(width: int = 116) -> str:

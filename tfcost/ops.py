@@ -38,6 +38,8 @@ OpKind = Literal["linear", "scores", "values", "index", "norm", "table", "cache"
 #   chunk_readout c*C padded positions                       (causal: T, one state readout per token)
 # The full count is what transformers' torch path runs (FlopCounterMode); the causal one is the recurrent form a
 # decode step runs (transformers' selective_state_update), so forward(T) - forward(T - 1) is one step's work.
+# Lightning attention (MiniMax-01) does not pad: its blocks are C positions and a last one of r = T mod C:
+#   block_entry   whole blocks x C^2 + r^2 position pairs within blocks (causal: 0, as chunk_entry)
 Rate = Literal[
     "token",
     "source_token",
@@ -49,6 +51,7 @@ Rate = Literal[
     "chunk_entry",
     "chunk_pair",
     "chunk_readout",
+    "block_entry",
 ]
 
 
@@ -156,6 +159,9 @@ def rate_multiplicity(per: Rate, span: Span, tokens: int, source_tokens: int, ca
             return 0
         case "chunk_token" | "chunk_entry" | "chunk_pair" | "chunk_readout":
             return chunk_multiplicity(per, span.chunk or 1, tokens, causal)
+        case "block_entry":
+            whole, rest = divmod(tokens, span.chunk or 1)
+            return 0 if causal else whole * (span.chunk or 1) ** 2 + rest * rest
 
 
 def chunk_multiplicity(per: Rate, chunk: int, tokens: int, causal: bool) -> int:

@@ -177,6 +177,42 @@ class SSM(Frozen):
         return self
 
 
+class GatedDeltaNet(Frozen):
+    """A Gated DeltaNet mixer's sizes (Yang, Kautz and Hatamizadeh 2024, arXiv:2412.06464; Qwen3-Next and
+    Qwen3.5's linear-attention layers): key_heads query/key heads of key_head_dim, value_heads value heads of
+    value_head_dim (each query/key head serves value_heads / key_heads of them), a depthwise causal convolution
+    of conv_kernel over q, k and v, and the chunked delta rule in chunks of chunk_size positions."""
+
+    key_heads: Size = Field(description="H_k: query/key heads (linear_num_key_heads)")
+    value_heads: Size = Field(description="H_v: value heads (linear_num_value_heads), a multiple of key_heads")
+    key_head_dim: Size = Field(description="d_k: width of one query/key head")
+    value_head_dim: Size = Field(description="d_v: width of one value head")
+    conv_kernel: Size = Field(4, description="K: width of the depthwise causal convolution (linear_conv_kernel_dim)")
+    chunk_size: Size = Field(64, description="C: positions per chunk of the chunked delta rule (transformers: 64)")
+
+    @model_validator(mode="after")
+    def _check_heads(self) -> GatedDeltaNet:
+        if self.value_heads % self.key_heads:
+            raise ValueError("gated_deltanet: key_heads must divide value_heads")
+        return self
+
+
+class LightningAttention(Frozen):
+    """MiniMax-01's lightning attention (MiniMax 2025, arXiv:2501.08313 §2.2): linear attention over the model's
+    n_heads x head_dim, exact within blocks of block_size positions and through a head_dim x head_dim state
+    between them."""
+
+    block_size: Size = Field(256, description="C: positions per block")
+
+
+class ShortConv(Frozen):
+    """LFM2's double-gated short convolution (Liquid AI 2025): in_proj d -> 3d (B, C, x), a depthwise causal
+    convolution of conv_kernel over B*x, C times its output, out_proj d -> d."""
+
+    conv_kernel: Size = Field(3, description="L: width of the depthwise causal convolution (conv_L_cache)")
+    bias: bool = Field(False, description="biases on in_proj, the convolution and out_proj (conv_bias)")
+
+
 class LayerSpec(Frozen):
     """One layer of a non-uniform stack: its mixer and its FFN. Sizes (heads, widths) are the model's."""
 
@@ -303,6 +339,16 @@ class ModelShape(Frozen):
     moe: MoE | None = Field(None, description="mixture of experts in place of the dense MLP; null: dense model")
     mla: MLA | None = Field(None, description="multi-head latent attention in place of q/k/v projections")
     ssm: SSM | None = Field(None, description="the sizes of the model's Mamba or Mamba-2 layers")
+    attention_output_gate: bool = Field(
+        False,
+        description="a sigmoid gate on each attention output from a second query-width projection, q_proj doubled "
+        "(Qwen3-Next, Qwen3.5)",
+    )
+    gated_deltanet: GatedDeltaNet | None = Field(None, description="the sizes of the model's Gated DeltaNet layers")
+    short_conv: ShortConv | None = Field(None, description="the sizes of the model's short-convolution layers (LFM2)")
+    lightning_attention: LightningAttention | None = Field(
+        None, description="the block size of the model's lightning-attention layers (MiniMax-01)"
+    )
     relative_attention_buckets: Size | None = Field(
         None, description="position 'relative' only: buckets of T5's relative position bias table"
     )
@@ -388,6 +434,7 @@ class ModelShape(Frozen):
         self._check_layer_lists()
         self._check_attention_variants()
         self._check_layer_groups()
+        self._check_linear_mixers()
         return self
 
     def _check_layer_groups(self) -> None:
@@ -414,6 +461,20 @@ class ModelShape(Frozen):
                     raise ValueError("layers: a 'mamba' layer needs ssm.dt_rank (Mamba's time-step rank)")
                 if spec.kv_heads is not None:
                     check_kv_groups(self.n_heads, spec.kv_heads, "n_heads", "layers: kv_heads")
+
+    def _check_linear_mixers(self) -> None:
+        # Each linear mixer kind and the model field holding its sizes (KDA is a Gated DeltaNet variant).
+        needs = {
+            "gated_deltanet": "gated_deltanet",
+            "kda": "gated_deltanet",
+            "short_conv": "short_conv",
+            "lightning": "lightning_attention",
+        }
+        for group in self.layers or ():
+            for spec in group.pattern:
+                name = needs.get(spec.mixer)
+                if name is not None and getattr(self, name) is None:
+                    raise ValueError(f"layers: a '{spec.mixer}' layer needs the model's {name}")
 
     def _check_stacks(self) -> None:
         if (self.architecture == "encoder-decoder") != (self.n_decoder_layers is not None):

@@ -14,12 +14,15 @@ from tfcost.blocks import Block, blocks
 from tfcost.errors import TfcostError
 from tfcost.layers.altup import altup_embedding_ops, altup_head_ops, altup_layer_ops
 from tfcost.layers.attention import attention_ops
+from tfcost.layers.gated_deltanet import gated_deltanet_ops, kda_ops
+from tfcost.layers.lightning import lightning_ops
 from tfcost.layers.mamba import mamba_ops
 from tfcost.layers.mamba2 import mamba2_ops
 from tfcost.layers.mla import mla_ops
 from tfcost.layers.mlp import mlp_ops
 from tfcost.layers.moe import mlp_and_moe_ops, moe_ops
 from tfcost.layers.norms import block_norm_names, norm_op
+from tfcost.layers.short_conv import short_conv_ops
 from tfcost.ops import Op
 from tfcost.schema import ModelShape
 
@@ -48,6 +51,9 @@ MIXERS: dict[str, OpTable] = {
     "attention+mamba2": attention_and_mamba2_ops,
 }
 FFNS: dict[str, OpTable] = {"mlp": mlp_ops, "moe": moe_ops, "mlp+moe": mlp_and_moe_ops, "none": no_ops}
+MIXERS.update(
+    {"gated_deltanet": gated_deltanet_ops, "kda": kda_ops, "lightning": lightning_ops, "short_conv": short_conv_ops}
+)
 
 
 def table_of(registry: dict[str, OpTable], role: str, kind: str) -> OpTable:

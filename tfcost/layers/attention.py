@@ -25,9 +25,11 @@ def attention_ops(shape: ModelShape, block: Block, prefix: str = "attention", cr
     keys_made, values_made = int(not block.kv_shared), int(not (block.kv_shared or block.values_from_keys))
     span = Span(cross=True) if cross else Span(block.causal, block.window, block.chunk)
     keys: Rate = "source_token" if cross else "token"
+    gate = int(shape.attention_output_gate and not cross)
     qkv, o = f"{prefix}/qkv", f"{prefix}/o"
     ops = [
-        Op(f"{prefix}/q", "linear", d, heads * q, "token", bias.qkv, flops_part=qkv),
+        # An output gate (Qwen3-Next) doubles q_proj: the second half, sigmoid-ed, scales each head's output.
+        Op(f"{prefix}/q", "linear", d, heads * q * (1 + gate), "token", bias.qkv, flops_part=qkv),
         Op(f"{prefix}/k", "linear", d, kv_heads * q, keys, bias.qkv, keys_made, keys_made, flops_part=qkv),
         Op(f"{prefix}/v", "linear", d, kv_heads * q, keys, bias.qkv, values_made, values_made, flops_part=qkv),
         Op(f"{prefix}/scores", "scores", q, heads, "entry", flops_part=f"{prefix}/scores", span=span),

@@ -1,0 +1,131 @@
+"""Gated DeltaNet (Yang, Kautz and Hatamizadeh 2024, "Gated Delta Networks", arXiv:2412.06464), as transformers
+5.24 builds it for Qwen3-Next and Qwen3.5 (Qwen3NextGatedDeltaNet, Qwen3_5GatedDeltaNet).
+
+Symbols: d d_model, H_k query/key heads of d_k, H_v value heads of d_v (H_v / H_k per query/key head), K conv
+kernel, C chunk. One layer:
+    in_proj    d -> 2*H_k*d_k + 2*H_v*d_v + 2*H_v   (q, k, v, the output gate z, beta and the decay a; Qwen3.5
+               splits it into in_proj_qkv, in_proj_z, in_proj_b, in_proj_a: the same count)
+    conv       depthwise, kernel K, no bias, over the 2*H_k*d_k + H_v*d_v channels of q, k, v
+    A_log, dt_bias   H_v each
+    norm       a gated RMSNorm over d_v, shared by the heads
+    out_proj   H_v*d_v -> d
+Delta-rule FLOPs follow the chunked algorithm transformers runs (torch_chunk_gated_delta_rule, the reference of
+flash-linear-attention's chunk_gated_delta_rule): T is padded to c = ceil(T/C) chunks; per value head and chunk
+three C x C products, k_beta.k^T and q.k^T over d_k and the intra-chunk attention times the new values over d_v
+(2*(2*d_k + d_v) per position pair, the `chunk_entry` rate), and three products with the d_k x d_v state per
+position (k_cumdecay.S, q.S and the update k^T.v_new: 6*d_k*d_v, the `chunk_readout` rate); matmuls only, 2*m*k*n,
+as FlopCounterMode counts them (the two unit-triangular solves of the UT transform have no FLOP formula in
+torch.utils.flop_counter and are not counted). The causal convention counts the recurrent form a decode step
+runs: the same three state products per token, no chunk pairs.
+State per sequence, as transformers' cache holds it: the conv input of the last K positions at the model's dtype,
+and the H_v x d_k x d_v recurrent state in fp32 (the chunked rule computes in fp32 and keeps its state so).
+"""
+
+from __future__ import annotations
+
+from tfcost.blocks import Block
+from tfcost.layers.short_conv import depthwise_conv_ops
+from tfcost.ops import Op, Span
+from tfcost.schema import ModelShape
+
+
+def gated_deltanet_ops(shape: ModelShape, block: Block) -> list[Op]:
+    """One Gated DeltaNet mixer's rows."""
+    assert shape.gated_deltanet is not None  # the schema guarantees it for a 'gated_deltanet' layer
+    g, d = shape.gated_deltanet, shape.d_model
+    key_width, value_width, heads = g.key_heads * g.key_head_dim, g.value_heads * g.value_head_dim, g.value_heads
+    chunked = Span(chunk=g.chunk_size)
+    rule = "gated_deltanet/delta_rule"
+    return [
+        Op(
+            "gated_deltanet/in_proj",
+            "linear",
+            d,
+            2 * key_width + 2 * value_width + 2 * heads,
+            "token",
+            flops_part="gated_deltanet/in_proj",
+        ),
+        *depthwise_conv_ops("gated_deltanet", 2 * key_width + value_width, g.conv_kernel, False, heads),
+        Op("gated_deltanet/A_log_dt_bias", "table", heads, 2, "weights"),
+        Op(
+            "gated_deltanet/chunk_pairs",
+            "linear",
+            2 * g.key_head_dim + g.value_head_dim,
+            heads,
+            "chunk_entry",
+            copies=0,
+            flops_part=rule,
+            span=chunked,
+        ),
+        Op(
+            "gated_deltanet/state_products",
+            "linear",
+            g.key_head_dim * g.value_head_dim,
+            3 * heads,
+            "chunk_readout",
+            copies=0,
+            flops_part=rule,
+            span=chunked,
+        ),
+        Op("gated_deltanet/norm", "norm", g.value_head_dim, 1, "weights"),
+        Op("gated_deltanet/out_proj", "linear", value_width, d, "token", flops_part="gated_deltanet/out_proj"),
+        Op(
+            "state/gated_deltanet_recurrent",
+            "state",
+            heads * g.key_head_dim * g.value_head_dim,
+            heads,
+            "sequence",
+            dtype="fp32",
+        ),
+    ]
+
+
+def kda_ops(shape: ModelShape, block: Block) -> list[Op]:
+    """One Kimi Delta Attention mixer's rows (Kimi Team 2025, "Kimi Linear", arXiv:2510.26692; transformers'
+    KimiLinearDeltaAttention): Gated DeltaNet with a per-channel forget gate. H heads of width Q (key_heads =
+    value_heads, key_head_dim = value_head_dim):
+        q, k, v      d -> H*Q each, then a depthwise conv (kernel K, no bias) over the 3*H*Q channels
+        forget gate  low rank d -> Q -> H*Q (f_a, f_b), dt_bias H*Q, A_log H
+        beta         d -> H (b_proj)
+        output gate  low rank d -> Q -> H*Q (g_a, g_b), a gated RMSNorm over Q, o_proj H*Q -> d
+    Chunked rule (chunk_kimi_delta_attention, C = 64): the per-channel decays are applied elementwise, so the
+    matmuls per head and chunk are the UT-transformed values and decayed keys (C x C over d_v and d_k), the
+    intra-chunk attention times the new values (over d_v): 2*(d_k + 2*d_v) per position pair, and the same three
+    state products per position as Gated DeltaNet. State: conv of K positions (model dtype), H x Q x Q in fp32."""
+    assert shape.gated_deltanet is not None  # the schema guarantees it for a 'kda' layer
+    g, d = shape.gated_deltanet, shape.d_model
+    heads, q = g.value_heads, g.key_head_dim
+    width = heads * q
+    chunked = Span(chunk=g.chunk_size)
+    rule = "kda/delta_rule"
+    return [
+        Op("kda/qkv", "linear", d, 3 * width, "token", flops_part="kda/qkv"),
+        *depthwise_conv_ops("kda", 3 * width, g.conv_kernel, False, heads),
+        Op("kda/gates_down", "linear", d, 2 * q, "token", flops_part="kda/gates"),  # f_a and g_a
+        Op("kda/gates_up", "linear", q, width, "token", copies=2, uses=2, flops_part="kda/gates"),  # f_b and g_b
+        Op("kda/beta", "linear", d, heads, "token", flops_part="kda/beta"),
+        Op("kda/dt_bias_A_log", "table", width + heads, 1, "weights"),
+        Op(
+            "kda/chunk_pairs",
+            "linear",
+            q + 2 * g.value_head_dim,
+            heads,
+            "chunk_entry",
+            copies=0,
+            flops_part=rule,
+            span=chunked,
+        ),
+        Op(
+            "kda/state_products",
+            "linear",
+            q * g.value_head_dim,
+            3 * heads,
+            "chunk_readout",
+            copies=0,
+            flops_part=rule,
+            span=chunked,
+        ),
+        Op("kda/norm", "norm", g.value_head_dim, 1, "weights"),
+        Op("kda/o_proj", "linear", width, d, "token", flops_part="kda/o_proj"),
+        Op("state/kda_recurrent", "state", heads * q * g.value_head_dim, heads, "sequence", dtype="fp32"),
+    ]

@@ -1,0 +1,42 @@
+"""Depthwise causal convolutions, and LFM2's double-gated short-convolution mixer (Liquid AI, LFM2 technical
+report 2025; transformers' Lfm2ShortConv).
+
+A depthwise causal convolution of kernel K over c channels holds K weights (and a bias) per channel. transformers
+runs it as F.conv1d with padding K - 1 on both sides and drops the extra outputs, so FlopCounterMode counts 2*K
+FLOPs per channel over T + K - 1 outputs: 2*K*c per token plus 2*K*(K - 1)*c once per sequence. Its cache keeps
+the last K inputs of each channel (not K - 1), at the model's dtype.
+
+LFM2's mixer, d = d_model:
+    in_proj    d -> 3d (B, C, x)
+    conv       depthwise over B*x (d channels), kernel L
+    out_proj   d -> d  (of C times the conv output)
+The gates are elementwise: no matmul FLOPs.
+"""
+
+from __future__ import annotations
+
+from tfcost.blocks import Block
+from tfcost.ops import Op
+from tfcost.schema import ModelShape
+
+
+def depthwise_conv_ops(prefix: str, channels: int, kernel: int, bias: bool, heads: int = 1) -> list[Op]:
+    """A depthwise causal convolution's rows: its weights and per-token FLOPs, the K - 1 padded outputs once per
+    sequence, and its state of K positions per channel (split over `heads` under tensor parallelism)."""
+    part = f"{prefix}/conv"
+    return [
+        Op(part, "linear", kernel, channels, "token", bias, flops_part=part),
+        Op(f"{part}_edge", "linear", (kernel - 1) * kernel, channels, "sequence", copies=0, flops_part=part),
+        Op(f"state/{prefix}_conv", "state", channels * kernel, heads, "sequence"),
+    ]
+
+
+def short_conv_ops(shape: ModelShape, block: Block) -> list[Op]:
+    """One LFM2 short-convolution mixer's rows."""
+    assert shape.short_conv is not None  # the schema guarantees it for a 'short_conv' layer
+    d, conv = shape.d_model, shape.short_conv
+    return [
+        Op("short_conv/in_proj", "linear", d, 3 * d, "token", conv.bias, flops_part="short_conv/in_proj"),
+        *depthwise_conv_ops("short_conv", d, conv.conv_kernel, conv.bias),
+        Op("short_conv/out_proj", "linear", d, d, "token", conv.bias, flops_part="short_conv/out_proj"),
+    ]
