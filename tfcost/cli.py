@@ -91,6 +91,13 @@ FormatOption = Annotated[
     OutputFormat,
     typer.Option("--format", "-f", help="table for people, json for scripts, markdown for documents."),
 ]
+ExplainOption = Annotated[
+    bool,
+    typer.Option(
+        "--explain",
+        help="Show each quantity's formula with the model's numbers put in, and its source (JSON: 'explain').",
+    ),
+]
 
 # The model options, shared by every command that takes a model: pass all three to presets.resolve_model.
 ModelArgument = Annotated[
@@ -192,6 +199,7 @@ def estimate(
         typer.Option("--gpu", help="GPU from `tfcost gpus`: also the T at which one layer's score matrix outgrows it."),
     ] = None,
     output: FormatOption = "table",
+    explain: ExplainOption = False,
 ) -> None:
     """Parameters, FLOPs, KV cache, score-matrix size and the lesson's crossovers in T of one model."""
     from tfcost import render
@@ -201,12 +209,14 @@ def estimate(
 
     workload = validated(Workload, seq_len=seq, batch=batch, dtype=dtype, causal=causal)
     source = load_source(model, config, overrides, strict, lenient, revision)
-    result = with_source(run_estimate(source.shape, workload, load_gpu(gpu) if gpu is not None else None), source)
+    chosen_gpu = load_gpu(gpu) if gpu is not None else None
+    result = with_source(run_estimate(source.shape, workload, chosen_gpu, explained=explain), source)
     render.print_checkpoint_check(result)
     if output == "json":
         render.print_json(result)
     else:
         render.estimate_table(result, markdown=output == "markdown")
+        render.print_explain(result, markdown=output == "markdown")
 
 
 @app.command()
@@ -417,6 +427,7 @@ def train(
         float, typer.Option("--allocator-reserve", help="Share of the GPU the allocator holds back (an assumption).")
     ] = default(TrainingSetup, "allocator_reserve"),
     output: FormatOption = "table",
+    explain: ExplainOption = False,
 ) -> None:
     """Training compute, time, cost and memory per GPU: will it fit, and how long will it take?"""
     from tfcost import render, training
@@ -459,12 +470,13 @@ def train(
         cuda_context_gib=cuda_context_gib,
         allocator_reserve=allocator_reserve,
     )
-    result = with_source(run_train(shape, load_gpu(gpu), setup), source)
+    result = with_source(run_train(shape, load_gpu(gpu), setup, explained=explain), source)
     render.print_checkpoint_check(result)
     if output == "json":
         render.print_json(result)
     else:
         render.train_table(result, markdown=output == "markdown")
+        render.print_explain(result, markdown=output == "markdown")
 
 
 @app.command()
@@ -518,6 +530,7 @@ def serve(
         ),
     ] = default(ServingSetup, "memory_efficiency"),
     output: FormatOption = "table",
+    explain: ExplainOption = False,
 ) -> None:
     """Serving memory, largest batch and context, and roofline prefill and decode times."""
     from tfcost import render
@@ -539,12 +552,13 @@ def serve(
         compute_efficiency=compute_efficiency,
         memory_efficiency=memory_efficiency,
     )
-    result = with_source(run_serve(shape, load_gpu(gpu), setup), source)
+    result = with_source(run_serve(shape, load_gpu(gpu), setup, explained=explain), source)
     render.print_checkpoint_check(result)
     if output == "json":
         render.print_json(result)
     else:
         render.serve_table(result, markdown=output == "markdown")
+        render.print_explain(result, markdown=output == "markdown")
 
 
 SweepFormat = Literal["chart", "table", "json", "csv", "markdown"]

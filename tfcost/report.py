@@ -26,6 +26,7 @@ from tfcost import (
     weights,
 )
 from tfcost.blocks import layer_count
+from tfcost.explain import Line, estimate_lines, serve_lines, train_lines
 from tfcost.schema import GpuSpec, ModelShape, ServingSetup, TrainingSetup, Workload
 from tfcost.units import TERA, Unit
 
@@ -59,6 +60,16 @@ class SourceNotes(Section):
         default=None,
         description="tfcost's bytes of the same weights as stored (16-bit, or its quantization), to set beside it",
     )
+    explain: list[Line] | None = Field(
+        default=None, description="--explain: each quantity's formula, the model's numbers and the result"
+    )
+
+    @model_serializer(mode="wrap")
+    def _explain_when_asked(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("explain") is None:  # only --explain adds the key
+            data.pop("explain", None)
+        return data
 
 
 ReportT = TypeVar("ReportT", bound=SourceNotes)
@@ -163,10 +174,12 @@ SECTIONS: dict[str, str] = {
 }
 
 
-def estimate(shape: ModelShape, workload: Workload, gpu: GpuSpec | None = None) -> Estimate:
-    """Run the core over one model and workload; with a GPU, also the T at which a score matrix outgrows it."""
+def estimate(shape: ModelShape, workload: Workload, gpu: GpuSpec | None = None, explained: bool = False) -> Estimate:
+    """Run the core over one model and workload; with a GPU, also the T at which a score matrix outgrows it;
+    `explained`: with every quantity's working (tfcost.explain)."""
     t, b, dtype, causal = workload.seq_len, workload.batch, workload.dtype, workload.causal
     return Estimate(
+        explain=estimate_lines(shape, t, b, dtype, causal) if explained else None,
         model=shape.name,
         source=shape.source,
         workload=workload,
@@ -286,8 +299,8 @@ TRAIN_SECTIONS: dict[str, str] = {
 }
 
 
-def train(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> TrainReport:
-    """Run the training core over one model on one kind of GPU."""
+def train(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup, explained: bool = False) -> TrainReport:
+    """Run the training core over one model on one kind of GPU; `explained`: with the main quantities' working."""
     training.check_parallel_layout(shape, setup)
     peak = training.peak_flops_per_s(gpu, setup.precision)
     t, tokens = setup.seq_len, setup.tokens
@@ -313,7 +326,16 @@ def train(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> TrainReport:
     m = parallel.micro_batches(setup)
     held = training.memory_per_gpu(shape, setup)
     overhead = fit.overhead_bytes(hardware.memory_bytes(gpu), setup.cuda_context_gib, setup.allocator_reserve)
+    lines = None
+    if explained:
+        at_mfu = step is None and setup.hfu is None and setup.tflops_per_gpu is None
+        mfu = training.DEFAULT_MFU if setup.mfu is None else setup.mfu
+        lines = train_lines(
+            shape, setup, model_flops, (seconds, peak, mfu) if at_mfu else None, held,
+            training.activation_bytes_per_layer_of(shape, setup), training.last_stage_logits_bytes(shape, setup),
+        )  # fmt: skip
     return TrainReport(
+        explain=lines,
         model=shape.name,
         source=shape.source,
         gpu=gpu.name,
@@ -440,8 +462,8 @@ def bound(is_compute_bound: bool) -> str:
     return "compute-bound" if is_compute_bound else "memory-bound"
 
 
-def serve(shape: ModelShape, gpu: GpuSpec, setup: ServingSetup) -> ServeReport:
-    """Run the serving core over one model on `setup.gpus` GPUs of one kind."""
+def serve(shape: ModelShape, gpu: GpuSpec, setup: ServingSetup, explained: bool = False) -> ServeReport:
+    """Run the serving core over one model on `setup.gpus` GPUs of one kind; `explained`: with the working."""
     setup = serving.with_weights_dtype(shape, setup)
     t, b, kv_dtype = setup.gpus, setup.batch, setup.kv_dtype
     serving.check_generates(shape)
@@ -457,7 +479,11 @@ def serve(shape: ModelShape, gpu: GpuSpec, setup: ServingSetup) -> ServeReport:
     budget = serving.kv_budget_bytes_per_gpu(usable, weights_per_gpu)
     prefill = serving.prefill_roofline(shape, setup, weights_per_gpu, peak, bandwidth)
     decode = serving.decode_roofline(shape, setup, held, peak, bandwidth)
+    lines = None
+    if explained:
+        lines = serve_lines(shape, setup, weights, weights_per_gpu, kv_per_gpu, prefill, decode, peak, bandwidth)
     return ServeReport(
+        explain=lines,
         model=shape.name,
         source=shape.source,
         gpu=gpu.name,
