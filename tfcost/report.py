@@ -28,7 +28,7 @@ from tfcost import (
 from tfcost.blocks import layer_count
 from tfcost.explain import Line, estimate_lines, serve_lines, train_lines
 from tfcost.schema import GpuSpec, ModelShape, ServingSetup, TrainingSetup, Workload
-from tfcost.units import TERA, Unit
+from tfcost.units import TERA, Unit, milliseconds
 
 if TYPE_CHECKING:
     from tfcost.presets import ModelSource
@@ -455,9 +455,6 @@ class ServeReport(SourceNotes):
 SERVE_SECTIONS: dict[str, str] = {"inputs": "Inputs", "memory": "Memory", "": "Capacity", "latency": "Latency"}
 
 
-MS_PER_S = 1000
-
-
 def bound(is_compute_bound: bool) -> str:
     return "compute-bound" if is_compute_bound else "memory-bound"
 
@@ -515,12 +512,12 @@ def serve(shape: ModelShape, gpu: GpuSpec, setup: ServingSetup, explained: bool 
         latency=ServeLatency(
             prefill_flops_per_gpu=prefill.flops_per_gpu,
             prefill_bytes_per_gpu=prefill.bytes_per_gpu,
-            prefill_ms=prefill.seconds * MS_PER_S,
+            prefill_ms=milliseconds(prefill.seconds),
             prefill_bound=bound(prefill.compute_bound),
             prefill_tokens_per_s=hardware.achieved_per_s(b * setup.prompt, prefill.seconds),
             decode_flops_per_gpu=decode.flops_per_gpu,
             decode_bytes_per_gpu=decode.bytes_per_gpu,
-            decode_ms_per_token=decode.seconds * MS_PER_S,
+            decode_ms_per_token=milliseconds(decode.seconds),
             decode_bound=bound(decode.compute_bound),
             decode_tokens_per_s=hardware.achieved_per_s(b, decode.seconds),
         ),

@@ -17,9 +17,7 @@ from tfcost.crossover import Crossover
 from tfcost.curves import Curve, curve
 from tfcost.errors import UsageError
 from tfcost.schema import GpuSpec, ModelShape, ServingSetup
-from tfcost.units import MAX_SIZE, Dtype, Unit
-
-MS_PER_S = 1000
+from tfcost.units import MAX_SIZE, Dtype, Unit, milliseconds
 
 
 @dataclass(frozen=True)
@@ -154,9 +152,9 @@ class ModelCosts:
             six_n = flops.six_n_flops_per_token(s)
             if metric == "attention_flops":
                 return attention
-            if metric == "flops_per_token":  # Kaplan et al. 2020 Eq. 2.2, times 3 for forward + backward
-                return [six_n + a for a in attention]
-            return [a / (six_n + a) for a in attention]
+            if metric == "flops_per_token":
+                return [flops.training_flops_per_token(six_n, a) for a in attention]
+            return [flops.attention_share(six_n, a) for a in attention]
         simple = {"forward_flops": "forward", "training_flops": "training", "kv_cache": "kv_cache"}
         if metric in simple:
             return self.curve(simple[metric], batch if METRICS[metric].per_batch else 1).values(seq_lens)
@@ -179,9 +177,10 @@ class ModelCosts:
         work = self.curve("prefill" if metric == "prefill_ms" else "decode", batch).values(seq_lens)
         kv = self.curve("kv_per_gpu", batch).values(seq_lens)
         return [
-            MS_PER_S
-            * hardware.roofline_seconds(
-                serving.share_per_gpu(f, setup.gpus), serving.bytes_moved_per_gpu(weights, k), peak, bandwidth
+            milliseconds(
+                hardware.roofline_seconds(
+                    serving.share_per_gpu(f, setup.gpus), serving.bytes_moved_per_gpu(weights, k), peak, bandwidth
+                )
             )
             for f, k in zip(work, kv, strict=True)
         ]
