@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from tfcost import flops, hardware, memory, serving
-from tfcost.curves import Curve, curve
+from tfcost.curves import Curve, attention_term_curve, curve
 from tfcost.schema import GpuSpec, ModelShape, WeightsDtype
 from tfcost.units import MAX_SIZE, Dtype
 
@@ -110,7 +110,7 @@ def attention_equals_six_n(shape: ModelShape) -> Crossover:
         "attention_vs_6n",
         "attention-score FLOPs per token = 6N",
         1,
-        curve(shape, lambda t: flops.attention_score_flops_per_token(shape, t)),
+        attention_term_curve(shape),
         flops.six_n_flops_per_token(shape),
         "sliding windows stop the attention term growing before it reaches 6N",
     )

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from tfcost import crossover, flops, hardware, memory, params, serving
 from tfcost.crossover import Crossover
-from tfcost.curves import Curve, curve
+from tfcost.curves import Curve, attention_term_curve, curve, forward_curve
 from tfcost.errors import UsageError
 from tfcost.schema import GpuSpec, ModelShape, ServingSetup
 from tfcost.units import MAX_SIZE, Dtype, Unit, milliseconds
@@ -123,8 +123,17 @@ class ModelCosts:
     def curve(self, quantity: str, batch: int) -> Curve:
         key = (quantity, batch)
         if key not in self.curves:
-            self.curves[key] = curve(self.shape, self.functions(quantity, batch))
+            closed = self.closed_form(quantity)
+            self.curves[key] = closed or curve(self.shape, self.functions(quantity, batch))
         return self.curves[key]
+
+    def closed_form(self, quantity: str) -> Curve | None:
+        """The folds taken straight from the operation rows' closed forms (tfcost.curves.form_curve)."""
+        if quantity == "attention":
+            return attention_term_curve(self.shape)
+        if quantity == "forward":
+            return forward_curve(self.shape, self.causal)
+        return None
 
     def functions(self, quantity: str, batch: int) -> Callable[[int], int]:
         s, dtype, causal, setup = self.shape, self.dtype, self.causal, self.serving
