@@ -4,10 +4,12 @@ reproduce the lesson's figures term by term (the attention-and-transformers less
 from __future__ import annotations
 
 import ast
+import json
 import math
 import operator
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -104,3 +106,31 @@ def test_json_has_explain_only_when_asked() -> None:
     assert "explain" not in report.estimate(shape, Workload()).model_dump(mode="json")
     dumped = report.estimate(shape, Workload(), explained=True).model_dump(mode="json")
     assert dumped["explain"][0]["quantity"] == "embedding/tokens"
+
+
+def test_cli_explain_in_every_format(tfcost) -> None:
+    table = tfcost("estimate", "gpt2-small", "--explain")
+    assert table.code == 0
+    assert (
+        "  KV cache per token = L x 2·K·Q·s = 12 x 2·12·64·2 = 36,864 B (36.00 KiB)  [docs/formulas.md, "
+        in table.stdout
+    )
+    assert "Working" not in tfcost("estimate", "gpt2-small").stdout
+    document = json.loads(tfcost("estimate", "gpt2-small", "--explain", "--format", "json").stdout)
+    values = {line["quantity"]: line["value"] for line in document["explain"]}
+    assert values["total parameters"] == 124_439_808 and values["score entries per head"] == 1_048_576
+    assert "explain" not in json.loads(tfcost("estimate", "gpt2-small", "--format", "json").stdout)
+    markdown = tfcost("estimate", "gpt2-small", "--explain", "--format", "markdown").stdout
+    assert "- `score entries per head = T² = 1,024² = 1,048,576 (1.05 M)  [docs/formulas.md, " in markdown
+    for command in (("train", "gpt2-small", "--gpus", "8"), ("serve", "llama-3-8b")):
+        run = tfcost(*command, "--explain")
+        assert run.code == 0 and "Working (--explain):" in run.stdout, command
+
+
+def test_readme_lines_are_the_output(tfcost) -> None:
+    """The README's excerpt of `tfcost estimate gpt2-small --explain` is lines the command prints."""
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### Every number's working: `--explain`", 1)[1]
+    excerpt = section.split("```\n", 2)[1].splitlines()
+    printed = set(tfcost("estimate", "gpt2-small", "--explain").stdout.splitlines())
+    assert len(excerpt) >= 5 and all(line in printed for line in excerpt)
