@@ -173,9 +173,14 @@ def grouped_rows(shape: ModelShape) -> list[tuple[Op, int, str]]:
     return [(op, count, stack) for (stack, op), count in counts.items()]
 
 
-def layers_label(count: int, stack: str, name: str) -> str:
+def layers_label(count: int, stack: str, op: Op) -> str:
+    """'12 layers x attention/q'; a windowed or chunked row says so ('attention/scores (window 4,096)')."""
     layers = "layer" if count == 1 else "layers"
-    return f"{number(count)} {stack.rstrip(':') + ' ' if stack else ''}{layers} x {name}"
+    span = op.span
+    limit = (
+        f" (window {number(span.window)})" if span.window else f" (chunk {number(span.chunk)})" if span.chunk else ""
+    )
+    return f"{number(count)} {stack.rstrip(':') + ' ' if stack else ''}{layers} x {op.name}{limit}"
 
 
 # Parameters --------------------------------------------------------------------------------------------------
@@ -190,6 +195,8 @@ def row_params(symbols: dict[str, tuple[int, str]], op: Op) -> Factor:
     if op.copies == 1:
         return weight
     copies = factor(symbols, "E" if op.copies > 1 and "experts" in op.name else None, op.copies)
+    if " " not in weight[0] and " " not in weight[1]:
+        return f"{copies[0]} x {weight[0]}", f"{copies[1]} x {weight[1]}"
     return f"{copies[0]} x ({weight[0]})", f"{copies[1]} x ({weight[1]})"
 
 
@@ -214,7 +221,7 @@ def params_lines(shape: ModelShape) -> list[Line]:
     for op in embedding_ops(shape):
         add_row(op, 1, op.name)
     for op, count, stack in grouped_rows(shape):
-        add_row(op, count, layers_label(count, stack, op.name))
+        add_row(op, count, layers_label(count, stack, op))
     for block, count in blocks(shape):
         parts: dict[str, int] = {}
         for op in layer_ops(shape, block):
@@ -310,7 +317,7 @@ def forward_lines(shape: ModelShape, tokens: int, causal: bool) -> list[Line]:
         value = count * op_flops(op, tokens, tokens, causal)
         if not value:
             continue
-        label = layers_label(count, stack, op.name) if op not in head_ops(shape) else op.name
+        label = layers_label(count, stack, op) if op not in head_ops(shape) else op.name
         formula, working = times(count, row_flops(symbols, op, tokens, causal), every(shape))
         out.append(line(f"{label}, forward", formula, working, value, "flops", FLOPS))
         values.append(value)
