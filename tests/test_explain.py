@@ -101,13 +101,6 @@ def test_train_and_serve_working(name: str) -> None:
         check(report.train(shape, gpu, setup, explained=True).explain or [])
 
 
-def test_json_has_explain_only_when_asked() -> None:
-    shape = load_model("gpt2-small")
-    assert "explain" not in report.estimate(shape, Workload()).model_dump(mode="json")
-    dumped = report.estimate(shape, Workload(), explained=True).model_dump(mode="json")
-    assert dumped["explain"][0]["quantity"] == "embedding/tokens"
-
-
 def test_cli_explain_in_every_format(tfcost) -> None:
     table = tfcost("estimate", "gpt2-small", "--explain")
     assert table.code == 0

@@ -64,13 +64,6 @@ class SourceNotes(Section):
         default=None, description="--explain: each quantity's formula, the model's numbers and the result"
     )
 
-    @model_serializer(mode="wrap")
-    def _explain_when_asked(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        if data.get("explain") is None:  # only --explain adds the key
-            data.pop("explain", None)
-        return data
-
 
 ReportT = TypeVar("ReportT", bound=SourceNotes)
 
