@@ -127,3 +127,10 @@ def test_readme_lines_are_the_output(tfcost) -> None:
     excerpt = section.split("```\n", 2)[1].splitlines()
     printed = set(tfcost("estimate", "gpt2-small", "--explain").stdout.splitlines())
     assert len(excerpt) >= 5 and all(line in printed for line in excerpt)
+
+
+def test_json_has_explain_only_when_asked() -> None:
+    shape = load_model("gpt2-small")
+    assert "explain" not in report.estimate(shape, Workload()).model_dump(mode="json")
+    dumped = report.estimate(shape, Workload(), explained=True).model_dump(mode="json")
+    assert dumped["explain"][0]["quantity"] == "embedding/tokens"

@@ -553,18 +553,12 @@ def progress(total: int) -> Iterator[Callable[[str], None]]:
         bar.update(task, completed=total)
 
 
-def dumped(item: BaseModel) -> dict[str, Any]:
-    """A result as JSON data; the `explain` list only when --explain asked for it."""
-    explained = getattr(item, "explain", None) is not None
-    return item.model_dump(mode="json", exclude=None if explained else {"explain"})
-
-
 def print_json(payload: BaseModel | Sequence[BaseModel]) -> None:
     """Exact integers, with the tool's version so a saved file says what produced it."""
     if isinstance(payload, BaseModel):
-        document: Any = {"tfcost_version": __version__, **dumped(payload)}
+        document: Any = {"tfcost_version": __version__, **payload.model_dump(mode="json")}
     else:
-        document = {"tfcost_version": __version__, "results": [dumped(item) for item in payload]}
+        document = {"tfcost_version": __version__, "results": [item.model_dump(mode="json") for item in payload]}
     try:
         text = json.dumps(document, indent=2, allow_nan=False)
     except ValueError:  # an extreme option (an efficiency of 1e-320) overflowed a float result to infinity

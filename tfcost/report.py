@@ -61,7 +61,9 @@ class SourceNotes(Section):
         description="tfcost's bytes of the same weights as stored (16-bit, or its quantization), to set beside it",
     )
     explain: list[Line] | None = Field(
-        default=None, description="--explain: each quantity's formula, the model's numbers and the result"
+        default=None,
+        description="--explain: each quantity's formula, the model's numbers and the result",
+        exclude_if=lambda lines: lines is None,  # only --explain adds the key to the JSON
     )
 
 
