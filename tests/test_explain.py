@@ -83,6 +83,8 @@ def test_gpt2_small_reproduces_the_lesson() -> None:
     entries = lines["score entries per head"]
     assert (entries.working, entries.value) == ("1,024²", 1_048_576)
     assert lines["training per token"].working == "6·85,056,000"
+    crossing = lines["attention term = 6N at T"]  # the lesson: 85,056,000 / (12·768) = 9,229 1/6
+    assert (crossing.working, crossing.result) == ("510,336,000 / 55,296", "9,229.1667 (rounded down: 9,229)")
     assert lines["12 layers x attention/q"].working == "12 x (768·12·64 + 12·64)"
 
 

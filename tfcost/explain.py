@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tfcost import flops, memory, params, serving, training
+from tfcost import crossover, flops, memory, params, serving, training
 from tfcost.blocks import blocks
 from tfcost.layers import embedding_ops, head_ops, layer_ops
 from tfcost.ops import Op, Span, multiplicity, op_cache_per_position, op_flops, op_params, op_score_term_per_position
@@ -368,6 +368,20 @@ def attention_term_lines(shape: ModelShape, tokens: int) -> list[Line]:
     return [line("attention scores per token, 6·L·T·(H·Q)", formula, working, value, "flops", SIX_N)]
 
 
+def crossover_lines(shape: ModelShape) -> list[Line]:
+    """The lesson's crossover: the T at which the attention term reaches 6N, 6N / (6·L·(H·Q)) where the term is
+    linear in T (no window or chunk caps it)."""
+    found = crossover.attention_equals_six_n(shape)
+    form = flops.score_term_form(shape)
+    if found.crossing is None or found.seq_len is None or any(span.window or span.chunk for span, _ in form):
+        return []
+    per_position = sum(value for _, value in form)
+    six_n = flops.six_n_flops_per_token(shape)
+    result = f"{found.crossing:,.4f} (rounded down: {number(found.seq_len)})"
+    working = f"{number(six_n)} / {number(per_position)}"
+    return [Line("attention term = 6N at T", "6N / (6·L·(H·Q))", working, found.crossing, result, SIX_N)]
+
+
 # Memory ------------------------------------------------------------------------------------------------------
 
 
@@ -445,6 +459,7 @@ def estimate_lines(shape: ModelShape, tokens: int, batch: int, dtype: Dtype, cau
         *params_lines(shape),
         *six_n_lines(shape),
         *attention_term_lines(shape, tokens),
+        *crossover_lines(shape),
         *forward_lines(shape, tokens, causal),
         *kv_lines(shape, tokens, batch, dtype),
         *score_lines(shape, tokens, batch, dtype),
