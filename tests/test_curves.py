@@ -202,12 +202,18 @@ def test_rate_polynomial_is_the_multiplicity(per, span, causal, seq_lens):
 @settings(max_examples=300)
 @given(any_shapes, st.integers(1, 10**12), st.booleans())
 def test_row_closed_forms_equal_the_core(shape, seq_len, causal):
+    # forward, training, the attention term and the KV cache: no sampling, from the rows alone
     points = [seq_len, 1, 2, 3, *near_edges(shape)]
     forward = curves.forward_curve(shape, causal)
     assert forward is not None  # no generated shape has a chunked attention
     assert forward.values(points) == [flops.forward_flops(shape, t, causal) for t in points]
     attention = curves.attention_term_curve(shape)
     assert attention.values(points) == [flops.attention_score_flops_per_token(shape, t) for t in points]
+    training = curves.training_curve(shape, causal)
+    assert training is not None
+    assert training.values(points) == [flops.training_flops(shape, t, causal) for t in points]
+    kv = curves.kv_cache_curve(shape, 3, "fp8")
+    assert kv.values(points) == [memory.kv_cache_bytes(shape, t, 3, "fp8") for t in points]
 
 
 def test_edges_come_from_the_rows():

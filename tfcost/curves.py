@@ -5,13 +5,14 @@ rows of a coefficient times the row's multiplicity, and each multiplicity is a p
 2, piecewise where a sliding window fills (tfcost.ops.rate_polynomial): the projections and MLP grow as T, the
 score entries as T(T+1)/2 or T^2, and past a window W as W(W+1)/2 + (T - W)W.
 
-So the folds themselves (forward FLOPs, the attention term) are taken straight from the rows' closed forms
-(`form_curve`, tfcost.ops.form_polynomial): no sampling. A quantity the core composes from folds (training = 3 x
-forward, bytes = elements x B x s, a GPU's share, a prefill without most of the head, a decode step as the
+So the folds themselves are taken straight from the rows' closed forms (`form_curve`, tfcost.ops.form_polynomial),
+with no sampling: forward FLOPs, the attention term, the KV cache (times B x s, memory.cached_element_bytes) and
+training FLOPs (times flops.TRAINING_PER_FORWARD). A quantity the core composes in other ways (a score matrix of
+B*H*T^2 entries, a GPU's share with its floor division, a prefill without most of the head, a decode step as the
 difference of two forwards) is a polynomial on the same pieces, whose edges the rows give (`edges`); it is built
 by evaluating the core's own function at three points of each piece and interpolating (Newton's forward
-differences, exact in integers), then checked at further points, far ones among them. The composite formulas so
-stay in the core, once. A function that fails the check (a chunked attention's entries, a floor division that
+differences, exact in integers), then checked at further points, far ones among them, so that each composition
+stays in the core, once. A function that fails the check (a chunked attention's entries, a floor division that
 does not divide) is evaluated directly at every point instead: slower, never wrong.
 """
 
@@ -23,11 +24,12 @@ from dataclasses import dataclass
 from itertools import pairwise
 from math import gcd
 
-from tfcost import flops
+from tfcost import flops, memory
 from tfcost.blocks import blocks
 from tfcost.layers import layer_ops
 from tfcost.ops import Form, form_polynomial
 from tfcost.schema import ModelShape
+from tfcost.units import Dtype
 
 # Points beyond a piece's first three at which a fitted polynomial must still match the core: neighbours, then
 # far out, where a wrong quadratic term would show. An unbounded piece is checked up to T = 10^12.
@@ -47,6 +49,11 @@ class Piece:
 
     def value(self, t: int) -> int:
         return (self.a * t * t + self.b * t + self.c) // self.den
+
+    def scaled(self, factor: int) -> Piece:
+        a, b, c = factor * self.a, factor * self.b, factor * self.c
+        common = gcd(a, b, c, self.den)
+        return Piece(self.start, a // common, b // common, c // common, self.den // common)
 
     def values(self, seq_lens: Sequence[int]) -> list[int]:
         # One comprehension per case: the common ones (linear, no denominator) skip the work they do not need.
@@ -98,6 +105,13 @@ class Curve:
         pieces = self.pieces
         piece = pieces[0] if len(pieces) == 1 else pieces[bisect_right(self.starts, seq_len) - 1]
         return piece.value(seq_len)
+
+    def scaled(self, factor: int) -> Curve:
+        """factor x the curve (a closed form stays one; a direct function is wrapped)."""
+        if self.direct is not None:
+            direct = self.direct
+            return Curve((), direct=lambda t: factor * direct(t))
+        return Curve(tuple(piece.scaled(factor) for piece in self.pieces))
 
     @property
     def starts(self) -> list[int]:
@@ -157,6 +171,19 @@ def attention_term_curve(shape: ModelShape) -> Curve:
 def forward_curve(shape: ModelShape, causal: bool) -> Curve | None:
     """flops.forward_flops in T, from its rows (flops.forward_form); None for a causal chunked attention."""
     return form_curve(flops.forward_form(shape), causal)
+
+
+def training_curve(shape: ModelShape, causal: bool) -> Curve | None:
+    """flops.training_flops in T: the forward's closed form times flops.TRAINING_PER_FORWARD."""
+    forward = forward_curve(shape, causal)
+    return None if forward is None else forward.scaled(flops.TRAINING_PER_FORWARD)
+
+
+def kv_cache_curve(shape: ModelShape, batch: int, dtype: Dtype) -> Curve:
+    """memory.kv_cache_bytes in T: the cache rows' closed form (memory.cache_form) times B x s."""
+    closed = form_curve(memory.cache_form(shape), True)
+    assert closed is not None  # a 'cached' rate always has a closed form
+    return closed.scaled(memory.cached_element_bytes(batch, dtype))
 
 
 def edges(shape: ModelShape) -> tuple[int, ...]:

@@ -131,10 +131,13 @@ def forward_flops(shape: ModelShape, seq_len: int, causal: bool = False, decoder
     return sum(forward_flops_breakdown(shape, seq_len, causal, decoder_len).values())
 
 
+TRAINING_PER_FORWARD = 3  # forward + backward, the backward pass costing twice the forward (Kaplan et al. 2020, §2.1)
+
+
 def training_flops(shape: ModelShape, seq_len: int, causal: bool = False) -> int:
     """Forward + backward of one sequence: the backward pass costs twice the forward (Kaplan et al. 2020, §2.1),
     so 3x forward."""
-    return 3 * forward_flops(shape, seq_len, causal)
+    return TRAINING_PER_FORWARD * forward_flops(shape, seq_len, causal)
 
 
 def six_n_flops_per_token(shape: ModelShape) -> int:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from tfcost import crossover, flops, hardware, memory, params, serving
 from tfcost.crossover import Crossover
-from tfcost.curves import Curve, attention_term_curve, curve, forward_curve
+from tfcost.curves import Curve, attention_term_curve, curve, forward_curve, kv_cache_curve, training_curve
 from tfcost.errors import UsageError
 from tfcost.schema import GpuSpec, ModelShape, ServingSetup
 from tfcost.units import MAX_SIZE, Dtype, Unit, milliseconds
@@ -123,16 +123,20 @@ class ModelCosts:
     def curve(self, quantity: str, batch: int) -> Curve:
         key = (quantity, batch)
         if key not in self.curves:
-            closed = self.closed_form(quantity)
+            closed = self.closed_form(quantity, batch)
             self.curves[key] = closed or curve(self.shape, self.functions(quantity, batch))
         return self.curves[key]
 
-    def closed_form(self, quantity: str) -> Curve | None:
+    def closed_form(self, quantity: str, batch: int) -> Curve | None:
         """The folds taken straight from the operation rows' closed forms (tfcost.curves.form_curve)."""
         if quantity == "attention":
             return attention_term_curve(self.shape)
         if quantity == "forward":
             return forward_curve(self.shape, self.causal)
+        if quantity == "training":
+            return training_curve(self.shape, self.causal)
+        if quantity == "kv_cache":
+            return kv_cache_curve(self.shape, batch, self.dtype)
         return None
 
     def functions(self, quantity: str, batch: int) -> Callable[[int], int]:
