@@ -328,8 +328,8 @@ def forward_lines(shape: ModelShape, tokens: int, causal: bool) -> list[Line]:
     out.append(
         line(
             "training, one sequence",
-            "3 x forward",
-            f"3·{number(forward)}",
+            f"{flops.TRAINING_PER_FORWARD} x forward",
+            f"{flops.TRAINING_PER_FORWARD}·{number(forward)}",
             flops.training_flops(shape, tokens, causal),
             "flops",
             FLOPS,
