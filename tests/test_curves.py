@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from strategies import any_shapes, dtypes
 
 from tfcost import crossover, curves, flops, memory, serving
+from tfcost.ops import Span, rate_multiplicity, rate_polynomial
 from tfcost.presets import load_gpu, load_model, model_preset_paths
 from tfcost.schema import ServingSetup
 from tfcost.sweep import ModelCosts
@@ -167,3 +168,67 @@ def test_a_missed_window_edge_is_caught_not_fitted_across():
     assert not unguided.is_closed_form
     assert unguided.values([4096, 4097, 10**6]) == [kv(4096), kv(4097), kv(10**6)]
     assert curves.curve(shape, kv).is_closed_form  # with the edge, two pieces
+
+
+# The closed forms of the operation rows (tfcost.ops.rate_polynomial, form_polynomial) -----------------------
+
+SPANS = st.builds(
+    Span,
+    st.booleans(),
+    st.none() | st.integers(1, 10**6),
+    st.none() | st.integers(1, 10**6),
+    st.booleans(),
+)
+
+
+@settings(max_examples=500)
+@given(
+    st.sampled_from(["token", "source_token", "entry", "sequence", "cached", "weights"]),
+    SPANS,
+    st.booleans(),
+    st.lists(st.integers(1, 10**7) | st.integers(1, 10**15), min_size=1, max_size=10),
+)
+def test_rate_polynomial_is_the_multiplicity(per, span, causal, seq_lens):
+    pieces = rate_polynomial(per, span, causal)
+    if pieces is None:  # only a causal chunked span's entries have none
+        assert per == "entry" and causal and span.causal and span.chunk is not None and not span.cross
+        return
+    edges = [t for piece in pieces for t in (piece[0] - 1, piece[0], piece[0] + 1) if t >= 1]
+    for t in [*seq_lens, *edges]:
+        _, a, b, c, den = [piece for piece in pieces if piece[0] <= t][-1]
+        assert (a * t * t + b * t + c) % den == 0
+        assert (a * t * t + b * t + c) // den == rate_multiplicity(per, span, t, t, causal)
+
+
+@settings(max_examples=300)
+@given(any_shapes, st.integers(1, 10**12), st.booleans())
+def test_row_closed_forms_equal_the_core(shape, seq_len, causal):
+    # forward, training, the attention term and the KV cache: no sampling, from the rows alone
+    points = [seq_len, 1, 2, 3, *near_edges(shape)]
+    forward = curves.forward_curve(shape, causal)
+    assert forward is not None  # no generated shape has a chunked attention
+    assert forward.values(points) == [flops.forward_flops(shape, t, causal) for t in points]
+    attention = curves.attention_term_curve(shape)
+    assert attention.values(points) == [flops.attention_score_flops_per_token(shape, t) for t in points]
+    training = curves.training_curve(shape, causal)
+    assert training is not None
+    assert training.values(points) == [flops.training_flops(shape, t, causal) for t in points]
+    kv = curves.kv_cache_curve(shape, 3, "fp8")
+    assert kv.values(points) == [memory.kv_cache_bytes(shape, t, 3, "fp8") for t in points]
+
+
+def test_edges_come_from_the_rows():
+    """A `layers:` stack's own windows (no model-wide sliding_window) still give closed forms on both sides; a
+    causal chunked attention has none, and its forward is evaluated directly, exactly."""
+    base = load_model("llama-3-8b").model_dump()
+    windowed = {**base, "layers": [{"pattern": [{"window": 1000}, {}], "repeat": 16}], "n_layers": 32}
+    shape = type(load_model("llama-3-8b")).model_validate(windowed)
+    assert curves.edges(shape) == (1001, 1002)
+    kv = curves.curve(shape, lambda t: memory.kv_cache_bytes(shape, t, 2, "bf16"))
+    assert kv.is_closed_form and [p.start for p in kv.pieces] == [1, 1001, 1002]
+    points = [1, 999, 1000, 1001, 1002, 1003, 10**9]
+    assert kv.values(points) == [memory.kv_cache_bytes(shape, t, 2, "bf16") for t in points]
+    chunked = type(shape).model_validate({**windowed, "layers": [{"pattern": [{"chunk": 64}, {}], "repeat": 16}]})
+    assert curves.forward_curve(chunked, True) is None
+    costs = ModelCosts(chunked, "bf16", True, None, ServingSetup())
+    assert costs.curve("forward", 1).values(points) == [flops.forward_flops(chunked, t, True) for t in points]

@@ -54,3 +54,15 @@ def test_gqa_and_gated_mlp_flops():
     assert parts["mlp"] == 32 * 3 * 2 * 2048 * 4096 * 14336
     # Scores are paid per query head, not per key-value head.
     assert parts["attention/scores"] == 32 * 2 * 32 * 2048 * 2048 * 128
+
+
+def test_training_flops_per_token_and_attention_share(gpt2):
+    """The lesson's per-token training FLOPs at T = 1,024: 6N = 6 x 85,056,000 and 6*L*T*d = 6*12*1,024*768; the
+    attention share is one half at the crossover N / (L*d) = 9,229 1/6 (between T = 9,229 and 9,230)."""
+    from tfcost.flops import attention_score_flops_per_token, attention_share, training_flops_per_token
+
+    six_n = six_n_flops_per_token(gpt2)
+    assert training_flops_per_token(six_n, attention_score_flops_per_token(gpt2, 1024)) == 510_336_000 + 56_623_104
+    assert attention_share(six_n, attention_score_flops_per_token(gpt2, 9229)) < 0.5
+    assert attention_share(six_n, attention_score_flops_per_token(gpt2, 9230)) > 0.5
+    assert attention_share(six_n, six_n) == 0.5

@@ -94,6 +94,13 @@ FormatOption = Annotated[
     OutputFormat,
     typer.Option("--format", "-f", help="table for people, json for scripts, markdown for documents."),
 ]
+ExplainOption = Annotated[
+    bool,
+    typer.Option(
+        "--explain",
+        help="Show each quantity's formula with the model's numbers put in, and its source (JSON: 'explain').",
+    ),
+]
 
 
 EngineOption = Annotated[
@@ -206,6 +213,7 @@ def estimate(
     ] = None,
     engine: EngineOption = "auto",
     output: FormatOption = "table",
+    explain: ExplainOption = False,
 ) -> None:
     """Parameters, FLOPs, KV cache, score-matrix size and the lesson's crossovers in T of one model."""
     from tfcost import render
@@ -218,7 +226,8 @@ def estimate(
 
     def analytic() -> "Estimate":
         source = load_source(model, config, overrides, strict, lenient, revision)
-        found = with_source(run_estimate(source.shape, workload, load_gpu(gpu) if gpu is not None else None), source)
+        chosen_gpu = load_gpu(gpu) if gpu is not None else None
+        found = with_source(run_estimate(source.shape, workload, chosen_gpu, explained=explain), source)
         render.print_checkpoint_check(found)
         return found
 
@@ -227,6 +236,7 @@ def estimate(
         render.print_json(result)
     else:
         render.estimate_table(result, markdown=output == "markdown")
+        render.print_explain(result, markdown=output == "markdown")
 
 
 @app.command()
@@ -496,6 +506,7 @@ def train(
     profile: ProfileOption = None,
     engine: EngineOption = "auto",
     output: FormatOption = "table",
+    explain: ExplainOption = False,
 ) -> None:
     """Training compute, time, cost and memory per GPU: will it fit, and how long will it take?"""
     from tfcost import render, training
@@ -541,12 +552,14 @@ def train(
         allocator_reserve=allocator_reserve,
     )
     measured = load_profile_option(profile)
-    result = with_source(run_train(shape, measured.gpu_spec() if measured else load_gpu(gpu), setup), source)
+    spec = measured.gpu_spec() if measured else load_gpu(gpu)
+    result = with_source(run_train(shape, spec, setup, explained=explain), source)
     render.print_checkpoint_check(result)
     if output == "json":
         render.print_json(result)
     else:
         render.train_table(result, markdown=output == "markdown")
+        render.print_explain(result, markdown=output == "markdown")
 
 
 @app.command()
@@ -608,6 +621,7 @@ def serve(
     profile: ProfileOption = None,
     engine: EngineOption = "auto",
     output: FormatOption = "table",
+    explain: ExplainOption = False,
 ) -> None:
     """Serving memory, largest batch and context, and prefill and decode times: the roofline bound and the
     expected time of an engine."""
@@ -636,15 +650,16 @@ def serve(
         kv_block=kv_block,
     )
     if measured is None:
-        report = run_serve(shape, load_gpu(gpu), setup)
+        report = run_serve(shape, load_gpu(gpu), setup, explained=explain)
     else:
-        report = run_serve(shape, measured.gpu_spec(), setup, measured.rates(), measured.name)
+        report = run_serve(shape, measured.gpu_spec(), setup, measured.rates(), measured.name, explained=explain)
     result = with_source(report, source)
     render.print_checkpoint_check(result)
     if output == "json":
         render.print_json(result)
     else:
         render.serve_table(result, markdown=output == "markdown")
+        render.print_explain(result, markdown=output == "markdown")
 
 
 SweepFormat = Literal["chart", "table", "json", "csv", "markdown"]

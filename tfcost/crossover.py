@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from tfcost import flops, hardware, memory, serving
-from tfcost.curves import Curve, curve
+from tfcost.curves import Curve, attention_term_curve, curve, kv_cache_curve
 from tfcost.schema import GpuSpec, ModelShape, WeightsDtype
 from tfcost.units import MAX_SIZE, Dtype
 
@@ -110,7 +110,7 @@ def attention_equals_six_n(shape: ModelShape) -> Crossover:
         "attention_vs_6n",
         "attention-score FLOPs per token = 6N",
         1,
-        curve(shape, lambda t: flops.attention_score_flops_per_token(shape, t)),
+        attention_term_curve(shape),
         flops.six_n_flops_per_token(shape),
         "sliding windows stop the attention term growing before it reaches 6N",
     )
@@ -130,7 +130,7 @@ def kv_cache_equals_weights(
         "kv_cache_vs_weights",
         f"KV cache of {batch:,} sequence{'s' if batch > 1 else ''} ({kv_dtype}) = weights ({weights_dtype})",
         batch,
-        curve(shape, lambda t: memory.kv_cache_bytes(shape, t, batch, kv_dtype)),
+        kv_cache_curve(shape, batch, kv_dtype),
         serving.served_weight_bytes(shape, weights_dtype),
         never,
     )

@@ -1,13 +1,19 @@
 """Costs as exact closed forms in T, so that a sweep pays O(1) per point whatever the model.
 
-Every cost the core computes for one sequence length T (FLOPs, KV cache, score matrix) is a polynomial in T of
-degree at most 2, piecewise at the edges where a sliding window fills: the projections and MLP grow as T, the
-score entries as T(T+1)/2 or T^2, and past a window W as W(W+1)/2 + (T - W)W. So a curve is built once per model
-by evaluating the core itself at three points of each piece and interpolating (Newton's forward differences,
-exact in integers), then checked against the core at further points of the piece, among them far ones. A
-function that fails the check is not piecewise-polynomial (a chunked attention, say) and is evaluated directly at
-every point instead: slower, never wrong. The core stays the one place where each formula lives; a curve only
-remembers its answers.
+Every cost the core computes for one sequence length T (FLOPs, KV cache, score matrix) is a sum over operation
+rows of a coefficient times the row's multiplicity, and each multiplicity is a polynomial in T of degree at most
+2, piecewise where a sliding window fills (tfcost.ops.rate_polynomial): the projections and MLP grow as T, the
+score entries as T(T+1)/2 or T^2, and past a window W as W(W+1)/2 + (T - W)W.
+
+So the folds themselves are taken straight from the rows' closed forms (`form_curve`, tfcost.ops.form_polynomial),
+with no sampling: forward FLOPs, the attention term, the KV cache (times B x s, memory.cached_element_bytes) and
+training FLOPs (times flops.TRAINING_PER_FORWARD). A quantity the core composes in other ways (a score matrix of
+B*H*T^2 entries, a GPU's share with its floor division, a prefill without most of the head, a decode step as the
+difference of two forwards) is a polynomial on the same pieces, whose edges the rows give (`edges`); it is built
+by evaluating the core's own function at three points of each piece and interpolating (Newton's forward
+differences, exact in integers), then checked at further points, far ones among them, so that each composition
+stays in the core, once. A function that fails the check (a chunked attention's entries, a floor division that
+does not divide) is evaluated directly at every point instead: slower, never wrong.
 """
 
 from __future__ import annotations
@@ -18,7 +24,12 @@ from dataclasses import dataclass
 from itertools import pairwise
 from math import gcd
 
+from tfcost import flops, memory
+from tfcost.blocks import blocks
+from tfcost.layers import layer_ops
+from tfcost.ops import Form, form_polynomial
 from tfcost.schema import ModelShape
+from tfcost.units import Dtype
 
 # Points beyond a piece's first three at which a fitted polynomial must still match the core: neighbours, then
 # far out, where a wrong quadratic term would show. An unbounded piece is checked up to T = 10^12.
@@ -38,6 +49,11 @@ class Piece:
 
     def value(self, t: int) -> int:
         return (self.a * t * t + self.b * t + self.c) // self.den
+
+    def scaled(self, factor: int) -> Piece:
+        a, b, c = factor * self.a, factor * self.b, factor * self.c
+        common = gcd(a, b, c, self.den)
+        return Piece(self.start, a // common, b // common, c // common, self.den // common)
 
     def values(self, seq_lens: Sequence[int]) -> list[int]:
         # One comprehension per case: the common ones (linear, no denominator) skip the work they do not need.
@@ -90,6 +106,13 @@ class Curve:
         piece = pieces[0] if len(pieces) == 1 else pieces[bisect_right(self.starts, seq_len) - 1]
         return piece.value(seq_len)
 
+    def scaled(self, factor: int) -> Curve:
+        """factor x the curve (a closed form stays one; a direct function is wrapped)."""
+        if self.direct is not None:
+            direct = self.direct
+            return Curve((), direct=lambda t: factor * direct(t))
+        return Curve(tuple(piece.scaled(factor) for piece in self.pieces))
+
     @property
     def starts(self) -> list[int]:
         return [piece.start for piece in self.pieces]
@@ -129,12 +152,53 @@ def fit(f: Callable[[int], int], edges: Sequence[int] = ()) -> Curve:
     return Curve(tuple(pieces))
 
 
+def form_curve(form: Form, causal: bool) -> Curve | None:
+    """A fold collected from operation rows (tfcost.ops.collect) as its exact closed form; None where a row has
+    none (a chunked attention's causal entries)."""
+    pieces = form_polynomial(form, causal)
+    return None if pieces is None else Curve(tuple(Piece(*piece) for piece in pieces))
+
+
+def attention_term_curve(shape: ModelShape) -> Curve:
+    """flops.attention_score_flops_per_token in T, from its rows: each span's coefficient times the positions a
+    query reads, T capped at W (the 'cached' rate)."""
+    form: Form = tuple(("cached", span, value) for span, value in flops.score_term_form(shape))
+    closed = form_curve(form, True)
+    assert closed is not None  # a 'cached' rate always has a closed form
+    return closed
+
+
+def forward_curve(shape: ModelShape, causal: bool) -> Curve | None:
+    """flops.forward_flops in T, from its rows (flops.forward_form); None for a causal chunked attention."""
+    return form_curve(flops.forward_form(shape), causal)
+
+
+def training_curve(shape: ModelShape, causal: bool) -> Curve | None:
+    """flops.training_flops in T: the forward's closed form times flops.TRAINING_PER_FORWARD."""
+    forward = forward_curve(shape, causal)
+    return None if forward is None else forward.scaled(flops.TRAINING_PER_FORWARD)
+
+
+def kv_cache_curve(shape: ModelShape, batch: int, dtype: Dtype) -> Curve:
+    """memory.kv_cache_bytes in T: the cache rows' closed form (memory.cache_form) times B x s."""
+    closed = form_curve(memory.cache_form(shape), True)
+    assert closed is not None  # a 'cached' rate always has a closed form
+    return closed.scaled(memory.cached_element_bytes(batch, dtype))
+
+
 def edges(shape: ModelShape) -> tuple[int, ...]:
-    """Where a model's costs may change formula: a sliding window of W fills at T = W, and a decode step (the
-    difference of T and T - 1) changes one token later, so pieces start at W + 1 and W + 2. An edge missed here
-    is still caught: the piece across it fails its check and the function is evaluated directly."""
-    window = shape.sliding_window
-    return () if window is None else (window + 1, window + 2)
+    """Where a model's costs may change formula, read from its rows' spans: a sliding window (or chunk) of W fills
+    at T = W, and a decode step (the difference of T and T - 1) changes one token later, so pieces start at W + 1
+    and W + 2. An edge missed here is still caught: the piece across it fails its check and the function is
+    evaluated directly."""
+    limits = {
+        limit
+        for block, _ in blocks(shape)
+        for op in layer_ops(shape, block)
+        for limit in (op.span.window, op.span.chunk)
+        if limit is not None
+    }
+    return tuple(sorted(edge for limit in limits for edge in (limit + 1, limit + 2)))
 
 
 def curve(shape: ModelShape, f: Callable[[int], int]) -> Curve:

@@ -133,10 +133,12 @@ def forward_flops(shape: ModelShape, seq_len: int, causal: bool = False, decoder
     return sum(forward_flops_breakdown(shape, seq_len, causal, decoder_len).values())
 
 
+TRAINING_PER_FORWARD = 3  # forward + backward, the backward pass costing twice the forward (Kaplan et al. 2020, §2.1)
+
+
 def training_flops_from_forward(forward: int) -> int:
-    """Forward + backward of one sequence: the backward pass costs twice the forward (Kaplan et al. 2020, §2.1),
-    so 3x forward."""
-    return 3 * forward
+    """Forward + backward of one sequence from its forward FLOPs: TRAINING_PER_FORWARD x forward."""
+    return TRAINING_PER_FORWARD * forward
 
 
 def training_flops(shape: ModelShape, seq_len: int, causal: bool = False) -> int:
@@ -163,3 +165,16 @@ def score_term_form(shape: ModelShape) -> tuple[tuple[Span, int], ...]:
     """The attention-score term per key position, collected by span."""
     rows = [(count, op) for block, count in blocks(shape) for op in layer_ops(shape, block)]
     return tuple((span, value) for _, span, value in collect(rows, op_score_term_per_position))
+
+
+def training_flops_per_token(six_n: int, attention_term: int) -> int:
+    """Training FLOPs per token with the context term: 6N + 6*L*T*(H*Q), Kaplan et al. 2020 Eq. 2.2's
+    C_forward = 2N + 2*n_layer*n_ctx*d_attn, times 3 for forward + backward (docs/formulas.md, FLOPs). Takes the
+    two terms (six_n_flops_per_token, attention_score_flops_per_token) so a sweep can pass its curves' values."""
+    return six_n + attention_term
+
+
+def attention_share(six_n: int, attention_term: int) -> float:
+    """The attention-score term's share of the training FLOPs per token, 6*L*T*d / (6N + 6*L*T*d): one half at
+    the lesson's crossover T = N / (L*d) (GPT-2 small: 9,229 1/6 tokens)."""
+    return attention_term / training_flops_per_token(six_n, attention_term)

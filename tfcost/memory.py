@@ -40,7 +40,12 @@ def kv_cache_bytes_per_token(shape: ModelShape, dtype: Dtype) -> int:
 def kv_cache_bytes(shape: ModelShape, tokens: int, batch: int, dtype: Dtype, encoder_tokens: int | None = None) -> int:
     """The KV cache of B sequences of T tokens: linear in both, except that a sliding-window layer holds at most
     W tokens. An encoder-decoder model caches T decoder tokens and the encoder tokens' cross keys and values."""
-    return kv_cache_elements(shape, tokens, encoder_tokens) * batch * DTYPE_BYTES[dtype]
+    return kv_cache_elements(shape, tokens, encoder_tokens) * cached_element_bytes(batch, dtype)
+
+
+def cached_element_bytes(batch: int, dtype: Dtype) -> int:
+    """Bytes one cached element takes over B sequences stored at `dtype`: B x s."""
+    return batch * DTYPE_BYTES[dtype]
 
 
 def state_bytes(shape: ModelShape, batch: int, dtype: Dtype) -> int:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from math import gcd
 from typing import Literal
 
 from tfcost.units import Dtype
@@ -259,3 +260,62 @@ def op_costs(op: Op, tokens: int) -> dict[str, int]:
         "cache_elements": op_cache_elements(op, tokens, tokens),
         "state_elements": op_state_elements(op),
     }
+
+
+# Closed forms in T. A piece (start, a, b, c, den) is (a*T^2 + b*T + c) / den for T from `start` on, with
+# T_source = T; the division is exact (multiplicities are whole numbers).
+Poly = tuple[int, int, int, int, int]
+
+
+def rate_polynomial(per: Rate, span: Span, causal: bool) -> tuple[Poly, ...] | None:
+    """rate_multiplicity(per, span, T, T, causal) as exact polynomial pieces in T from T = 1 (tested against it):
+    T tokens; T^2 or T(T+1)/2 score entries, and past a window W, W(W+1)/2 + (T - W)W = (2WT + W - W^2)/2;
+    T cached positions, capped at W (or C) from W + 1 on; top-k sparse attention as a window of k. None for a
+    causal chunked span, whose entries start over every C positions, and for the chunk and block rates of
+    recurrent mixers (a new piece at every chunk: no closed form)."""
+    linear: Poly = (1, 0, 1, 0, 1)
+    match per:
+        case "token" | "source_token":
+            return (linear,)
+        case "sequence":
+            return ((1, 0, 0, 1, 1),)
+        case "weights":
+            return ((1, 0, 0, 0, 1),)
+        case "entry":
+            if span.cross or not (causal and span.causal):
+                return ((1, 1, 0, 0, 1),)
+            if span.chunk is not None:
+                return None
+            triangle: Poly = (1, 1, 1, 0, 2)
+            limits = [limit for limit in (span.window, span.topk) if limit is not None]
+            if not limits:
+                return (triangle,)
+            w = min(limits)  # top-k attention counts as a window of k (score_entries)
+            return (triangle, (w + 1, 0, 2 * w, w - w * w, 2))
+        case "cached":
+            limit = None if span.cross else span.window or span.chunk
+            return (linear,) if limit is None else (linear, (limit + 1, 0, 0, limit, 1))
+        case _:  # a chunked scan or lightning blocks: whole chunks padded or counted apart, a step at every chunk
+            return None
+
+
+def form_polynomial(form: Form, causal: bool) -> tuple[Poly, ...] | None:
+    """A collected fold (collect) as exact polynomial pieces in T: the sum of each group's coefficient times its
+    rate's pieces, a new piece wherever any group's starts; None where some group has no closed form."""
+    groups = []
+    for per, span, value in form:
+        pieces = rate_polynomial(per, span, causal)
+        if pieces is None:
+            return None
+        groups.append((value, pieces))
+    starts = sorted({1, *(piece[0] for _, pieces in groups for piece in pieces)})
+    out: list[Poly] = []
+    for start in starts:
+        a = b = c = 0
+        for value, pieces in groups:
+            _, pa, pb, pc, den = [piece for piece in pieces if piece[0] <= start][-1]
+            scale = value * (2 // den)  # every piece over the common denominator 2
+            a, b, c = a + scale * pa, b + scale * pb, c + scale * pc
+        common = gcd(a, b, c, 2)
+        out.append((start, a // common, b // common, c // common, 2 // common))
+    return tuple(out)

@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from tfcost import __version__
 from tfcost.errors import TfcostError
+from tfcost.explain import Line
 from tfcost.report import (
     SECTIONS,
     SERVE_SECTIONS,
@@ -201,6 +202,30 @@ def quantity_rows(
                 yield f"{prefix}{name}.{item}", f"  {item}", unit, amount
         else:
             yield f"{prefix}{name}", field.description or name, unit, value
+
+
+def explain_text(line: Line) -> str:
+    """One explained quantity: quantity = formula = working = result [source] (the formula is left out where it is
+    the working itself, a quantity with no symbols)."""
+    steps = [line.quantity, line.formula, line.working, line.result]
+    if line.formula == line.working:
+        steps.remove(line.formula)
+    return f"{' = '.join(steps)}  [{line.source}]"
+
+
+def print_explain(result: SourceNotes | EngineEstimate, markdown: bool = False) -> None:
+    """The --explain lines after a table: plain lines, or a Markdown list of code spans (the transformers engine
+    has none: it measures, it does not derive)."""
+    if not isinstance(result, SourceNotes) or not result.explain:
+        return
+    lines = [explain_text(line) for line in neutral(result.explain)]
+    if markdown:
+        sys.stdout.write("\n**Working** (`--explain`)\n\n" + "".join(f"- `{text}`\n" for text in lines))
+        return
+    out = console(width=1 << 16)
+    out.print("Working (--explain):")
+    for text in lines:
+        out.print(f"  {text}")
 
 
 def workload_caption(result: Estimate | EngineEstimate | CheckReport) -> str:

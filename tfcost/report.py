@@ -27,8 +27,9 @@ from tfcost import (
     weights,
 )
 from tfcost.blocks import layer_count
+from tfcost.explain import Line, estimate_lines, serve_lines, train_lines
 from tfcost.schema import GpuSpec, ModelShape, ServingSetup, TrainingSetup, Workload
-from tfcost.units import TERA, Unit, ceil_div
+from tfcost.units import TERA, Unit, ceil_div, milliseconds
 
 if TYPE_CHECKING:
     from tfcost.presets import ModelSource
@@ -59,6 +60,11 @@ class SourceNotes(Section):
     checkpoint_bytes_estimate: int | None = Field(
         default=None,
         description="tfcost's bytes of the same weights as stored (16-bit, or its quantization), to set beside it",
+    )
+    explain: list[Line] | None = Field(
+        default=None,
+        description="--explain: each quantity's formula, the model's numbers and the result",
+        exclude_if=lambda lines: lines is None,  # only --explain adds the key to the JSON
     )
 
 
@@ -165,10 +171,12 @@ SECTIONS: dict[str, str] = {
 }
 
 
-def estimate(shape: ModelShape, workload: Workload, gpu: GpuSpec | None = None) -> Estimate:
-    """Run the core over one model and workload; with a GPU, also the T at which a score matrix outgrows it."""
+def estimate(shape: ModelShape, workload: Workload, gpu: GpuSpec | None = None, explained: bool = False) -> Estimate:
+    """Run the core over one model and workload; with a GPU, also the T at which a score matrix outgrows it;
+    `explained`: with every quantity's working (tfcost.explain)."""
     t, b, dtype, causal = workload.seq_len, workload.batch, workload.dtype, workload.causal
     return Estimate(
+        explain=estimate_lines(shape, t, b, dtype, causal) if explained else None,
         model=shape.name,
         source=shape.source,
         workload=workload,
@@ -288,8 +296,8 @@ TRAIN_SECTIONS: dict[str, str] = {
 }
 
 
-def train(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> TrainReport:
-    """Run the training core over one model on one kind of GPU."""
+def train(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup, explained: bool = False) -> TrainReport:
+    """Run the training core over one model on one kind of GPU; `explained`: with the main quantities' working."""
     training.check_parallel_layout(shape, setup)
     peak = training.peak_flops_per_s(gpu, setup.precision)
     t, tokens = setup.seq_len, setup.tokens
@@ -315,7 +323,16 @@ def train(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> TrainReport:
     m = parallel.micro_batches(setup)
     held = training.memory_per_gpu(shape, setup)
     overhead = fit.overhead_bytes(hardware.memory_bytes(gpu), setup.cuda_context_gib, setup.allocator_reserve)
+    lines = None
+    if explained:
+        at_mfu = step is None and setup.hfu is None and setup.tflops_per_gpu is None
+        mfu = training.DEFAULT_MFU if setup.mfu is None else setup.mfu
+        lines = train_lines(
+            shape, setup, model_flops, (seconds, peak, mfu) if at_mfu else None, held,
+            training.activation_bytes_per_layer_of(shape, setup), training.last_stage_logits_bytes(shape, setup),
+        )  # fmt: skip
     return TrainReport(
+        explain=lines,
         model=shape.name,
         source=shape.source,
         gpu=gpu.name,
@@ -437,7 +454,7 @@ class ServeExpected(ServeLatency):
     kv_tokens_per_sequence: int = quantity("KV slots per sequence, rounded up to whole blocks", "count")
     cuda_context_bytes: int = quantity("CUDA context and libraries, per GPU", "bytes")
     workspace_bytes: int = quantity("activation workspace of the prefill, per GPU", "bytes")
-    total_bytes_per_gpu: int = quantity("weights + KV blocks + context + workspace per GPU", "bytes")
+    total_bytes_per_gpu: int = quantity("weights + KV blocks + state + context + workspace per GPU", "bytes")
     fits: bool = quantity("fits in the usable memory", "text")
     max_batch: int = quantity("largest batch at context P + G, in whole blocks", "count")
     max_kv_tokens: int = quantity("KV-cache capacity in tokens per GPU's share, whole blocks", "count")
@@ -472,9 +489,6 @@ SERVE_SECTIONS: dict[str, str] = {
 }
 
 
-MS_PER_S = 1000
-
-
 def bound(is_compute_bound: bool) -> str:
     return "compute-bound" if is_compute_bound else "memory-bound"
 
@@ -485,9 +499,10 @@ def serve(
     setup: ServingSetup,
     rates: expected.EngineRates | None = None,
     profile: str | None = None,
+    explained: bool = False,
 ) -> ServeReport:
     """Run the serving core over one model on `setup.gpus` GPUs of one kind. `rates` (from a measured profile)
-    replace the table-derived rates of `expected`."""
+    replace the table-derived rates of `expected`; `explained`: with the working."""
     setup = serving.with_weights_dtype(shape, setup)
     t, b, kv_dtype = setup.gpus, setup.batch, setup.kv_dtype
     serving.check_generates(shape)
@@ -505,7 +520,11 @@ def serve(
     prefill = serving.prefill_roofline(shape, setup, weights_per_gpu, peak, bandwidth)
     decode = serving.decode_roofline(shape, setup, held, peak, bandwidth)
     rates = rates or expected.table_rates(gpu, serving.compute_dtype(setup.weights_dtype, gpu, shape))
+    lines = None
+    if explained:
+        lines = serve_lines(shape, setup, weights, weights_per_gpu, kv_per_gpu, prefill, decode, peak, bandwidth)
     return ServeReport(
+        explain=lines,
         model=shape.name,
         source=shape.source,
         gpu=gpu.name,
@@ -543,16 +562,16 @@ def serve(
         latency=ServeLatency(
             prefill_flops_per_gpu=prefill.flops_per_gpu,
             prefill_bytes_per_gpu=prefill.bytes_per_gpu,
-            prefill_ms=prefill.seconds * MS_PER_S,
+            prefill_ms=milliseconds(prefill.seconds),
             prefill_bound=bound(prefill.compute_bound),
             prefill_tokens_per_s=hardware.achieved_per_s(b * setup.prompt, prefill.seconds),
             decode_flops_per_gpu=decode.flops_per_gpu,
             decode_bytes_per_gpu=decode.bytes_per_gpu,
-            decode_ms_per_token=decode.seconds * MS_PER_S,
+            decode_ms_per_token=milliseconds(decode.seconds),
             decode_bound=bound(decode.compute_bound),
             decode_tokens_per_s=hardware.achieved_per_s(b, decode.seconds),
-            ttft_ms=prefill.seconds * MS_PER_S,
-            tpot_ms=decode.seconds * MS_PER_S,
+            ttft_ms=milliseconds(prefill.seconds),
+            tpot_ms=milliseconds(decode.seconds),
             tokens_per_s_per_sequence=hardware.achieved_per_s(1, decode.seconds),
             tokens_per_s=hardware.achieved_per_s(b, decode.seconds),
         ),
@@ -580,7 +599,8 @@ def serve_expected(
     prefill_allreduce = expected.tensor_parallel_seconds(shape, b * setup.prompt, t, rates)
     prefill_s = prefill_kernels + dequant + prefill_allreduce + floor
     decode_flops = serving.share_per_gpu(serving.decode_step_flops(shape, setup.context, b), t)
-    decode_bytes = weights_per_gpu + kv_per_gpu
+    state_per_gpu = serving.state_bytes_per_gpu(shape, b, kv_dtype, t)  # read and written once a step
+    decode_bytes = weights_per_gpu + kv_per_gpu + state_per_gpu
     decode_kernels = expected.phase_seconds(decode_flops, decode_bytes, rates)
     decode_allreduce = expected.tensor_parallel_seconds(shape, b, t, rates)
     decode_s = decode_kernels + dequant + decode_allreduce + floor
@@ -590,38 +610,39 @@ def serve_expected(
     budget = serving.kv_budget_bytes_per_gpu(usable, fixed)
     kv_per_token = serving.kv_cache_bytes_per_gpu(shape, 1, 1, kv_dtype, t)
     block_bytes = kv_per_token * setup.kv_block
-    blocks = budget // block_bytes
-    ms = MS_PER_S
+    blocks = budget // block_bytes if block_bytes else 0  # a model with no KV cache (pure Mamba) has no blocks
+    state_per_sequence = serving.state_bytes_per_gpu(shape, 1, kv_dtype, t)
+    blocks_per_sequence = ceil_div(setup.context, setup.kv_block)
     return ServeExpected(
         prefill_flops_per_gpu=prefill_flops,
         prefill_bytes_per_gpu=weights_per_gpu + prompt_kv,
-        prefill_ms=prefill_s * ms,
+        prefill_ms=milliseconds(prefill_s),
         prefill_bound=bound(prefill_flops / rates.matmul_flops_per_s >= prefill_kernels),
         prefill_tokens_per_s=hardware.achieved_per_s(b * setup.prompt, prefill_s),
         decode_flops_per_gpu=decode_flops,
         decode_bytes_per_gpu=decode_bytes,
-        decode_ms_per_token=decode_s * ms,
+        decode_ms_per_token=milliseconds(decode_s),
         decode_bound=bound(decode_flops / rates.matmul_flops_per_s >= decode_kernels),
         decode_tokens_per_s=hardware.achieved_per_s(b, decode_s),
-        ttft_ms=prefill_s * ms,
-        tpot_ms=decode_s * ms,
+        ttft_ms=milliseconds(prefill_s),
+        tpot_ms=milliseconds(decode_s),
         tokens_per_s_per_sequence=hardware.achieved_per_s(1, decode_s),
         tokens_per_s=hardware.achieved_per_s(b, decode_s),
-        prefill_kernels_ms=prefill_kernels * ms,
-        prefill_dequant_ms=dequant * ms,
-        prefill_allreduce_ms=prefill_allreduce * ms,
-        decode_kernels_ms=decode_kernels * ms,
-        decode_dequant_ms=dequant * ms,
-        decode_allreduce_ms=decode_allreduce * ms,
-        step_floor_ms=floor * ms,
+        prefill_kernels_ms=milliseconds(prefill_kernels),
+        prefill_dequant_ms=milliseconds(dequant),
+        prefill_allreduce_ms=milliseconds(prefill_allreduce),
+        decode_kernels_ms=milliseconds(decode_kernels),
+        decode_dequant_ms=milliseconds(dequant),
+        decode_allreduce_ms=milliseconds(decode_allreduce),
+        step_floor_ms=milliseconds(floor),
         stream_bytes_per_s=rates.stream_bytes_per_s,
         matmul_flops_per_s=rates.matmul_flops_per_s,
         kv_tokens_per_sequence=kv_tokens,
         cuda_context_bytes=rates.cuda_context_bytes,
         workspace_bytes=workspace,
-        total_bytes_per_gpu=fixed + kv_per_gpu,
-        fits=fixed + kv_per_gpu <= usable,
-        max_batch=blocks // ceil_div(setup.context, setup.kv_block),
+        total_bytes_per_gpu=fixed + kv_per_gpu + state_per_gpu,
+        fits=fixed + kv_per_gpu + state_per_gpu <= usable,
+        max_batch=serving.max_batch(budget, blocks_per_sequence * block_bytes, state_per_sequence),
         max_kv_tokens=blocks * setup.kv_block,
         sources=rates.sources,
     )

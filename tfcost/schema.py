@@ -449,7 +449,7 @@ class ModelShape(Frozen):
             raise ValueError("layers: only supported for architecture 'decoder'")
         for group in self.layers:
             for spec in group.pattern:
-                if spec.ffn != "dense" and self.moe is None:
+                if spec.ffn in ("moe", "dense+moe") and self.moe is None:
                     raise ValueError("layers: an 'moe' layer needs the model's moe")
                 if spec.mixer.startswith("mla") and self.mla is None:
                     raise ValueError(f"layers: an '{spec.mixer}' layer needs the model's mla")

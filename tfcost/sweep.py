@@ -14,12 +14,10 @@ from dataclasses import dataclass, field
 
 from tfcost import crossover, flops, hardware, memory, params, serving
 from tfcost.crossover import Crossover
-from tfcost.curves import Curve, curve
+from tfcost.curves import Curve, attention_term_curve, curve, forward_curve, kv_cache_curve, training_curve
 from tfcost.errors import UsageError
 from tfcost.schema import GpuSpec, ModelShape, ServingSetup
-from tfcost.units import MAX_SIZE, Dtype, Unit
-
-MS_PER_S = 1000
+from tfcost.units import MAX_SIZE, Dtype, Unit, milliseconds
 
 
 @dataclass(frozen=True)
@@ -125,8 +123,21 @@ class ModelCosts:
     def curve(self, quantity: str, batch: int) -> Curve:
         key = (quantity, batch)
         if key not in self.curves:
-            self.curves[key] = curve(self.shape, self.functions(quantity, batch))
+            closed = self.closed_form(quantity, batch)
+            self.curves[key] = closed or curve(self.shape, self.functions(quantity, batch))
         return self.curves[key]
+
+    def closed_form(self, quantity: str, batch: int) -> Curve | None:
+        """The folds taken straight from the operation rows' closed forms (tfcost.curves.form_curve)."""
+        if quantity == "attention":
+            return attention_term_curve(self.shape)
+        if quantity == "forward":
+            return forward_curve(self.shape, self.causal)
+        if quantity == "training":
+            return training_curve(self.shape, self.causal)
+        if quantity == "kv_cache":
+            return kv_cache_curve(self.shape, batch, self.dtype)
+        return None
 
     def functions(self, quantity: str, batch: int) -> Callable[[int], int]:
         s, dtype, causal, setup = self.shape, self.dtype, self.causal, self.serving
@@ -154,9 +165,9 @@ class ModelCosts:
             six_n = flops.six_n_flops_per_token(s)
             if metric == "attention_flops":
                 return attention
-            if metric == "flops_per_token":  # Kaplan et al. 2020 Eq. 2.2, times 3 for forward + backward
-                return [six_n + a for a in attention]
-            return [a / (six_n + a) for a in attention]
+            if metric == "flops_per_token":
+                return [flops.training_flops_per_token(six_n, a) for a in attention]
+            return [flops.attention_share(six_n, a) for a in attention]
         simple = {"forward_flops": "forward", "training_flops": "training", "kv_cache": "kv_cache"}
         if metric in simple:
             return self.curve(simple[metric], batch if METRICS[metric].per_batch else 1).values(seq_lens)
@@ -179,9 +190,10 @@ class ModelCosts:
         work = self.curve("prefill" if metric == "prefill_ms" else "decode", batch).values(seq_lens)
         kv = self.curve("kv_per_gpu", batch).values(seq_lens)
         return [
-            MS_PER_S
-            * hardware.roofline_seconds(
-                serving.share_per_gpu(f, setup.gpus), serving.bytes_moved_per_gpu(weights, k), peak, bandwidth
+            milliseconds(
+                hardware.roofline_seconds(
+                    serving.share_per_gpu(f, setup.gpus), serving.bytes_moved_per_gpu(weights, k), peak, bandwidth
+                )
             )
             for f, k in zip(work, kv, strict=True)
         ]

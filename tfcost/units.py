@@ -23,6 +23,7 @@ MAX_SIZE = 10**18
 GIB = 2**30  # bytes in a gibibyte
 GIGA = 10**9  # measured bandwidth is shown in decimal GB/s
 TERA = 10**12  # datasheets give FLOP/s and bytes/s in decimal tera
+MS_PER_S = 1000  # milliseconds in a second
 
 _SI = ["", "k", "M", "G", "T", "P", "E", "Z", "Y", "R", "Q"]
 _IEC = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"]
@@ -57,6 +58,11 @@ def iec(num_bytes: float) -> str:
     if step == 0:
         return f"{int(num_bytes)} B" if float(num_bytes).is_integer() else f"{num_bytes:.2f} B"
     return f"{scaled:.2f} {_IEC[step]}"
+
+
+def milliseconds(seconds: float) -> float:
+    """A time in seconds as milliseconds, the unit prefill and decode times are printed in."""
+    return seconds * MS_PER_S
 
 
 def ceil_div(numerator: int, denominator: int) -> int:
