@@ -74,7 +74,13 @@ def test_check_llama_3_8b_agrees_on_every_quantity():
     rows = {row["quantity"]: row for row in report["rows"]}
     assert rows["params.total"]["transformers"] == 8_030_261_248  # Meta's published count
     assert all(row["difference"] == 0 and row["analytic"] == row["transformers"] for row in rows.values())
-    assert set(rows) == {"params.total", "flops.forward_per_sequence", "kv_cache.bytes_per_token", "kv_cache.bytes"}
+    assert set(rows) == {
+        "params.total",
+        "flops.forward_per_sequence",
+        "kv_cache.bytes_per_token",
+        "kv_cache.bytes",
+        "kv_cache.state_bytes",
+    }
     table = invoke("check", "llama-3-8b")
     assert table.code == 0 and "agree on every quantity" in table.stdout
 
@@ -262,4 +268,4 @@ def test_every_causal_lm_type_prices_from_its_default_config(model_type):
     assert 0 < first.forward_flops < second.forward_flops
     if model_type not in STEPPED:
         assert first.kv_bytes_per_token >= 0 and first.state_bytes >= 0
-        assert second.cache_bytes(1) == first.kv_bytes_per_token * 29 + first.state_bytes
+        assert second.kv_bytes_per_token * 29 + second.state_bytes == first.kv_bytes_per_token * 29 + first.state_bytes

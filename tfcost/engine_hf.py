@@ -44,10 +44,6 @@ class EngineTotals:
     kv_bytes_per_token: int  # the part of the cache that grows with each token
     state_bytes: int  # the part that does not: per sequence, whatever T
 
-    def cache_bytes(self, batch: int) -> int:
-        """The cache of `batch` sequences of seq_len tokens: what the model returned, per sequence, times B."""
-        return batch * (self.kv_bytes_per_token * self.seq_len + self.state_bytes)
-
 
 def modules() -> tuple[Any, Any]:
     """(torch, transformers), or the one-line error that says how to install them."""
