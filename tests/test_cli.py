@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import run_tfcost
+from conftest import run_in_process, run_tfcost
 
 from tfcost.presets import load_model
 from tfcost.report import estimate
@@ -158,3 +158,12 @@ def test_every_command_has_help_and_a_row_in_the_readme(tfcost):
         run = tfcost(command, "--help")
         assert run.code == 0 and "Usage" in run.stdout, command
         assert f"| `tfcost {command}" in readme, f"{command} has no row in the README's command table"
+
+
+def test_readme_shows_the_lineup_comparison():
+    """The README's side-by-side of four 2025-26 models is what the command prints at 120 columns."""
+    args = ("compare", "gpt-oss-120b", "qwen3-235b-a22b", "deepseek-v3.2", "llama-4-maverick", "--seq", "32768")
+    printed = "\n".join(line.rstrip() for line in run_in_process(*args).stdout.strip().splitlines())
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    assert f"`tfcost {' '.join(args)}`" in readme
+    assert printed in readme
