@@ -9,7 +9,7 @@ docs/family-layouts.md.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from tfcost.errors import TfcostError
@@ -313,6 +313,18 @@ GLM4_MOE = MoeFlags(
     first_dense_default=1,
 )
 
+# EXAONE 4.0: bias-free, per-head q/k norms, sliding and global layers by sliding_window_pattern, NoPE on the global
+# ones; EXAONE MoE is the same layer with experts.
+EXAONE4 = Flags(
+    qkv_bias=False,
+    out_bias=False,
+    qk_norm="head",
+    windows="period",
+    period_key="sliding_window_pattern",
+    nope="global",
+)
+
+
 FAMILIES: dict[str, Family] = {
     # Dense: Llama plus flags.
     "granite": Family(flags_family(Flags(mlp_bias=("mlp_bias", False))), LLAMA_IGNORED | GRANITE_SCALES),
@@ -346,16 +358,7 @@ FAMILIES: dict[str, Family] = {
     "olmo2": Family(flags_family(Flags(qk_norm="projection")), LLAMA_IGNORED),
     "olmo3": Family(flags_family(Flags(qk_norm="projection", windows="period")), LLAMA_IGNORED),
     "exaone4": Family(
-        flags_family(
-            Flags(
-                qkv_bias=False,
-                out_bias=False,
-                qk_norm="head",
-                windows="period",
-                period_key="sliding_window_pattern",
-                nope="global",
-            )
-        ),
+        flags_family(EXAONE4),
         LLAMA_IGNORED,
     ),
     "glm4": Family(
@@ -501,13 +504,8 @@ FAMILIES: dict[str, Family] = {
     ),
     "exaone_moe": Family(
         flags_family(
-            Flags(
-                qkv_bias=False,
-                out_bias=False,
-                qk_norm="head",
-                windows="period",
-                period_key="sliding_window_pattern",
-                nope="global",
+            replace(
+                EXAONE4,
                 moe=MoeFlags(
                     ("num_experts", 64),
                     ("num_experts_per_tok", 8),
