@@ -223,10 +223,11 @@ CANNOT = {
     "longcat_flash": "aten.nonzero",
     "xmod": "aten.nonzero",
     "xlm": "aten._local_scalar_dense",
+    "gemma3n_text": "aten._local_scalar_dense",  # AltUp's routing (tfcost's own reader prices it exactly)
     # Returns no cache: keeps its recurrent state in its modules, and its attention cache internal.
     "recurrent_gemma": "keeps its cache inside its modules",
-    # Mixes an fp32 tensor into a bf16 matmul (relative positions).
-    "xlnet": "Expected all tensors to be on the same device",
+    # Mixes an fp32 tensor into a bf16 matmul (relative positions): torch names the dtype or the device, by version.
+    "xlnet": "cannot run this xlnet model on the meta device",
 }
 
 

@@ -787,8 +787,8 @@ def towers(config: dict[str, Any]) -> list[str]:
 
 def language_model_config(config: dict[str, Any]) -> dict[str, Any]:
     """The part of a config that read_config prices: the config itself, or a multimodal wrapper's text_config."""
-    text = config.get("text_config")
-    if isinstance(text, dict) and config.get("model_type") not in FAMILIES:
+    text, wrapper = config.get("text_config"), config.get("model_type")
+    if isinstance(text, dict) and isinstance(wrapper, str) and wrapper not in FAMILIES:
         return language_model_config(text)
     return config
 
@@ -803,10 +803,9 @@ def read_config(config: dict[str, Any], *, strict: bool = False, lenient: bool =
     """Read a Hugging Face config dict: the preset mapping (without name or source), what was ignored, and what is
     not priced. `strict`: any ignored key is an error; `lenient`: structural-looking unknown keys are only reported.
     """
-    text = config.get("text_config")
-    if isinstance(text, dict) and config.get("model_type") not in FAMILIES:
+    text, wrapper = config.get("text_config"), config.get("model_type")
+    if isinstance(text, dict) and isinstance(wrapper, str) and wrapper not in FAMILIES:  # a non-string: one error
         inner = read_config(text, strict=strict, lenient=lenient)
-        wrapper = config.get("model_type")
         inner.not_priced = towers(config) or [f"the parts of {wrapper!r} around its language model"]
         inner.ignored = [f"text_config.{key}" for key in inner.ignored]
         return inner
