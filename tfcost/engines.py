@@ -171,12 +171,21 @@ def analytic_only(model: str | None, config: str | None, engine: Engine, command
     model only the transformers engine prices is refused with the command that does price it."""
     path = config_path(model, config)
     if engine == "transformers" or (
-        engine == "auto" and path is not None and path.is_file() and not has_reader(read_config(path))
+        engine == "auto" and path is not None and is_file(path) and not has_reader(read_config(path))
     ):
         raise UsageError(
             f"{command} needs tfcost's own reader for the model; the transformers engine answers "
             "`tfcost estimate --engine transformers` and `tfcost check` (its totals: parameters, FLOPs, cache)"
         )
+
+
+def is_file(path: Path) -> bool:
+    """Whether a path names a readable file; a name the system refuses (too long, say) is not one, and the
+    reader that opens it says why in one line."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 def read_config(path: Path) -> dict[str, Any]:
