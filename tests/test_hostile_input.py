@@ -275,6 +275,17 @@ def test_measure_refuses_what_cannot_fit_before_allocating(argv):
     assert re.search(r"needs at least [\d,]+ bytes .*; this machine has [\d,]+ bytes .* free", line), line
 
 
+def test_measure_auto_refuses_before_torch_without_a_gpu_driver(monkeypatch):
+    """The default `--device auto` on a machine with no GPU driver runs on the CPU, so it refuses as fast."""
+    from tfcost import free_memory
+
+    monkeypatch.setattr(free_memory, "GPU_DEVICE_NODES", ("/nonexistent/nvidiactl",))
+    start = time.perf_counter()
+    line = error_line(run_in_process("measure", "gpt2-small", "--seq", "10000000", "--backend", "math"), 1)
+    assert time.perf_counter() - start < 1.0
+    assert "this machine has" in line and "free" in line, line
+
+
 def test_measure_sweep_reports_the_call_that_cannot_fit_and_runs_the_rest():
     pytest.importorskip("torch")
     run = run_in_process("measure", "gpt2-small", "--device", "cpu", "--seq", "16,10000000", "--backend", "math",

@@ -849,7 +849,9 @@ def measure(
     shape = attention_shape(model, heads, kv_heads, head_dim)
     seqs = parse_seq_list(seq)
     backends = list(get_args(SdpaBackend)) if backend == "all" else [backend]
-    if device == "cpu":  # refuse what cannot fit before torch's import takes its second or two
+    from tfcost.free_memory import no_gpu_driver
+
+    if device == "cpu" or (device == "auto" and no_gpu_driver()):  # refuse before torch's import (a second or two)
         from tfcost.free_memory import host_available_bytes
         from tfcost.measure_report import MeasureSetup, calls_that_do_not_fit
 

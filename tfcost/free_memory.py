@@ -20,3 +20,13 @@ def host_available_bytes() -> int | None:
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (AttributeError, OSError, ValueError):
         return None
+
+
+# Device nodes a CUDA (NVIDIA) or ROCm (AMD) driver creates; torch can see no GPU on a machine that has neither.
+GPU_DEVICE_NODES = ("/dev/nvidiactl", "/dev/kfd")
+
+
+def no_gpu_driver() -> bool:
+    """True when no GPU driver's device node exists, so `--device auto` will run on the CPU: its calls can be
+    checked against this machine's memory before torch (a second or more to import) is loaded."""
+    return not any(os.path.exists(node) for node in GPU_DEVICE_NODES)
