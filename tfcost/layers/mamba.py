@@ -17,7 +17,7 @@ model's dtype, and the SSM state D x N in fp32.
 from __future__ import annotations
 
 from tfcost.blocks import Block
-from tfcost.layers.mamba2 import conv_ops
+from tfcost.layers.short_conv import conv_rows
 from tfcost.ops import Op
 from tfcost.schema import ModelShape
 
@@ -29,7 +29,7 @@ def mamba_ops(shape: ModelShape, block: Block, prefix: str = "mamba") -> list[Op
     inner, state, rank = s.d_inner, s.d_state, s.dt_rank
     ops = [
         Op(f"{prefix}/in_proj", "linear", d, 2 * inner, "token", s.proj_bias, flops_part=f"{prefix}/in_proj"),
-        *conv_ops(prefix, inner, s.conv_kernel, s.conv_bias),
+        *conv_rows(prefix, inner, s.conv_kernel, s.conv_bias),
         Op(f"{prefix}/x_proj", "linear", inner, rank + 2 * state, "token", flops_part=f"{prefix}/x_proj"),
         Op(f"{prefix}/dt_proj", "linear", rank, inner, "token", True, flops_part=f"{prefix}/dt_proj"),
         Op(f"{prefix}/A_log_D", "table", inner, state + 1, "weights"),

@@ -21,18 +21,9 @@ the model's dtype, and the SSM state H x P x N in fp32.
 from __future__ import annotations
 
 from tfcost.blocks import Block
+from tfcost.layers.short_conv import conv_rows
 from tfcost.ops import Op, Span
 from tfcost.schema import ModelShape
-
-
-def conv_ops(prefix: str, channels: int, kernel: int, bias: bool) -> list[Op]:
-    """A depthwise causal convolution (padding K - 1 on both sides, the extra outputs dropped): K weights and
-    a bias per channel, 2*K FLOPs per channel and output, over T + K - 1 outputs."""
-    part = f"{prefix}/conv"
-    return [
-        Op(part, "linear", kernel, channels, "token", bias, flops_part=part),
-        Op(f"{prefix}/conv_edge", "linear", (kernel - 1) * kernel, channels, "sequence", copies=0, flops_part=part),
-    ]
 
 
 def mamba2_ops(shape: ModelShape, block: Block, prefix: str = "mamba") -> list[Op]:
@@ -54,7 +45,7 @@ def mamba2_ops(shape: ModelShape, block: Block, prefix: str = "mamba") -> list[O
             s.proj_bias,
             flops_part=f"{prefix}/in_proj",
         ),
-        *conv_ops(prefix, conv_channels, s.conv_kernel, s.conv_bias),
+        *conv_rows(prefix, conv_channels, s.conv_kernel, s.conv_bias),
         Op(f"{prefix}/A_log_D_dt_bias", "table", heads, 3, "weights"),
         Op(f"{prefix}/scan_scores", "linear", state, heads, "chunk_entry", copies=0, flops_part=scan, span=chunked),
         Op(f"{prefix}/scan_values", "linear", per_head, heads, "chunk_entry", copies=0, flops_part=scan, span=chunked),

@@ -20,13 +20,22 @@ from tfcost.ops import Op
 from tfcost.schema import ModelShape
 
 
-def depthwise_conv_ops(prefix: str, channels: int, kernel: int, bias: bool, heads: int = 1) -> list[Op]:
-    """A depthwise causal convolution's rows: its weights and per-token FLOPs, the K - 1 padded outputs once per
-    sequence, and its state of K positions per channel (split over `heads` under tensor parallelism)."""
+def conv_rows(prefix: str, channels: int, kernel: int, bias: bool) -> list[Op]:
+    """A depthwise causal convolution (padding K - 1 on both sides, the extra outputs dropped): K weights and a bias
+    per channel, 2*K FLOPs per channel and output, over T + K - 1 outputs (the K - 1 padded ones once per
+    sequence). Mamba, Mamba-2, Gated DeltaNet and LFM2 all run one."""
     part = f"{prefix}/conv"
     return [
         Op(part, "linear", kernel, channels, "token", bias, flops_part=part),
         Op(f"{part}_edge", "linear", (kernel - 1) * kernel, channels, "sequence", copies=0, flops_part=part),
+    ]
+
+
+def depthwise_conv_ops(prefix: str, channels: int, kernel: int, bias: bool, heads: int = 1) -> list[Op]:
+    """The convolution's rows and its state of K positions per channel (split over `heads` under tensor
+    parallelism), in the model's dtype."""
+    return [
+        *conv_rows(prefix, channels, kernel, bias),
         Op(f"state/{prefix}_conv", "state", channels * kernel, heads, "sequence"),
     ]
 
