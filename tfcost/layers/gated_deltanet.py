@@ -29,13 +29,37 @@ from tfcost.ops import Op, Span
 from tfcost.schema import ModelShape
 
 
+def delta_rule_rows(prefix: str, pair_width: int, key_dim: int, value_dim: int, heads: int, chunk: int) -> list[Op]:
+    """The chunked delta rule's matmuls, as transformers' chunk_gated_delta_rule runs them: `pair_width` FLOP pairs
+    per position pair inside a chunk (the C x C products), and three d_k x d_v state products per position."""
+    chunked, rule = Span(chunk=chunk), f"{prefix}/delta_rule"
+    return [
+        Op(
+            f"{prefix}/chunk_pairs", "linear", pair_width, heads, "chunk_entry", copies=0, flops_part=rule, span=chunked
+        ),
+        Op(
+            f"{prefix}/state_products",
+            "linear",
+            key_dim * value_dim,
+            3 * heads,
+            "chunk_readout",
+            copies=0,
+            flops_part=rule,
+            span=chunked,
+        ),
+    ]
+
+
+def recurrent_state(prefix: str, key_dim: int, value_dim: int, heads: int) -> Op:
+    """The H x d_k x d_v state the rule carries between chunks and steps, kept in fp32 by transformers."""
+    return Op(f"state/{prefix}_recurrent", "state", heads * key_dim * value_dim, heads, "sequence", dtype="fp32")
+
+
 def gated_deltanet_ops(shape: ModelShape, block: Block) -> list[Op]:
     """One Gated DeltaNet mixer's rows."""
     assert shape.gated_deltanet is not None  # the schema guarantees it for a 'gated_deltanet' layer
     g, d = shape.gated_deltanet, shape.d_model
     key_width, value_width, heads = g.key_heads * g.key_head_dim, g.value_heads * g.value_head_dim, g.value_heads
-    chunked = Span(chunk=g.chunk_size)
-    rule = "gated_deltanet/delta_rule"
     return [
         Op(
             "gated_deltanet/in_proj",
@@ -47,36 +71,17 @@ def gated_deltanet_ops(shape: ModelShape, block: Block) -> list[Op]:
         ),
         *depthwise_conv_ops("gated_deltanet", 2 * key_width + value_width, g.conv_kernel, False, heads),
         Op("gated_deltanet/A_log_dt_bias", "table", heads, 2, "weights"),
-        Op(
-            "gated_deltanet/chunk_pairs",
-            "linear",
+        *delta_rule_rows(
+            "gated_deltanet",
             2 * g.key_head_dim + g.value_head_dim,
+            g.key_head_dim,
+            g.value_head_dim,
             heads,
-            "chunk_entry",
-            copies=0,
-            flops_part=rule,
-            span=chunked,
-        ),
-        Op(
-            "gated_deltanet/state_products",
-            "linear",
-            g.key_head_dim * g.value_head_dim,
-            3 * heads,
-            "chunk_readout",
-            copies=0,
-            flops_part=rule,
-            span=chunked,
+            g.chunk_size,
         ),
         Op("gated_deltanet/norm", "norm", g.value_head_dim, 1, "weights"),
         Op("gated_deltanet/out_proj", "linear", value_width, d, "token", flops_part="gated_deltanet/out_proj"),
-        Op(
-            "state/gated_deltanet_recurrent",
-            "state",
-            heads * g.key_head_dim * g.value_head_dim,
-            heads,
-            "sequence",
-            dtype="fp32",
-        ),
+        recurrent_state("gated_deltanet", g.key_head_dim, g.value_head_dim, heads),
     ]
 
 
@@ -96,8 +101,6 @@ def kda_ops(shape: ModelShape, block: Block) -> list[Op]:
     g, d = shape.gated_deltanet, shape.d_model
     heads, q = g.value_heads, g.key_head_dim
     width = heads * q
-    chunked = Span(chunk=g.chunk_size)
-    rule = "kda/delta_rule"
     return [
         Op("kda/qkv", "linear", d, 3 * width, "token", flops_part="kda/qkv"),
         *depthwise_conv_ops("kda", 3 * width, g.conv_kernel, False, heads),
@@ -105,27 +108,8 @@ def kda_ops(shape: ModelShape, block: Block) -> list[Op]:
         Op("kda/gates_up", "linear", q, width, "token", copies=2, uses=2, flops_part="kda/gates"),  # f_b and g_b
         Op("kda/beta", "linear", d, heads, "token", flops_part="kda/beta"),
         Op("kda/dt_bias_A_log", "table", width + heads, 1, "weights"),
-        Op(
-            "kda/chunk_pairs",
-            "linear",
-            q + 2 * g.value_head_dim,
-            heads,
-            "chunk_entry",
-            copies=0,
-            flops_part=rule,
-            span=chunked,
-        ),
-        Op(
-            "kda/state_products",
-            "linear",
-            q * g.value_head_dim,
-            3 * heads,
-            "chunk_readout",
-            copies=0,
-            flops_part=rule,
-            span=chunked,
-        ),
+        *delta_rule_rows("kda", q + 2 * g.value_head_dim, q, g.value_head_dim, heads, g.chunk_size),
         Op("kda/norm", "norm", g.value_head_dim, 1, "weights"),
         Op("kda/o_proj", "linear", width, d, "token", flops_part="kda/o_proj"),
-        Op("state/kda_recurrent", "state", heads * q * g.value_head_dim, heads, "sequence", dtype="fp32"),
+        recurrent_state("kda", q, g.value_head_dim, heads),
     ]
