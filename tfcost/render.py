@@ -13,7 +13,7 @@ import io
 import json
 import math
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -61,25 +61,43 @@ NOT_FINITE = "a result is not a finite number; is an option extreme?"
 
 
 def neutral(value: Any) -> Any:
-    """A copy of a result whose every string, however deeply nested, has been through clean(), refused if it holds
-    a number that is not finite (an MFU of 5e-324 makes a time infinite), as JSON refuses it. Every renderer of
-    text applies it to what it is given, before any layout, so no format can forget a field."""
+    """A result whose every string, however deeply nested, has been through clean(), refused if it holds a number
+    that is not finite (an MFU of 5e-324 makes a time infinite), as JSON refuses it. Every renderer of text applies
+    it to what it is given, before any layout, so no format can forget a field. What needs no change is returned
+    as it is (the same object), so a clean result, the common case, is walked but never copied."""
     if isinstance(value, str):
         return clean(value)
-    if isinstance(value, float) and not math.isfinite(value):
-        raise TfcostError(NOT_FINITE)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise TfcostError(NOT_FINITE)
+        return value
+    if isinstance(value, int | bool) or value is None:
+        return value
     if isinstance(value, BaseModel):
-        fields = type(value).model_fields
-        return value.model_copy(update={name: neutral(getattr(value, name)) for name in fields})
+        changed = changed_fields(value, type(value).model_fields)
+        return value.model_copy(update=changed) if changed else value
     if isinstance(value, dict):
-        return {neutral(key): neutral(item) for key, item in value.items()}
+        items = [(neutral(key), neutral(item)) for key, item in value.items()]
+        same = all(new[0] is old[0] and new[1] is old[1] for new, old in zip(items, value.items(), strict=True))
+        return value if same else dict(items)
     if isinstance(value, list | tuple):
-        return type(value)(neutral(item) for item in value)
+        cleaned = [neutral(item) for item in value]
+        return value if all(new is old for new, old in zip(cleaned, value, strict=True)) else type(value)(cleaned)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):  # a sweep's report and its crossovers
-        return dataclasses.replace(
-            value, **{f.name: neutral(getattr(value, f.name)) for f in dataclasses.fields(value)}
-        )
+        changed = changed_fields(value, [field.name for field in dataclasses.fields(value)])
+        return dataclasses.replace(value, **changed) if changed else value
     return value
+
+
+def changed_fields(value: Any, names: Iterable[str]) -> dict[str, Any]:
+    """The fields of a model or dataclass that neutral() changes, with their new values."""
+    changed = {}
+    for name in names:
+        item = getattr(value, name)
+        new = neutral(item)
+        if new is not item:
+            changed[name] = new
+    return changed
 
 
 def console(width: int | None = None) -> Any:
