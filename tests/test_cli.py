@@ -167,3 +167,21 @@ def test_readme_shows_the_lineup_comparison():
     readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
     assert f"`tfcost {' '.join(args)}`" in readme
     assert printed in readme
+
+
+def test_the_narrowed_app_is_the_whole_app_for_its_command():
+    """main() registers only the command asked for (start-up time); its help and its parameters must be exactly
+    the whole app's, for every command."""
+    from typer.main import get_command
+
+    from tfcost.cli import app, app_for, command_name
+
+    whole = get_command(app)
+    for info in app.registered_commands:
+        name = command_name(info)
+        narrow = get_command(app_for([name, "--help"]))
+        assert list(narrow.commands) == [name]  # type: ignore[attr-defined]
+        mine, theirs = narrow.commands[name], whole.commands[name]  # type: ignore[attr-defined]
+        assert [param.opts for param in mine.params] == [param.opts for param in theirs.params]
+        assert mine.help == theirs.help
+    assert app_for(["estimat"]) is app and app_for(["--version"]) is app and app_for([]) is app
