@@ -253,12 +253,12 @@ def workload_caption(result: Estimate | EngineEstimate | CheckReport) -> str:
 
 
 def estimate_table(result: Estimate | EngineEstimate, markdown: bool = False) -> None:
-    from tfcost.engine_report import ENGINE_NOTE, ENGINE_SECTIONS, EngineEstimate
-
     result = neutral(result)
     notes = [f"source: {result.source}"] if result.source else []
     title = f"{result.model}: {workload_caption(result)}"
-    if isinstance(result, EngineEstimate):
+    if not isinstance(result, Estimate):  # the transformers engine answered: its module is imported only then
+        from tfcost.engine_report import ENGINE_NOTE, ENGINE_SECTIONS
+
         sections_table(result, ENGINE_SECTIONS, title, [*notes, ENGINE_NOTE], markdown)
         return
     crossovers = [(c.label, *crossover_cells(c)) for c in result.crossovers]
