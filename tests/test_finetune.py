@@ -9,6 +9,7 @@ from test_cli import one_line_error
 
 from tfcost import finetune, flops, params
 from tfcost.presets import load_model
+from tfcost.schema import ModelShape
 
 
 def test_peft_llama2_7b_r8_on_q_and_v():
@@ -59,3 +60,51 @@ def test_lora_through_the_cli(tfcost):
 def test_lora_bad_targets(tfcost):
     assert "gate" in one_line_error(tfcost("train", "gpt2-small", "--lora", "8", "--lora-targets", "q,gate"), 2)
     assert "qlora needs a lora rank" in one_line_error(tfcost("train", "gpt2-small", "--qlora"), 2)
+
+
+# QLoRA (Dettmers et al. 2023, arXiv:2305.14314) §2, on LLaMA 7B (the shape of Llama-2-7B: 32 layers of 4,096,
+# 11,008-wide gated MLP, 32,000-token vocabulary): "the LoRA input gradients have a memory footprint of 567 MB
+# while the LoRA parameters take up only 26 MB. [...] In comparison, the 4-bit base model consumes 5,048 MB of
+# memory." 26 MB is 0.2% of the weights at 2 bytes in MiB (25.7), so the paper's MB are MiB.
+QLORA_PAPER_BASE_MIB = 5048
+# The setup: artidoro/qlora's scripts/finetune_llama2_guanaco_7b.sh: NF4 with double quantisation, bf16, LoRA r = 64
+# on every linear layer but the head, paged_adamw_32bit (qlora.py's default), gradient checkpointing, batch 1,
+# 16 + 512 tokens.
+QLORA_SETUP = ("train", "llama-2-7b", "--gpu", "a100-80gb", "--lora", "64", "--lora-targets",
+               "q,k,v,o,gate,up,down", "--qlora", "--seq", "528", "--recompute", "full", "--optimizer", "paged-adamw",
+               "--tokens", "8448")  # fmt: skip
+
+
+def test_qlora_paper_7b_base_is_below_the_published_footprint(tfcost):
+    # Like with like: the frozen base alone (tfcost's weights less the adapters' own 2 bytes a parameter) against the
+    # paper's "4-bit base model". NF4 at 4.127 bits for the linear layers and bf16 embeddings and head give
+    # 3,686 MiB: 0.730 of the published 5,048 MiB, outside 10%. No accounting of the stored tensors reaches it
+    # (fp32 embeddings would add 1,000 MiB, the CUDA context is not a tensor): the figure looks measured on a GPU
+    # and its extra 1.33 GiB is not explained in the paper (artidoro/qlora#269 asks the same, unanswered), so
+    # tfcost does not fit a term to it. The ratio is pinned: a change to the NF4 accounting shows up here.
+    run = tfcost(*QLORA_SETUP, "-f", "json")
+    assert run.code == 0, run.stderr
+    out = json.loads(run.stdout)
+    adapters = out["inputs"]["trainable_parameters"]
+    base = out["memory_per_gpu"]["weights_bytes"] - 2 * adapters
+    assert base == finetune.frozen_base_bytes(load_model("llama-2-7b"), qlora=True)
+    assert base / 2**20 / QLORA_PAPER_BASE_MIB == pytest.approx(0.730, abs=0.001)
+
+
+def llama_65b():
+    # LLaMA 65B (Touvron et al. 2023, Table 2: 65.2B parameters, d 8,192, 64 heads, 80 layers; intermediate_size
+    # 22,016 in the facebook/llama-65b config), the Llama-2-7B preset's layout otherwise (same family, vocabulary).
+    base = load_model("llama-2-7b").model_dump()
+    return ModelShape(**{**base, "name": "llama-65b", "d_model": 8192, "n_heads": 64, "n_kv_heads": 64,
+                         "n_layers": 80, "d_ff": 22016})  # fmt: skip
+
+
+def test_qlora_paper_double_quantisation_saves_3_gb_on_65b():
+    # QLoRA §1: double quantisation saves "an average of about 0.37 bits per parameter (approximately 3 GB for a
+    # 65B model)".
+    llama = llama_65b()
+    assert params.total_params(llama) / 1e9 == pytest.approx(65.2, abs=0.1)
+    saved_bits = finetune.nf4_bits_per_weight(double_quant=False) - finetune.nf4_bits_per_weight()
+    assert saved_bits == pytest.approx(0.37, abs=0.005)
+    saved_bytes = finetune.quantised_linear_params(llama) * saved_bits / 8
+    assert saved_bytes / 3e9 == pytest.approx(1.007, abs=0.001)  # 3.02 GB

@@ -48,6 +48,7 @@ ADDED |= {
         "memory_convention",
         "cuda_context_gib",
         "allocator_reserve",
+        "dp_overlap",
     )
 }
 

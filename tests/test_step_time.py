@@ -84,3 +84,72 @@ def test_a_gpu_without_link_figures_falls_back_to_the_default_mfu():
     shape, setup = run("175B")
     report = train(shape, load_gpu("rtx-4090"), setup)
     assert report.step is None and "the GPU table cannot predict" in report.time.throughput_from
+
+
+def llama_on_64_h100s(**update) -> tuple[ModelShape, TrainingSetup]:
+    """The README's example: Llama-3-8B, 64 H100s data-parallel, ZeRO-1, micro-batch 1, T = 4,096, one step."""
+    setup = TrainingSetup(tokens=64 * 4096, seq_len=4096, gpus=64, zero=1)
+    return load_model("llama-3-8b"), setup.model_copy(update=update)
+
+
+def test_unoverlapped_dp_comm_is_the_ring_all_reduce_of_the_fp32_gradients():
+    # --no-dp-overlap: the whole all-reduce exposed, 2 (n-1)/n x 4 bytes x N over 64 replicas at 96% of the
+    # H100's 50 GB/s a GPU over InfiniBand (NVIDIA/nccl-tests#119's bus efficiency).
+    shape, setup = llama_on_64_h100s(dp_overlap=False)
+    parts = step_time.step_seconds(shape, load_gpu("h100-sxm"), setup)
+    link = 2 * 63 / 64 * 4 * 8_030_261_248 / (50e9 * 0.96)
+    assert parts["dp_comm"] == pytest.approx(link, rel=1e-9)
+    assert parts["dp_comm"] == pytest.approx(1.3175, abs=1e-4)  # README: 11.63 days at 13.0% MFU
+
+
+def test_overlap_hides_what_the_compute_covers_and_no_more():
+    # Per-layer buckets (Calculon's data_par_overlap): exposed = c + max(0, (n - 1)(c - w)) in each pass. Here a
+    # bucket (1.03 GB of fp32 gradients a layer) outlasts its layer's compute, so the step is bound by the link:
+    # the exposed time is the link time less the compute that covered all but the last bucket of each pass.
+    shape, setup = llama_on_64_h100s()
+    gpu = load_gpu("h100-sxm")
+    parts = step_time.step_seconds(shape, gpu, setup)
+    link = step_time.step_seconds(shape, gpu, setup.model_copy(update={"dp_overlap": False}))["dp_comm"]
+    layer = step_time.layer_seconds(shape, gpu, setup)
+    compute = sum(layer.values())
+    assert parts["dp_comm"] == pytest.approx(link - 31 * compute, rel=1e-9)
+    assert parts["dp_comm"] == pytest.approx(1.0399, abs=1e-4)  # README: 9.66 days at 15.6% MFU
+    assert link - 32 * compute < parts["dp_comm"] < link
+
+
+def test_overlap_exposes_only_the_last_bucket_when_compute_covers_the_rest():
+    # NeMo's DP overlap "exposes only one DP communication chunk": 32 sequences a micro-batch give each layer's
+    # backward more time than its gradient bucket takes, so only the last bucket (the first layer's) is exposed.
+    shape, setup = llama_on_64_h100s(micro_batch=32, tokens=32 * 64 * 4096, zero=0)
+    gpu = load_gpu("h100-sxm")
+    link = step_time.step_seconds(shape, gpu, setup.model_copy(update={"dp_overlap": False}))["dp_comm"]
+    layer = step_time.layer_seconds(shape, gpu, setup)
+    backward = sum(layer.values()) - step_time.layer_forward_seconds(layer, setup)
+    assert backward > link / 32
+    assert step_time.step_seconds(shape, gpu, setup)["dp_comm"] == pytest.approx(link / 32, rel=1e-9)
+
+
+def test_overlapped_seconds():
+    assert step_time.overlapped_seconds(2.0, 3.0, 10) == 2.0  # hidden but the last
+    assert step_time.overlapped_seconds(3.0, 2.0, 10) == 3.0 + 9 * 1.0  # the excess adds up
+    assert step_time.overlapped_seconds(0.0, 2.0, 10) == 0.0
+
+
+def test_zero3_gathers_overlap_each_pass():
+    # ZeRO-3 gathers every layer's weights in every forward and backward; overlapped, each pass exposes at least
+    # its last bucket and never more than the unoverlapped total.
+    shape, setup = llama_on_64_h100s(zero=3, global_batch=256, tokens=256 * 4096)
+    gpu = load_gpu("h100-sxm")
+    overlapped = step_time.step_seconds(shape, gpu, setup)["dp_comm"]
+    exposed = step_time.step_seconds(shape, gpu, setup.model_copy(update={"dp_overlap": False}))["dp_comm"]
+    assert 0 < overlapped < exposed
+
+
+def test_no_dp_overlap_through_the_cli(tfcost):
+    import json
+
+    args = ("train", "llama-3-8b", "--gpus", "64", "--gpu", "h100-sxm", "--zero", "1", "-f", "json")
+    days = {
+        flag: json.loads(tfcost(*args, flag).stdout)["time"]["days"] for flag in ("--dp-overlap", "--no-dp-overlap")
+    }
+    assert round(days["--no-dp-overlap"], 2) == 11.63 and round(days["--dp-overlap"], 2) == 9.66  # README's figures

@@ -475,6 +475,13 @@ def train(
     flash: Annotated[
         bool, typer.Option("--flash/--no-flash", help="Fused attention: the T x T scores are never stored.")
     ] = default(TrainingSetup, "flash"),
+    dp_overlap: Annotated[
+        bool,
+        typer.Option(
+            "--dp-overlap/--no-dp-overlap",
+            help="Overlap data-parallel gradient reduction (and ZeRO gathers) with compute, per-layer buckets.",
+        ),
+    ] = default(TrainingSetup, "dp_overlap"),
     offload: Annotated[
         Offload, typer.Option("--offload", help="ZeRO-Offload to host memory: optimizer states, or params too.")
     ] = default(TrainingSetup, "offload"),
@@ -542,6 +549,7 @@ def train(
         optimizer=optimizer,
         precision=precision,
         flash=flash,
+        dp_overlap=dp_overlap,
         offload=offload,
         optimizer_in_backward=optimizer_in_backward,
         price_per_gpu_hour=price_per_gpu_hour,

@@ -640,6 +640,9 @@ class TrainingSetup(Frozen):
         "none", description="ZeRO-Offload: optimizer states (and master) to the host; params: the weights too"
     )
     flash: bool = Field(True, description="fused attention (FlashAttention): the T x T scores are never stored")
+    dp_overlap: bool = Field(
+        True, description="data-parallel collectives in per-layer buckets overlapped with compute (DDP, FSDP)"
+    )
     price_per_gpu_hour: float | None = Field(None, ge=0, description="price of one GPU-hour, for the cost line")
     lora_rank: Size | None = Field(None, description="r: fine-tune LoRA adapters of this rank on a frozen base")
     lora_targets: tuple[str, ...] = Field(("q", "k", "v", "o"), description="matrices LoRA adapts in each layer")

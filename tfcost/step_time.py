@@ -23,7 +23,17 @@ Per layer, per micro-batch of b sequences, on one GPU (t tensor-, c context-para
 - pipeline: each stage boundary sends one micro-batch's activations forward and their gradients back, split over
   t (Narayanan et al. 2021 §4.1), over the network; bubble (p-1)/v of one micro-batch's stage time;
 - data parallelism: a ring all-reduce of the fp32 gradients once a step (reduce-scatter + all-gather under
-  ZeRO, the same volume), and ZeRO-3's weight all-gathers each forward and backward;
+  ZeRO, the same volume), and ZeRO-3's weight all-gathers each forward and backward. Gradients are reduced in
+  fp32: Megatron-LM's default under --bf16 (arguments.py sets accumulate_allreduce_grads_in_fp32 unless told
+  --grad-reduce-in-bf16), NeMo's ("the default fp32 precision") and torchtitan's (mixed_precision_reduce float32).
+  By default (`dp_overlap`) these collectives run in per-layer buckets overlapped with compute, as PyTorch DDP's
+  buckets, FSDP's prefetch, Megatron-Core's --overlap-grad-reduce/--overlap-param-gather and Calculon's
+  data_par_overlap do: each layer's bucket is launched when that layer's backward (forward, for gathers) ends
+  and hides under the next layer's compute, so the last bucket is always exposed and any excess of a bucket
+  over a layer's compute adds up (`overlapped_seconds`; NeMo: the overlap "exposes only one DP communication
+  chunk"). Gradients reduce during the last micro-batch's backward (the all-gather half of ZeRO's reduce during
+  the next step's first forward, Megatron's --overlap-param-gather); ZeRO-3's gathers in every pass. Without
+  overlap (`--no-dp-overlap`, Megatron-LM's own default and its 2022 runs) all of it is exposed;
 - optimizer: reads and writes every sharded weight, gradient and state byte once at the HBM bandwidth.
 Collectives run at the bus bandwidth nccl-tests measure: 200 of NVLink 3's 300 GB/s on 8 A100s
 (NVIDIA/nccl-tests#149) and 96 of 100 GB/s over 4 HDR InfiniBand ports (NVIDIA/nccl-tests#119).
@@ -152,6 +162,33 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
     }
 
 
+def layer_forward_seconds(parts: dict[str, float], setup: TrainingSetup) -> float:
+    """The forward share of one layer's parts (`layer_seconds`): a third of the matmuls (half under LoRA: no
+    weight gradients), 1/(1 + backward factor) of attention, a third of the memory-bound ops, the forward's
+    tensor-parallel collectives (4 of 8, or 4 of 10 with sequence parallelism), a third of the context-parallel
+    exchanges and half the expert all-to-alls. The rest, recomputation included, is the backward pass."""
+    attention_share = 1 / (1 + (FLASH_BACKWARD_FACTOR if setup.flash else 2))
+    tp_share = 4 / (10 if setup.sequence_parallel else 8)
+    return (
+        parts["matmuls"] / (2 if setup.lora_rank is not None else 3)
+        + parts["attention"] * attention_share
+        + parts["memory_bound"] / 3
+        + parts["tp_comm"] * tp_share
+        + parts["cp_comm"] / 3
+        + parts["ep_comm"] / 2
+    )
+
+
+def overlapped_seconds(bucket: float, window: float, buckets: int) -> float:
+    """Exposed time of `buckets` equal collectives, each launched as one layer's compute ends and run while the
+    next layer computes for `window` seconds: the last bucket has nothing left to hide under, and a bucket longer
+    than its window delays the next, c + max(0, (n - 1)(c - w)). Calculon's data_par_overlap (calculon/llm/llm.py:
+    every chunk but the last overlapped, the excess exposed), without its processor-usage slowdown."""
+    if bucket == 0:
+        return 0.0
+    return bucket + max(0.0, (buckets - 1) * (bucket - window))
+
+
 def moe_share(shape: ModelShape) -> float:
     """Share of the layers that are MoE layers (the others have no all-to-all)."""
     if shape.moe is None:
@@ -188,16 +225,42 @@ def step_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict[
     parts["pp_comm"] = m * p2p
     parts["bubble"] = parallel.bubble_fraction(p, m, v) * m * micro_batch
 
-    replicas = setup.data_parallel * setup.cp
-    experts = parallel.routed_expert_params(shape) if setup.ep > 1 else 0
-    params_per_gpu = (params.total_params(shape) - experts + experts / setup.ep) / (setup.tp * p)
-    dp_bandwidth = link_bandwidth(gpu, replicas, False) if replicas > 1 else 1.0
-    grads = 2 * ring_seconds(params_per_gpu * MAIN_GRAD_BYTES, replicas, dp_bandwidth)
-    gathers = 2 * m * ring_seconds(params_per_gpu * element, replicas, dp_bandwidth) if setup.zero == 3 else 0.0
-    parts["dp_comm"] = grads + gathers
+    parts["dp_comm"] = dp_seconds(shape, gpu, setup, n_layers, layer)
     held = training.model_state_bytes_per_gpu(
-        params.total_params(shape), setup.precision, setup.optimizer, setup.zero, replicas, setup.tp * p
+        params.total_params(shape),
+        setup.precision,
+        setup.optimizer,
+        setup.zero,
+        setup.data_parallel * setup.cp,
+        setup.tp * p,
     )
     parts["optimizer"] = 2 * sum(held.values()) / hardware.bandwidth_bytes_per_s(gpu)
     parts["total"] = sum(parts.values())
     return parts
+
+
+def dp_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup, n_layers: int, layer: dict[str, float]) -> float:
+    """The data-parallel collectives' exposed time in one step on a stage of `n_layers` layers: its parameters in
+    one bucket a layer; per bucket a ring reduce-scatter of the fp32 gradients and a ring all-gather (together the
+    all-reduce), and under ZeRO-3 an all-gather of the weights in every forward and backward. Without overlap all
+    of it; with it (the default) `overlapped_seconds` in each pass (the module docstring)."""
+    replicas, m = setup.data_parallel * setup.cp, parallel.micro_batches(setup)
+    if replicas == 1:
+        return 0.0
+    experts = parallel.routed_expert_params(shape) if setup.ep > 1 else 0
+    params_per_gpu = (params.total_params(shape) - experts + experts / setup.ep) / (setup.tp * setup.pp)
+    bandwidth = link_bandwidth(gpu, replicas, False)
+    half = ring_seconds(params_per_gpu / n_layers * MAIN_GRAD_BYTES, replicas, bandwidth)
+    element = training.ACTIVATION_BYTES[setup.precision]
+    gather = ring_seconds(params_per_gpu / n_layers * element, replicas, bandwidth) if setup.zero == 3 else 0.0
+    if not setup.dp_overlap:
+        return n_layers * (2 * half + 2 * m * gather)
+    forward = layer_forward_seconds(layer, setup)
+    backward = sum(layer.values()) - forward
+    deferred = half if setup.zero >= 1 else 0.0  # ZeRO's all-gather of the updated weights: next step's forward
+    first_forward = overlapped_seconds(gather + deferred, forward, n_layers)
+    last_backward = overlapped_seconds(gather + 2 * half - deferred, backward, n_layers)
+    other_passes = (m - 1) * (
+        overlapped_seconds(gather, forward, n_layers) + overlapped_seconds(gather, backward, n_layers)
+    )
+    return first_forward + last_backward + other_passes
