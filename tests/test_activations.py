@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from tfcost import activations, training
+from tfcost import activations, report, training
 from tfcost.blocks import Block, blocks
 from tfcost.layers import MIXERS, table_of
-from tfcost.presets import load_model, model_preset_paths
+from tfcost.presets import load_gpu, load_model, model_preset_paths
 from tfcost.schema import ModelShape, TrainingSetup
 
 
@@ -148,3 +148,16 @@ def test_every_mixer_of_every_preset_saves_something(name: str) -> None:
         rows = table_of(MIXERS, "mixer", block.mixer)(shape, block)
         assert (block.mixer == "none") == (not any(op.saves for op in rows)), block.name
         assert activations.layer_activation_bytes(shape, block, 128, 1) > 0
+
+
+def test_explain_lists_each_row_that_saves() -> None:
+    """`train --explain` writes a layer's activations from its rows: Llama-3-8B's 147,584 bytes per token as the
+    sum of what each row keeps, then the layer at s = 4096 (the pinned 604,504,064 bytes)."""
+    llama = load_model("llama-3-8b")
+    setup = TrainingSetup.model_validate({"gpus": 64, "tokens": 10**12, "seq_len": 4096})
+    lines = {line.quantity: line for line in report.train(llama, load_gpu("h100-sxm"), setup, True).explain or []}
+    per_token = lines["saved per token, one attention+mlp layer"]
+    assert per_token.value == 147_584 and per_token.formula.startswith("attention/q input (read by q, k and v) + ")
+    assert "mlp/gate activation input (gate output)" in per_token.formula
+    layer = lines["activations, one attention+mlp layer"]
+    assert layer.value == 604_504_064 and layer.working == "⌈1·(4,096·40,960) / 1⌉ + ⌈1·(4,096·106,624) / 1⌉"
