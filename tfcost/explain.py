@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tfcost import crossover, flops, memory, params, serving, training
-from tfcost.blocks import blocks
+from tfcost import activations, crossover, flops, memory, params, serving, training
+from tfcost.blocks import Block, blocks
 from tfcost.layers import embedding_ops, head_ops, layer_ops
 from tfcost.ops import (
     Op,
@@ -497,7 +497,7 @@ def train_lines(
     model_flops: int,
     seconds_from_mfu: tuple[float, float, float] | None,
     held: dict[str, int],
-    activations_per_layer: int,
+    activations_by_kind: tuple[tuple[Block, int, int], ...],
     logits: int,
 ) -> list[Line]:
     """`tfcost train`'s main quantities: 6ND, the exact model FLOPs (3 x forward per sequence, x D / T), the wall
@@ -531,7 +531,7 @@ def train_lines(
                 TRAINING,
             )
         )
-    out += train_memory_lines(shape, setup, held, activations_per_layer, logits)
+    out += train_memory_lines(shape, setup, held, activations_by_kind, logits)
     return out
 
 
@@ -549,7 +549,11 @@ def plain_model_states(setup: TrainingSetup) -> bool:
 
 
 def train_memory_lines(
-    shape: ModelShape, setup: TrainingSetup, held: dict[str, int], per_layer: int, logits: int
+    shape: ModelShape,
+    setup: TrainingSetup,
+    held: dict[str, int],
+    activations_by_kind: tuple[tuple[Block, int, int], ...],
+    logits: int,
 ) -> list[Line]:
     out: list[Line] = []
     if plain_model_states(setup):
@@ -563,12 +567,14 @@ def train_memory_lines(
             working = f"⌈{number(n)}·{per_param[part]} / {number(split)}⌉"
             out.append(line(f"{part} per GPU", formula, working, held[part], "bytes", TRAINING))
     if setup.pp == 1:
-        layers = sum(count for _, count in blocks(shape))
+        for block, _, per_layer in activations_by_kind:
+            out += activation_lines(shape, setup, block, per_layer)
+        working = " + ".join(f"{number(count)}·{number(per_layer)}" for _, count, per_layer in activations_by_kind)
         out.append(
             line(
                 "activations per GPU",
-                "one layer (Korthikanti et al. 2022) x layers + fp32 logits 4sbV/t",
-                f"{number(per_layer)}·{number(layers)} + {number(logits)}",
+                "Σ layer kinds: layers x one layer's saved tensors + fp32 logits 4sbV/t",
+                f"{working} + {number(logits)}",
                 held["activations"],
                 "bytes",
                 TRAINING,
@@ -581,6 +587,41 @@ def train_memory_lines(
             " + ".join(parts),
             " + ".join(number(held[key]) for key in parts),
             held["total"],
+            "bytes",
+            TRAINING,
+        )
+    )
+    return out
+
+
+def activation_lines(shape: ModelShape, setup: TrainingSetup, block: Block, per_layer: int) -> list[Line]:
+    """One layer kind's training activations from its rows (tfcost.activations): the bytes each row saves per token
+    and per score entry, then the layer's bytes for the micro-batch on one GPU (Korthikanti et al. 2022 §4)."""
+    kept = activations.held_tensors(shape, block, setup.recompute, setup.flash)
+    terms = activations.layer_terms(shape, block, setup.recompute, setup.flash, setup.precision)
+    out = []
+    for per, total in (("token", terms.stream_per_token + terms.split_per_token),
+                       ("score entry", terms.stream_per_entry + terms.split_per_entry)):  # fmt: skip
+        rows = [(row, saved) for row, saved in kept if saved.per == per.split()[-1]]
+        if rows:
+            formula = " + ".join(f"{row} {saved.what}" for row, saved in rows)
+            working = " + ".join(number(activations.saved_bytes(saved, setup.precision)) for _, saved in rows)
+            out.append(line(f"saved per {per}, one {block.name} layer", formula, working, total, "bytes", TRAINING))
+    s, b, t = setup.seq_len // setup.cp, setup.micro_batch, setup.tp
+    stream_by = t if setup.sequence_parallel else 1
+
+    def per_sequence(per_token: int, per_entry: int) -> str:
+        return f"{number(s)}·{number(per_token)}" + (f" + {number(s)}²·{number(per_entry)}" if per_entry else "")
+
+    stream = per_sequence(terms.stream_per_token, terms.stream_per_entry)
+    split = per_sequence(terms.split_per_token, terms.split_per_entry)
+    out.append(
+        line(
+            f"activations, one {block.name} layer",
+            "⌈b·(s·stream per token + s²·per entry) / t if sequence-parallel⌉ + ⌈b·(s·split per token + s²·per "
+            "entry) / t⌉",
+            f"⌈{b}·({stream}) / {stream_by}⌉ + ⌈{b}·({split}) / {t}⌉",
+            per_layer,
             "bytes",
             TRAINING,
         )

@@ -2,7 +2,7 @@
 
 Every layer kind (tfcost.layers) and the embedding and head (tfcost.layers.model_ops) are lists of `Op` rows.
 Parameters, forward FLOPs, KV cache, recurrent state and the attention-score term are each a sum over rows,
-written once here:
+written once here (and training activations, tfcost.activations, over what each row saves, `Saved`):
 
     params(row)  = copies x weights of one copy        linear: in*out (+ out biases); norm: in*out; table: in*out
     flops(row)   = 2 * in * out * uses * rows(T)        linear, scores, values (FLOPs, not MACs: 2*m*k*n)
@@ -69,6 +69,36 @@ class Span:
     topk: int | None = None
 
 
+# When a saved tensor is held (Korthikanti et al. 2022 §4-5):
+#   always           whatever the setup
+#   dropout          a dropout mask (one byte per element), only when dropout is on
+#   unfused          a score-entry tensor a non-fused kernel materialises (softmax output); none under flash or
+#                    selective recomputation
+#   unfused_dropout  a score-entry tensor of the attention dropout (its mask, its output)
+#   fused            what a fused kernel (FlashAttention) keeps instead: one fp32 log-sum-exp per query row and head;
+#                    none under selective recomputation
+SavedWhen = Literal["always", "dropout", "unfused", "unfused_dropout", "fused"]
+# Bytes of one element: the activation dtype (2 in 16-bit training, 4 in fp32), a one-byte mask, or fp32.
+SavedStore = Literal["activation", "mask", "fp32"]
+# Per token (T positions, or T_source for cross-attention's keys) or per score entry a dense kernel materialises (all
+# T x T_source of them, whatever the mask: Korthikanti et al. 2022's as^2b).
+SavedRate = Literal["token", "entry"]
+
+
+@dataclass(frozen=True)
+class Saved:
+    """One tensor a row keeps for the backward pass: `width` elements per unit of `per` (token: T positions; entry:
+    the T x T score entries a kernel materialises, width = heads). `split`: inside the tensor-parallel region, so t
+    ranks hold 1/t each; otherwise a d-wide tensor of the residual stream, split only by sequence parallelism."""
+
+    what: str
+    width: int
+    per: SavedRate = "token"
+    store: SavedStore = "activation"
+    split: bool = True
+    when: SavedWhen = "always"
+
+
 @dataclass(frozen=True)
 class Op:
     """One row of an operation table.
@@ -95,6 +125,7 @@ class Op:
     flops_part: str = ""
     span: Span = Span()
     dtype: Dtype | None = None  # a state row kept at a fixed dtype (fp32 recurrent states); None: the asked dtype
+    saves: tuple[Saved, ...] = ()  # what it keeps for the backward pass (training activations, tfcost.activations)
 
     @property
     def params_key(self) -> str:

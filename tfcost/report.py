@@ -329,7 +329,7 @@ def train(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup, explained: bool
         mfu = training.DEFAULT_MFU if setup.mfu is None else setup.mfu
         lines = train_lines(
             shape, setup, model_flops, (seconds, peak, mfu) if at_mfu else None, held,
-            training.activation_bytes_per_layer_of(shape, setup), training.last_stage_logits_bytes(shape, setup),
+            training.activation_bytes_by_layer_kind_of(shape, setup), training.last_stage_logits_bytes(shape, setup),
         )  # fmt: skip
     return TrainReport(
         explain=lines,

@@ -41,7 +41,7 @@ Collectives run at the bus bandwidth nccl-tests measure: 200 of NVLink 3's 300 G
 
 from __future__ import annotations
 
-from tfcost import flops, hardware, parallel, params, training
+from tfcost import activations, flops, hardware, parallel, params, training
 from tfcost.blocks import layer_count, moe_layer_count
 from tfcost.schema import GpuSpec, ModelShape, TrainingSetup
 from tfcost.units import GIGA, ceil_div
@@ -113,7 +113,7 @@ def can_predict(gpu: GpuSpec, setup: TrainingSetup) -> bool:
 def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict[str, float]:
     """One layer's forward and backward of one micro-batch on one GPU, by part (the module docstring)."""
     t, c, b, s = setup.tp, setup.cp, setup.micro_batch, setup.seq_len
-    element = training.ACTIVATION_BYTES[setup.precision]
+    element = activations.ACTIVATION_BYTES[setup.precision]
     peak = training.peak_flops_per_s(gpu, setup.precision)
     bandwidth = hardware.bandwidth_bytes_per_s(gpu)
     tokens = b * s // c
@@ -126,7 +126,9 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
     matmul_fwd = linear_flops * per_gpu / (peak * efficiency)
 
     d, width = shape.d_model, training.mlp_hidden_width(shape)
-    d_wide = shape.block_norms * 2 * element + 2 * (3 * element + training.DROPOUT_MASK_BYTES)  # norms, residual adds
+    d_wide = shape.block_norms * 2 * element + 2 * (
+        3 * element + activations.DROPOUT_MASK_BYTES
+    )  # norms, residual adds
     activation = (3 if shape.mlp == "gated" else 2) * element * width
     elementwise_fwd = tokens * (d_wide * d / (t if setup.sequence_parallel else 1) + activation / t) / bandwidth
     if setup.flash:
@@ -214,7 +216,7 @@ def step_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict[
     times = [n * per_layer + (head if i == len(stages) - 1 else 0.0) for i, n in enumerate(stages)]
     busiest = max(range(len(stages)), key=lambda i: times[i])
     m, v, p = parallel.micro_batches(setup), setup.virtual_stages, setup.pp
-    element = training.ACTIVATION_BYTES[setup.precision]
+    element = activations.ACTIVATION_BYTES[setup.precision]
     boundary = setup.micro_batch * setup.seq_len // setup.cp * shape.d_model * element / setup.tp
     p2p = 2 * v * boundary / link_bandwidth(gpu, p, False) if p > 1 else 0.0
     micro_batch = times[busiest] + p2p

@@ -8,8 +8,8 @@ FLOPs here are model FLOPs (what MFU counts, PaLM App. B) unless called hardware
 
 from __future__ import annotations
 
-from tfcost import finetune, fit, flops, hardware, parallel, params
-from tfcost.blocks import layer_count
+from tfcost import activations, finetune, fit, flops, hardware, parallel, params
+from tfcost.blocks import Block, layer_count
 from tfcost.errors import TfcostError
 from tfcost.precision import bytes_per_param
 from tfcost.schema import GpuSpec, ModelShape, Optimizer, Precision, Recompute, TrainingSetup
@@ -21,10 +21,6 @@ DEFAULT_SEQ_LEN = 4096  # `train --seq` default, never beyond the model's own co
 SECONDS_PER_DAY = 86_400
 SECONDS_PER_HOUR = 3_600
 
-# Bytes of one stored activation element: Korthikanti et al. 2022 assume 16-bit activations (fp32 under fp32).
-ACTIVATION_BYTES: dict[Precision, int] = {"bf16-mixed": 2, "fp8": 2, "bf16": 2, "fp32": 4}
-DROPOUT_MASK_BYTES = 1  # Korthikanti et al. 2022 §4.1: a dropout mask is one byte per element
-LOGSUMEXP_BYTES = 4  # FlashAttention keeps one fp32 log-sum-exp per query row for the backward pass
 LOGIT_BYTES = 4  # the output logits are kept in fp32 for the loss (Korthikanti et al. 2022: 4sbv/t)
 
 
@@ -159,35 +155,12 @@ def activation_bytes_per_layer(
     flash: bool = False,
     precision: Precision = "bf16-mixed",
 ) -> int:
-    """Activations one layer stores for its backward pass (Korthikanti et al. 2022 §4, Eq. 1 and Table 2).
-
-    For GPT-3 (MHA, 4h GeLU MLP, 16-bit) this is sbh(34 + 5as/h): 10sbh that tensor parallelism cannot split
-    (two norm inputs 4sbh, the attention and MLP inputs 2sbh each, two dropout masks 2sbh), 24sbh it splits by t
-    (Q, K, V and the attention output 8sbh; the MLP's GeLU input and output 16sbh) and the 5as^2b of the scores
-    (softmax output, its dropout mask and output). Sequence parallelism splits the 10sbh by t too.
-    Generalised from the paper's shape: K and V are K*Q wide (GQA), Q and the attention output H*Q wide, and a
-    gated MLP stores three F-wide tensors (gate and up outputs, the down projection's input) where GeLU stores
-    two. Dropout masks are counted as the paper does, though Llama-style models train without dropout.
-    selective recomputes the scores (5as^2b dropped); flash never stores them, keeping only an fp32 log-sum-exp
-    per query row, 4asb (as llm-analysis does); full recompute keeps only the layer input, 2sbh.
-    """
-    s, b, h = seq_len, micro_batch, shape.d_model
-    element = ACTIVATION_BYTES[precision]
-    split_unsplittable = tp if sequence_parallel else 1
-    if recompute == "full":
-        return ceil_div(s * b * h * element, split_unsplittable)
-    unsplittable = s * b * (4 * h * element + 2 * h * DROPOUT_MASK_BYTES)
-    mlp_width = (3 if shape.mlp == "gated" else 2) * mlp_hidden_width(shape)
-    # Q and K are Q wide per head, V and the attention output v_head_dim (Q except under MLA).
-    attention_width = (shape.n_heads + shape.n_kv_heads) * (shape.head_dim + flops.v_head_dim(shape))
-    splittable = s * b * element * (attention_width + mlp_width)
-    if recompute == "selective":
-        scores = 0
-    elif flash:
-        scores = shape.n_heads * s * b * LOGSUMEXP_BYTES
-    else:
-        scores = shape.n_heads * s * s * b * (2 * element + DROPOUT_MASK_BYTES)
-    return ceil_div(unsplittable, split_unsplittable) + ceil_div(splittable, tp) + ceil_div(scores, tp)
+    """Activations the model's largest layer stores for its backward pass (Korthikanti et al. 2022 §4, Eq. 1 and
+    Table 2), a fold over what its rows save (`activations.layer_activation_bytes`): sbh(34 + 5as/h) for GPT-3."""
+    kinds = activations.activation_bytes_by_layer_kind(
+        shape, seq_len, micro_batch, tp, sequence_parallel, recompute, flash, precision
+    )
+    return max(per_layer for _, _, per_layer in kinds)
 
 
 def mlp_hidden_width(shape: ModelShape) -> int:
@@ -214,22 +187,33 @@ def activation_bytes_per_gpu(shape: ModelShape, setup: TrainingSetup) -> int:
     layers: the first stage L layers' worth whatever p is when stages are even (Korthikanti et al. 2022; it
     assumes at least p micro-batches per step). The interleaved schedule holds 1 + (p - 1)/(p v) times that
     (`parallel.in_flight_factor`). Context parallelism gives each GPU T / cp of every sequence.
-    With p = 1 that GPU also computes the logits, 4sbV/t. An encoder-decoder model's L counts both stacks.
+    With p = 1 that GPU holds every layer, each kind's own bytes (an encoder-decoder model's both stacks), and also
+    computes the logits, 4sbV/t; with p > 1 a stage's layers are each counted as the largest kind (an upper bound
+    where kinds differ: which kinds a stage holds is not placed).
     """
     stages = parallel.stage_layers(layer_count(shape), setup.pp, setup.pp_first_layers, setup.pp_last_layers)
     in_flight = min(parallel.micro_batches(setup), setup.pp) if setup.global_batch is not None else setup.pp
     busiest = max(min(in_flight, setup.pp - i) * layers for i, layers in enumerate(stages))
     factor = parallel.in_flight_factor(setup.pp, setup.virtual_stages)
-    layers_bytes = activation_bytes_per_layer_of(shape, setup) * busiest
+    kinds = activation_bytes_by_layer_kind_of(shape, setup)
+    if setup.pp == 1:
+        layers_bytes = sum(count * per_layer for _, count, per_layer in kinds)
+    else:
+        layers_bytes = max(per_layer for _, _, per_layer in kinds) * busiest
     return round(layers_bytes * factor) + last_stage_logits_bytes(shape, setup)
 
 
-def activation_bytes_per_layer_of(shape: ModelShape, setup: TrainingSetup) -> int:
-    """`activation_bytes_per_layer` under a training setup."""
-    return activation_bytes_per_layer(
+def activation_bytes_by_layer_kind_of(shape: ModelShape, setup: TrainingSetup) -> tuple[tuple[Block, int, int], ...]:
+    """`activations.activation_bytes_by_layer_kind` under a training setup: (kind, layers, bytes of one)."""
+    return activations.activation_bytes_by_layer_kind(
         shape, setup.seq_len // setup.cp, setup.micro_batch, setup.tp, setup.sequence_parallel, setup.recompute,
         setup.flash, setup.precision,
     )  # fmt: skip
+
+
+def activation_bytes_per_layer_of(shape: ModelShape, setup: TrainingSetup) -> int:
+    """`activation_bytes_per_layer` under a training setup: the largest layer kind's."""
+    return max(per_layer for _, _, per_layer in activation_bytes_by_layer_kind_of(shape, setup))
 
 
 def last_stage_logits_bytes(shape: ModelShape, setup: TrainingSetup) -> int:

@@ -8,12 +8,16 @@ a n -> n projection gives n correction weights, and a d-wide scale is kept. Outs
 projections make the extra streams from the embeddings and n - 1 more fold them back before the final norm.
 LAuReL (Menghani et al. 2024, "Learned Augmented Residual Layer"): a low-rank d -> r -> d branch and a norm.
 Symbols: d d_model, n streams, r laurel_rank.
+Saved for the backward pass (each op keeps what its backward reads): the router's normed inputs and its norm's
+inputs (d each, twice a layer), the prediction and correction projections' inputs (n each), the n streams and the
+n x n mixing weights of the mix (n*d + n^2); LAuReL's right projection's input (r) and its norm's input (d), its
+left projection reading the layer's normed input that the attention keeps.
 """
 
 from __future__ import annotations
 
 from tfcost.layers.norms import norm_op
-from tfcost.ops import Op
+from tfcost.ops import Op, Saved
 from tfcost.schema import ModelShape
 
 
@@ -24,19 +28,62 @@ def altup_layer_ops(shape: ModelShape) -> tuple[Op, ...]:
     if streams:
         rows += [
             # The router runs twice a layer, on the stream before (predict) and on the output after (correct).
-            Op("altup/router", "linear", d, streams, "token", uses=2, flops_part="altup"),
-            Op("altup/prediction_coefs", "linear", streams, streams * streams, "token", flops_part="altup"),
+            Op(
+                "altup/router",
+                "linear",
+                d,
+                streams,
+                "token",
+                uses=2,
+                flops_part="altup",
+                saves=(Saved("inputs", 2 * d, split=False),),
+            ),
+            Op(
+                "altup/prediction_coefs",
+                "linear",
+                streams,
+                streams * streams,
+                "token",
+                flops_part="altup",
+                saves=(Saved("input", streams, split=False),),
+            ),
             # The n x n mix of the n streams, for each of the d channels: computed weights, no parameters.
-            Op("altup/mix", "linear", streams, streams, "token", copies=0, uses=d, flops_part="altup"),
-            Op("altup/correction_coefs", "linear", streams, streams, "token", flops_part="altup"),
+            Op(
+                "altup/mix",
+                "linear",
+                streams,
+                streams,
+                "token",
+                copies=0,
+                uses=d,
+                flops_part="altup",
+                saves=(Saved("streams and mixing weights", streams * d + streams * streams, split=False),),
+            ),
+            Op(
+                "altup/correction_coefs",
+                "linear",
+                streams,
+                streams,
+                "token",
+                flops_part="altup",
+                saves=(Saved("input", streams, split=False),),
+            ),
             Op("altup/output_scale", "table", d, 1, "weights"),
-            norm_op(shape, "altup/router_norm"),
+            norm_op(shape, "altup/router_norm", saves_input=2),
         ]
     if rank:
         rows += [
             Op("laurel/left", "linear", d, rank, "token", flops_part="laurel"),
-            Op("laurel/right", "linear", rank, d, "token", flops_part="laurel"),
-            norm_op(shape, "laurel/norm"),
+            Op(
+                "laurel/right",
+                "linear",
+                rank,
+                d,
+                "token",
+                flops_part="laurel",
+                saves=(Saved("input", rank, split=False),),
+            ),
+            norm_op(shape, "laurel/norm", saves_input=1),
         ]
     return tuple(rows)
 

@@ -19,23 +19,39 @@ torch.utils.flop_counter and are not counted). The causal convention counts the 
 runs: the same three state products per token, no chunk pairs.
 State per sequence, as transformers' cache holds it: the conv input of the last K positions at the model's dtype,
 and the H_v x d_k x d_v recurrent state in fp32 (the chunked rule computes in fp32 and keeps its state so).
+Saved for the backward pass, as flash-linear-attention's fused kernels keep them: the in-projection's input (d)
+and its output (causal_conv1d keeps its input; the gates z, beta and a are read again), the rule's q, k, v (the
+convolution's SiLU-ed output) and its per-chunk UT transform A (C values per position and value head,
+chunk_gated_delta_rule), the gated norm's input and the out-projection's input (H_v*d_v each).
 """
 
 from __future__ import annotations
 
 from tfcost.blocks import Block
 from tfcost.layers.short_conv import depthwise_conv_ops
-from tfcost.ops import Op, Span
+from tfcost.ops import Op, Saved, Span
 from tfcost.schema import ModelShape
 
 
-def delta_rule_rows(prefix: str, pair_width: int, key_dim: int, value_dim: int, heads: int, chunk: int) -> list[Op]:
+def delta_rule_rows(
+    prefix: str, pair_width: int, key_dim: int, value_dim: int, heads: int, chunk: int, inputs: int
+) -> list[Op]:
     """The chunked delta rule's matmuls, as transformers' chunk_gated_delta_rule runs them: `pair_width` FLOP pairs
-    per position pair inside a chunk (the C x C products), and three d_k x d_v state products per position."""
+    per position pair inside a chunk (the C x C products), and three d_k x d_v state products per position. It
+    saves its `inputs` elements per position (q, k, v and the gates) and the C-wide UT transform of each head."""
     chunked, rule = Span(chunk=chunk), f"{prefix}/delta_rule"
+    saved = (Saved("q, k, v and gates", inputs), Saved("UT transform A", heads * chunk))
     return [
         Op(
-            f"{prefix}/chunk_pairs", "linear", pair_width, heads, "chunk_entry", copies=0, flops_part=rule, span=chunked
+            f"{prefix}/chunk_pairs",
+            "linear",
+            pair_width,
+            heads,
+            "chunk_entry",
+            copies=0,
+            flops_part=rule,
+            span=chunked,
+            saves=saved,
         ),
         Op(
             f"{prefix}/state_products",
@@ -60,14 +76,16 @@ def gated_deltanet_ops(shape: ModelShape, block: Block) -> list[Op]:
     assert shape.gated_deltanet is not None  # the schema guarantees it for a 'gated_deltanet' layer
     g, d = shape.gated_deltanet, shape.d_model
     key_width, value_width, heads = g.key_heads * g.key_head_dim, g.value_heads * g.value_head_dim, g.value_heads
+    projected = 2 * key_width + 2 * value_width + 2 * heads
     return [
         Op(
             "gated_deltanet/in_proj",
             "linear",
             d,
-            2 * key_width + 2 * value_width + 2 * heads,
+            projected,
             "token",
             flops_part="gated_deltanet/in_proj",
+            saves=(Saved("input", d, split=False), Saved("output: q, k, v, z, beta and a", projected)),
         ),
         *depthwise_conv_ops("gated_deltanet", 2 * key_width + value_width, g.conv_kernel, False, heads),
         Op("gated_deltanet/A_log_dt_bias", "table", heads, 2, "weights"),
@@ -78,9 +96,18 @@ def gated_deltanet_ops(shape: ModelShape, block: Block) -> list[Op]:
             g.value_head_dim,
             heads,
             g.chunk_size,
+            2 * key_width + value_width + 2 * heads,
         ),
-        Op("gated_deltanet/norm", "norm", g.value_head_dim, 1, "weights"),
-        Op("gated_deltanet/out_proj", "linear", value_width, d, "token", flops_part="gated_deltanet/out_proj"),
+        Op("gated_deltanet/norm", "norm", g.value_head_dim, 1, "weights", saves=(Saved("input", value_width),)),
+        Op(
+            "gated_deltanet/out_proj",
+            "linear",
+            value_width,
+            d,
+            "token",
+            flops_part="gated_deltanet/out_proj",
+            saves=(Saved("input", value_width),),
+        ),
         recurrent_state("gated_deltanet", g.key_head_dim, g.value_head_dim, heads),
     ]
 
@@ -102,14 +129,34 @@ def kda_ops(shape: ModelShape, block: Block) -> list[Op]:
     heads, q = g.value_heads, g.key_head_dim
     width = heads * q
     return [
-        Op("kda/qkv", "linear", d, 3 * width, "token", flops_part="kda/qkv"),
+        Op(
+            "kda/qkv",
+            "linear",
+            d,
+            3 * width,
+            "token",
+            flops_part="kda/qkv",
+            saves=(Saved("input", d, split=False), Saved("output (the convolution's input)", 3 * width)),
+        ),
         *depthwise_conv_ops("kda", 3 * width, g.conv_kernel, False, heads),
         Op("kda/gates_down", "linear", d, 2 * q, "token", flops_part="kda/gates"),  # f_a and g_a
-        Op("kda/gates_up", "linear", q, width, "token", copies=2, uses=2, flops_part="kda/gates"),  # f_b and g_b
+        # f_b and g_b, each keeping its input; the output gate's value is read again by the gated norm
+        Op(
+            "kda/gates_up",
+            "linear",
+            q,
+            width,
+            "token",
+            copies=2,
+            uses=2,
+            flops_part="kda/gates",
+            saves=(Saved("inputs", 2 * q), Saved("output gate", width)),
+        ),
         Op("kda/beta", "linear", d, heads, "token", flops_part="kda/beta"),
         Op("kda/dt_bias_A_log", "table", width + heads, 1, "weights"),
-        *delta_rule_rows("kda", q + 2 * g.value_head_dim, q, g.value_head_dim, heads, g.chunk_size),
-        Op("kda/norm", "norm", g.value_head_dim, 1, "weights"),
-        Op("kda/o_proj", "linear", width, d, "token", flops_part="kda/o_proj"),
+        # q, k, v, the per-channel forget gate and beta
+        *delta_rule_rows("kda", q + 2 * g.value_head_dim, q, g.value_head_dim, heads, g.chunk_size, 4 * width + heads),
+        Op("kda/norm", "norm", g.value_head_dim, 1, "weights", saves=(Saved("input", width),)),
+        Op("kda/o_proj", "linear", width, d, "token", flops_part="kda/o_proj", saves=(Saved("input", width),)),
         recurrent_state("kda", q, g.value_head_dim, heads),
     ]

@@ -12,12 +12,16 @@ a last one of T mod C): within a block, Q.K^T and its product with V over Q (2*2
 `block_entry` rate); across blocks, each position reads the Q x Q state (Q.S) and adds to it (K^T.V): 2*2*Q^2 per
 position and head. A decode step runs the same two state products per token and no block pairs (causal
 convention). State per sequence: the H x Q x Q key-value state, at the model's dtype (transformers keeps it so).
+Saved for the backward pass (each op keeps what its backward reads): the projections' input (d), the SiLU's input
+and output (3*H*Q each: queries, keys, values), the norm's input, the sigmoid gate and the normed output it
+multiplies, the out-projection's input (H*Q each). Not counted: the H x Q x Q state each block passes on, kept
+once per block of C positions.
 """
 
 from __future__ import annotations
 
 from tfcost.blocks import Block
-from tfcost.ops import Op, Span
+from tfcost.ops import Op, Saved, Span
 from tfcost.schema import ModelShape
 
 
@@ -28,11 +32,45 @@ def lightning_ops(shape: ModelShape, block: Block) -> list[Op]:
     width, blocked = heads * q, Span(chunk=shape.lightning_attention.block_size)
     part = "lightning/attention"
     return [
-        Op("lightning/qkv_proj", "linear", d, 3 * width, "token", flops_part="lightning/qkv_proj"),
-        Op("lightning/output_gate", "linear", d, width, "token", flops_part="lightning/output_gate"),
-        Op("lightning/block_pairs", "linear", 2 * q, heads, "block_entry", copies=0, flops_part=part, span=blocked),
+        Op(
+            "lightning/qkv_proj",
+            "linear",
+            d,
+            3 * width,
+            "token",
+            flops_part="lightning/qkv_proj",
+            saves=(Saved("input (read by the output gate too)", d, split=False),),
+        ),
+        Op(
+            "lightning/output_gate",
+            "linear",
+            d,
+            width,
+            "token",
+            flops_part="lightning/output_gate",
+            saves=(Saved("sigmoid gate and the normed output it multiplies", 2 * width),),
+        ),
+        Op(
+            "lightning/block_pairs",
+            "linear",
+            2 * q,
+            heads,
+            "block_entry",
+            copies=0,
+            flops_part=part,
+            span=blocked,
+            saves=(Saved("SiLU input and output (queries, keys, values)", 6 * width),),
+        ),
         Op("lightning/state_products", "linear", q * q, 2 * heads, "token", copies=0, flops_part=part),
-        Op("lightning/norm", "norm", width, 1, "weights"),
-        Op("lightning/out_proj", "linear", width, d, "token", flops_part="lightning/out_proj"),
+        Op("lightning/norm", "norm", width, 1, "weights", saves=(Saved("input", width),)),
+        Op(
+            "lightning/out_proj",
+            "linear",
+            width,
+            d,
+            "token",
+            flops_part="lightning/out_proj",
+            saves=(Saved("input", width),),
+        ),
         Op("state/lightning", "state", heads * q * q, heads, "sequence"),
     ]

@@ -12,13 +12,17 @@ The selective scan's only matmul is the readout state.C, 2*D*N FLOPs per token (
 state update are elementwise and FlopCounterMode counts none of them), the same in the chunkless recurrent
 step. State per sequence, as transformers' cache holds it: the conv input of the last K positions, D x K at the
 model's dtype, and the SSM state D x N in fp32.
+Saved for the backward pass, as mamba_ssm's fused MambaInnerFn keeps them (checkpoint_lvl 1: the conv output and
+the time steps are recomputed): the in-projection's input (d), its output x and z (2D), x_proj's output (R + 2N),
+contiguous copies of B and C (2N) and the scan output (D). Not counted: the scan's fp32 intermediates, D x 2N per
+sequence every 2,048 positions.
 """
 
 from __future__ import annotations
 
 from tfcost.blocks import Block
 from tfcost.layers.short_conv import conv_rows
-from tfcost.ops import Op
+from tfcost.ops import Op, Saved
 from tfcost.schema import ModelShape
 
 
@@ -28,12 +32,38 @@ def mamba_ops(shape: ModelShape, block: Block, prefix: str = "mamba") -> list[Op
     assert s is not None and s.dt_rank is not None  # the schema and the reader write both for a 'mamba' layer
     inner, state, rank = s.d_inner, s.d_state, s.dt_rank
     ops = [
-        Op(f"{prefix}/in_proj", "linear", d, 2 * inner, "token", s.proj_bias, flops_part=f"{prefix}/in_proj"),
+        Op(
+            f"{prefix}/in_proj",
+            "linear",
+            d,
+            2 * inner,
+            "token",
+            s.proj_bias,
+            flops_part=f"{prefix}/in_proj",
+            saves=(Saved("input", d, split=False), Saved("output: x and the gate z", 2 * inner)),
+        ),
         *conv_rows(prefix, inner, s.conv_kernel, s.conv_bias),
-        Op(f"{prefix}/x_proj", "linear", inner, rank + 2 * state, "token", flops_part=f"{prefix}/x_proj"),
+        Op(
+            f"{prefix}/x_proj",
+            "linear",
+            inner,
+            rank + 2 * state,
+            "token",
+            flops_part=f"{prefix}/x_proj",
+            saves=(Saved("output: time-step input, B and C, and copies of B and C", rank + 4 * state),),
+        ),
         Op(f"{prefix}/dt_proj", "linear", rank, inner, "token", True, flops_part=f"{prefix}/dt_proj"),
         Op(f"{prefix}/A_log_D", "table", inner, state + 1, "weights"),
-        Op(f"{prefix}/scan_readout", "linear", state, inner, "token", copies=0, flops_part=f"{prefix}/scan"),
+        Op(
+            f"{prefix}/scan_readout",
+            "linear",
+            state,
+            inner,
+            "token",
+            copies=0,
+            flops_part=f"{prefix}/scan",
+            saves=(Saved("scan output", inner),),
+        ),
         Op(f"{prefix}/out_proj", "linear", inner, d, "token", s.proj_bias, flops_part=f"{prefix}/out_proj"),
         Op(f"state/{prefix}_conv", "state", inner * s.conv_kernel, 1, "sequence"),
         Op(f"state/{prefix}_ssm", "state", inner * state, 1, "sequence", dtype="fp32"),

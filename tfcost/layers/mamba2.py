@@ -16,13 +16,16 @@ recurrent form instead: one readout bmm of 2*H*P*N per token (selective_state_up
 convolution is counted over its T + K - 1 padded outputs (2*K per output channel), as FlopCounterMode does.
 State per sequence, as transformers' cache holds it: the conv input of the last K positions, (D + 2GN) x K at
 the model's dtype, and the SSM state H x P x N in fp32.
+Saved for the backward pass, as mamba_ssm's fused MambaSplitConv1dScanCombinedFn keeps them (the conv output, the
+gated norm and the out-projection input recomputed): the in-projection's input (d) and output (2D + 2GN + H), and
+the scan output (D). Not counted: the norm's fp32 reciprocal RMS, one per token and group.
 """
 
 from __future__ import annotations
 
 from tfcost.blocks import Block
 from tfcost.layers.short_conv import conv_rows
-from tfcost.ops import Op, Span
+from tfcost.ops import Op, Saved, Span
 from tfcost.schema import ModelShape
 
 
@@ -44,6 +47,7 @@ def mamba2_ops(shape: ModelShape, block: Block, prefix: str = "mamba") -> list[O
             "token",
             s.proj_bias,
             flops_part=f"{prefix}/in_proj",
+            saves=(Saved("input", d, split=False), Saved("output: z, x, B, C and dt", inner + conv_channels + heads)),
         ),
         *conv_rows(prefix, conv_channels, s.conv_kernel, s.conv_bias),
         Op(f"{prefix}/A_log_D_dt_bias", "table", heads, 3, "weights"),
@@ -78,6 +82,7 @@ def mamba2_ops(shape: ModelShape, block: Block, prefix: str = "mamba") -> list[O
             copies=0,
             flops_part=scan,
             span=chunked,
+            saves=(Saved("scan output", inner),),
         ),
         Op(f"{prefix}/out_proj", "linear", inner, d, "token", s.proj_bias, flops_part=f"{prefix}/out_proj"),
         Op(f"state/{prefix}_conv", "state", conv_channels * s.conv_kernel, heads, "sequence"),

@@ -13,8 +13,9 @@ convention of FlopCounterMode), both run over all T^2 entries, as transformers c
 from __future__ import annotations
 
 from tfcost.blocks import Block
+from tfcost.layers.attention import output_saves, scores_saves, values_saves
 from tfcost.layers.norms import norm_vectors
-from tfcost.ops import Op, Span
+from tfcost.ops import Op, Saved, Span
 from tfcost.schema import ModelShape
 
 
@@ -29,21 +30,52 @@ def mla_ops(shape: ModelShape, block: Block, own_indexer: bool = True) -> list[O
     topk = m.indexer.topk if m.indexer is not None else None
     span = Span(block.causal, block.window, block.chunk, topk=topk)
     qkv = "attention/qkv"
+    # Saved as multi-head attention saves (tfcost.layers.attention): the layer's input, Q and K (H heads of
+    # qk_nope + qk_rope each), V and the output projection's input (H x v_head_dim). Not counted yet (the pinned
+    # figures predate them): the latents and their norms' inputs (2 x (q_lora_rank + kv_lora_rank) per token).
+    saved_input = (Saved("input (read by the query and key-value down-projections)", d, split=False),)
     if m.q_lora_rank is not None:
         ops = [
-            Op("attention/q_down", "linear", d, m.q_lora_rank, "token", bias.qkv, flops_part=qkv),
+            Op("attention/q_down", "linear", d, m.q_lora_rank, "token", bias.qkv, flops_part=qkv, saves=saved_input),
             Op("attention/q_down_norm", "norm", m.q_lora_rank, norm_vectors(shape), "weights"),
             Op("attention/q_up", "linear", m.q_lora_rank, q_width, "token", flops_part=qkv),
         ]
     else:
-        ops = [Op("attention/q", "linear", d, q_width, "token", flops_part=qkv)]
+        ops = [Op("attention/q", "linear", d, q_width, "token", flops_part=qkv, saves=saved_input)]
     ops += [
         Op("attention/kv_down", "linear", d, m.kv_lora_rank + m.qk_rope_head_dim, "token", bias.qkv, flops_part=qkv),
         Op("attention/kv_down_norm", "norm", m.kv_lora_rank, norm_vectors(shape), "weights"),
         Op("attention/kv_up", "linear", m.kv_lora_rank, kv_up_width, "token", flops_part=qkv),
-        Op("attention/scores", "scores", shape.head_dim, heads, "entry", flops_part="attention/scores", span=span),
-        Op("attention/values", "values", m.v_head_dim, heads, "entry", flops_part="attention/values", span=span),
-        Op("attention/o", "linear", heads * m.v_head_dim, d, "token", bias.attn_out, flops_part="attention/o"),
+        Op(
+            "attention/scores",
+            "scores",
+            shape.head_dim,
+            heads,
+            "entry",
+            flops_part="attention/scores",
+            span=span,
+            saves=scores_saves(q_width, q_width, heads),
+        ),
+        Op(
+            "attention/values",
+            "values",
+            m.v_head_dim,
+            heads,
+            "entry",
+            flops_part="attention/values",
+            span=span,
+            saves=values_saves(heads * m.v_head_dim, heads),
+        ),
+        Op(
+            "attention/o",
+            "linear",
+            heads * m.v_head_dim,
+            d,
+            "token",
+            bias.attn_out,
+            flops_part="attention/o",
+            saves=output_saves(heads * m.v_head_dim, d, 0),
+        ),
     ]
     if shape.attention_sinks:
         ops.append(Op("attention/sinks", "table", heads, 1, "weights"))

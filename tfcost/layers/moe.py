@@ -6,9 +6,9 @@ Experts have the model's MLP kind (gated or plain)."""
 from __future__ import annotations
 
 from tfcost.blocks import Block
-from tfcost.layers.mlp import mlp_ops, mlp_rows
-from tfcost.layers.norms import norm_op
-from tfcost.ops import Op
+from tfcost.layers.mlp import dropout_mask, mlp_ops, mlp_rows
+from tfcost.layers.norms import norm_op, one_norm_feeds_both
+from tfcost.ops import Op, Saved
 from tfcost.schema import ModelShape
 
 
@@ -18,11 +18,35 @@ def moe_ops(shape: ModelShape, block: Block) -> list[Op]:
     moe, d = shape.moe, shape.d_model
     shared, gate = moe.n_shared_experts, int(moe.shared_expert_gate)
     router_width = moe.n_experts + moe.n_zero_experts
+    # The router keeps the block's input, which every expert reads (gathered per expert inside the GEMM, as
+    # ScatterMoE does, Tan et al. 2024: not copied k times), and the dropout mask of the combined output. Not counted
+    # yet (the pinned figures predate them): the router's probabilities and the expert outputs their weighting keeps.
+    own_input = (Saved("input (read by every expert)", d, split=False),) if not one_norm_feeds_both(shape) else ()
+    router_saves = own_input + (dropout_mask(d),) * (not block.beside_mlp)  # beside a dense MLP: its mask
     rows = [
-        Op("moe/router", "linear", d, router_width, "token", moe.router_bias, flops_part="moe/router"),
-        *mlp_rows(shape, "moe/experts", moe.expert_d_ff, moe.n_experts, moe.experts_per_token, "moe/experts"),
-        *mlp_rows(shape, "moe/shared", moe.shared_width, shared, shared, "moe/shared"),
-        Op("moe/shared_gate", "linear", d, 1, "token", copies=gate, uses=gate, flops_part="moe/shared_gate"),
+        Op(
+            "moe/router",
+            "linear",
+            d,
+            router_width,
+            "token",
+            moe.router_bias,
+            flops_part="moe/router",
+            saves=router_saves,
+        ),
+        *mlp_rows(shape, "moe/experts", moe.expert_d_ff, moe.n_experts, moe.experts_per_token, "moe/experts", False),
+        *mlp_rows(shape, "moe/shared", moe.shared_width, shared, shared, "moe/shared", False),
+        Op(
+            "moe/shared_gate",
+            "linear",
+            d,
+            1,
+            "token",
+            copies=gate,
+            uses=gate,
+            flops_part="moe/shared_gate",
+            saves=(Saved("shared experts' output and its sigmoid gate", d + 1),) * gate,
+        ),
     ]
     if moe.router_scales:
         rows.append(Op("moe/router_scales", "table", d + moe.n_experts, 1, "weights"))
@@ -32,4 +56,4 @@ def moe_ops(shape: ModelShape, block: Block) -> list[Op]:
 def mlp_and_moe_ops(shape: ModelShape, block: Block) -> list[Op]:
     """A dense MLP and an MoE side by side on the same input, their outputs added (Gemma4TextDecoderLayer with
     enable_moe_block): both tables, plus the MoE's own pre-norm and a post-norm on each of the two outputs."""
-    return [*mlp_ops(shape, block), *moe_ops(shape, block), norm_op(shape, "norm/mlp_and_moe", copies=3)]
+    return [*mlp_ops(shape, block), *moe_ops(shape, block), norm_op(shape, "norm/mlp_and_moe", copies=3, saves_input=1)]

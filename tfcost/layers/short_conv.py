@@ -11,12 +11,15 @@ LFM2's mixer, d = d_model:
     conv       depthwise over B*x (d channels), kernel L
     out_proj   d -> d  (of C times the conv output)
 The gates are elementwise: no matmul FLOPs.
+Saved for the backward pass (each op keeps what its backward reads): the in-projection's input (d) and its output
+B, C, x (3d, the gates' operands), the convolution's input B*x (d), its output (d, C's other operand) and the
+out-projection's input (d).
 """
 
 from __future__ import annotations
 
 from tfcost.blocks import Block
-from tfcost.ops import Op
+from tfcost.ops import Op, Saved
 from tfcost.schema import ModelShape
 
 
@@ -45,7 +48,25 @@ def short_conv_ops(shape: ModelShape, block: Block) -> list[Op]:
     assert shape.short_conv is not None  # the schema guarantees it for a 'short_conv' layer
     d, conv = shape.d_model, shape.short_conv
     return [
-        Op("short_conv/in_proj", "linear", d, 3 * d, "token", conv.bias, flops_part="short_conv/in_proj"),
+        Op(
+            "short_conv/in_proj",
+            "linear",
+            d,
+            3 * d,
+            "token",
+            conv.bias,
+            flops_part="short_conv/in_proj",
+            saves=(Saved("input", d, split=False), Saved("output: B, C and x", 3 * d)),
+        ),
         *depthwise_conv_ops("short_conv", d, conv.conv_kernel, conv.bias),
-        Op("short_conv/out_proj", "linear", d, d, "token", conv.bias, flops_part="short_conv/out_proj"),
+        Op(
+            "short_conv/out_proj",
+            "linear",
+            d,
+            d,
+            "token",
+            conv.bias,
+            flops_part="short_conv/out_proj",
+            saves=(Saved("convolution input B*x and output", 2 * d), Saved("input", d)),
+        ),
     ]
