@@ -253,7 +253,7 @@ def dp_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup, n_layers: 
     params_per_gpu = (params.total_params(shape) - experts + experts / setup.ep) / (setup.tp * setup.pp)
     bandwidth = link_bandwidth(gpu, replicas, False)
     half = ring_seconds(params_per_gpu / n_layers * MAIN_GRAD_BYTES, replicas, bandwidth)
-    element = training.ACTIVATION_BYTES[setup.precision]
+    element = activations.ACTIVATION_BYTES[setup.precision]
     gather = ring_seconds(params_per_gpu / n_layers * element, replicas, bandwidth) if setup.zero == 3 else 0.0
     if not setup.dp_overlap:
         return n_layers * (2 * half + 2 * m * gather)
