@@ -26,7 +26,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import cached_property
+from functools import cached_property, lru_cache
 from itertools import islice
 from math import gcd, lcm
 from operator import le
@@ -344,11 +344,12 @@ def kv_cache_curve(shape: ModelShape, batch: int, dtype: Dtype) -> Curve:
     return form_curve(memory.cache_form(shape), True).scaled(memory.cached_element_bytes(batch, dtype))
 
 
-def span_limits(shape: ModelShape) -> tuple[set[int], set[int]]:
+@lru_cache(maxsize=4096)  # asked again for every quantity and batch size a sweep fits
+def span_limits(shape: ModelShape) -> tuple[frozenset[int], frozenset[int]]:
     """The sizes of a model's sliding windows and top-k selections, and of its chunks, read from its rows."""
     spans = {op.span for block, _ in blocks(shape) for op in layer_ops(shape, block)}
-    windows = {limit for span in spans for limit in (span.window, span.topk) if limit is not None}
-    return windows, {span.chunk for span in spans if span.chunk is not None}
+    windows = frozenset(limit for span in spans for limit in (span.window, span.topk) if limit is not None)
+    return windows, frozenset(span.chunk for span in spans if span.chunk is not None)
 
 
 def edges(shape: ModelShape) -> tuple[int, ...]:
