@@ -1,11 +1,13 @@
 """The closed forms in T (tfcost.curves) against the core they are built from, over the shipped presets and
-generated shapes of every kind, at random T and at the edges where a sliding window fills; and the crossovers
-(tfcost.crossover) against the lesson's figures and published configs."""
+generated shapes of every kind, at random T and at the edges where a sliding window fills or a chunk ends; and the
+crossovers (tfcost.crossover) against the lesson's figures and published configs."""
 
 from __future__ import annotations
 
+import json
 import math
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -13,19 +15,87 @@ from hypothesis import strategies as st
 from strategies import any_shapes, dtypes
 
 from tfcost import crossover, curves, flops, memory, serving
-from tfcost.ops import Span, rate_multiplicity, rate_polynomial
-from tfcost.presets import load_gpu, load_model, model_preset_paths
-from tfcost.schema import ServingSetup
+from tfcost.hf_config import read_config
+from tfcost.ops import ClosedForm, Rate, Span, rate_multiplicity, rate_polynomial
+from tfcost.presets import load_gpu, load_model, model_from_mapping, model_preset_paths
+from tfcost.schema import ModelShape, ServingSetup
 from tfcost.sweep import ModelCosts
 
 PRESETS = [load_model(name) for name in model_preset_paths()]
 QUANTITIES = ["attention", "forward", "training", "kv_cache", "score_matrix", "score_matrix_all_layers"]
+SERVING_QUANTITIES = ["kv_per_gpu", "prefill", "decode"]
+CONFIGS = Path(__file__).parent / "data" / "hf_configs"
+
+
+def config_shape(name: str) -> ModelShape:
+    """A model read from a config.json fixture, for the kinds no preset ships."""
+    return model_from_mapping(read_config(json.loads((CONFIGS / f"{name}.json").read_text())).mapping, name, name)
 
 
 def near_edges(shape):
-    """T values where a piece of the curve starts or ends: each window's W - 1 .. W + 3."""
-    windows = [window for window in (shape.sliding_window,) if window is not None]
-    return [t for window in windows for t in range(max(window - 1, 1), window + 4)]
+    """T values where a piece of the curve starts or ends: each window's (or top-k's) W - 1 .. W + 3, and each
+    chunk's edges C - 1 .. C + 2, 2C - 1 .. 2C + 2 and the same a thousand and a million chunks on."""
+    windows, chunks = curves.span_limits(shape)
+    around_windows = [t for window in windows for t in range(max(window - 1, 1), window + 4)]
+    around_chunks = [k * c + i for c in chunks for k in (1, 2, 3, 1000, 10**6 + 3) for i in (-1, 0, 1, 2)]
+    return [*around_windows, *around_chunks]
+
+
+# Every model whose costs step at chunk edges or change formula at a top-k: the presets with a chunked scan
+# (Mamba-2 in Falcon-H1, Granite 4.0-H, Codestral Mamba, Nemotron-H; Gated DeltaNet in Qwen3-Next and Qwen3.5),
+# chunked attention (Llama 4) or DeepSeek Sparse Attention (DeepSeek-V3.2), and configs of the kinds no preset
+# ships: lightning attention's blocks (MiniMax-01), Kimi Delta Attention (Kimi Linear), Bamba's Mamba-2.
+STEPPING = [
+    *(
+        shape
+        for shape in PRESETS
+        if curves.span_limits(shape)[1] or any(s.topk for s, _ in flops.score_term_form(shape))
+    ),
+    *(config_shape(name) for name in ("minimax-default", "kimi-linear-default", "bamba-9b")),
+]
+
+
+def test_the_stepping_models_are_there():
+    names = {shape.name for shape in STEPPING}
+    assert {"mamba-codestral-7b", "qwen3-next-80b-a3b", "llama-4-scout", "deepseek-v3.2", "minimax-default"} <= names
+    assert len(names) == 12
+
+
+@pytest.mark.parametrize("shape", STEPPING, ids=lambda shape: shape.name)
+def test_stepping_models_are_closed_forms_equal_to_the_core(shape):
+    # Every quantity a sweep can ask, both conventions, at every chunk and top-k edge and far beyond: no model
+    # falls back to evaluating the core at each point.
+    points = [1, 2, 3, 100, *near_edges(shape), 10**9 + 7, 10**12 + 1]
+    for causal in (False, True):
+        costs = ModelCosts(shape, "bf16", causal, load_gpu("h100-sxm"), ServingSetup(gpus=2))
+        for quantity in [*QUANTITIES, *SERVING_QUANTITIES]:
+            fitted, function = costs.curve(quantity, 3), costs.functions(quantity, 3)
+            assert fitted.is_closed_form, quantity
+            assert fitted.values(points) == [function(t) for t in points], quantity
+            assert [fitted(t) for t in points[::7]] == [function(t) for t in points[::7]], quantity
+
+
+@st.composite
+def stepping_points(draw: st.DrawFn) -> tuple[ModelShape, list[int]]:
+    """A stepping model and T values: any, and within two positions of a chunk edge k*C, k up to 10^9."""
+    shape = draw(st.sampled_from(STEPPING))
+    windows, chunks = curves.span_limits(shape)
+    limits = sorted(windows | chunks)
+    near = st.builds(
+        lambda c, k, i: max(k * c + i, 1), st.sampled_from(limits), st.integers(1, 10**9), st.integers(-2, 2)
+    )
+    return shape, draw(st.lists(near | st.integers(1, 10**7) | st.integers(1, 10**15), min_size=1, max_size=20))
+
+
+@settings(max_examples=300)
+@given(stepping_points(), st.integers(1, 4096), st.booleans(), st.sampled_from([*QUANTITIES, *SERVING_QUANTITIES]))
+def test_stepping_curves_equal_the_core_near_chunk_edges(model_points, batch, causal, quantity):
+    shape, seq_lens = model_points
+    costs = ModelCosts(shape, "bf16", causal, load_gpu("h100-sxm"), ServingSetup(gpus=2))
+    fitted, function = costs.curve(quantity, batch), costs.functions(quantity, batch)
+    assert fitted.is_closed_form
+    assert fitted.values(seq_lens) == [function(t) for t in seq_lens]
+    assert fitted.values(sorted(seq_lens)) == [function(t) for t in sorted(seq_lens)]
 
 
 @settings(max_examples=300)
@@ -41,8 +111,7 @@ def test_preset_curves_equal_the_core_at_any_t(shape, seq_lens, batch, causal, q
     function = costs.functions(quantity, batch)
     seq_lens = [*seq_lens, *near_edges(shape)]
     fitted = costs.curve(quantity, batch)
-    if memory.state_bytes(shape, 1, "bf16") == 0:  # attention models: every quantity is piecewise-polynomial in T
-        assert fitted.is_closed_form  # (a chunked scan pads T to whole chunks: a step, evaluated directly)
+    assert fitted.is_closed_form  # chunked scans too: their steps are chunked terms
     assert fitted.values(seq_lens) == [function(t) for t in seq_lens]  # unsorted
     assert fitted.values(sorted(seq_lens)) == [function(t) for t in sorted(seq_lens)]  # the sorted fast path
     assert [fitted(t) for t in seq_lens] == [function(t) for t in seq_lens]
@@ -79,7 +148,7 @@ def test_serving_curves_equal_the_core():
 
 
 def test_a_function_that_is_no_polynomial_is_evaluated_directly():
-    # Chunked attention would look like this: a step every 8,192 tokens. The check catches it; the values stay exact.
+    # A step every 8,192 tokens, fitted without its chunk size: the check catches it; the values stay exact.
     def chunked(t: int) -> int:
         return (t // 8192) * 7 + t
 
@@ -87,6 +156,23 @@ def test_a_function_that_is_no_polynomial_is_evaluated_directly():
     assert not fitted.is_closed_form
     seq_lens = [1, 8191, 8192, 8193, 10**9]
     assert fitted.values(seq_lens) == [chunked(t) for t in seq_lens]
+
+    # Told the chunk, the fit finds a chunked term for steps at T = kC + 1 (the padded chunks, ceil(T/C) = m + 1);
+    # T // C steps at T = kC instead, which no quadratic in m and s = 1..C has: still evaluated directly.
+    def padded(t: int) -> int:
+        return -(-t // 8192) * 7 + t
+
+    told = curves.fit(padded, chunks=[8192])
+    assert told.is_closed_form and [term.chunk for term in told.chunked] == [8192]
+    points = [*seq_lens, 16383, 16384, 16385, 10**12]
+    assert told.values(points) == [padded(t) for t in points]
+    assert [told(t) for t in points] == [padded(t) for t in points]
+    assert not curves.fit(chunked, chunks=[8192]).is_closed_form
+
+    def cubic_steps(t: int) -> int:
+        return -((-t // 64) ** 3)
+
+    assert not curves.fit(cubic_steps, chunks=[64]).is_closed_form
 
 
 def test_a_curve_is_integer_arithmetic_with_the_lessons_coefficients():
@@ -181,23 +267,63 @@ SPANS = st.builds(
 )
 
 
-@settings(max_examples=500)
+RATES: list[Rate] = [
+    "token",
+    "source_token",
+    "entry",
+    "sequence",
+    "cached",
+    "weights",
+    "chunk_token",
+    "chunk_entry",
+    "chunk_pair",
+    "chunk_readout",
+    "block_entry",
+]
+
+
+def closed_value(closed: ClosedForm, t: int) -> Fraction:
+    """A closed form at T, in exact fractions: its piece, plus each chunked term in m = (T-1)//C, s = T - m*C."""
+    _, a, b, c, den = [piece for piece in closed.pieces if piece[0] <= t][-1] if closed.pieces else (1, 0, 0, 0, 1)
+    value = Fraction(a * t * t + b * t + c, den)
+    for chunk, ca, cb, cc, cd, ce, cden in closed.chunked:
+        m = (t - 1) // chunk
+        s = t - m * chunk
+        value += Fraction(ca * m * m + cb * m + cc * s * s + cd * s + ce, cden)
+    return value
+
+
+@settings(max_examples=1000)
 @given(
-    st.sampled_from(["token", "source_token", "entry", "sequence", "cached", "weights"]),
+    st.sampled_from(RATES),
     SPANS,
     st.booleans(),
     st.lists(st.integers(1, 10**7) | st.integers(1, 10**15), min_size=1, max_size=10),
+    st.integers(1, 10**9),
 )
-def test_rate_polynomial_is_the_multiplicity(per, span, causal, seq_lens):
-    pieces = rate_polynomial(per, span, causal)
-    if pieces is None:  # only a causal chunked span's entries have none
-        assert per == "entry" and causal and span.causal and span.chunk is not None and not span.cross
-        return
-    edges = [t for piece in pieces for t in (piece[0] - 1, piece[0], piece[0] + 1) if t >= 1]
-    for t in [*seq_lens, *edges]:
-        _, a, b, c, den = [piece for piece in pieces if piece[0] <= t][-1]
-        assert (a * t * t + b * t + c) % den == 0
-        assert (a * t * t + b * t + c) // den == rate_multiplicity(per, span, t, t, causal)
+def test_rate_polynomial_is_the_multiplicity(per, span, causal, seq_lens, far):
+    # Every rate, the chunked ones included, at random T, at each piece's start and around chunk edges: the first
+    # chunks (C - 1, C, C + 1, 2C) and one far out.
+    closed = rate_polynomial(per, span, causal)
+    edges = [t for piece in closed.pieces for t in (piece[0] - 1, piece[0], piece[0] + 1)]
+    chunk = span.chunk or 1
+    edges += [k * chunk + i for k in (1, 2, 3, far) for i in (-1, 0, 1)]
+    for t in [*seq_lens, *(t for t in edges if t >= 1)]:
+        value = closed_value(closed, t)
+        assert value.denominator == 1
+        assert value == rate_multiplicity(per, span, t, t, causal)
+
+
+def test_chunked_counts_by_hand():
+    # Mamba-2's SSD with C = 256 pads T = 257 to two chunks (Dao and Gu 2024, Listing 1): 512 padded positions,
+    # 2 x 256^2 position pairs, (2 + 1)^2 chunk-state pairs; lightning attention's blocks of 256 do not pad:
+    # 256^2 + 1^2; Llama 4's causal chunks of 8,192 at T = 8,193: 8,192 x 8,193 / 2 + 1.
+    chunked = Span(chunk=256)
+    expected = {"chunk_token": 512, "chunk_readout": 512, "chunk_entry": 2 * 256**2, "chunk_pair": 9}
+    for per, count in {**expected, "block_entry": 256**2 + 1}.items():
+        assert closed_value(rate_polynomial(per, chunked, False), 257) == count
+    assert closed_value(rate_polynomial("chunk_readout", chunked, True), 257) == 257  # one readout per token
+    assert closed_value(rate_polynomial("entry", Span(causal=True, chunk=8192), True), 8193) == 8192 * 8193 // 2 + 1
 
 
 @settings(max_examples=300)
@@ -206,12 +332,10 @@ def test_row_closed_forms_equal_the_core(shape, seq_len, causal):
     # forward, training, the attention term and the KV cache: no sampling, from the rows alone
     points = [seq_len, 1, 2, 3, *near_edges(shape)]
     forward = curves.forward_curve(shape, causal)
-    assert forward is not None  # no generated shape has a chunked attention
     assert forward.values(points) == [flops.forward_flops(shape, t, causal) for t in points]
     attention = curves.attention_term_curve(shape)
     assert attention.values(points) == [flops.attention_score_flops_per_token(shape, t) for t in points]
     training = curves.training_curve(shape, causal)
-    assert training is not None
     assert training.values(points) == [flops.training_flops(shape, t, causal) for t in points]
     kv = curves.kv_cache_curve(shape, 3, "fp8")
     assert kv.values(points) == [memory.kv_cache_bytes(shape, t, 3, "fp8") for t in points]
@@ -219,7 +343,7 @@ def test_row_closed_forms_equal_the_core(shape, seq_len, causal):
 
 def test_edges_come_from_the_rows():
     """A `layers:` stack's own windows (no model-wide sliding_window) still give closed forms on both sides; a
-    causal chunked attention has none, and its forward is evaluated directly, exactly."""
+    causal chunked attention's forward is a chunked term, from the rows, and so is its decode step, fitted."""
     base = load_model("llama-3-8b").model_dump()
     windowed = {**base, "layers": [{"pattern": [{"window": 1000}, {}], "repeat": 16}], "n_layers": 32}
     shape = type(load_model("llama-3-8b")).model_validate(windowed)
@@ -229,6 +353,10 @@ def test_edges_come_from_the_rows():
     points = [1, 999, 1000, 1001, 1002, 1003, 10**9]
     assert kv.values(points) == [memory.kv_cache_bytes(shape, t, 2, "bf16") for t in points]
     chunked = type(shape).model_validate({**windowed, "layers": [{"pattern": [{"chunk": 64}, {}], "repeat": 16}]})
-    assert curves.forward_curve(chunked, True) is None
+    assert [term.chunk for term in curves.forward_curve(chunked, True).chunked] == [64]
     costs = ModelCosts(chunked, "bf16", True, None, ServingSetup())
     assert costs.curve("forward", 1).values(points) == [flops.forward_flops(chunked, t, True) for t in points]
+    decode = costs.curve("decode", 2)
+    assert decode.is_closed_form and [term.chunk for term in decode.chunked] == [64]
+    points += [63, 64, 65, 128, 129, 64 * 10**6 + 1]
+    assert decode.values(points) == [serving.decode_step_flops(chunked, t, 2) for t in points]

@@ -119,6 +119,22 @@ def test_csv_has_a_row_per_model_batch_and_t():
         assert int(row["attention_flops"]) == flops.attention_score_flops_per_token(shape, t)
 
 
+def test_sweep_of_chunked_models_prints_what_estimate_prints():
+    # Chunked scans (Codestral Mamba's Mamba-2, Qwen3-Next's Gated DeltaNet, chunks of 256 and 64) and Llama 4's
+    # chunked attention (8,192), at chunk edges: sweep's closed forms against estimate's JSON, command to command.
+    seq_lens = [63, 64, 65, 255, 256, 257, 8192, 8193, 100_000]
+    text = ",".join(map(str, seq_lens))
+    models = ["mamba-codestral-7b", "qwen3-next-80b-a3b", "llama-4-scout"]
+    done = run_in_process("sweep", *models, "--seq", text, "-m", "forward_flops,kv_cache", "--format", "csv")
+    assert done.code == 0, done.stderr
+    rows = {(row["model"], int(row["seq_len"])): row for row in csv.DictReader(io.StringIO(done.stdout))}
+    for model in models:
+        for t in seq_lens:
+            estimate = json.loads(run_in_process("estimate", model, "--seq", str(t), "--format", "json").stdout)
+            assert int(rows[(model, t)]["forward_flops"]) == estimate["flops"]["forward_per_sequence"]
+            assert int(rows[(model, t)]["kv_cache"]) == estimate["kv_cache"]["bytes"]
+
+
 def test_json_and_markdown():
     done = run_in_process(*SWEEP, "-B", "1,8", "-m", "kv_cache", "--gpu", "h100-sxm", "--format", "json")
     document = json.loads(done.stdout)

@@ -58,7 +58,7 @@ def last_at_most(growing: Curve, level: int) -> int | None:
 def crossing_point(growing: Curve, level: int, below: int) -> tuple[float, Fraction | None]:
     """Where growing(T) = level between `below` and below + 1: exactly, as a fraction, where the curve is linear
     there; a quadratic's root as a float; below + 1/2 where the curve has no closed form."""
-    if not growing.is_closed_form:
+    if not growing.is_closed_form or growing.chunked:  # no single polynomial across a chunk edge
         return below + 0.5, None
     piece = growing.pieces[max(i for i, p in enumerate(growing.pieces) if p.start <= below + 1)]
     a, b, c = piece.a, piece.b, piece.c - level * piece.den  # a*T^2 + b*T + c = 0
@@ -112,8 +112,14 @@ def attention_equals_six_n(shape: ModelShape) -> Crossover:
         1,
         attention_term_curve(shape),
         flops.six_n_flops_per_token(shape),
-        "sliding windows stop the attention term growing before it reaches 6N",
+        f"{capped_by(shape)} stop the attention term growing before it reaches 6N",
     )
+
+
+def capped_by(shape: ModelShape) -> str:
+    """What caps the positions a model's queries read: sliding windows, or top-k sparse attention's selection."""
+    selected = any(span.topk is not None for span, _ in flops.score_term_form(shape))
+    return "top-k sparse attention's selections" if selected else "sliding windows"
 
 
 def kv_cache_equals_weights(

@@ -11,7 +11,8 @@ written once here (and training activations, tfcost.activations, over what each 
 
 `rows(T)` is the row's multiplicity, an explicit function of the sequence (`multiplicity`): T tokens, the score
 entries of a full, causal, windowed or chunked attention, the positions a cache holds. Every one is a polynomial
-in T, piecewise at a window or chunk edge, which is what a closed form in T or an `--explain` can be built from.
+in T, piecewise at a window edge, or, where it steps at every chunk of C, a polynomial in the chunks before the
+last and the last one's positions (rate_polynomial): what a closed form in T or an `--explain` is built from.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from math import gcd
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from tfcost.units import Dtype
 
@@ -294,51 +295,94 @@ def op_costs(op: Op, tokens: int) -> dict[str, int]:
 
 
 # Closed forms in T. A piece (start, a, b, c, den) is (a*T^2 + b*T + c) / den for T from `start` on, with
-# T_source = T; the division is exact (multiplicities are whole numbers).
+# T_source = T. A chunked scan's counts take a step at every chunk, so they are written in two variables instead:
+# with m = (T - 1) // C the whole chunks before the last one and s = T - m*C its 1..C positions, a chunked term
+# (C, a, b, c, d, e, den) is (a*m^2 + b*m + c*s^2 + d*s + e) / den at every T >= 1. (The last chunk is counted
+# as 1..C rather than divmod(T, C)'s 0..C-1 so that the padded count ceil(T/C) = m + 1 is a polynomial too.)
+# Every division is exact: multiplicities are whole numbers.
 Poly = tuple[int, int, int, int, int]
+ChunkPoly = tuple[int, int, int, int, int, int, int]
 
 
-def rate_polynomial(per: Rate, span: Span, causal: bool) -> tuple[Poly, ...] | None:
-    """rate_multiplicity(per, span, T, T, causal) as exact polynomial pieces in T from T = 1 (tested against it):
+class ClosedForm(NamedTuple):
+    """A multiplicity or fold in T: the value of its piece at T plus each chunked term's at T."""
+
+    pieces: tuple[Poly, ...]
+    chunked: tuple[ChunkPoly, ...] = ()
+
+
+LINEAR: Poly = (1, 0, 1, 0, 1)
+ZERO: Poly = (1, 0, 0, 0, 1)
+
+
+def chunk_polynomial(per: Rate, chunk: int, causal: bool) -> ClosedForm:
+    """A chunked scan's rates and a chunked causal attention's entries in m and s (see above), from their
+    definitions (Rate, score_entries) with ceil(T/C) = m + 1 and divmod(T, C)'s whole chunks and rest giving
+    m*C^2 + s^2 and m*C(C+1)/2 + s(s+1)/2 (at s = C both count m + 1 whole chunks and an empty rest):
+        chunk_token, chunk_readout   (m + 1)*C          chunk_entry   (m + 1)*C^2
+        chunk_pair                   (m + 2)^2          block_entry   m*C^2 + s^2
+        entry (causal, chunked)      (m*C(C+1) + s^2 + s) / 2
+    The causal convention of the scan's rates is a polynomial in T: T readouts, nothing else."""
+    if per == "entry":
+        return ClosedForm((), ((chunk, 0, chunk * (chunk + 1), 1, 1, 0, 2),))
+    if causal:
+        return ClosedForm((LINEAR,) if per == "chunk_readout" else (ZERO,))
+    terms: dict[Rate, ChunkPoly] = {
+        "chunk_token": (chunk, 0, chunk, 0, 0, chunk, 1),
+        "chunk_readout": (chunk, 0, chunk, 0, 0, chunk, 1),
+        "chunk_entry": (chunk, 0, chunk * chunk, 0, 0, chunk * chunk, 1),
+        "chunk_pair": (chunk, 1, 4, 0, 0, 4, 1),
+        "block_entry": (chunk, 0, chunk * chunk, 1, 0, 0, 1),
+    }
+    return ClosedForm((), (terms[per],))
+
+
+def rate_polynomial(per: Rate, span: Span, causal: bool) -> ClosedForm:
+    """rate_multiplicity(per, span, T, T, causal) as an exact closed form from T = 1 (tested against it):
     T tokens; T^2 or T(T+1)/2 score entries, and past a window W, W(W+1)/2 + (T - W)W = (2WT + W - W^2)/2;
-    T cached positions, capped at W (or C) from W + 1 on; top-k sparse attention as a window of k. None for a
-    causal chunked span, whose entries start over every C positions, and for the chunk and block rates of
-    recurrent mixers (a new piece at every chunk: no closed form)."""
-    linear: Poly = (1, 0, 1, 0, 1)
+    T cached positions, capped at W (or C) from W + 1 on; top-k sparse attention as a window of k; and the
+    chunked counts (a causal chunked attention's entries, a chunked scan's or lightning attention's blocks) as
+    terms in the chunk variables (chunk_polynomial)."""
     match per:
         case "token" | "source_token":
-            return (linear,)
+            return ClosedForm((LINEAR,))
         case "sequence":
-            return ((1, 0, 0, 1, 1),)
+            return ClosedForm(((1, 0, 0, 1, 1),))
         case "weights":
-            return ((1, 0, 0, 0, 1),)
+            return ClosedForm((ZERO,))
         case "entry":
             if span.cross or not (causal and span.causal):
-                return ((1, 1, 0, 0, 1),)
+                return ClosedForm(((1, 1, 0, 0, 1),))
             if span.chunk is not None:
-                return None
+                return chunk_polynomial(per, span.chunk, causal)
             triangle: Poly = (1, 1, 1, 0, 2)
             limits = [limit for limit in (span.window, span.topk) if limit is not None]
             if not limits:
-                return (triangle,)
+                return ClosedForm((triangle,))
             w = min(limits)  # top-k attention counts as a window of k (score_entries)
-            return (triangle, (w + 1, 0, 2 * w, w - w * w, 2))
+            return ClosedForm((triangle, (w + 1, 0, 2 * w, w - w * w, 2)))
         case "cached":
             limit = None if span.cross else span.window or span.chunk
-            return (linear,) if limit is None else (linear, (limit + 1, 0, 0, limit, 1))
-        case _:  # a chunked scan or lightning blocks: whole chunks padded or counted apart, a step at every chunk
-            return None
+            return ClosedForm((LINEAR,) if limit is None else (LINEAR, (limit + 1, 0, 0, limit, 1)))
+        case _:  # a chunked scan or lightning blocks (rate_multiplicity counts a missing chunk as C = 1)
+            return chunk_polynomial(per, span.chunk or 1, causal)
 
 
-def form_polynomial(form: Form, causal: bool) -> tuple[Poly, ...] | None:
-    """A collected fold (collect) as exact polynomial pieces in T: the sum of each group's coefficient times its
-    rate's pieces, a new piece wherever any group's starts; None where some group has no closed form."""
-    groups = []
+def form_polynomial(form: Form, causal: bool) -> ClosedForm:
+    """A collected fold (collect) as an exact closed form: the sum of each group's coefficient times its rate's
+    closed form, a new piece wherever any group's starts, one chunked term per chunk size."""
+    groups: list[tuple[int, tuple[Poly, ...]]] = []
+    chunked: dict[int, list[int]] = {}  # chunk size -> a, b, c, d, e over the common denominator 2
     for per, span, value in form:
-        pieces = rate_polynomial(per, span, causal)
-        if pieces is None:
-            return None
-        groups.append((value, pieces))
+        pieces, terms = rate_polynomial(per, span, causal)
+        if pieces:
+            groups.append((value, pieces))
+        for chunk, *coefficients, den in terms:
+            scale = value * (2 // den)
+            sums = chunked.setdefault(chunk, [0] * 5)
+            chunked[chunk] = [
+                total + scale * coefficient for total, coefficient in zip(sums, coefficients, strict=True)
+            ]
     starts = sorted({1, *(piece[0] for _, pieces in groups for piece in pieces)})
     out: list[Poly] = []
     for start in starts:
@@ -349,4 +393,10 @@ def form_polynomial(form: Form, causal: bool) -> tuple[Poly, ...] | None:
             a, b, c = a + scale * pa, b + scale * pb, c + scale * pc
         common = gcd(a, b, c, 2)
         out.append((start, a // common, b // common, c // common, 2 // common))
-    return tuple(out)
+    terms_out: list[ChunkPoly] = []
+    for chunk, sums in sorted(chunked.items()):
+        common = gcd(*sums, 2)
+        if any(sums):
+            ca, cb, cc, cd, ce = (total // common for total in sums)
+            terms_out.append((chunk, ca, cb, cc, cd, ce, 2 // common))
+    return ClosedForm(tuple(out), tuple(terms_out))
