@@ -350,7 +350,8 @@ def read_zamba2(fields: Fields) -> dict[str, Any]:
         "n_layers": layers,
         "n_heads": heads,
         "n_kv_heads": fields.int("num_key_value_heads", heads),
-        "head_dim": 2 * hidden // heads,  # Zamba2Config.attention_head_dim, whatever the file says
+        # Zamba2Config.attention_head_dim, whatever the file says (no heads: the schema names the error)
+        "head_dim": 2 * hidden // heads if heads > 0 else heads,
         "d_ff": fields.nullable_int("intermediate_size", None) or 4 * hidden,
         "mlp": "gated",
         "norm": "rmsnorm",
