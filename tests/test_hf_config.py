@@ -237,3 +237,20 @@ def test_model_source_must_be_one_of_model_and_config():
         "x",
         "gpt2-small",
     )
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        ({"num_attention_heads": 0}, "n_heads: Input should be greater than 0"),
+        ({"num_hidden_layers": 40}, "'layers_block_type' must list the type of each of 40 layers"),
+        ({"layers_block_type": ["mamba"] * 37 + ["attention"]}, "layer type 'attention' in 'layers_block_type'"),
+        ({"num_mem_blocks": 0}, "field 'num_mem_blocks' should be a positive integer"),
+        # transformers 5.24 ties nothing without it, the shared blocks included (docs/family-truth.md, finding 5)
+        ({"tie_word_embeddings": False}, "field 'tie_word_embeddings' = False is not supported"),
+    ],
+)
+def test_zamba2_configs_tfcost_does_not_price_are_one_error(changes, expected):
+    with pytest.raises(TfcostError) as error:
+        model_from_mapping(shape_mapping(config("zamba2-1.2b", **changes)), "test", "zamba2")
+    assert expected in str(error.value)

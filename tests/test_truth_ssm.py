@@ -24,11 +24,12 @@ FlopCounterMode = pytest.importorskip("torch.utils.flop_counter", reason=WHY).Fl
 import truth_harness as harness  # noqa: E402
 
 import tfcost.hf_config  # noqa: E402, F401  (registers the families below; imported first, as the CLI does)
+from tfcost.errors import TfcostError  # noqa: E402
 from tfcost.families.ssm import FAMILIES  # noqa: E402
 from tfcost.flops import forward_flops, forward_flops_breakdown  # noqa: E402
 from tfcost.hf_config import read_config  # noqa: E402
 from tfcost.memory import kv_cache_bytes_per_token, state_bytes  # noqa: E402
-from tfcost.params import total_params  # noqa: E402
+from tfcost.params import parameter_breakdown, total_params  # noqa: E402
 from tfcost.presets import model_from_mapping  # noqa: E402
 from tfcost.schema import ModelShape  # noqa: E402
 
@@ -138,3 +139,61 @@ def test_hybrid_kv_cache_is_only_the_attention_layers():
     """Nemotron-H-8B: 4 of its 52 layers are attention (8 KV heads x 128), the other 48 hold no KV cache."""
     shape = priced(json.loads((CONFIGS / "nemotron-h-8b.json").read_text()), "nemotron-h-8b")
     assert kv_cache_bytes_per_token(shape, "bf16") == 4 * 2 * 8 * 128 * 2
+
+
+# Zamba2's shared transformer blocks (tfcost.layers.shared_transformer): a small model with four uses of the blocks,
+# every way of sharing them that a config can ask for, each against transformers on the meta device.
+TINY_ZAMBA2 = {
+    "model_type": "zamba2", "hidden_size": 64, "num_attention_heads": 4, "intermediate_size": 96, "n_mamba_heads": 4,
+    "mamba_d_state": 16, "chunk_size": 32, "vocab_size": 100, "adapter_rank": 8, "num_hidden_layers": 8,
+    "layers_block_type": ["mamba", "hybrid", "mamba", "hybrid", "hybrid", "mamba", "hybrid", "mamba"],
+}  # fmt: skip
+ZAMBA2_SHARING = {
+    "one block": {},
+    "two blocks, two SSM groups": {"num_mem_blocks": 2, "mamba_ngroups": 2},
+    "three blocks, attention adapters, rotary": {
+        "num_mem_blocks": 3, "use_shared_attention_adapter": True, "use_mem_rope": True,
+    },
+    "more blocks than uses": {"num_mem_blocks": 7},
+    "biases, GQA, expand 1": {"add_bias_linear": True, "num_key_value_heads": 2, "mamba_expand": 1},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("sharing", sorted(ZAMBA2_SHARING))
+def test_zamba2_shared_blocks_price_exactly(sharing):
+    """Weights held once per shared block (by its first use), matmuls and KV cache at every use, adapters and the
+    d x d projection per use: parameters, FLOPs (at T = 100, and T = 1 where no chunk is full), KV cache and state
+    as transformers builds them."""
+    data = {**TINY_ZAMBA2, **ZAMBA2_SHARING[sharing]}
+    shape = priced(data, "tiny-zamba2")
+    assert_prices(shape, harness.measure(harness.config_from_dict(data), whole=False))
+    model = harness.build(harness.config_from_dict(data))
+    assert forward_flops(shape, 1) == harness.forward_flops(model, 1)[0]
+
+
+def test_zamba2_holds_a_shared_block_once_and_runs_it_at_every_use():
+    """The default Zamba2 config (docs/family-truth.md: 2,481,848,336 parameters): 9 hybrid layers use one shared
+    block. Its q projection (2d x 2d = 5120 x 5120) is held once, but runs 9 times per token; each use has its own MLP
+    adapter (d x r + r x 2F = 2560 x 128 + 128 x 20480) and d x d linear."""
+    shape = priced(harness.saved_forms("zamba2")["saved"], "zamba2")
+    parts = parameter_breakdown(shape)
+    assert parts["layers/attention/q"] == 5120 * 5120
+    assert parts["layers/adapter/mlp"] == 9 * (2560 * 128 + 128 * 20480)
+    assert parts["layers/shared_transformer/linear"] == 9 * 2560 * 2560
+    flops = forward_flops_breakdown(shape, 100)
+    assert flops["attention/qkv"] == 9 * 3 * 2 * 100 * 5120 * 5120
+    assert total_params(shape) == 2_481_848_336
+
+
+def test_zamba2_first_use_holds_the_weights():
+    """A stack whose every shared-block layer is tied would hold no copy of the block: refused."""
+    mapping = read_config(TINY_ZAMBA2).mapping
+    layers = [
+        dict(group, pattern=[dict(spec, tied=spec["mixer"] != "mamba2") for spec in group["pattern"]])
+        for group in mapping["layers"]
+    ]
+    with pytest.raises(TfcostError, match="first 'shared_transformer\\+mamba2' layer holds the shared weights"):
+        model_from_mapping({**mapping, "layers": layers}, "test", "all-tied")
+    mamba_tied = [dict(group, pattern=[dict(spec, tied=True) for spec in group["pattern"]]) for group in layers]
+    with pytest.raises(TfcostError, match="a 'mamba2' layer has no shared weights to tie"):
+        model_from_mapping({**mapping, "layers": mamba_tied}, "test", "mamba-tied")

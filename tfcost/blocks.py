@@ -35,6 +35,7 @@ class Block:
     kv_shared: bool = False
     values_from_keys: bool = False
     beside_mlp: bool = False  # the routed experts run beside a dense MLP, not in its place (Gemma 4)
+    tied: bool = False  # its shared weights are an earlier layer's (Zamba2's shared transformer blocks)
 
     @property
     def ffn(self) -> str:
@@ -52,7 +53,7 @@ class Block:
         sizes = [
             f"{name}={value}" for name, value in (("head_dim", self.head_dim), ("kv_heads", self.kv_heads)) if value
         ]
-        sizes += [flag for flag in ("kv_shared", "values_from_keys") if getattr(self, flag)]
+        sizes += [flag for flag in ("kv_shared", "values_from_keys", "tied") if getattr(self, flag)]
         mixer += f"[{','.join(sizes)}]" if sizes else ""
         ffn = f"{self.ffn}(d_ff={self.d_ff})" if self.d_ff else self.ffn
         return f"{stack}{mixer}+{ffn}"
@@ -80,7 +81,7 @@ def blocks(shape: ModelShape) -> tuple[tuple[Block, int], ...]:
                 block = Block(
                     "layers", causal, False, spec.ffn in ("moe", "dense+moe"), spec.window, spec.mixer, spec.chunk,
                     spec.rope, spec.ffn != "none", spec.head_dim, spec.kv_heads, spec.d_ff, spec.kv_shared,
-                    spec.values_from_keys, spec.ffn == "dense+moe",
+                    spec.values_from_keys, spec.ffn == "dense+moe", spec.tied,
                 )  # fmt: skip
                 counts[block] = counts.get(block, 0) + group.repeat
         return tuple(counts.items())

@@ -18,7 +18,7 @@ last and the last one's positions (rate_polynomial): what a closed form in T or 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import gcd
 from typing import Literal, NamedTuple
 
@@ -242,6 +242,15 @@ def op_params(op: Op) -> int:
     if op.kind in ("norm", "table"):
         return op.copies * op.fan_in * op.fan_out
     return 0
+
+
+def tied(ops: Iterable[Op]) -> list[Op]:
+    """The same rows with their weights held by another layer: every use still does its matmuls and keeps its cache
+    and state, but holds no copy of the weights (copies 0, as a head tied to the embedding), so the parameter fold
+    counts them once, at the layer that holds them. Weights shared across depth: Zamba's shared attention block
+    (Glorioso et al. 2024, arXiv:2405.16712 §2) and Zamba2's num_mem_blocks shared transformer blocks
+    (arXiv:2411.15242 §2), which transformers ties to their first uses (Zamba2Model.get_layers)."""
+    return [replace(op, copies=0) for op in ops]
 
 
 def op_inactive_params(op: Op) -> int:

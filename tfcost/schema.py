@@ -213,6 +213,20 @@ class ShortConv(Frozen):
     bias: bool = Field(False, description="biases on in_proj, the convolution and out_proj (conv_bias)")
 
 
+class SharedTransformer(Frozen):
+    """Zamba2's shared transformer blocks (Glorioso et al. 2024, "The Zamba2 Suite", arXiv:2411.15242 §2;
+    transformers' Zamba2HybridLayer): a 'shared_transformer+mamba2' layer first runs a transformer block whose
+    weights are shared across depth, attention over the concatenated [hidden state, input embeddings] (2 d wide, the
+    model's n_heads x head_dim) and a gated MLP of d_ff, then a d x d projection of its own into a Mamba-2 layer.
+    Each use also has its own LoRA adapters (d -> r -> 2 d_ff on the MLP's gate and up; on q, k and v with
+    attention_adapters). A layer marked `tied` uses a block held by an earlier layer."""
+
+    adapter_rank: Size = Field(description="r: rank of each use's LoRA adapters (adapter_rank)")
+    attention_adapters: bool = Field(
+        False, description="adapters on q, k and v as well, 2 d -> r -> 2 d each (use_shared_attention_adapter)"
+    )
+
+
 class LayerSpec(Frozen):
     """One layer of a non-uniform stack: its mixer and its FFN. Sizes (heads, widths) are the model's."""
 
@@ -220,8 +234,8 @@ class LayerSpec(Frozen):
         "attention",
         description="the token mixer: 'attention' (full, or sliding/chunked below), 'mla', 'mla_shared_topk' "
         "(sparse MLA reusing the previous layer's top-k selection, no indexer of its own: GLM-5's shared layers), "
-        "'mamba', 'mamba2', 'attention+mamba2' (both in parallel, Falcon-H1) or 'none'; a kind the core does not "
-        "cover is an error naming it",
+        "'mamba', 'mamba2', 'attention+mamba2' (both in parallel, Falcon-H1), 'shared_transformer+mamba2' (Zamba2's "
+        "hybrid layer, see shared_transformer) or 'none'; a kind the core does not cover is an error naming it",
     )
     window: Size | None = Field(None, description="W: sliding-window attention over at most W positions")
     chunk: Size | None = Field(None, description="C: chunked attention, each query sees its own C-token chunk")
@@ -243,12 +257,21 @@ class LayerSpec(Frozen):
     values_from_keys: bool = Field(
         False, description="values are the keys (Gemma 4 attention_k_eq_v): no value projection; both are cached"
     )
+    tied: bool = Field(
+        False,
+        description="the layer's shared weights are held by an earlier layer (Zamba2's shared transformer blocks): "
+        "it does their matmuls and keeps its cache, but holds no copy of them",
+    )
 
     @model_validator(mode="after")
     def _check_span(self) -> LayerSpec:
         if self.window is not None and self.chunk is not None:
             raise ValueError("a layer has a sliding window or a chunk, not both")
         return self
+
+
+# Mixers with weights shared across depth, which a layer may tie to an earlier one (LayerSpec.tied).
+SHARED_MIXERS = frozenset({"shared_transformer+mamba2"})
 
 
 class LayerGroup(Frozen):
@@ -348,6 +371,9 @@ class ModelShape(Frozen):
     short_conv: ShortConv | None = Field(None, description="the sizes of the model's short-convolution layers (LFM2)")
     lightning_attention: LightningAttention | None = Field(
         None, description="the block size of the model's lightning-attention layers (MiniMax-01)"
+    )
+    shared_transformer: SharedTransformer | None = Field(
+        None, description="the adapters of the model's shared transformer blocks (Zamba2)"
     )
     relative_attention_buckets: Size | None = Field(
         None, description="position 'relative' only: buckets of T5's relative position bias table"
@@ -461,6 +487,19 @@ class ModelShape(Frozen):
                     raise ValueError("layers: a 'mamba' layer needs ssm.dt_rank (Mamba's time-step rank)")
                 if spec.kv_heads is not None:
                     check_kv_groups(self.n_heads, spec.kv_heads, "n_heads", "layers: kv_heads")
+        self._check_tied_layers()
+
+    def _check_tied_layers(self) -> None:
+        # A tied layer reuses weights that an earlier layer of its kind holds: the first one cannot be tied.
+        first = True
+        for group in self.layers or ():
+            for spec in group.pattern:
+                if spec.tied and spec.mixer not in SHARED_MIXERS:
+                    raise ValueError(f"layers: a '{spec.mixer}' layer has no shared weights to tie")
+                if spec.mixer in SHARED_MIXERS:
+                    if spec.tied and first:
+                        raise ValueError(f"layers: the first '{spec.mixer}' layer holds the shared weights: not tied")
+                    first = False
 
     def _check_linear_mixers(self) -> None:
         # Each linear mixer kind and the model field holding its sizes (KDA is a Gated DeltaNet variant).
@@ -469,6 +508,7 @@ class ModelShape(Frozen):
             "kda": "gated_deltanet",
             "short_conv": "short_conv",
             "lightning": "lightning_attention",
+            "shared_transformer+mamba2": "shared_transformer",
         }
         for group in self.layers or ():
             for spec in group.pattern:

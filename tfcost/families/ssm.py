@@ -304,6 +304,80 @@ def read_nemotron_h(fields: Fields) -> dict[str, Any]:
     return shape
 
 
+ZAMBA2_KINDS = {"mamba": "mamba2", "linear_attention": "mamba2", "hybrid": "shared_transformer+mamba2"}
+
+
+def zamba2_default_types() -> list[str]:
+    """Zamba2Config's layers_block_type when a config leaves it out: 54 layers, a hybrid layer after every 6th Mamba-2
+    layer and then closer together (the Zamba2-2.7B layout)."""
+    mamba, hybrid = "linear_attention", "hybrid"
+    return [mamba, *([mamba] * 5 + [hybrid]) * 7, *[mamba] * 4, hybrid, *[mamba] * 3, hybrid, *[mamba] * 2]
+
+
+def read_zamba2(fields: Fields) -> dict[str, Any]:
+    """Zamba2: Mamba-2 layers; a 'hybrid' layer first runs a shared transformer block (attention over 2d, head_dim
+    2d/H, a gated MLP of intermediate_size, default 4d; num_mem_blocks blocks used in turn, held by their first
+    uses), its adapters and a d x d linear (tfcost.layers.shared_transformer). The layers are layers_block_type
+    (legacy 'mamba' = 'linear_attention'), one per num_hidden_layers as transformers checks."""
+    causal_lm_head(fields)
+    types = fields.list_of("layers_block_type", str, None)
+    types = zamba2_default_types() if types is None else types
+    layers = fields.int("num_hidden_layers", 54)
+    if len(types) != layers or not types:
+        raise TfcostError(
+            f"{fields.model_type} config: 'layers_block_type' must list the type of each of {layers} layers "
+            f"(num_hidden_layers), not {len(types)}"
+        )
+    for kind in types:
+        if kind not in ZAMBA2_KINDS:
+            raise TfcostError(f"{fields.model_type} config: layer type {kind!r} in 'layers_block_type' is unsupported")
+    blocks = fields.int("num_mem_blocks", 1)
+    if blocks < 1:
+        raise fields.wrong("num_mem_blocks", "a positive integer", blocks)
+    specs, uses = [], 0
+    for kind in types:  # Zamba2Model.get_layers: the first num_mem_blocks hybrid layers hold the shared blocks
+        spec: dict[str, Any] = {"mixer": ZAMBA2_KINDS[kind], "ffn": "none"}
+        if kind == "hybrid":
+            spec["tied"], uses = uses >= blocks, uses + 1
+        specs.append(spec)
+    hidden, heads = fields.int("hidden_size", 2560), fields.int("num_attention_heads", 32)
+    inner = int(fields.number("mamba_expand", 2) * hidden)
+    bias = fields.bool("add_bias_linear", False)
+    long_context = fields.bool("use_long_context", False)
+    return {
+        "vocab_size": fields.int("vocab_size", 32000),
+        "d_model": hidden,
+        "n_layers": layers,
+        "n_heads": heads,
+        "n_kv_heads": fields.int("num_key_value_heads", heads),
+        # Zamba2Config.attention_head_dim, whatever the file says (no heads: the schema names the error)
+        "head_dim": 2 * hidden // heads if heads > 0 else heads,
+        "d_ff": fields.nullable_int("intermediate_size", None) or 4 * hidden,
+        "mlp": "gated",
+        "norm": "rmsnorm",
+        "bias": {"qkv": False, "attn_out": False, "mlp": bias},
+        "tied_embeddings": fields.bool("tie_word_embeddings", True),
+        "position": "rotary" if fields.bool("use_mem_rope", False) else "none",
+        "max_seq_len": 16384 if long_context else fields.int("max_position_embeddings", 4096),
+        "block_norms": 1,
+        "ssm": {
+            "d_inner": inner,
+            "d_state": fields.int("mamba_d_state", 64),
+            "n_heads": fields.int("n_mamba_heads", 8),
+            "n_groups": fields.int("mamba_ngroups", 1),
+            "conv_kernel": fields.int("mamba_d_conv", 4),
+            "chunk_size": fields.int("chunk_size", 256),
+            "conv_bias": True,  # Zamba2MambaMixer builds its conv1d with a bias whatever use_conv_bias says
+            "proj_bias": bias,
+        },
+        "shared_transformer": {
+            "adapter_rank": fields.int("adapter_rank", 128),
+            "attention_adapters": fields.bool("use_shared_attention_adapter", False),
+        },
+        "layers": run_length(specs),
+    }
+
+
 GRANITE_MULTIPLIERS = frozenset(
     {"embedding_multiplier", "logits_scaling", "residual_multiplier", "attention_multiplier"}
 )
@@ -344,6 +418,19 @@ FAMILIES: dict[str, Family] = {
     "jamba": Family(
         read_jamba,
         HYBRID_HARMLESS | MOE_ROUTING | {"sliding_window"},  # JambaConfig has none: its attention sees all T
+    ),
+    "zamba2": Family(
+        read_zamba2,
+        HYBRID_HARMLESS
+        # Zamba2Config.__post_init__ recomputes these from the sizes and layers_block_type, whatever a file says.
+        | {"attention_hidden_size", "attention_head_dim", "mamba_headdim", "kv_channels", "num_query_groups"}
+        | {"hybrid_layer_ids", "use_conv_bias", "use_mem_eff_path"},
+        refused=(
+            # PreTrainedModel.get_expanded_tied_weights_keys ties nothing without it, the shared blocks included.
+            Refusal(
+                "tie_word_embeddings", "bool", True, (True,), "transformers then holds a copy of a shared block per use"
+            ),
+        ),
     ),
     "nemotron_h": Family(
         read_nemotron_h,

@@ -22,6 +22,7 @@ from tfcost.layers.mla import mla_ops
 from tfcost.layers.mlp import mlp_ops
 from tfcost.layers.moe import mlp_and_moe_ops, moe_ops
 from tfcost.layers.norms import block_norm_names, norm_op
+from tfcost.layers.shared_transformer import shared_transformer_ops
 from tfcost.layers.short_conv import short_conv_ops
 from tfcost.ops import Op, Saved
 from tfcost.schema import ModelShape
@@ -50,6 +51,7 @@ MIXERS: dict[str, OpTable] = {
     "mamba": mamba_ops,
     "mamba2": mamba2_ops,
     "attention+mamba2": attention_and_mamba2_ops,
+    "shared_transformer+mamba2": shared_transformer_ops,
 }
 FFNS: dict[str, OpTable] = {"mlp": mlp_ops, "moe": moe_ops, "mlp+moe": mlp_and_moe_ops, "none": no_ops}
 MIXERS.update(

@@ -19,12 +19,16 @@ from tfcost.ops import Op, Rate, Saved, Span
 from tfcost.schema import ModelShape
 
 
-def attention_ops(shape: ModelShape, block: Block, prefix: str = "attention", cross: bool = False) -> list[Op]:
+def attention_ops(
+    shape: ModelShape, block: Block, prefix: str = "attention", cross: bool = False, width: int | None = None
+) -> list[Op]:
     """One attention: q, k, v projections, QK^T and AV over the score entries of every query head (paid per query
     head, also under GQA/MQA: formulas-and-specs.md §1.12), the output projection, and its cache rows (2*K*Q per
     position, the lesson's "Costs" section; an encoder keeps none). Cross-attention reads keys and values from
-    the encoder's positions, unmasked, and caches them once per encoder position."""
+    the encoder's positions, unmasked, and caches them once per encoder position. `width`: what q, k and v are
+    projected from, where it is not d (Zamba2's shared attention reads [hidden state, embeddings], 2 d wide)."""
     d, bias, heads = shape.d_model, shape.bias, shape.n_heads
+    source = width or d
     kv_heads, q = block.kv_heads or shape.n_kv_heads, block.head_dim or shape.head_dim  # a layer's own, if it has them
     # Gemma 3n/4: a KV-shared layer reads an earlier layer's keys and values (no projections, no cache); a layer
     # with values_from_keys has no value projection.
@@ -37,10 +41,10 @@ def attention_ops(shape: ModelShape, block: Block, prefix: str = "attention", cr
     saves = not cross
     ops = [
         # An output gate (Qwen3-Next) doubles q_proj: the second half, sigmoid-ed, scales each head's output.
-        Op(f"{prefix}/q", "linear", d, heads * q * (1 + gate), "token", bias.qkv, flops_part=qkv,
-           saves=(Saved("input (read by q, k and v)", d, split=False),) * saves),
-        Op(f"{prefix}/k", "linear", d, kv_heads * q, keys, bias.qkv, keys_made, keys_made, flops_part=qkv),
-        Op(f"{prefix}/v", "linear", d, kv_heads * q, keys, bias.qkv, values_made, values_made, flops_part=qkv),
+        Op(f"{prefix}/q", "linear", source, heads * q * (1 + gate), "token", bias.qkv, flops_part=qkv,
+           saves=(Saved("input (read by q, k and v)", source, split=False),) * saves),
+        Op(f"{prefix}/k", "linear", source, kv_heads * q, keys, bias.qkv, keys_made, keys_made, flops_part=qkv),
+        Op(f"{prefix}/v", "linear", source, kv_heads * q, keys, bias.qkv, values_made, values_made, flops_part=qkv),
         Op(f"{prefix}/scores", "scores", q, heads, "entry", flops_part=f"{prefix}/scores", span=span,
            saves=scores_saves(heads * q, kv_heads * q * keys_made, heads) * saves),
         Op(f"{prefix}/values", "values", q, heads, "entry", flops_part=f"{prefix}/values", span=span,
