@@ -41,6 +41,12 @@ OpKind = Literal["linear", "scores", "values", "index", "norm", "table", "cache"
 # decode step runs (transformers' selective_state_update), so forward(T) - forward(T - 1) is one step's work.
 # Lightning attention (MiniMax-01) does not pad: its blocks are C positions and a last one of r = T mod C:
 #   block_entry   whole blocks x C^2 + r^2 position pairs within blocks (causal: 0, as chunk_entry)
+# Compressed attention (DeepSeek-V4, tfcost.layers.compressed_attention) folds every m positions (the span's
+# `compress`) into one entry; the multiplicities step at every m-th token, each an O(1) floor expression:
+#   compressed        floor(T/m) compressed entries made (and cached)
+#   compressed_tail   T mod m positions not yet compressed (buffered in the cache until their window closes)
+#   compressed_entry  query x compressed-entry pairs: T floor(T/m) in full; causal, query t (from 0) reads the
+#                     floor((t+1)/m) entries closed by then, at most k under top-k selection (compressed_pairs)
 Rate = Literal[
     "token",
     "source_token",
@@ -53,6 +59,9 @@ Rate = Literal[
     "chunk_pair",
     "chunk_readout",
     "block_entry",
+    "compressed",
+    "compressed_tail",
+    "compressed_entry",
 ]
 
 
@@ -67,6 +76,8 @@ class Span:
     # Sparse attention (DeepSeek-V3.2's DSA): each query attends to at most k positions an indexer selects among the
     # earlier ones. Unlike a window, every position stays cached, as any may be selected later.
     topk: int | None = None
+    # Compressed attention (DeepSeek-V4): every m positions are folded into one compressed entry.
+    compress: int | None = None
 
 
 @dataclass(frozen=True)
@@ -163,6 +174,14 @@ def rate_multiplicity(per: Rate, span: Span, tokens: int, source_tokens: int, ca
         case "block_entry":
             whole, rest = divmod(tokens, span.chunk or 1)
             return 0 if causal else whole * (span.chunk or 1) ** 2 + rest * rest
+        case "compressed":
+            return tokens // (span.compress or 1)
+        case "compressed_tail":
+            return tokens % (span.compress or 1)
+        case "compressed_entry":
+            if not (causal and span.causal):
+                return tokens * (tokens // (span.compress or 1))
+            return compressed_pairs(tokens, span.compress or 1, span.topk)
 
 
 def chunk_multiplicity(per: Rate, chunk: int, tokens: int, causal: bool) -> int:
@@ -175,6 +194,22 @@ def chunk_multiplicity(per: Rate, chunk: int, tokens: int, causal: bool) -> int:
     if per == "chunk_pair":
         return (chunks + 1) * (chunks + 1)
     return chunks * chunk
+
+
+def closed_entries(tokens: int, rate: int) -> int:
+    """sum over t = 1..T of floor(t/m): with q = floor(T/m), r = T mod m, m q(q-1)/2 + q(r+1) (each whole window
+    of m adds m x the entries closed before it, the last q entries are read by the r + 1 positions from q m on)."""
+    whole, rest = divmod(tokens, rate)
+    return rate * whole * (whole - 1) // 2 + whole * (rest + 1)
+
+
+def compressed_pairs(tokens: int, rate: int, topk: int | None) -> int:
+    """Query x compressed-entry pairs kept causally: query t (from 0) reads the floor((t+1)/m) entries whose window
+    has closed by then (transformers' DeepseekV4HCACompressor causal_threshold), at most k of them under top-k
+    selection (DeepseekV4Indexer): sum over t = 1..T of min(floor(t/m), k). From t = k m on every query reads k."""
+    if topk is None or tokens < topk * rate:
+        return closed_entries(tokens, rate)
+    return closed_entries(topk * rate - 1, rate) + topk * (tokens - topk * rate + 1)
 
 
 def multiplicity(op: Op, tokens: int, source_tokens: int, causal: bool) -> int:
@@ -272,7 +307,9 @@ def rate_polynomial(per: Rate, span: Span, causal: bool) -> tuple[Poly, ...] | N
     T tokens; T^2 or T(T+1)/2 score entries, and past a window W, W(W+1)/2 + (T - W)W = (2WT + W - W^2)/2;
     T cached positions, capped at W (or C) from W + 1 on; top-k sparse attention as a window of k. None for a
     causal chunked span, whose entries start over every C positions, and for the chunk and block rates of
-    recurrent mixers (a new piece at every chunk: no closed form)."""
+    recurrent mixers (a new piece at every chunk: no closed form), and for compressed attention's rates, which step
+    at every m-th token (their floor expressions in rate_multiplicity are O(1) at any T: curves evaluate them
+    directly)."""
     linear: Poly = (1, 0, 1, 0, 1)
     match per:
         case "token" | "source_token":
@@ -295,7 +332,7 @@ def rate_polynomial(per: Rate, span: Span, causal: bool) -> tuple[Poly, ...] | N
         case "cached":
             limit = None if span.cross else span.window or span.chunk
             return (linear,) if limit is None else (linear, (limit + 1, 0, 0, limit, 1))
-        case _:  # a chunked scan or lightning blocks: whole chunks padded or counted apart, a step at every chunk
+        case _:  # a chunked scan, lightning blocks, compressed entries: a step at every chunk or window of m
             return None
 
 
