@@ -169,3 +169,78 @@ def test_legacy_keys_read_as_deepseek_v4_config_folds_them():
     config = th.config_from_dict(legacy)
     assert config.layer_types == SMALL["layer_types"]
     assert config.compress_rates == SMALL["compress_rates"]
+
+
+# estimate, serve and check: a stepped cache has no bytes per token, so each shows the cache at its own T -----------
+
+
+def write_config(tmp_path: Any, data: dict[str, Any]) -> str:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**data, "architectures": ["DeepseekV4ForCausalLM"]}))
+    return str(path)
+
+
+def test_estimate_shows_the_cache_held_at_t_and_says_why_there_is_no_per_token_figure(tmp_path):
+    from conftest import run_in_process
+
+    path = write_config(tmp_path, th.saved_forms("deepseek_v4")["saved"])
+    run = run_in_process("estimate", path, "--seq", "128", "--format", "json")
+    assert run.code == 0, run.stderr
+    kv = json.loads(run.stdout)["kv_cache"]
+    assert kv["bytes_per_token"] is None and "steps every 4 and 128 positions" in kv["note"]
+    assert (kv["bytes"] + kv["state_bytes"], kv["state_bytes"]) == held_bytes(default_model(), 128)
+    table = run_in_process("estimate", path, "--seq", "128", env={"COLUMNS": "200"})
+    assert "KV cache per token" not in table.stdout and "held after 128 tokens" in table.stdout
+
+
+def test_serve_prices_the_cache_at_p_plus_g_and_finds_the_longest_context_by_its_bound(tmp_path):
+    from conftest import run_in_process
+
+    from tfcost import serving
+    from tfcost.memory import kv_cache_ceiling_bytes
+
+    path = write_config(tmp_path, th.saved_forms("deepseek_v4")["saved"])
+    run = run_in_process("serve", path, "--gpu", "h100-sxm", "--gpus", "8", "--prompt", "100", "--generate", "28",
+                         "--format", "json")  # fmt: skip
+    assert run.code == 0, run.stderr
+    served = json.loads(run.stdout)
+    memory = served["memory"]
+    assert memory["kv_cache_bytes_per_token"] is None and "held after 128 tokens" in memory["kv_cache_note"]
+    # The shared key-value head and its compressors are replicated on every GPU: cache and state whole on each.
+    assert (memory["kv_cache_bytes_per_gpu"] + memory["state_bytes_per_gpu"], memory["state_bytes_per_gpu"]) == (
+        held_bytes(default_model(), 128)
+    )
+    # The longest context: its bound fits what the weights and state leave, one token more does not.
+    shape = shape_of(th.saved_forms("deepseek_v4")["saved"])
+    budget = serving.kv_budget_bytes_per_gpu(served["inputs"]["usable_bytes_per_gpu"], memory["weights_bytes_per_gpu"])
+    left = budget - memory["state_bytes_per_gpu"]
+    longest = served["max_context"]
+    assert (
+        kv_cache_ceiling_bytes(shape, longest, 1, "bf16")
+        <= left
+        < kv_cache_ceiling_bytes(shape, longest + 1, 1, "bf16")
+    )
+
+
+def test_the_cache_bound_is_above_the_cache_at_every_shorter_length():
+    from tfcost.memory import kv_cache_ceiling_bytes
+
+    shape = shape_of(SMALL)
+    highest = 0
+    for tokens in range(1, 300):
+        highest = max(highest, kv_cache_bytes(shape, tokens, 1, "bf16"))
+        bound = kv_cache_ceiling_bytes(shape, tokens, 1, "bf16")
+        assert highest <= bound <= kv_cache_ceiling_bytes(shape, tokens + 1, 1, "bf16")
+
+
+def test_check_agrees_with_the_transformers_engine_on_the_cache_held(tmp_path):
+    from tfcost import engines
+    from tfcost.schema import Workload
+
+    report = engines.check(None, write_config(tmp_path, SMALL), Workload(seq_len=30))
+    assert [row.quantity for row in report.rows] == [
+        "params.total", "flops.forward_per_sequence", "kv_cache.held_bytes",
+    ]  # fmt: skip
+    assert report.agree
+    held = next(row for row in report.rows if row.quantity == "kv_cache.held_bytes")
+    assert held.analytic == held_bytes(small_model(), 30)[0]

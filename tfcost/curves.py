@@ -164,7 +164,8 @@ def attention_term_curve(shape: ModelShape) -> Curve:
     query reads, T capped at W (the 'cached' rate)."""
     form: Form = tuple(("cached", span, value) for span, value in flops.score_term_form(shape))
     closed = form_curve(form, True)
-    assert closed is not None  # a 'cached' rate always has a closed form
+    if closed is None:  # compressed entries (floor(T/m) read by the last query): the function at each T
+        return Curve((), direct=lambda tokens: flops.attention_score_flops_per_token(shape, tokens))
     return closed
 
 
@@ -180,9 +181,11 @@ def training_curve(shape: ModelShape, causal: bool) -> Curve | None:
 
 
 def kv_cache_curve(shape: ModelShape, batch: int, dtype: Dtype) -> Curve:
-    """memory.kv_cache_bytes in T: the cache rows' closed form (memory.cache_form) times B x s."""
+    """memory.kv_cache_bytes in T: the cache rows' closed form (memory.cache_form) times B x s; a cache that steps
+    every m positions (compressed attention) has none, and is its floor expressions at each T (O(1) a point)."""
     closed = form_curve(memory.cache_form(shape), True)
-    assert closed is not None  # a 'cached' rate always has a closed form
+    if closed is None:
+        return Curve((), direct=lambda tokens: memory.kv_cache_bytes(shape, tokens, batch, dtype))
     return closed.scaled(memory.cached_element_bytes(batch, dtype))
 
 

@@ -146,8 +146,9 @@ def visible_positions(span: Span, tokens: int, source_tokens: int) -> int:
 
 
 def attended_positions(span: Span, tokens: int, source_tokens: int) -> int:
-    """Positions the last query attends to: those it sees, and of them at most k under top-k sparse attention."""
-    visible = visible_positions(span, tokens, source_tokens)
+    """Positions the last query attends to: those it sees, and of them at most k under top-k sparse attention; of
+    a compressed span, the floor(T/m) entries closed so far (at most k)."""
+    visible = tokens // span.compress if span.compress else visible_positions(span, tokens, source_tokens)
     return visible if span.topk is None else min(visible, span.topk)
 
 
@@ -330,6 +331,8 @@ def rate_polynomial(per: Rate, span: Span, causal: bool) -> tuple[Poly, ...] | N
             w = min(limits)  # top-k attention counts as a window of k (score_entries)
             return (triangle, (w + 1, 0, 2 * w, w - w * w, 2))
         case "cached":
+            if span.compress is not None:  # compressed entries read: floor(T/m), a step every m positions
+                return None
             limit = None if span.cross else span.window or span.chunk
             return (linear,) if limit is None else (linear, (limit + 1, 0, 0, limit, 1))
         case _:  # a chunked scan, lightning blocks, compressed entries: a step at every chunk or window of m
