@@ -244,3 +244,21 @@ def test_check_agrees_with_the_transformers_engine_on_the_cache_held(tmp_path):
     assert report.agree
     held = next(row for row in report.rows if row.quantity == "kv_cache.held_bytes")
     assert held.analytic == held_bytes(small_model(), 30)[0]
+
+
+@pytest.mark.parametrize(
+    ("edit", "says"),
+    [
+        ({"o_groups": 3}, "o_groups .* must divide"),
+        ({"hc_mult": 0}, "hc_mult"),
+        ({"n_shared_experts": 2}, "one shared expert"),
+        ({"layer_types": ["full_attention"] * 4}, "full_attention"),
+        ({"compress_rates": {"compressed_sparse_attention": 0}}, "positive integer"),
+        ({"mlp_layer_types": ["moe"] * 3}, "3 entries for 4 layers"),
+    ],
+)
+def test_a_config_transformers_would_not_build_as_priced_is_refused(edit, says):
+    from tfcost.errors import TfcostError
+
+    with pytest.raises(TfcostError, match=says):
+        shape_of({**SMALL, **edit})

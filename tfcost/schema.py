@@ -458,6 +458,7 @@ class ModelShape(Frozen):
         self._check_attention_variants()
         self._check_layer_groups()
         self._check_linear_mixers()
+        self._check_compressed_attention()
         return self
 
     def _check_layer_groups(self) -> None:
@@ -501,6 +502,14 @@ class ModelShape(Frozen):
                 name = needs.get(spec.mixer)
                 if name is not None and getattr(self, name) is None:
                     raise ValueError(f"layers: a '{spec.mixer}' layer needs the model's {name}")
+
+    def _check_compressed_attention(self) -> None:
+        groups = self.compressed_attention.o_groups if self.compressed_attention else 1
+        if (self.n_heads * self.head_dim) % groups:
+            raise ValueError(
+                f"compressed_attention.o_groups ({groups}) must divide n_heads x head_dim "
+                f"({self.n_heads * self.head_dim}): the grouped output projection splits the heads' outputs"
+            )
 
     def _check_stacks(self) -> None:
         if (self.architecture == "encoder-decoder") != (self.n_decoder_layers is not None):

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from tfcost.errors import TfcostError
 from tfcost.families.mla import layer_groups, layer_list
 from tfcost.hf_config import DEEPSEEK_REFUSED, LLAMA_IGNORED, MOE_ROUTING, Family, Fields, causal_lm_head
 
@@ -77,9 +76,9 @@ def read_deepseek_v4(fields: Fields) -> dict[str, Any]:
     csa_rate, hca_rate = compress_rates(fields)
     heads = fields.int("num_attention_heads", 64)
     head_dim = fields.int("head_dim", 512)
-    groups = fields.int("o_groups", 8)
-    if (heads * head_dim) % groups:
-        raise TfcostError(f"deepseek_v4 config: o_groups ({groups}) must divide num_attention_heads x head_dim")
+    streams = fields.int("hc_mult", 4)
+    if streams < 1:  # DeepseekV4Model always expands the residual into hc_mult streams
+        raise fields.wrong("hc_mult", "a positive integer", streams)
     specs = [{"mixer": LAYER_KINDS[kind], "window": window, "ffn": "moe"} for kind in kinds]
     return {
         "vocab_size": fields.int("vocab_size", 129280),
@@ -103,7 +102,7 @@ def read_deepseek_v4(fields: Fields) -> dict[str, Any]:
         },
         "compressed_attention": {
             "q_lora_rank": fields.int("q_lora_rank", 1024),
-            "o_groups": groups,
+            "o_groups": fields.int("o_groups", 8),
             "o_lora_rank": fields.int("o_lora_rank", 1024),
             "csa_rate": csa_rate,
             "hca_rate": hca_rate,
@@ -113,7 +112,7 @@ def read_deepseek_v4(fields: Fields) -> dict[str, Any]:
                 "topk": fields.int("index_topk", 512),
             },
         },
-        "hyper_connections": fields.int("hc_mult", 4),
+        "hyper_connections": streams,
         "mtp_layers": fields.int("num_nextn_predict_layers", 1),
         "layers": layer_groups(specs),
     }
