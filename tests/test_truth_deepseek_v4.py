@@ -25,7 +25,7 @@ import truth_harness as th  # noqa: E402
 
 from tfcost.flops import forward_flops, forward_flops_breakdown, score_entries  # noqa: E402
 from tfcost.hf_config import read_config  # noqa: E402
-from tfcost.memory import kv_cache_bytes, state_bytes  # noqa: E402
+from tfcost.memory import attention_count, kv_cache_bytes, state_bytes  # noqa: E402
 from tfcost.ops import compressed_pairs  # noqa: E402
 from tfcost.params import active_params, mtp_params, parameter_breakdown, total_params  # noqa: E402
 from tfcost.presets import model_from_mapping  # noqa: E402
@@ -90,6 +90,8 @@ def test_the_default_is_deepseek_v4_flash_with_its_published_counts():
     assert parts["hyper_connections/head"] == 4 * 4 * 4096 + 4 + 1
     # The MTP module transformers does not build (num_nextn_predict_layers 1) is counted apart, not in the total.
     assert shape.mtp_layers == 1 and mtp_params(shape) > 0
+    # One attention a layer: the compressed entries are more columns of the same softmax, not another attention.
+    assert attention_count(shape) == 43
 
 
 SMALL = {

@@ -103,8 +103,13 @@ def score_matrix_bytes_per_layer(shape: ModelShape, seq_len: int, batch: int, dt
 
 @lru_cache(maxsize=4096)
 def attention_count(shape: ModelShape) -> int:
-    """Attentions in the model: its score rows, one per block, two in a decoder block with cross-attention."""
-    return sum(count * sum(op.kind == "scores" for op in layer_ops(shape, block)) for block, count in blocks(shape))
+    """Attentions in the model: its score rows over T x T entries, one per block, two in a decoder block with
+    cross-attention (a compressed-attention layer's scores over its compressed entries are more columns of the
+    same softmax, not another attention, and are not in the T^2 figure)."""
+    return sum(
+        count * sum(op.kind == "scores" and op.per == "entry" for op in layer_ops(shape, block))
+        for block, count in blocks(shape)
+    )
 
 
 def score_matrix_bytes(shape: ModelShape, seq_len: int, batch: int, dtype: Dtype) -> int:
