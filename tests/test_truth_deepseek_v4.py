@@ -264,3 +264,12 @@ def test_a_config_transformers_would_not_build_as_priced_is_refused(edit, says):
 
     with pytest.raises(TfcostError, match=says):
         shape_of({**SMALL, **edit})
+
+
+def test_compare_says_why_the_per_token_cell_is_empty(tmp_path):
+    from conftest import run_in_process
+
+    path = write_config(tmp_path, SMALL)
+    run = run_in_process("compare", path, "llama-3-8b", "--seq", "30", env={"COLUMNS": "300"})
+    assert run.code == 0, run.stderr
+    assert ": The KV cache steps every 4 and 8 positions" in run.stdout and "held after 30 tokens" in run.stdout

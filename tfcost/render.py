@@ -328,6 +328,8 @@ def compare_table(
     engines = sorted({result.model for result in results if result.engine == "transformers"})
     if engines:
         notes.append(f"Answered by the transformers engine (meta device, FlopCounterMode): {', '.join(engines)}.")
+    stepped = [result for result in results if isinstance(result, Estimate) and result.kv_cache.note]
+    notes += [f"{result.model}: {result.kv_cache.note}" for result in stepped]
     print_table(table, *notes)
 
 
