@@ -93,10 +93,17 @@ def test_an_uncovered_mixer_is_an_error_naming_it(tmp_path: Path) -> None:
     assert line.startswith("tfcost: error: mixer kind 'rwkv7' is not covered by tfcost's core (covered: attention, mla")
 
 
-@pytest.mark.parametrize("field", ["hyper_connections"])  # per_layer_embedding_dim: priced (Gemma 3n, 4)
-def test_a_slot_without_a_formula_is_refused_not_zero(field: str) -> None:
-    with pytest.raises(TfcostError, match=f"{field}: .* does not price it yet"):
-        params.total_params(with_fields(load_model("llama-3-8b"), **{field: 4}))
+def test_hyper_connections_are_priced_in_every_layer_and_the_head() -> None:
+    # DeepSeek-V4's mHC (tfcost.layers.hyper_connections; exact against transformers in test_truth_deepseek_v4):
+    # per sublayer an n d -> (2 + n) n projection, (2 + n) n biases and 3 scales, and the streams mixed by an
+    # n x n matmul (2 n^2 d FLOPs a token); after the last layer an n d -> n projection, n biases and a scale.
+    base = load_model("llama-3-8b")
+    n, d, layers, tokens = 4, base.d_model, base.n_layers, 100
+    mixed = with_fields(base, hyper_connections=n)
+    per_layer = 2 * (n * d * (2 + n) * n + (2 + n) * n + 3)
+    assert params.total_params(mixed) - params.total_params(base) == layers * per_layer + n * n * d + n + 1
+    per_token = layers * 2 * (2 * n * d * (2 + n) * n + 2 * n * n * d) + 2 * n * d * n
+    assert flops.forward_flops(mixed, tokens) - flops.forward_flops(base, tokens) == tokens * per_token
 
 
 def test_a_new_mixer_kind_is_one_table_and_one_entry(monkeypatch: pytest.MonkeyPatch) -> None:

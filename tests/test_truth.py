@@ -170,7 +170,14 @@ def test_forward_flops_match_flop_counter(name):
     assert forward_flops(tfcost_shape(name), T) == counted_flops(meta_model(name), inputs(data, T))
 
 
-@pytest.mark.parametrize("name", [name for name in NAMES if name != "bert-base"])
+# DeepSeek-V4's cache steps every few tokens (compressed entries, buffered windows, an overlap state): it is checked
+# whole, at several T, in tests/test_truth_deepseek_v4.py.
+STEPPED = {"deepseek_v4"}
+
+
+@pytest.mark.parametrize(
+    "name", [name for name in NAMES if name != "bert-base" and text_model_type(raw_config(name)) not in STEPPED]
+)
 def test_kv_cache_matches_the_cache_transformers_returns(name):
     data = raw_config(name)
     with torch.no_grad():

@@ -306,9 +306,12 @@ def solve_exact(rows: list[list[int]], values: list[int]) -> list[Fraction] | No
     return solution
 
 
-def form_curve(form: Form, causal: bool) -> Curve:
-    """A fold collected from operation rows (tfcost.ops.collect) as its exact closed form."""
+def form_curve(form: Form, causal: bool, direct: Callable[[int], int]) -> Curve:
+    """A fold collected from operation rows (tfcost.ops.collect) as its exact closed form, or, where a row has none
+    (compressed attention steps every m positions), `direct`: the core function, O(1) at each T."""
     closed = form_polynomial(form, causal)
+    if closed is None:
+        return Curve((), direct=direct)
     return Curve(tuple(Piece(*piece) for piece in closed.pieces), tuple(ChunkTerm(*term) for term in closed.chunked))
 
 
@@ -317,7 +320,7 @@ def attention_term_curve(shape: ModelShape) -> Curve:
     query reads (tfcost.ops.attended_positions): T capped at W, as the 'cached' rate counts, and at k under top-k
     sparse attention."""
     form: Form = tuple(("cached", attended_span(span), value) for span, value in flops.score_term_form(shape))
-    return form_curve(form, True)
+    return form_curve(form, True, lambda tokens: flops.attention_score_flops_per_token(shape, tokens))
 
 
 def attended_span(span: Span) -> Span:
@@ -331,7 +334,7 @@ def attended_span(span: Span) -> Span:
 
 def forward_curve(shape: ModelShape, causal: bool) -> Curve:
     """flops.forward_flops in T, from its rows (flops.forward_form)."""
-    return form_curve(flops.forward_form(shape), causal)
+    return form_curve(flops.forward_form(shape), causal, lambda tokens: flops.forward_flops(shape, tokens, causal))
 
 
 def training_curve(shape: ModelShape, causal: bool) -> Curve:
@@ -340,8 +343,12 @@ def training_curve(shape: ModelShape, causal: bool) -> Curve:
 
 
 def kv_cache_curve(shape: ModelShape, batch: int, dtype: Dtype) -> Curve:
-    """memory.kv_cache_bytes in T: the cache rows' closed form (memory.cache_form) times B x s."""
-    return form_curve(memory.cache_form(shape), True).scaled(memory.cached_element_bytes(batch, dtype))
+    """memory.kv_cache_bytes in T: the cache rows' closed form (memory.cache_form) times B x s; a cache that steps
+    every m positions (compressed attention) has none, and is its floor expressions at each T (O(1) a point)."""
+    closed = form_curve(
+        memory.cache_form(shape), True, lambda tokens: memory.kv_cache_bytes(shape, tokens, batch, dtype)
+    )
+    return closed if closed.direct is not None else closed.scaled(memory.cached_element_bytes(batch, dtype))
 
 
 @lru_cache(maxsize=4096)  # asked again for every quantity and batch size a sweep fits

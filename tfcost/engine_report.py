@@ -100,10 +100,20 @@ CHECKED = (
 )
 
 
+# A cache that steps every m positions (compressed attention) has no per-token part to set beside the engine's
+# (its growth from T to T + 1): the two are compared on what is held after T tokens, cache and state together.
+HELD = "kv_cache.held_bytes"
+HELD_LABEL = "KV cache and state held after T tokens (the cache steps every few tokens: no per-token split)"
+
+
 def check_report(analytic: Estimate, engine: EngineEstimate) -> CheckReport:
-    """Each shared quantity from both engines, with transformers' value minus tfcost's."""
+    """Each shared quantity from both engines, with transformers' value minus tfcost's; for a stepped cache, the
+    bytes held after T tokens in place of the per-token split."""
+    stepped = analytic.kv_cache.bytes_per_token is None
     rows = []
     for key in CHECKED:
+        if stepped and key.startswith("kv_cache."):
+            continue
         section, name = key.split(".")
         ours, theirs = getattr(analytic, section), getattr(engine, section)
         field = type(theirs).model_fields[name]
@@ -113,6 +123,13 @@ def check_report(analytic: Estimate, engine: EngineEstimate) -> CheckReport:
         mine, real = getattr(ours, name), getattr(theirs, name)
         rows.append(
             CheckRow(quantity=key, label=field.description or key, unit=unit, analytic=mine, transformers=real,
+                     difference=real - mine)
+        )  # fmt: skip
+    if stepped:
+        mine = analytic.kv_cache.bytes + analytic.kv_cache.state_bytes
+        real = engine.kv_cache.bytes + engine.kv_cache.state_bytes
+        rows.append(
+            CheckRow(quantity=HELD, label=HELD_LABEL, unit="bytes", analytic=mine, transformers=real,
                      difference=real - mine)
         )  # fmt: skip
     return CheckReport(

@@ -313,6 +313,15 @@ def multiplicity_factor(op: Op, tokens: int, causal: bool) -> Factor:
             return ("T_src" if op.span.cross else "T"), number(seen)
         case "sequence" | "weights":
             return "1", "1"
+        case "compressed" | "compressed_tail" | "compressed_entry":  # compressed attention, m positions an entry
+            m, count = op.span.compress, number(multiplicity(op, tokens, tokens, causal))
+            if op.per == "compressed":
+                return f"⌊T/{m}⌋", count
+            if op.per == "compressed_tail":
+                return f"(T mod {m})", count
+            if causal and op.span.causal:
+                return ("Σₜ ⌊t/{m}⌋" if op.span.topk is None else f"Σₜ min(⌊t/{m}⌋, k)").format(m=m), count
+            return f"T·⌊T/{m}⌋", count
         case _:  # a recurrent mixer's chunk or block rate (tfcost.ops.Rate): its count at T, from the core
             return f"n_{op.per}(T)", number(multiplicity(op, tokens, tokens, causal))
 
@@ -378,8 +387,12 @@ def attention_term_lines(shape: ModelShape, tokens: int) -> list[Line]:
         positions = multiplicity_factor(
             Op(op.name, "cache", 0, 0, "cached", span=op.span), tokens, True
         )  # the positions a query reads: T, or min(T, W)
-        if op.span.topk is not None:  # of those, at most k under top-k sparse attention
-            positions = ("min(T, k)", number(attended_positions(op.span, tokens, tokens)))
+        read = number(attended_positions(op.span, tokens, tokens))
+        if op.span.compress is not None:  # the compressed entries closed so far (at most k under CSA's top-k)
+            m = op.span.compress
+            positions = (f"⌊T/{m}⌋" if op.span.topk is None else f"min(⌊T/{m}⌋, k)", read)
+        elif op.span.topk is not None:  # of those, at most k under top-k sparse attention
+            positions = ("min(T, k)", read)
         terms.append(times(count, product([("3", "3"), fan_in, fan_out, positions]), every(shape)))
     value = flops.attention_score_flops_per_token(shape, tokens)
     formula, working = total(terms) if terms else ("0", "0")
@@ -430,8 +443,12 @@ def kv_lines(shape: ModelShape, tokens: int, batch: int, dtype: Dtype) -> list[L
     s_factor = ("s", str(s))
     formula, working = with_bytes(per_token, [s_factor])
     formula_t, working_t = with_bytes(held, [("B", number(batch)), s_factor])
+    # A cache that steps every m positions (compressed attention) has no per-token figure: only its bytes at T.
+    per_token_line = [
+        line("KV cache per token", formula, working, memory.kv_cache_bytes_per_token(shape, dtype), "bytes", MEMORY)
+    ]
     return [
-        line("KV cache per token", formula, working, memory.kv_cache_bytes_per_token(shape, dtype), "bytes", MEMORY),
+        *([] if memory.cache_steps(shape) else per_token_line),
         line(
             f"KV cache, {number(batch)} x {number(tokens)} tokens",
             formula_t,

@@ -840,6 +840,7 @@ def shape_mapping(config: dict[str, Any]) -> dict[str, Any]:
 
 
 from tfcost.families import attention_variants as _attention_variants  # noqa: E402
+from tfcost.families import deepseek_v4 as _deepseek_v4  # noqa: E402
 from tfcost.families import flags as _flags  # noqa: E402 - the families modules import this one
 from tfcost.families import linear as _linear  # noqa: E402
 from tfcost.families import mla as _mla  # noqa: E402
@@ -850,6 +851,7 @@ FAMILIES.update(_mla.FAMILIES)
 FAMILIES.update(_ssm.FAMILIES)
 FAMILIES.update(_attention_variants.FAMILIES)
 FAMILIES.update(_linear.FAMILIES)
+FAMILIES.update(_deepseek_v4.FAMILIES)
 
 
 def supported_types_markdown(width: int = 116) -> str:

@@ -9,7 +9,7 @@ from functools import lru_cache
 
 from tfcost.blocks import blocks
 from tfcost.layers import layer_ops
-from tfcost.ops import Form, collect, evaluate, op_cache_per_position, op_state_elements
+from tfcost.ops import Form, collect, evaluate, op_cache_per_position, op_state_elements, rate_multiplicity
 from tfcost.schema import ModelShape
 from tfcost.units import DTYPE_BYTES, Dtype
 
@@ -29,6 +29,31 @@ def cache_form(shape: ModelShape) -> Form:
     return collect(
         [(count, op) for block, count in blocks(shape) for op in layer_ops(shape, block)], op_cache_per_position
     )
+
+
+# Cache rows whose positions step with T rather than grow by one a token (compressed attention, DeepSeek-V4).
+STEPPED_RATES = ("compressed", "compressed_tail")
+
+
+@lru_cache(maxsize=4096)
+def cache_steps(shape: ModelShape) -> tuple[int, ...]:
+    """The m of every cache row that steps every m positions (compressed entries and the tail of an unclosed
+    window): empty for a cache that grows by a fixed amount per token until its windows fill. A stepped cache has
+    no fixed bytes per token; what it holds is the cache at T (kv_cache_bytes) plus its fixed state."""
+    return tuple(sorted({span.compress or 1 for per, span, _ in cache_form(shape) if per in STEPPED_RATES}))
+
+
+def kv_cache_ceiling_bytes(shape: ModelShape, tokens: int, batch: int, dtype: Dtype) -> int:
+    """A bound of the cache at every length up to T, nondecreasing in T: kv_cache_bytes with each unclosed window
+    counted full, min(T, m - 1) positions where the cache holds T mod m (its other rows never shrink). Equal to
+    kv_cache_bytes for a cache that does not step."""
+    elements = 0
+    for per, span, value in cache_form(shape):
+        if per == "compressed_tail":
+            elements += value * min(tokens, (span.compress or 1) - 1)
+        else:
+            elements += value * rate_multiplicity(per, span, tokens, tokens, True)
+    return elements * cached_element_bytes(batch, dtype)
 
 
 def kv_cache_bytes_per_token(shape: ModelShape, dtype: Dtype) -> int:
@@ -78,8 +103,13 @@ def score_matrix_bytes_per_layer(shape: ModelShape, seq_len: int, batch: int, dt
 
 @lru_cache(maxsize=4096)
 def attention_count(shape: ModelShape) -> int:
-    """Attentions in the model: its score rows, one per block, two in a decoder block with cross-attention."""
-    return sum(count * sum(op.kind == "scores" for op in layer_ops(shape, block)) for block, count in blocks(shape))
+    """Attentions in the model: its score rows over T x T entries, one per block, two in a decoder block with
+    cross-attention (a compressed-attention layer's scores over its compressed entries are more columns of the
+    same softmax, not another attention, and are not in the T^2 figure)."""
+    return sum(
+        count * sum(op.kind == "scores" and op.per == "entry" for op in layer_ops(shape, block))
+        for block, count in blocks(shape)
+    )
 
 
 def score_matrix_bytes(shape: ModelShape, seq_len: int, batch: int, dtype: Dtype) -> int:

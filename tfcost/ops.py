@@ -42,6 +42,12 @@ OpKind = Literal["linear", "scores", "values", "index", "norm", "table", "cache"
 # decode step runs (transformers' selective_state_update), so forward(T) - forward(T - 1) is one step's work.
 # Lightning attention (MiniMax-01) does not pad: its blocks are C positions and a last one of r = T mod C:
 #   block_entry   whole blocks x C^2 + r^2 position pairs within blocks (causal: 0, as chunk_entry)
+# Compressed attention (DeepSeek-V4, tfcost.layers.compressed_attention) folds every m positions (the span's
+# `compress`) into one entry; the multiplicities step at every m-th token, each an O(1) floor expression:
+#   compressed        floor(T/m) compressed entries made (and cached)
+#   compressed_tail   T mod m positions not yet compressed (buffered in the cache until their window closes)
+#   compressed_entry  query x compressed-entry pairs: T floor(T/m) in full; causal, query t (from 0) reads the
+#                     floor((t+1)/m) entries closed by then, at most k under top-k selection (compressed_pairs)
 Rate = Literal[
     "token",
     "source_token",
@@ -54,6 +60,9 @@ Rate = Literal[
     "chunk_pair",
     "chunk_readout",
     "block_entry",
+    "compressed",
+    "compressed_tail",
+    "compressed_entry",
 ]
 
 
@@ -68,6 +77,8 @@ class Span:
     # Sparse attention (DeepSeek-V3.2's DSA): each query attends to at most k positions an indexer selects among the
     # earlier ones. Unlike a window, every position stays cached, as any may be selected later.
     topk: int | None = None
+    # Compressed attention (DeepSeek-V4): every m positions are folded into one compressed entry.
+    compress: int | None = None
 
 
 # When a saved tensor is held (Korthikanti et al. 2022 §4-5):
@@ -167,8 +178,9 @@ def visible_positions(span: Span, tokens: int, source_tokens: int) -> int:
 
 
 def attended_positions(span: Span, tokens: int, source_tokens: int) -> int:
-    """Positions the last query attends to: those it sees, and of them at most k under top-k sparse attention."""
-    visible = visible_positions(span, tokens, source_tokens)
+    """Positions the last query attends to: those it sees, and of them at most k under top-k sparse attention; of
+    a compressed span, the floor(T/m) entries closed so far (at most k)."""
+    visible = tokens // span.compress if span.compress else visible_positions(span, tokens, source_tokens)
     return visible if span.topk is None else min(visible, span.topk)
 
 
@@ -195,6 +207,14 @@ def rate_multiplicity(per: Rate, span: Span, tokens: int, source_tokens: int, ca
         case "block_entry":
             whole, rest = divmod(tokens, span.chunk or 1)
             return 0 if causal else whole * (span.chunk or 1) ** 2 + rest * rest
+        case "compressed":
+            return tokens // (span.compress or 1)
+        case "compressed_tail":
+            return tokens % (span.compress or 1)
+        case "compressed_entry":
+            if not (causal and span.causal):
+                return tokens * (tokens // (span.compress or 1))
+            return compressed_pairs(tokens, span.compress or 1, span.topk)
 
 
 def chunk_multiplicity(per: Rate, chunk: int, tokens: int, causal: bool) -> int:
@@ -207,6 +227,22 @@ def chunk_multiplicity(per: Rate, chunk: int, tokens: int, causal: bool) -> int:
     if per == "chunk_pair":
         return (chunks + 1) * (chunks + 1)
     return chunks * chunk
+
+
+def closed_entries(tokens: int, rate: int) -> int:
+    """sum over t = 1..T of floor(t/m): with q = floor(T/m), r = T mod m, m q(q-1)/2 + q(r+1) (each whole window
+    of m adds m x the entries closed before it, the last q entries are read by the r + 1 positions from q m on)."""
+    whole, rest = divmod(tokens, rate)
+    return rate * whole * (whole - 1) // 2 + whole * (rest + 1)
+
+
+def compressed_pairs(tokens: int, rate: int, topk: int | None) -> int:
+    """Query x compressed-entry pairs kept causally: query t (from 0) reads the floor((t+1)/m) entries whose window
+    has closed by then (transformers' DeepseekV4HCACompressor causal_threshold), at most k of them under top-k
+    selection (DeepseekV4Indexer): sum over t = 1..T of min(floor(t/m), k). From t = k m on every query reads k."""
+    if topk is None or tokens < topk * rate:
+        return closed_entries(tokens, rate)
+    return closed_entries(topk * rate - 1, rate) + topk * (tokens - topk * rate + 1)
 
 
 def multiplicity(op: Op, tokens: int, source_tokens: int, causal: bool) -> int:
@@ -346,12 +382,13 @@ def chunk_polynomial(per: Rate, chunk: int, causal: bool) -> ClosedForm:
     return ClosedForm((), (terms[per],))
 
 
-def rate_polynomial(per: Rate, span: Span, causal: bool) -> ClosedForm:
+def rate_polynomial(per: Rate, span: Span, causal: bool) -> ClosedForm | None:
     """rate_multiplicity(per, span, T, T, causal) as an exact closed form from T = 1 (tested against it):
     T tokens; T^2 or T(T+1)/2 score entries, and past a window W, W(W+1)/2 + (T - W)W = (2WT + W - W^2)/2;
     T cached positions, capped at W (or C) from W + 1 on; top-k sparse attention as a window of k; and the
     chunked counts (a causal chunked attention's entries, a chunked scan's or lightning attention's blocks) as
-    terms in the chunk variables (chunk_polynomial)."""
+    terms in the chunk variables (chunk_polynomial). None for compressed attention's rates, which step at every
+    m-th token (their floor expressions in rate_multiplicity are O(1) at any T: curves evaluate them directly)."""
     match per:
         case "token" | "source_token":
             return ClosedForm((LINEAR,))
@@ -371,19 +408,27 @@ def rate_polynomial(per: Rate, span: Span, causal: bool) -> ClosedForm:
             w = min(limits)  # top-k attention counts as a window of k (score_entries)
             return ClosedForm((triangle, (w + 1, 0, 2 * w, w - w * w, 2)))
         case "cached":
+            if span.compress is not None:  # compressed entries read: floor(T/m), a step every m positions
+                return None
             limit = None if span.cross else span.window or span.chunk
             return ClosedForm((LINEAR,) if limit is None else (LINEAR, (limit + 1, 0, 0, limit, 1)))
+        case "compressed" | "compressed_tail" | "compressed_entry":  # a step at every m positions
+            return None
         case _:  # a chunked scan or lightning blocks (rate_multiplicity counts a missing chunk as C = 1)
             return chunk_polynomial(per, span.chunk or 1, causal)
 
 
-def form_polynomial(form: Form, causal: bool) -> ClosedForm:
+def form_polynomial(form: Form, causal: bool) -> ClosedForm | None:
     """A collected fold (collect) as an exact closed form: the sum of each group's coefficient times its rate's
-    closed form, a new piece wherever any group's starts, one chunked term per chunk size."""
+    closed form, a new piece wherever any group's starts, one chunked term per chunk size; None where a rate has
+    none (compressed attention)."""
     groups: list[tuple[int, tuple[Poly, ...]]] = []
     chunked: dict[int, list[int]] = {}  # chunk size -> a, b, c, d, e over the common denominator 2
     for per, span, value in form:
-        pieces, terms = rate_polynomial(per, span, causal)
+        closed = rate_polynomial(per, span, causal)
+        if closed is None:
+            return None
+        pieces, terms = closed
         if pieces:
             groups.append((value, pieces))
         for chunk, *coefficients, den in terms:

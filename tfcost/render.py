@@ -262,6 +262,7 @@ def estimate_table(result: Estimate | EngineEstimate, markdown: bool = False) ->
         sections_table(result, ENGINE_SECTIONS, title, [*notes, ENGINE_NOTE], markdown)
         return
     crossovers = [(c.label, *crossover_cells(c)) for c in result.crossovers]
+    notes += [result.kv_cache.note] if result.kv_cache.note else []
     notes += [f"{c.label}: none, {c.reason}." for c in result.crossovers if c.reason]
     notes.append(CROSSOVER_NOTE)
     sections_table(result, SECTIONS, title, [*notes, CONVENTIONS], markdown, extra={"Crossovers (T)": crossovers})
@@ -345,6 +346,8 @@ def compare_table(
     engines = sorted({result.model for result in results if result.engine == "transformers"})
     if engines:
         notes.append(f"Answered by the transformers engine (meta device, FlopCounterMode): {', '.join(engines)}.")
+    stepped = [result for result in results if isinstance(result, Estimate) and result.kv_cache.note]
+    notes += [f"{result.model}: {result.kv_cache.note}" for result in stepped]
     print_table(table, *notes)
 
 
@@ -487,6 +490,8 @@ def serve_table(result: ServeReport, markdown: bool = False) -> None:
         "README: up to 0.7 for inference, 0.9 an aggressive memory target). Every formula: README, 'tfcost serve'.",
         CONVENTIONS,
     ]
+    if result.memory.kv_cache_note:
+        notes.insert(0, result.memory.kv_cache_note)
     sections_table(result, SERVE_SECTIONS, title, notes, markdown)
 
 

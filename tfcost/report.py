@@ -108,9 +108,28 @@ class FlopsReport(Section):
 
 
 class KvCacheReport(Section):
-    bytes_per_token: int = quantity("KV cache per token", "bytes")
+    bytes_per_token: int | None = quantity("KV cache per token", "bytes")  # None: the cache steps (note says so)
     bytes: int = quantity("KV cache, batch x T tokens", "bytes")
     state_bytes: int = quantity("recurrent state, batch (independent of T)", "bytes")
+    note: str | None = Field(
+        default=None,
+        description="why there is no per-token figure: a cache that steps every m positions (stepped_cache_note)",
+        exclude_if=lambda note: note is None,
+    )
+
+
+def stepped_cache_note(shape: ModelShape, tokens: int) -> str | None:
+    """What to say of a cache that steps every m positions (memory.cache_steps: compressed attention), whose bytes
+    per token are no fixed figure; None for every other cache."""
+    steps = memory.cache_steps(shape)
+    if not steps:
+        return None
+    every = " and ".join(f"{step:,}" for step in steps)
+    return (
+        f"The KV cache steps every {every} positions (compressed attention: one entry per window, the window not "
+        "yet closed buffered, the raw keys of the sliding window only), so it has no fixed bytes per token: the "
+        f"cache shown is what is held after {tokens:,} tokens, and the recurrent state is the fixed overlap state."
+    )
 
 
 class ScoreMatrixReport(Section):
@@ -199,9 +218,10 @@ def estimate(shape: ModelShape, workload: Workload, gpu: GpuSpec | None = None, 
             by_layer_kind=flops.flops_by_layer_kind(shape, t, causal),
         ),
         kv_cache=KvCacheReport(
-            bytes_per_token=memory.kv_cache_bytes_per_token(shape, dtype),
+            bytes_per_token=None if memory.cache_steps(shape) else memory.kv_cache_bytes_per_token(shape, dtype),
             bytes=memory.kv_cache_bytes(shape, t, b, dtype),
             state_bytes=memory.state_bytes(shape, b, dtype),
+            note=stepped_cache_note(shape, t),
         ),
         score_matrix=ScoreMatrixReport(
             entries_per_head=memory.score_matrix_entries_per_head(t),
@@ -412,13 +432,19 @@ class ServeInputs(Section):
 class ServeMemory(Section):
     weights_bytes: int = quantity("weights, whole model", "bytes")
     weights_bytes_per_gpu: int = quantity("weights per GPU = whole / gpus", "bytes")
-    kv_cache_bytes_per_token: int = quantity("KV cache per token, whole model, 2*L*K*Q*s", "bytes")
+    # None where the cache steps every m positions (compressed attention): kv_cache_note says so.
+    kv_cache_bytes_per_token: int | None = quantity("KV cache per token, whole model, 2*L*K*Q*s", "bytes")
     kv_cache_bytes: int = quantity("KV cache, B x (P + G) tokens, whole model", "bytes")
     kv_cache_bytes_per_gpu: int = quantity("KV cache per GPU (its key-value heads)", "bytes")
     state_bytes: int = quantity("recurrent state, B sequences (independent of context), whole model", "bytes")
     state_bytes_per_gpu: int = quantity("recurrent state per GPU = whole / gpus", "bytes")
     total_bytes_per_gpu: int = quantity("weights + KV cache + state per GPU", "bytes")
     fits: bool = quantity("fits in the usable memory", "text")
+    kv_cache_note: str | None = Field(
+        default=None,
+        description="why there is no per-token figure: a cache that steps every m positions (stepped_cache_note)",
+        exclude_if=lambda note: note is None,
+    )
 
 
 class ServeLatency(Section):
@@ -515,6 +541,7 @@ def serve(
     tokens, encoder_tokens = serving.cached_positions(shape, setup.prompt, setup.generate)
     kv_per_gpu = serving.kv_cache_bytes_per_gpu(shape, tokens, b, kv_dtype, t, encoder_tokens)
     state_per_gpu = serving.state_bytes_per_gpu(shape, b, kv_dtype, t)
+    stepped = bool(memory.cache_steps(shape))  # no bytes per token: the cache at P + G, the context by bisection
     held = serving.bytes_moved_per_gpu(weights_per_gpu, kv_per_gpu + state_per_gpu)  # what decode reads
     budget = serving.kv_budget_bytes_per_gpu(usable, weights_per_gpu)
     prefill = serving.prefill_roofline(shape, setup, weights_per_gpu, peak, bandwidth)
@@ -542,20 +569,23 @@ def serve(
         memory=ServeMemory(
             weights_bytes=weights,
             weights_bytes_per_gpu=weights_per_gpu,
-            kv_cache_bytes_per_token=memory.kv_cache_bytes_per_token(shape, kv_dtype),
+            kv_cache_bytes_per_token=None if stepped else memory.kv_cache_bytes_per_token(shape, kv_dtype),
             kv_cache_bytes=memory.kv_cache_bytes(shape, tokens, b, kv_dtype, encoder_tokens),
             kv_cache_bytes_per_gpu=kv_per_gpu,
             state_bytes=memory.state_bytes(shape, b, kv_dtype),
             state_bytes_per_gpu=state_per_gpu,
             total_bytes_per_gpu=held,
             fits=held <= usable,
+            kv_cache_note=stepped_cache_note(shape, tokens),
         ),
         max_batch=serving.max_batch(
             budget,
             serving.kv_cache_bytes_per_gpu(shape, tokens, 1, kv_dtype, t, encoder_tokens),
             serving.state_bytes_per_gpu(shape, 1, kv_dtype, t),
         ),
-        max_context=serving.max_context(
+        max_context=serving.stepped_max_context(shape, budget, b, kv_dtype, t, state_per_gpu)
+        if stepped
+        else serving.max_context(
             budget, serving.kv_cache_bytes_per_gpu(shape, 1, b, kv_dtype, t), state_per_gpu, shape.max_seq_len
         ),
         model_max_context=shape.max_seq_len,
@@ -613,6 +643,12 @@ def serve_expected(
     blocks = budget // block_bytes if block_bytes else 0  # a model with no KV cache (pure Mamba) has no blocks
     state_per_sequence = serving.state_bytes_per_gpu(shape, 1, kv_dtype, t)
     blocks_per_sequence = ceil_div(setup.context, setup.kv_block)
+    max_batch = serving.max_batch(budget, blocks_per_sequence * block_bytes, state_per_sequence)
+    max_kv_tokens = blocks * setup.kv_block
+    if memory.cache_steps(shape):  # no bytes per token to page in blocks: the cache at P + G, capacity by bisection
+        sequence_kv = serving.kv_cache_bytes_per_gpu(shape, setup.context, 1, kv_dtype, t)
+        max_batch = serving.max_batch(budget, sequence_kv, state_per_sequence)
+        max_kv_tokens = serving.stepped_max_context(shape, budget, 1, kv_dtype, t, state_per_sequence)
     return ServeExpected(
         prefill_flops_per_gpu=prefill_flops,
         prefill_bytes_per_gpu=weights_per_gpu + prompt_kv,
@@ -642,7 +678,7 @@ def serve_expected(
         workspace_bytes=workspace,
         total_bytes_per_gpu=fixed + kv_per_gpu + state_per_gpu,
         fits=fixed + kv_per_gpu + state_per_gpu <= usable,
-        max_batch=serving.max_batch(budget, blocks_per_sequence * block_bytes, state_per_sequence),
-        max_kv_tokens=blocks * setup.kv_block,
+        max_batch=max_batch,
+        max_kv_tokens=max_kv_tokens,
         sources=rates.sources,
     )

@@ -125,6 +125,23 @@ class MLA(Frozen):
     )
 
 
+class CompressedAttention(Frozen):
+    """DeepSeek-V4's attention (DeepSeek-AI 2026, DeepSeek-V4 §2.3; transformers' DeepseekV4Attention): one shared
+    key-value head of head_dim (keys are the values), low-rank queries, a grouped low-rank output projection, and
+    besides its sliding window a compressor that folds every m positions into one entry: m = csa_rate with a
+    lightning indexer picking the top-k entries (Compressed Sparse Attention), m = hca_rate without one (Heavily
+    Compressed Attention)."""
+
+    q_lora_rank: Size = Field(description="rank of the low-rank query projection (DeepSeek-V4-Flash: 1024)")
+    o_groups: Size = Field(description="g: head groups of the grouped output projection (8)")
+    o_lora_rank: Size = Field(description="d_g: each group's intermediate width in the output projection (1024)")
+    csa_rate: Size = Field(4, description="m: positions per compressed entry in a compressed-sparse layer")
+    hca_rate: Size = Field(128, description="m': positions per compressed entry in a heavily-compressed layer")
+    indexer: SparseIndexer = Field(
+        description="the compressed-sparse layers' lightning indexer: heads, head width, top-k compressed entries"
+    )
+
+
 QuantizedPart = Literal["attention", "mlp", "experts", "shared_experts", "output_head"]
 
 
@@ -235,7 +252,8 @@ class LayerSpec(Frozen):
         description="the token mixer: 'attention' (full, or sliding/chunked below), 'mla', 'mla_shared_topk' "
         "(sparse MLA reusing the previous layer's top-k selection, no indexer of its own: GLM-5's shared layers), "
         "'mamba', 'mamba2', 'attention+mamba2' (both in parallel, Falcon-H1), 'shared_transformer+mamba2' (Zamba2's "
-        "hybrid layer, see shared_transformer) or 'none'; a kind the core does not cover is an error naming it",
+        "hybrid layer, see shared_transformer), DeepSeek-V4's 'compressed_sparse', 'heavily_compressed' and "
+        "'shared_kv_sliding' (its window below) or 'none'; a kind the core does not cover is an error naming it",
     )
     window: Size | None = Field(None, description="W: sliding-window attention over at most W positions")
     chunk: Size | None = Field(None, description="C: chunked attention, each query sees its own C-token chunk")
@@ -414,7 +432,12 @@ class ModelShape(Frozen):
     )
     laurel_rank: SizeOrZero = Field(0, description="r: LAuReL's low-rank residual branch in each layer (Gemma 3n: 64)")
     hyper_connections: SizeOrZero = Field(
-        0, description="residual streams of hyper-connections; a slot the core does not price yet"
+        0,
+        description="n: residual streams of manifold-constrained hyper-connections (DeepSeek-V4 hc_mult: 4); 0: a "
+        "plain residual (tfcost.layers.hyper_connections)",
+    )
+    compressed_attention: CompressedAttention | None = Field(
+        None, description="the sizes of the model's compressed-attention layers (DeepSeek-V4)"
     )
     head: Literal["lm", "mlm", "none"] = Field(
         "lm",
@@ -461,6 +484,7 @@ class ModelShape(Frozen):
         self._check_attention_variants()
         self._check_layer_groups()
         self._check_linear_mixers()
+        self._check_compressed_attention()
         return self
 
     def _check_layer_groups(self) -> None:
@@ -504,6 +528,9 @@ class ModelShape(Frozen):
     def _check_linear_mixers(self) -> None:
         # Each linear mixer kind and the model field holding its sizes (KDA is a Gated DeltaNet variant).
         needs = {
+            "compressed_sparse": "compressed_attention",
+            "heavily_compressed": "compressed_attention",
+            "shared_kv_sliding": "compressed_attention",
             "gated_deltanet": "gated_deltanet",
             "kda": "gated_deltanet",
             "short_conv": "short_conv",
@@ -515,6 +542,14 @@ class ModelShape(Frozen):
                 name = needs.get(spec.mixer)
                 if name is not None and getattr(self, name) is None:
                     raise ValueError(f"layers: a '{spec.mixer}' layer needs the model's {name}")
+
+    def _check_compressed_attention(self) -> None:
+        groups = self.compressed_attention.o_groups if self.compressed_attention else 1
+        if (self.n_heads * self.head_dim) % groups:
+            raise ValueError(
+                f"compressed_attention.o_groups ({groups}) must divide n_heads x head_dim "
+                f"({self.n_heads * self.head_dim}): the grouped output projection splits the heads' outputs"
+            )
 
     def _check_stacks(self) -> None:
         if (self.architecture == "encoder-decoder") != (self.n_decoder_layers is not None):

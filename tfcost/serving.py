@@ -19,7 +19,7 @@ from tfcost.hardware import (
     roofline_seconds,
 )
 from tfcost.schema import GpuSpec, ModelShape, ServingSetup, WeightsDtype
-from tfcost.units import Dtype, ceil_div
+from tfcost.units import MAX_SIZE, Dtype, ceil_div
 
 WEIGHT_BITS: dict[WeightsDtype, int] = {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4, "fp4": 4}
 INT4_GROUP_SIZE = 128  # GPTQ and AWQ's default group size: one scale per 128 weights (`--group-size`)
@@ -127,7 +127,11 @@ def kv_cache_bytes_per_gpu(
     """The KV cache of B sequences of `tokens` tokens held by one of t GPUs: its share of the key-value heads.
     MLA's latent serves every head, so each GPU holds all of it (it is replicated across tensor-parallel ranks;
     NVIDIA/TensorRT-LLM#15162). An encoder-decoder model also caches `encoder_tokens` cross keys and values."""
-    total = memory.kv_cache_bytes(shape, tokens, batch, dtype, encoder_tokens)
+    return kv_share_per_gpu(shape, memory.kv_cache_bytes(shape, tokens, batch, dtype, encoder_tokens), gpus)
+
+
+def kv_share_per_gpu(shape: ModelShape, total: int, gpus: int) -> int:
+    """One GPU's share of a whole-model cache: all of MLA's latent, else its key-value heads' part."""
     if shape.mla is not None:
         return total
     return total * kv_heads_per_gpu(shape, gpus) // shape.n_kv_heads
@@ -136,7 +140,11 @@ def kv_cache_bytes_per_gpu(
 def state_bytes_per_gpu(shape: ModelShape, batch: int, dtype: Dtype, gpus: int) -> int:
     """The fixed-size recurrent state of B sequences (conv and SSM states, tfcost.memory.state_bytes) held by one
     of t GPUs: tensor parallelism splits Mamba's heads and channels, and so their states, over the t GPUs (vLLM's
-    MambaMixer2 shards them the same way)."""
+    MambaMixer2 shards them the same way). Compressed attention's overlap state (DeepSeek-V4) belongs to its one
+    shared key-value head and is replicated on every GPU, as its cache is (DeepseekV4Config's tensor-parallel plan
+    keeps the attention and compressors whole)."""
+    if memory.cache_steps(shape):
+        return memory.state_bytes(shape, batch, dtype)
     return share_per_gpu(memory.state_bytes(shape, batch, dtype), gpus)
 
 
@@ -165,6 +173,29 @@ def max_context(
     if kv_bytes_per_token_of_batch == 0:
         return unbounded if left >= 0 else 0
     return max(left, 0) // kv_bytes_per_token_of_batch
+
+
+def stepped_max_context(
+    shape: ModelShape, kv_budget_bytes: int, batch: int, dtype: Dtype, gpus: int, state_bytes_of_batch: int
+) -> int:
+    """The longest context up to which the batch's cache fits at every length, for a cache that steps every m
+    positions (memory.cache_steps: compressed attention), which has no bytes per token to divide by: the largest T
+    whose bound memory.kv_cache_ceiling_bytes (nondecreasing: each unclosed window counted full) fits what the
+    state leaves, found by bisection over T (each point O(1))."""
+    left = kv_budget_bytes - state_bytes_of_batch
+
+    def fits(tokens: int) -> bool:
+        return kv_share_per_gpu(shape, memory.kv_cache_ceiling_bytes(shape, tokens, batch, dtype), gpus) <= left
+
+    if left < 0 or not fits(1):
+        return 0
+    if fits(MAX_SIZE):
+        return MAX_SIZE
+    low, high = 1, MAX_SIZE  # fits(low), not fits(high)
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle)
+    return low
 
 
 def is_encoder_decoder(shape: ModelShape) -> bool:

@@ -14,7 +14,9 @@ from tfcost.blocks import Block, blocks
 from tfcost.errors import TfcostError
 from tfcost.layers.altup import altup_embedding_ops, altup_head_ops, altup_layer_ops
 from tfcost.layers.attention import attention_ops
+from tfcost.layers.compressed_attention import compressed_attention_ops
 from tfcost.layers.gated_deltanet import gated_deltanet_ops, kda_ops
+from tfcost.layers.hyper_connections import hyper_connection_ops, hyper_head_ops
 from tfcost.layers.lightning import lightning_ops
 from tfcost.layers.mamba import mamba_ops
 from tfcost.layers.mamba2 import mamba2_ops
@@ -57,6 +59,8 @@ FFNS: dict[str, OpTable] = {"mlp": mlp_ops, "moe": moe_ops, "mlp+moe": mlp_and_m
 MIXERS.update(
     {"gated_deltanet": gated_deltanet_ops, "kda": kda_ops, "lightning": lightning_ops, "short_conv": short_conv_ops}
 )
+# DeepSeek-V4's three attention kinds: one module, the mixer kind picks the compressor.
+MIXERS.update(dict.fromkeys(("compressed_sparse", "heavily_compressed", "shared_kv_sliding"), compressed_attention_ops))
 
 
 def table_of(registry: dict[str, OpTable], role: str, kind: str) -> OpTable:
@@ -68,8 +72,8 @@ def table_of(registry: dict[str, OpTable], role: str, kind: str) -> OpTable:
 
 @lru_cache(maxsize=4096)
 def layer_ops(shape: ModelShape, block: Block) -> tuple[Op, ...]:
-    """One layer's operation table: its mixer, cross-attention (encoder-decoder decoders), its FFN, its norms."""
-    check_priced(shape)
+    """One layer's operation table: its mixer, cross-attention (encoder-decoder decoders), its FFN, its norms, and
+    the hyper-connections around them where the model has them."""
     ops = table_of(MIXERS, "mixer", block.mixer)(shape, block)
     if block.cross_attention:  # queries from the decoder, keys and values from the encoder output
         ops += attention_ops(shape, block, prefix="cross_attention", cross=True)
@@ -78,7 +82,7 @@ def layer_ops(shape: ModelShape, block: Block) -> tuple[Op, ...]:
     # The norms before the mixer and the FFN keep their inputs; Gemma-2's post-norms ("norm/extra") and the
     # cross-attention's norm are not counted yet (the pinned figures predate them, docs/formulas.md).
     ops += [norm_op(shape, name, saves_input=int(name in PRE_NORMS)) for name in names]
-    return tuple(ops) + altup_layer_ops(shape) + per_layer_input_ops(shape)
+    return tuple(ops) + altup_layer_ops(shape) + per_layer_input_ops(shape) + hyper_connection_ops(shape, block)
 
 
 def per_layer_input_ops(shape: ModelShape) -> tuple[Op, ...]:
@@ -95,13 +99,6 @@ def per_layer_input_ops(shape: ModelShape) -> tuple[Op, ...]:
         Op("per_layer/projection", "linear", width, d, "token", flops_part="per_layer", saves=(Saved("input", width),)),
         norm_op(shape, "per_layer/norm", saves_input=1),
     )  # fmt: skip
-
-
-def check_priced(shape: ModelShape) -> None:
-    """Refuse the schema's slots whose formulas the core does not have yet, rather than pricing them at zero."""
-    for field in ("hyper_connections",):
-        if getattr(shape, field):
-            raise TfcostError(f"{field}: {shape.name} has it, and tfcost's core does not price it yet")
 
 
 def stacks(shape: ModelShape) -> int:
@@ -154,7 +151,11 @@ def head_ops(shape: ModelShape) -> tuple[Op, ...]:
     """Rows after the last layer: final norm(s), pooler, BERT's MLM transform, the V x d output head (no copies
     of its own when tied to the token embedding, but its matmul is still done) and its V biases."""
     d, vocab, head = shape.d_model, shape.vocab_size, shape.head
-    ops = [*altup_head_ops(shape), norm_op(shape, "final_norm", copies=stacks(shape) if shape.final_norm else 0)]
+    ops = [
+        *altup_head_ops(shape),
+        *hyper_head_ops(shape),
+        norm_op(shape, "final_norm", copies=stacks(shape) if shape.final_norm else 0),
+    ]
     if shape.pooler:  # the first token of the sequence only
         ops.append(Op("pooler", "linear", d, d, "sequence", True, flops_part="pooler"))
     if head == "mlm":  # BertLMPredictionHead: dense + activation + LayerNorm, then the decoder
