@@ -8,9 +8,11 @@ import pytest
 
 from tfcost import activations, report, training
 from tfcost.blocks import Block, blocks
+from tfcost.hf_config import read_config
 from tfcost.layers import MIXERS, mtp_ops, table_of
-from tfcost.presets import load_gpu, load_model, model_preset_paths
+from tfcost.presets import load_gpu, load_model, model_from_mapping, model_preset_paths
 from tfcost.schema import ModelShape, TrainingSetup
+from tfcost.units import ceil_div
 
 
 def only_kind(shape: ModelShape) -> Block:
@@ -246,3 +248,34 @@ def test_mtp_module_rows_say_what_they_save() -> None:
         ("mtp/projection", "input: the normed hidden state and embedding"): 2 * 2 * d,
     }
     assert module[len(own) :] == list(activations.saved_tensors(deepseek, blocks(deepseek)[-1][0]))
+
+
+def test_recurrent_chunk_states_are_kept_once_per_chunk() -> None:
+    """Jamba-Mini-1.5's Mamba mixer (D 8192, N 16): mamba_ssm's selective scan returns, and MambaInnerFn keeps, the
+    running state at the end of each 2,048-position chunk, D x 2N in fp32: 1 MiB a chunk, ceil(s / 2048) chunks, split
+    over t with the channels."""
+    jamba = load_model("jamba-mini-1.5")
+    mamba = next(block for block, _ in blocks(jamba) if block.mixer == "mamba" and not block.moe)
+    terms = activations.layer_terms(jamba, mamba, "none", True, "bf16-mixed")
+    chunk_states = 8192 * 2 * 16 * 4
+    assert terms.split_per_chunk == ((2048, chunk_states),) and chunk_states == 1_048_576
+    stream, split = terms.stream_per_token, terms.split_per_token
+    for s, b, t, chunks in ((2048, 2, 1, 1), (2049, 2, 1, 2), (4096, 1, 8, 2)):
+        expected = b * s * stream + ceil_div(b * (s * split + chunks * chunk_states), t)
+        assert activations.terms_bytes(terms, s, b, t, False) == expected
+
+
+def test_lightning_attention_keeps_the_state_each_block_reads() -> None:
+    """MiniMax-01's lightning attention, a small one (H 4, Q 16, blocks of C = 16): each block's queries multiply
+    the H x Q x Q state of the blocks before it (transformers' MiniMaxLightningAttention, at the model's dtype), so
+    backward keeps one state per block, ceil(s / C) of them."""
+    data = {
+        "model_type": "minimax", "vocab_size": 100, "hidden_size": 64, "intermediate_size": 96,
+        "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "block_size": 16,
+        "num_local_experts": 4, "num_experts_per_tok": 2, "layer_types": ["linear_attention", "full_attention"],
+    }  # fmt: skip
+    shape = model_from_mapping(read_config(data).mapping, "test", "test")
+    lightning = next(block for block, _ in blocks(shape) if block.mixer == "lightning")
+    terms = activations.layer_terms(shape, lightning, "none", True, "bf16-mixed")
+    assert terms.split_per_chunk == ((16, 2 * 4 * 16 * 16),)
+    assert activations.chunk_bytes(terms.split_per_chunk, 17) == 2 * 2 * 4 * 16 * 16  # 17 positions: 2 blocks
