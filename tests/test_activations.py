@@ -8,9 +8,11 @@ import pytest
 
 from tfcost import activations, report, training
 from tfcost.blocks import Block, blocks
-from tfcost.layers import MIXERS, table_of
-from tfcost.presets import load_gpu, load_model, model_preset_paths
+from tfcost.hf_config import read_config
+from tfcost.layers import MIXERS, mtp_ops, table_of
+from tfcost.presets import load_gpu, load_model, model_from_mapping, model_preset_paths
 from tfcost.schema import ModelShape, TrainingSetup
+from tfcost.units import ceil_div
 
 
 def only_kind(shape: ModelShape) -> Block:
@@ -90,29 +92,99 @@ def test_qk_norm_keeps_the_query_and_key_inputs() -> None:
 
 
 def test_moe_layers_by_hand() -> None:
-    """Mixtral-8x7B: its experts' input is kept once (the router's, every expert gathering from it) and each of
-    the k = 2 experts a token uses keeps three F-wide tensors. DeepSeek-V3: 8 routed experts of 2048 and one shared
-    of 2048 keep what its dense layers' MLP of 18432 keeps (3 x 18432 = 3 x (8 + 1) x 2048), beside MLA's Q and K of
-    H x 192, V and the attention output of H x 128."""
+    """Mixtral-8x7B: its experts' input is kept once (the router's, every expert gathering from it), each of the
+    k = 2 experts a token uses keeps three F-wide tensors, and the routing keeps the router's softmax output over
+    E = 8 experts and the k routing weights (fp32, MixtralTopKRouter) and the k expert outputs they multiply (d
+    each)."""
     mixtral = load_model("mixtral-8x7b")
-    h, big_h, k, q, f = 4096, 32, 8, 128, 14336
-    expected = 10 * h + 2 * (2 * big_h * q + 2 * k * q) + 2 * 3 * 2 * f + 4 * big_h
+    h, big_h, k, q, f, experts, used = 4096, 32, 8, 128, 14336, 8, 2
+    routing = 4 * experts + 4 * used + 2 * used * h
+    expected = 10 * h + 2 * (2 * big_h * q + 2 * k * q) + 2 * 3 * used * f + 4 * big_h + routing
     assert per_token_and_entry(mixtral, flash=True) == {"token": expected, "entry": 0}
-    assert expected == 233_600  # the pinned 956,825,600 bytes per layer at s = 4096
+    assert expected == 250_024  # the pinned 1,024,098,304 bytes per layer at s = 4096 (233,600 before the routing)
 
+
+def test_deepseek_v3_mla_and_moe_layers_by_hand() -> None:
+    """DeepSeek-V3 (d 7168, 128 heads, q_lora_rank 1536, kv_lora_rank 512, qk 128 + 64, v 128), FlashAttention:
+    - residual stream: two norm inputs, the down-projections' input, the router's input, two dropout masks (10d);
+    - MLA: Q and K of H x 192, V and the output projection's input of H x 128, an fp32 log-sum-exp per head, and
+      each latent twice, its norm's input and the up-projection's input (2 x (1536 + 512)), outside the
+      tensor-parallel region (the down-projections are replicated);
+    - a dense layer's MLP of 18432: three F-wide tensors;
+    - an MoE layer's 8 routed experts of 2048 and one shared of 2048 keep what that MLP keeps (3 x 9 x 2048), and
+      the routing keeps the 256 sigmoid scores and the 8 routing weights in fp32 (DeepseekV3TopkRouter) and the 8
+      expert outputs they multiply (8 x d)."""
     deepseek = load_model("deepseek-v3")
-    h, big_h = 7168, 128
-    mla = 2 * (2 * big_h * 192 + 2 * big_h * 128) + 4 * big_h
+    h, big_h, experts, used = 7168, 128, 256, 8
+    attention = 2 * (2 * big_h * 192 + 2 * big_h * 128) + 4 * big_h
+    latents = 2 * 2 * (1536 + 512)
+    routing = 4 * experts + 4 * used + 2 * used * h
     kinds = {block.ffn: block for block, _ in blocks(deepseek)}
-    for ffn, width in (("mlp", 18432), ("moe", 8 * 2048 + 2048)):
+    # (residual-stream bytes, tensor-parallel bytes) per token; the routing's tensors are d or E wide, not split
+    expected = {
+        "mlp": (10 * h + latents, attention + 2 * 3 * 18432),
+        "moe": (10 * h + latents + routing, attention + 2 * 3 * (8 * 2048 + 2048)),
+    }
+    for ffn, (stream, split) in expected.items():
         terms = activations.layer_terms(deepseek, kinds[ffn], "none", True, "bf16-mixed")
-        assert terms.stream_per_token + terms.split_per_token == 10 * h + mla + 2 * 3 * width == 346_624
+        assert (terms.stream_per_token, terms.split_per_token) == (stream, split), ffn
+    assert sum(expected["mlp"]) == 354_816 and sum(expected["moe"]) == 470_560
+    # the pinned per-layer figure is the MoE layer's at s = 4096 (1,419,771,904 before the latents and the routing)
+    assert training.activation_bytes_per_layer(deepseek, 4096, 1, flash=True) == 470_560 * 4096 == 1_927_413_760
+    # tensor parallel t = 8 without sequence parallelism: the latents and the routing stay whole on every rank
+    tp8 = training.activation_bytes_per_layer(deepseek, 4096, 1, tp=8, flash=True)
+    stream, split = expected["moe"]
+    assert tp8 == 4096 * stream + 4096 * split // 8
+
+
+def test_gemma_2_post_norms_keep_their_inputs() -> None:
+    """Gemma-2-9B (d 3584, 16 heads, 8 KV heads of 256, gated F 14336, four RMSNorms a layer): the two norms after
+    the attention and the MLP keep their inputs like the two before them (Gemma2RMSNorm's backward reads x), so the
+    residual stream holds 4 norm inputs, the q and up inputs and two dropout masks: 14d bytes per token, 160,832 in
+    all with FlashAttention, the same for the sliding-window and the global layers."""
+    gemma = load_model("gemma-2-9b")
+    h, big_h, k, q, f = 3584, 16, 8, 256, 14336
+    stream = 2 * 4 * h + 2 * h + 2 * h + 2 * h
+    split = 2 * (big_h * q + k * q) + 2 * k * q + 2 * big_h * q + 2 * 3 * f + 4 * big_h
+    kinds = [block for block, _ in blocks(gemma)]
+    assert len(kinds) == 2  # sliding window and global
+    for block in kinds:
+        terms = activations.layer_terms(gemma, block, "none", True, "bf16-mixed")
+        assert (terms.stream_per_token, terms.split_per_token) == (stream, split) == (50_176, 110_656)
+    # the pinned per-layer figure at s = 4096: 4sbh (58,720,256 bytes) more than before the post-norms counted
+    assert training.activation_bytes_per_layer(gemma, 4096, 1, flash=True) == 160_832 * 4096 == 658_767_872
+    assert 658_767_872 - 600_047_616 == 4 * 4096 * h
+
+
+def test_t5_decoder_layer_with_cross_attention_by_hand() -> None:
+    """T5-small's decoder layer (d 512, 8 heads of 64, ReLU MLP of 2048, dropout everywhere), bytes per token and
+    per score entry, s = T_source: its self-attention and MLP as a GPT layer's, and the cross-attention saving what
+    self-attention does: its norm's input, q's input (the normed decoder state), Q and K, V, the output
+    projection's input, the dropout mask after it, and per entry the softmax output, its dropout mask and the
+    dropout's output (5H). The encoder's output its k and v read is one tensor for all decoder layers, not a row's."""
+    t5 = load_model("t5-small")
+    d, width, heads, f = 512, 512, 8, 2048
+    attention = 2 * d + 2 * 2 * width + 2 * width + 2 * width + d  # q input, Q and K, V, o input, dropout mask
+    mlp = 2 * d + 2 * f + 2 * f + d
+    norms = 2 * 2 * d
+    cross = 2 * d + attention  # its norm's input, then what self-attention keeps
+    encoder, decoder = (block for block, _ in blocks(t5))
+    unfused = {"token": attention + mlp + norms, "entry": 5 * heads}
+    for block, expected in ((encoder, unfused), (decoder, {"token": unfused["token"] + cross, "entry": 10 * heads})):
+        terms = activations.layer_terms(t5, block, "none", False, "bf16-mixed")
+        assert {"token": terms.stream_per_token + terms.split_per_token,
+                "entry": terms.stream_per_entry + terms.split_per_entry} == expected  # fmt: skip
+    assert cross == 6_656 and unfused["token"] + cross == 24_064
+    # FlashAttention: an fp32 log-sum-exp per query row and head in each attention; the pinned figure at s = 512
+    per_token = unfused["token"] + cross + 2 * 4 * heads
+    assert training.activation_bytes_per_layer(t5, 512, 1, flash=True) == per_token * 512 == 12_353_536
 
 
 def test_mamba2_keeps_what_the_fused_kernel_saves() -> None:
     """Mamba-Codestral (one RMSNorm, a Mamba-2 mixer, no FFN): the norm's input and the in-projection's (d each),
     the in-projection's output z, x, B, C, dt (2D + 2GN + H) that mamba_ssm's MambaSplitConv1dScanCombinedFn keeps,
-    and the scan output (D), at 2 bytes; no dropout mask (no output projection dropout row) and no scores."""
+    and the scan output (D), at 2 bytes, and the gated norm's reciprocal RMS per group (G, fp32); no dropout mask (no
+    output projection dropout row) and no scores."""
     mamba = load_model("mamba-codestral-7b")
     assert mamba.ssm is not None
     d, inner, groups, state, heads = 4096, 8192, 8, 128, 128
@@ -122,7 +194,7 @@ def test_mamba2_keeps_what_the_fused_kernel_saves() -> None:
         state,
         heads,
     )
-    expected = 2 * (d + d + (2 * inner + 2 * groups * state + heads) + inner)
+    expected = 2 * (d + d + (2 * inner + 2 * groups * state + heads) + inner) + 4 * groups  # the norm's fp32 rstd
     assert per_token_and_entry(mamba) == {"token": expected, "entry": 0}
 
 
@@ -161,3 +233,49 @@ def test_explain_lists_each_row_that_saves() -> None:
     assert "mlp/gate activation input (gate output)" in per_token.formula
     layer = lines["activations, one attention+mlp layer"]
     assert layer.value == 604_504_064 and layer.working == "⌈1·(4,096·40,960) / 1⌉ + ⌈1·(4,096·106,624) / 1⌉"
+
+
+def test_mtp_module_rows_say_what_they_save() -> None:
+    """DeepSeek-V3's MTP module: its three norms keep their inputs (hidden state, embedding, the block's output)
+    and its projection the two normed halves (2d), beside what its block, a layer of the stack's last kind (MoE),
+    keeps. `train` prices the model without the module, as its weights and FLOPs are (params.mtp)."""
+    deepseek = load_model("deepseek-v3")
+    d = 7168
+    module = [(op.name, saved) for op in mtp_ops(deepseek) for saved in op.saves]
+    own = [(row, saved) for row, saved in module if row.startswith("mtp/")]
+    assert {(row, saved.what): activations.saved_bytes(saved, "bf16-mixed") for row, saved in own} == {
+        ("mtp/norms", "input"): 2 * 3 * d,
+        ("mtp/projection", "input: the normed hidden state and embedding"): 2 * 2 * d,
+    }
+    assert module[len(own) :] == list(activations.saved_tensors(deepseek, blocks(deepseek)[-1][0]))
+
+
+def test_recurrent_chunk_states_are_kept_once_per_chunk() -> None:
+    """Jamba-Mini-1.5's Mamba mixer (D 8192, N 16): mamba_ssm's selective scan returns, and MambaInnerFn keeps, the
+    running state at the end of each 2,048-position chunk, D x 2N in fp32: 1 MiB a chunk, ceil(s / 2048) chunks, split
+    over t with the channels."""
+    jamba = load_model("jamba-mini-1.5")
+    mamba = next(block for block, _ in blocks(jamba) if block.mixer == "mamba" and not block.moe)
+    terms = activations.layer_terms(jamba, mamba, "none", True, "bf16-mixed")
+    chunk_states = 8192 * 2 * 16 * 4
+    assert terms.split_per_chunk == ((2048, chunk_states),) and chunk_states == 1_048_576
+    stream, split = terms.stream_per_token, terms.split_per_token
+    for s, b, t, chunks in ((2048, 2, 1, 1), (2049, 2, 1, 2), (4096, 1, 8, 2)):
+        expected = b * s * stream + ceil_div(b * (s * split + chunks * chunk_states), t)
+        assert activations.terms_bytes(terms, s, b, t, False) == expected
+
+
+def test_lightning_attention_keeps_the_state_each_block_reads() -> None:
+    """MiniMax-01's lightning attention, a small one (H 4, Q 16, blocks of C = 16): each block's queries multiply
+    the H x Q x Q state of the blocks before it (transformers' MiniMaxLightningAttention, at the model's dtype), so
+    backward keeps one state per block, ceil(s / C) of them."""
+    data = {
+        "model_type": "minimax", "vocab_size": 100, "hidden_size": 64, "intermediate_size": 96,
+        "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "block_size": 16,
+        "num_local_experts": 4, "num_experts_per_tok": 2, "layer_types": ["linear_attention", "full_attention"],
+    }  # fmt: skip
+    shape = model_from_mapping(read_config(data).mapping, "test", "test")
+    lightning = next(block for block, _ in blocks(shape) if block.mixer == "lightning")
+    terms = activations.layer_terms(shape, lightning, "none", True, "bf16-mixed")
+    assert terms.split_per_chunk == ((16, 2 * 4 * 16 * 16),)
+    assert activations.chunk_bytes(terms.split_per_chunk, 17) == 2 * 2 * 4 * 16 * 16  # 17 positions: 2 blocks

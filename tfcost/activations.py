@@ -35,15 +35,27 @@ DROPOUT_MASK_BYTES = 1  # Korthikanti et al. 2022 §4.1: a dropout mask is one b
 LOGSUMEXP_BYTES = 4  # FlashAttention keeps one fp32 log-sum-exp per query row for the backward pass
 
 
+# Bytes per chunk, by chunk length C: (C, bytes) pairs, a sequence of s tokens holding ceil(s / C) chunks of each.
+ChunkBytes = tuple[tuple[int, int], ...]
+
+
 @dataclass(frozen=True)
 class LayerTerms:
-    """One layer's saved bytes as b*(s*per_token + s^2*per_entry), for the residual-stream tensors (split over t
-    only by sequence parallelism) and those inside the tensor-parallel region (split over t)."""
+    """One layer's saved bytes as b*(s*per_token + s^2*per_entry + sum of ceil(s/C)*per_chunk), for the
+    residual-stream tensors (split over t only by sequence parallelism) and those inside the tensor-parallel region
+    (split over t). Only a recurrent kernel's chunk states are saved per chunk, all inside the tensor-parallel
+    region."""
 
     stream_per_token: int
     stream_per_entry: int
     split_per_token: int
     split_per_entry: int
+    split_per_chunk: ChunkBytes = ()
+
+
+def chunk_bytes(per_chunk: ChunkBytes, seq_len: int) -> int:
+    """Bytes of the per-chunk tensors of one sequence of s tokens: sum of ceil(s / C) x bytes per chunk."""
+    return sum(ceil_div(seq_len, chunk) * size for chunk, size in per_chunk)
 
 
 def held(when: SavedWhen, recompute: Recompute, flash: bool, dropout: bool) -> bool:
@@ -95,17 +107,25 @@ def layer_terms(
     if recompute == "full":
         return LayerTerms(shape.d_model * ACTIVATION_BYTES[precision], 0, 0, 0)
     terms = {(split, per): 0 for split in (False, True) for per in ("token", "entry")}
+    chunks: dict[int, int] = {}
     for _, saved in held_tensors(shape, block, recompute, flash, dropout):
-        terms[(saved.split, saved.per)] += saved_bytes(saved, precision)
-    return LayerTerms(terms[(False, "token")], terms[(False, "entry")], terms[(True, "token")], terms[(True, "entry")])
+        if saved.per == "chunk":
+            assert saved.split and saved.chunk > 0  # a kernel's chunk states: per channel or head, never d-wide
+            chunks[saved.chunk] = chunks.get(saved.chunk, 0) + saved_bytes(saved, precision)
+        else:
+            terms[(saved.split, saved.per)] += saved_bytes(saved, precision)
+    return LayerTerms(
+        terms[(False, "token")], terms[(False, "entry")], terms[(True, "token")], terms[(True, "entry")],
+        tuple(sorted(chunks.items())),
+    )  # fmt: skip
 
 
 def terms_bytes(terms: LayerTerms, seq_len: int, micro_batch: int, tp: int, sequence_parallel: bool) -> int:
     """A layer's bytes on one GPU: ceil(b(s*A + s^2*B) / t) with t only under sequence parallelism for the residual
-    stream's tensors, plus ceil(b(s*C + s^2*D) / t) for the tensor-parallel ones."""
+    stream's tensors, plus ceil(b(s*C + s^2*D + chunk bytes) / t) for the tensor-parallel ones."""
     s, b = seq_len, micro_batch
     stream = b * (s * terms.stream_per_token + s * s * terms.stream_per_entry)
-    split = b * (s * terms.split_per_token + s * s * terms.split_per_entry)
+    split = b * (s * terms.split_per_token + s * s * terms.split_per_entry + chunk_bytes(terms.split_per_chunk, s))
     return ceil_div(stream, tp if sequence_parallel else 1) + ceil_div(split, tp)
 
 

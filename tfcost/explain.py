@@ -618,7 +618,8 @@ def activation_lines(shape: ModelShape, setup: TrainingSetup, block: Block, per_
     terms = activations.layer_terms(shape, block, setup.recompute, setup.flash, setup.precision)
     out = []
     for per, total in (("token", terms.stream_per_token + terms.split_per_token),
-                       ("score entry", terms.stream_per_entry + terms.split_per_entry)):  # fmt: skip
+                       ("score entry", terms.stream_per_entry + terms.split_per_entry),
+                       ("chunk", sum(size for _, size in terms.split_per_chunk))):  # fmt: skip
         rows = [(row, saved) for row, saved in kept if saved.per == per.split()[-1]]
         if rows:
             formula = " + ".join(f"{row} {saved.what}" for row, saved in rows)
@@ -627,16 +628,18 @@ def activation_lines(shape: ModelShape, setup: TrainingSetup, block: Block, per_
     s, b, t = setup.seq_len // setup.cp, setup.micro_batch, setup.tp
     stream_by = t if setup.sequence_parallel else 1
 
-    def per_sequence(per_token: int, per_entry: int) -> str:
-        return f"{number(s)}·{number(per_token)}" + (f" + {number(s)}²·{number(per_entry)}" if per_entry else "")
+    def per_sequence(per_token: int, per_entry: int, per_chunk: activations.ChunkBytes = ()) -> str:
+        chunks = "".join(f" + ⌈{number(s)}/{number(chunk)}⌉·{number(size)}" for chunk, size in per_chunk)
+        entries = f" + {number(s)}²·{number(per_entry)}" if per_entry else ""
+        return f"{number(s)}·{number(per_token)}{entries}{chunks}"
 
     stream = per_sequence(terms.stream_per_token, terms.stream_per_entry)
-    split = per_sequence(terms.split_per_token, terms.split_per_entry)
+    split = per_sequence(terms.split_per_token, terms.split_per_entry, terms.split_per_chunk)
     out.append(
         line(
             f"activations, one {block.name} layer",
             "⌈b·(s·stream per token + s²·per entry) / t if sequence-parallel⌉ + ⌈b·(s·split per token + s²·per "
-            "entry) / t⌉",
+            f"entry{' + ⌈s/C⌉·per chunk' if terms.split_per_chunk else ''}) / t⌉",
             f"⌈{b}·({stream}) / {stream_by}⌉ + ⌈{b}·({split}) / {t}⌉",
             per_layer,
             "bytes",

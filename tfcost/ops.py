@@ -92,16 +92,18 @@ class Span:
 SavedWhen = Literal["always", "dropout", "unfused", "unfused_dropout", "fused"]
 # Bytes of one element: the activation dtype (2 in 16-bit training, 4 in fp32), a one-byte mask, or fp32.
 SavedStore = Literal["activation", "mask", "fp32"]
-# Per token (T positions, or T_source for cross-attention's keys) or per score entry a dense kernel materialises (all
-# T x T_source of them, whatever the mask: Korthikanti et al. 2022's as^2b).
-SavedRate = Literal["token", "entry"]
+# Per token (T positions, or T_source for cross-attention's keys), per score entry a dense kernel materialises (all
+# T x T_source of them, whatever the mask: Korthikanti et al. 2022's as^2b), or per chunk of `chunk` positions, one
+# for each of the ceil(T / chunk) chunks a kernel cuts a sequence into (a scan's chunk states).
+SavedRate = Literal["token", "entry", "chunk"]
 
 
 @dataclass(frozen=True)
 class Saved:
     """One tensor a row keeps for the backward pass: `width` elements per unit of `per` (token: T positions; entry:
-    the T x T score entries a kernel materialises, width = heads). `split`: inside the tensor-parallel region, so t
-    ranks hold 1/t each; otherwise a d-wide tensor of the residual stream, split only by sequence parallelism."""
+    the T x T score entries a kernel materialises, width = heads; chunk: each of the ceil(T / chunk) chunks).
+    `split`: inside the tensor-parallel region, so t ranks hold 1/t each; otherwise a d-wide tensor of the residual
+    stream, split only by sequence parallelism."""
 
     what: str
     width: int
@@ -109,6 +111,7 @@ class Saved:
     store: SavedStore = "activation"
     split: bool = True
     when: SavedWhen = "always"
+    chunk: int = 0  # positions per chunk, for per="chunk"
 
 
 @dataclass(frozen=True)

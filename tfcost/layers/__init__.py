@@ -30,7 +30,6 @@ from tfcost.ops import Op, Saved
 from tfcost.schema import ModelShape
 
 OpTable = Callable[[ModelShape, Block], list[Op]]
-PRE_NORMS = ("norm/input", "norm/attention", "norm/mlp")
 
 
 # Token mixers. A recurrent or linear-attention kind (Gated DeltaNet, Mamba-2) returns `state` rows (elements per
@@ -79,9 +78,9 @@ def layer_ops(shape: ModelShape, block: Block) -> tuple[Op, ...]:
         ops += attention_ops(shape, block, prefix="cross_attention", cross=True)
     ops += table_of(FFNS, "ffn", block.ffn)(shape, block)
     names = block_norm_names(shape.block_norms) + (["norm/cross_attention"] if block.cross_attention else [])
-    # The norms before the mixer and the FFN keep their inputs; Gemma-2's post-norms ("norm/extra") and the
-    # cross-attention's norm are not counted yet (the pinned figures predate them, docs/formulas.md).
-    ops += [norm_op(shape, name, saves_input=int(name in PRE_NORMS)) for name in names]
+    # Every norm keeps its input (Korthikanti et al. 2022 §4.1): those before the mixer and the FFN, the
+    # cross-attention's, and the post-norms on the mixer's and the FFN's outputs (Gemma 2/3, GLM-4: "norm/extra").
+    ops += [norm_op(shape, name, saves_input=1) for name in names]
     return tuple(ops) + altup_layer_ops(shape) + per_layer_input_ops(shape) + hyper_connection_ops(shape, block)
 
 
@@ -180,8 +179,11 @@ def mtp_ops(shape: ModelShape) -> tuple[Op, ...]:
         return ()
     d = shape.d_model
     last = blocks(shape)[-1][0]
+    # Saved: the three norms' inputs (the hidden state, the embedding, the block's output before the head) and the
+    # projection's input, the two normed halves concatenated (2d); the block saves what a layer of its kind saves.
     ops = [
-        norm_op(shape, "mtp/norms", copies=3),
-        Op("mtp/projection", "linear", 2 * d, d, "token", flops_part="mtp/projection"),
-    ]
+        norm_op(shape, "mtp/norms", copies=3, saves_input=3),
+        Op("mtp/projection", "linear", 2 * d, d, "token", flops_part="mtp/projection",
+           saves=(Saved("input: the normed hidden state and embedding", 2 * d, split=False),)),
+    ]  # fmt: skip
     return tuple(ops) + layer_ops(shape, last)

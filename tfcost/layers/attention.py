@@ -37,20 +37,21 @@ def attention_ops(
     keys: Rate = "source_token" if cross else "token"
     gate = int(shape.attention_output_gate and not cross)
     qkv, o = f"{prefix}/qkv", f"{prefix}/o"
-    # Cross-attention saves nothing here: the pinned figures (tests/test_golden.py, t5-small) predate its count.
-    saves = not cross
+    # Cross-attention saves what self-attention does, over T_source keys; its k and v read the encoder's output,
+    # one tensor every decoder layer references (held once per model, outside the layers), so q keeps its own input.
+    q_input = "input (the normed decoder state)" if cross else "input (read by q, k and v)"
     ops = [
         # An output gate (Qwen3-Next) doubles q_proj: the second half, sigmoid-ed, scales each head's output.
         Op(f"{prefix}/q", "linear", source, heads * q * (1 + gate), "token", bias.qkv, flops_part=qkv,
-           saves=(Saved("input (read by q, k and v)", source, split=False),) * saves),
+           saves=(Saved(q_input, source, split=False),)),
         Op(f"{prefix}/k", "linear", source, kv_heads * q, keys, bias.qkv, keys_made, keys_made, flops_part=qkv),
         Op(f"{prefix}/v", "linear", source, kv_heads * q, keys, bias.qkv, values_made, values_made, flops_part=qkv),
         Op(f"{prefix}/scores", "scores", q, heads, "entry", flops_part=f"{prefix}/scores", span=span,
-           saves=scores_saves(heads * q, kv_heads * q * keys_made, heads) * saves),
+           saves=scores_saves(heads * q, kv_heads * q * keys_made, heads)),
         Op(f"{prefix}/values", "values", q, heads, "entry", flops_part=f"{prefix}/values", span=span,
-           saves=values_saves(kv_heads * q * values_made, heads) * saves),
+           saves=values_saves(kv_heads * q * values_made, heads)),
         Op(o, "linear", heads * q, d, "token", bias.attn_out, flops_part=o,
-           saves=output_saves(heads * q, d, gate) * saves),
+           saves=output_saves(heads * q, d, gate)),
     ]  # fmt: skip
     if shape.qk_norm and shape.qk_norm_width == "projection":  # OLMo 2: over all heads' queries, all keys
         vectors, part = norm_vectors(shape), f"{prefix}/qk_norm"

@@ -22,7 +22,8 @@ and the H_v x d_k x d_v recurrent state in fp32 (the chunked rule computes in fp
 Saved for the backward pass, as flash-linear-attention's fused kernels keep them: the in-projection's input (d)
 and its output (causal_conv1d keeps its input; the gates z, beta and a are read again), the rule's q, k, v (the
 convolution's SiLU-ed output) and its per-chunk UT transform A (C values per position and value head,
-chunk_gated_delta_rule), the gated norm's input and the out-projection's input (H_v*d_v each).
+chunk_gated_delta_rule), the gated norm's input and the out-projection's input (H_v*d_v each), and the norm's
+fp32 reciprocal RMS (H_v).
 """
 
 from __future__ import annotations
@@ -66,6 +67,12 @@ def delta_rule_rows(
     ]
 
 
+def norm_saves(width: int, heads: int) -> tuple[Saved, ...]:
+    """The gated RMSNorm over each head's d_v (flash-linear-attention's FusedRMSNormGated) keeps its input and its
+    fp32 reciprocal RMS, one per token and head."""
+    return (Saved("input", width), Saved("reciprocal RMS per head", heads, store="fp32"))
+
+
 def recurrent_state(prefix: str, key_dim: int, value_dim: int, heads: int) -> Op:
     """The H x d_k x d_v state the rule carries between chunks and steps, kept in fp32 by transformers."""
     return Op(f"state/{prefix}_recurrent", "state", heads * key_dim * value_dim, heads, "sequence", dtype="fp32")
@@ -98,7 +105,7 @@ def gated_deltanet_ops(shape: ModelShape, block: Block) -> list[Op]:
             g.chunk_size,
             2 * key_width + value_width + 2 * heads,
         ),
-        Op("gated_deltanet/norm", "norm", g.value_head_dim, 1, "weights", saves=(Saved("input", value_width),)),
+        Op("gated_deltanet/norm", "norm", g.value_head_dim, 1, "weights", saves=norm_saves(value_width, heads)),
         Op(
             "gated_deltanet/out_proj",
             "linear",
@@ -156,7 +163,7 @@ def kda_ops(shape: ModelShape, block: Block) -> list[Op]:
         Op("kda/dt_bias_A_log", "table", width + heads, 1, "weights"),
         # q, k, v, the per-channel forget gate and beta
         *delta_rule_rows("kda", q + 2 * g.value_head_dim, q, g.value_head_dim, heads, g.chunk_size, 4 * width + heads),
-        Op("kda/norm", "norm", g.value_head_dim, 1, "weights", saves=(Saved("input", width),)),
+        Op("kda/norm", "norm", g.value_head_dim, 1, "weights", saves=norm_saves(width, heads)),
         Op("kda/o_proj", "linear", width, d, "token", flops_part="kda/o_proj", saves=(Saved("input", width),)),
         recurrent_state("kda", q, g.value_head_dim, heads),
     ]

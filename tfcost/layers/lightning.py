@@ -14,8 +14,8 @@ position and head. A decode step runs the same two state products per token and 
 convention). State per sequence: the H x Q x Q key-value state, at the model's dtype (transformers keeps it so).
 Saved for the backward pass (each op keeps what its backward reads): the projections' input (d), the SiLU's input
 and output (3*H*Q each: queries, keys, values), the norm's input, the sigmoid gate and the normed output it
-multiplies, the out-projection's input (H*Q each). Not counted: the H x Q x Q state each block passes on, kept
-once per block of C positions.
+multiplies, the out-projection's input (H*Q each), and the H x Q x Q state each block reads (its queries times the
+state of the blocks before it, at the model's dtype), one per block of C positions.
 """
 
 from __future__ import annotations
@@ -61,7 +61,18 @@ def lightning_ops(shape: ModelShape, block: Block) -> list[Op]:
             span=blocked,
             saves=(Saved("SiLU input and output (queries, keys, values)", 6 * width),),
         ),
-        Op("lightning/state_products", "linear", q * q, 2 * heads, "token", copies=0, flops_part=part),
+        Op(
+            "lightning/state_products",
+            "linear",
+            q * q,
+            2 * heads,
+            "token",
+            copies=0,
+            flops_part=part,
+            saves=(
+                Saved("state each block reads", heads * q * q, per="chunk", chunk=shape.lightning_attention.block_size),
+            ),
+        ),
         Op("lightning/norm", "norm", width, 1, "weights", saves=(Saved("input", width),)),
         Op(
             "lightning/out_proj",

@@ -14,8 +14,8 @@ step. State per sequence, as transformers' cache holds it: the conv input of the
 model's dtype, and the SSM state D x N in fp32.
 Saved for the backward pass, as mamba_ssm's fused MambaInnerFn keeps them (checkpoint_lvl 1: the conv output and
 the time steps are recomputed): the in-projection's input (d), its output x and z (2D), x_proj's output (R + 2N),
-contiguous copies of B and C (2N) and the scan output (D). Not counted: the scan's fp32 intermediates, D x 2N per
-sequence every 2,048 positions.
+contiguous copies of B and C (2N) and the scan output (D), and the scan's intermediates (`scan_intermediates`, the
+running state at the end of each chunk the kernel cuts the sequence into: D x 2N fp32 per chunk of 2,048 positions).
 """
 
 from __future__ import annotations
@@ -24,6 +24,10 @@ from tfcost.blocks import Block
 from tfcost.layers.short_conv import conv_rows
 from tfcost.ops import Op, Saved
 from tfcost.schema import ModelShape
+
+# Positions per chunk of mamba_ssm's selective_scan kernel (kChunkSize in selective_scan_fwd_kernel.cuh): its forward
+# returns the running state at each chunk's end, n_chunks x D x 2N in fp32, which MambaInnerFn saves.
+SCAN_CHUNK = 2048
 
 
 def mamba_ops(shape: ModelShape, block: Block, prefix: str = "mamba") -> list[Op]:
@@ -62,7 +66,10 @@ def mamba_ops(shape: ModelShape, block: Block, prefix: str = "mamba") -> list[Op
             "token",
             copies=0,
             flops_part=f"{prefix}/scan",
-            saves=(Saved("scan output", inner),),
+            saves=(
+                Saved("scan output", inner),
+                Saved("scan's chunk states", inner * 2 * state, per="chunk", store="fp32", chunk=SCAN_CHUNK),
+            ),
         ),
         Op(f"{prefix}/out_proj", "linear", inner, d, "token", s.proj_bias, flops_part=f"{prefix}/out_proj"),
         Op(f"state/{prefix}_conv", "state", inner * s.conv_kernel, 1, "sequence"),

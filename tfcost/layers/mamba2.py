@@ -18,7 +18,7 @@ State per sequence, as transformers' cache holds it: the conv input of the last 
 the model's dtype, and the SSM state H x P x N in fp32.
 Saved for the backward pass, as mamba_ssm's fused MambaSplitConv1dScanCombinedFn keeps them (the conv output, the
 gated norm and the out-projection input recomputed): the in-projection's input (d) and output (2D + 2GN + H), and
-the scan output (D). Not counted: the norm's fp32 reciprocal RMS, one per token and group.
+the scan output (D), and the gated norm's fp32 reciprocal RMS, one per token and group (G).
 """
 
 from __future__ import annotations
@@ -89,5 +89,7 @@ def mamba2_ops(shape: ModelShape, block: Block, prefix: str = "mamba") -> list[O
         Op(f"state/{prefix}_ssm", "state", heads * per_head * state, heads, "sequence", dtype="fp32"),
     ]
     if s.gated_norm:
-        ops.append(Op(f"{prefix}/norm", "norm", inner, 1, "weights"))
+        # The fused kernel recomputes the norm's output but keeps its fp32 reciprocal RMS, one per token and group.
+        rstd = Saved("reciprocal RMS per group", groups, store="fp32")
+        ops.append(Op(f"{prefix}/norm", "norm", inner, 1, "weights", saves=(rstd,)))
     return ops

@@ -31,21 +31,43 @@ def mla_ops(shape: ModelShape, block: Block, own_indexer: bool = True) -> list[O
     span = Span(block.causal, block.window, block.chunk, topk=topk)
     qkv = "attention/qkv"
     # Saved as multi-head attention saves (tfcost.layers.attention): the layer's input, Q and K (H heads of
-    # qk_nope + qk_rope each), V and the output projection's input (H x v_head_dim). Not counted yet (the pinned
-    # figures predate them): the latents and their norms' inputs (2 x (q_lora_rank + kv_lora_rank) per token).
+    # qk_nope + qk_rope each), V and the output projection's input (H x v_head_dim); and, as every linear and norm
+    # keeps its input, each latent twice: the norm's input (the down-projection's output) and the up-projection's
+    # input (the norm's output), 2 x (q_lora_rank + kv_lora_rank) per token. The latents are not split by tensor
+    # parallelism (the down-projections are replicated, Megatron-Core's MLA), only by sequence parallelism.
     saved_input = (Saved("input (read by the query and key-value down-projections)", d, split=False),)
+    vectors = norm_vectors(shape)
     if m.q_lora_rank is not None:
+        latent_q = m.q_lora_rank
         ops = [
-            Op("attention/q_down", "linear", d, m.q_lora_rank, "token", bias.qkv, flops_part=qkv, saves=saved_input),
-            Op("attention/q_down_norm", "norm", m.q_lora_rank, norm_vectors(shape), "weights"),
-            Op("attention/q_up", "linear", m.q_lora_rank, q_width, "token", flops_part=qkv),
-        ]
+            Op("attention/q_down", "linear", d, latent_q, "token", bias.qkv, flops_part=qkv, saves=saved_input),
+            Op("attention/q_down_norm", "norm", latent_q, vectors, "weights",
+               saves=(Saved("input: the query latent", latent_q, split=False),)),
+            Op("attention/q_up", "linear", latent_q, q_width, "token", flops_part=qkv,
+               saves=(Saved("input: the normed query latent", latent_q, split=False),)),
+        ]  # fmt: skip
     else:
         ops = [Op("attention/q", "linear", d, q_width, "token", flops_part=qkv, saves=saved_input)]
+    latent_kv = m.kv_lora_rank
     ops += [
         Op("attention/kv_down", "linear", d, m.kv_lora_rank + m.qk_rope_head_dim, "token", bias.qkv, flops_part=qkv),
-        Op("attention/kv_down_norm", "norm", m.kv_lora_rank, norm_vectors(shape), "weights"),
-        Op("attention/kv_up", "linear", m.kv_lora_rank, kv_up_width, "token", flops_part=qkv),
+        Op(
+            "attention/kv_down_norm",
+            "norm",
+            latent_kv,
+            vectors,
+            "weights",
+            saves=(Saved("input: the key-value latent", latent_kv, split=False),),
+        ),
+        Op(
+            "attention/kv_up",
+            "linear",
+            latent_kv,
+            kv_up_width,
+            "token",
+            flops_part=qkv,
+            saves=(Saved("input: the normed key-value latent", latent_kv, split=False),),
+        ),
         Op(
             "attention/scores",
             "scores",
@@ -94,6 +116,9 @@ def indexer_ops(shape: ModelShape, block: Block) -> list[Op]:
     assert shape.mla is not None and shape.mla.indexer is not None and shape.mla.q_lora_rank is not None
     index, d, part = shape.mla.indexer, shape.d_model, "attention/indexer"
     span = Span(block.causal, block.window, block.chunk)
+    # Saved: nothing. transformers runs the indexer under torch.no_grad (DeepseekV32Indexer.forward): its top-k
+    # selection has no gradient, and DeepSeek trains it by a KL loss of its own on detached inputs (arXiv:2512.02556
+    # §2.1), so the language model's backward reads none of its tensors.
     ops = [
         Op(
             f"{part}/q",
