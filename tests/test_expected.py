@@ -125,3 +125,14 @@ def test_vllm_kv_capacity_of_opt_13b_on_a100_40gb():
     assert report.expected.max_kv_tokens == pytest.approx(15_700, rel=0.05)
     assert report.expected.max_kv_tokens % 16 == 0
     assert report.expected.max_kv_tokens < report.max_context  # context and workspace take their share
+
+
+def test_matmul_rate_follows_the_rows_in_flight():
+    """A profile's prefill rate at B x P rows: 128 rows at 50 GFLOP/s, 512 at 100; 256 rows halfway in log M."""
+    from tfcost.expected import EngineRates, phase_seconds
+
+    rates = EngineRates(stream_bytes_per_s=1e10, matmul_flops_per_s=1e11, kernel_floor_s=0, kernels_per_layer=1,
+                        cuda_context_bytes=0, sources={}, matmul_by_rows=((128, 5e10), (512, 1e11)))  # fmt: skip
+    assert phase_seconds(1e11, 0, rates, rows=128) == pytest.approx(2.0)
+    assert phase_seconds(1e11, 0, rates, rows=256) == pytest.approx(1e11 / 7.5e10)
+    assert phase_seconds(1e11, 0, rates) == pytest.approx(1.0)  # no rows given: the single rate

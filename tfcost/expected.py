@@ -68,6 +68,9 @@ class EngineRates(BaseModel):
     attention_flops_per_s: float | None = Field(
         default=None, gt=0, description="FLOP/s the fused attention kernel reaches (None: the matmul rate)"
     )
+    matmul_by_rows: tuple[tuple[int, float], ...] = Field(
+        default=(), description="(M, FLOP/s) matmuls of M rows reach, weights read from memory (a profile's)"
+    )
     stream_by_row_length: tuple[tuple[int, float], ...] = Field(
         default=(), description="(K, bytes/s) a one-row matmul reaches on K-long weight rows (a profile's)"
     )
@@ -143,30 +146,48 @@ def step_floor_seconds(shape: ModelShape, rates: EngineRates) -> float:
 
 
 def phase_seconds(
-    flops: float, bytes_moved: float, rates: EngineRates, attention_flops: float = 0, weight_stream_s: float = 0
+    flops: float,
+    bytes_moved: float,
+    rates: EngineRates,
+    attention_flops: float = 0,
+    weight_stream_s: float = 0,
+    rows: int | None = None,
 ) -> float:
     """The kernels' own time at the rates reached: max(compute, memory). Compute: the projections' FLOPs at the
-    matmul rate plus the attention's (QK^T and AV, `attention_flops`, part of `flops`) at the attention kernel's;
-    memory: `bytes_moved` at the stream rate, or, where a profile measured how the rate falls with the weights'
-    row length, `weight_stream_s` for the weights (weights_stream_seconds) and `bytes_moved` for the rest."""
+    matmul rate (at `rows` rows in flight where a profile measured how it changes with them) plus the attention's
+    (QK^T and AV, `attention_flops`, part of `flops`) at the attention kernel's; memory: `bytes_moved` at the stream
+    rate, or, where a profile measured how the rate falls with the weights' row length, `weight_stream_s` for the
+    weights (weights_stream_seconds) and `bytes_moved` for the rest."""
+    matmul_rate = (
+        rates.matmul_flops_per_s
+        if rows is None
+        else measured_rate(rows, rates.matmul_by_rows, rates.matmul_flops_per_s)
+    )
     attention_rate = rates.attention_flops_per_s or rates.matmul_flops_per_s
-    compute = (flops - attention_flops) / rates.matmul_flops_per_s + attention_flops / attention_rate
+    compute = (flops - attention_flops) / matmul_rate + attention_flops / attention_rate
     return max(compute, weight_stream_s + bytes_moved / rates.stream_bytes_per_s)
 
 
-def stream_rate(row_length: int, rates: EngineRates) -> float:
-    """Bytes/s of a one-row matmul over weight rows of length K: the profile's measurement at the nearest K below
-    and above, interpolated linearly in log K (clamped at the ends); the single stream rate without one."""
-    points = sorted(rates.stream_by_row_length)
-    if not points:
-        return rates.stream_bytes_per_s
-    if row_length <= points[0][0]:
-        return points[0][1]
-    for (k_low, low), (k_high, high) in pairwise(points):
-        if row_length <= k_high:
-            share = (math.log(row_length) - math.log(k_low)) / (math.log(k_high) - math.log(k_low))
+def measured_rate(size: int, points: tuple[tuple[int, float], ...], default: float) -> float:
+    """A rate a profile measured at several sizes (row length K, rows in flight M), at `size`: interpolated linearly
+    in log size between the nearest measurements below and above, the nearest one outside them; `default` when
+    none was measured."""
+    ordered = sorted(points)
+    if not ordered:
+        return default
+    if size <= ordered[0][0]:
+        return ordered[0][1]
+    for (low_size, low), (high_size, high) in pairwise(ordered):
+        if size <= high_size:
+            share = (math.log(size) - math.log(low_size)) / (math.log(high_size) - math.log(low_size))
             return low + share * (high - low)
-    return points[-1][1]
+    return ordered[-1][1]
+
+
+def stream_rate(row_length: int, rates: EngineRates) -> float:
+    """Bytes/s of a one-row matmul over weight rows of length K (measured_rate over the profile's curve); the
+    single stream rate without one."""
+    return measured_rate(row_length, rates.stream_by_row_length, rates.stream_bytes_per_s)
 
 
 def weights_stream_seconds(shape: ModelShape, weight_bytes: float, rates: EngineRates) -> float:

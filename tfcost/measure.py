@@ -391,6 +391,12 @@ ROOFLINE_SHAPES = {
 DECODE_ROW_LENGTHS = {"cuda": (1024, 2048, 4096, 8192), "cpu": (256, 512, 1024, 2048, 4096)}
 DECODE_ROW_WIDTH = {"cuda": 8192, "cpu": 2048}
 STREAM_SET_BYTES = {"cuda": 1 * 2**30, "cpu": 128 * 2**20}
+# A prefill's matmuls have B x P rows and each reads its own weight from memory: timed at these row counts,
+# K = N = PREFILL_WIDTH, enough matrices in a row that the set outgrows the caches (PREFILL_SET_BYTES). On this
+# CPU 128-row products each with its own weight reached ~85 GFLOP/s where one cached 512-row product reached 100.
+PREFILL_ROWS = {"cuda": (512, 4096), "cpu": (128, 512)}
+PREFILL_WIDTH = {"cuda": 8192, "cpu": 1024}
+PREFILL_SET_BYTES = {"cuda": 1 * 2**30, "cpu": 64 * 2**20}
 # The fused attention kernel (sdpa, causal, forward) at a prefill's shape: B = 1, H heads of Q, T positions.
 ATTENTION_SHAPE = {"cuda": (32, 4096, 128), "cpu": (8, 512, 64)}
 COPY_BYTES = {"cuda": 2 * 2**30, "cpu": 256 * 2**20}
@@ -486,6 +492,12 @@ def roofline(device: str, repeats: int | None) -> dict[str, Any]:
             count = max(MATRICES["decode"], STREAM_SET_BYTES[device] // (k * n * ELEMENT_BYTES[dtype]))
             ms = time_matmul(timer, device, dtype, 1, k, n, count, repeats)
             matmuls.append({"dtype": dtype, "kind": "decode", "m": 1, "k": k, "n": n, "count": count, "median_ms": ms})
+        width = PREFILL_WIDTH[device]
+        for m in PREFILL_ROWS[device]:
+            count = max(1, PREFILL_SET_BYTES[device] // (width * width * ELEMENT_BYTES[dtype]))
+            ms = time_matmul(timer, device, dtype, m, width, width, count, repeats)
+            matmuls.append({"dtype": dtype, "kind": "prefill", "m": m, "k": width, "n": width, "count": count,
+                            "median_ms": ms})  # fmt: skip
     attentions = [attention_run(timer, device, dtype, repeats) for dtype in ROOFLINE_DTYPES[device]]
     if device == "cuda":
         for kind, (m, k, n) in ROOFLINE_SHAPES[device].items():

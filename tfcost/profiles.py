@@ -84,6 +84,15 @@ class Profile(BaseModel):
                 best[run.k] = max(best.get(run.k, 0.0), run.bytes_per_s)
         return tuple(sorted(best.items())) if len(best) > 1 else ()
 
+    def matmul_by_rows(self) -> tuple[tuple[int, float], ...]:
+        """(M, FLOP/s) of the prefill matmuls that read their weights from memory (more than one matrix in a row),
+        in the profile's dtype, the best at each M."""
+        best: dict[int, float] = {}
+        for run in self.matmuls:
+            if run.kind == "prefill" and run.dtype == self.dtype and run.count > 1:
+                best[run.m] = max(best.get(run.m, 0.0), run.flops_per_s)
+        return tuple(sorted(best.items()))
+
     def attention_flops_per_s(self) -> float | None:
         runs = [run.flops_per_s for run in self.attentions if run.dtype == self.dtype]
         return max(runs) if runs else None
@@ -97,6 +106,7 @@ class Profile(BaseModel):
             stream_bytes_per_s=self.matmul("decode").bytes_per_s,
             matmul_flops_per_s=self.matmul("prefill").flops_per_s,
             attention_flops_per_s=self.attention_flops_per_s(),
+            matmul_by_rows=self.matmul_by_rows(),
             stream_by_row_length=self.stream_by_row_length(),
             kernel_floor_s=per_layer * 1e-6,
             kernels_per_layer=1,
@@ -107,7 +117,9 @@ class Profile(BaseModel):
                 "stream": "measured: decode-shape matmul bytes/s, by the weights' row length"
                 if self.stream_by_row_length()
                 else "measured: decode-shape matmul bytes/s",
-                "matmul": "measured: prefill-shape matmul FLOP/s",
+                "matmul": "measured: prefill-shape matmul FLOP/s, by rows in flight, weights from memory"
+                if self.matmul_by_rows()
+                else "measured: prefill-shape matmul FLOP/s",
                 "attention": "measured: sdpa causal forward FLOP/s"
                 if self.attentions
                 else "the matmul rate (no attention measured)",

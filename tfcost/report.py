@@ -607,7 +607,11 @@ def serve_expected(
     prefill_flops = serving.share_per_gpu(serving.prefill_flops(shape, setup.prompt, b), t)
     prefill_attention = serving.share_per_gpu(b * expected.attention_flops(shape, setup.prompt), t)
     prefill_kernels = expected.phase_seconds(
-        prefill_flops - head_flops, layer_weights + prompt_kv, rates, prefill_attention if decoder_only else 0
+        prefill_flops - head_flops,
+        layer_weights + prompt_kv,
+        rates,
+        prefill_attention if decoder_only else 0,
+        rows=b * setup.prompt,
     ) + expected.head_seconds(shape, head_flops, head_bytes, rates)
     prefill_allreduce = expected.tensor_parallel_seconds(shape, b * setup.prompt, t, rates)
     prefill_s = prefill_kernels + dequant + prefill_allreduce + floor
@@ -618,7 +622,7 @@ def serve_expected(
     decode_bytes = layer_weights + head_bytes + kv_per_gpu + state_per_gpu
     decode_kernels = expected.phase_seconds(
         decode_flops - head_flops, kv_per_gpu + state_per_gpu, rates, decode_attention,
-        weight_stream_s=expected.weights_stream_seconds(shape, layer_weights, rates),
+        weight_stream_s=expected.weights_stream_seconds(shape, layer_weights, rates), rows=b,
     ) + expected.head_seconds(shape, head_flops, head_bytes, rates)  # fmt: skip
     decode_allreduce = expected.tensor_parallel_seconds(shape, b, t, rates)
     decode_s = decode_kernels + dequant + decode_allreduce + floor
