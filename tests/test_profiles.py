@@ -22,8 +22,11 @@ RAW = {  # the shape of measure.roofline's output; the timings are round numbers
     "memory_bytes": 16 * 2**30,
     "matmuls": [
         {"dtype": "fp32", "kind": "decode", "m": 1, "k": 4096, "n": 4096, "median_ms": 8.0},
+        {"dtype": "fp32", "kind": "decode", "m": 1, "k": 512, "n": 4096, "count": 16, "median_ms": 16.0},
         {"dtype": "fp32", "kind": "prefill", "m": 512, "k": 1024, "n": 1024, "median_ms": 20.0},
+        {"dtype": "fp32", "kind": "prefill", "m": 128, "k": 1024, "n": 1024, "count": 16, "median_ms": 128.0},
     ],
+    "attentions": [{"dtype": "fp32", "heads": 8, "seq": 512, "head_dim": 64, "median_ms": 4.0}],
     "copy_bytes": 2 * 256 * 2**20,
     "copy_ms": 50.0,
     "tiny_kernel_us": 5.0,
@@ -51,6 +54,12 @@ def test_rates_from_a_roofline():
     rates = profile.rates()
     assert rates.stream_bytes_per_s == decode.bytes_per_s
     assert rates.matmul_flops_per_s == prefill.flops_per_s
+    # 16 one-row matmuls over 512-long rows: (512 + 512 x 4096 + 4096) x 4 bytes each in 16 ms, beside the 4096 run
+    assert rates.stream_by_row_length == ((512, 16 * (512 + 512 * 4096 + 4096) * 4 / 16e-3), (4096, decode.bytes_per_s))
+    # 16 products of 128 rows, each its own 1024 x 1024 weight, in 128 ms; the cached 512-row one is not on the curve
+    assert rates.matmul_by_rows == ((128, 16 * 2 * 128 * 1024 * 1024 / 128e-3),)
+    # causal sdpa: QK^T and AV over the 512 x 513 / 2 kept entries, 2 x 2 x 8 heads x 64 each, in 4 ms
+    assert rates.attention_flops_per_s == pytest.approx(4 * 8 * 64 * 512 * 513 / 2 / 4e-3)
     assert rates.cuda_context_bytes == 0  # no CUDA context on a CPU
 
 
@@ -104,6 +113,8 @@ def test_measure_roofline_and_step_on_the_cpu(config_dir):
     assert done.code == 0, done.stderr
     out = json.loads(done.stdout)
     assert out["roofline"]["device"] == "cpu" and {m["dtype"] for m in out["roofline"]["matmuls"]} >= {"fp32"}
+    assert {m["k"] for m in out["roofline"]["matmuls"] if m["kind"] == "decode"} >= {512, 4096}
+    assert [a["dtype"] for a in out["roofline"]["attentions"]] == ["fp32", "bf16"]
     for phase in ("prefill", "decode"):
         row = out["step"][phase]
         assert row["measured_ms"] > 0 and row["bound_ms"] > 0 and row["expected_ms"] > 0

@@ -833,7 +833,12 @@ def measure(
     ] = None,
     head_dim: Annotated[int | None, typer.Option("--head-dim", min=1, help="Head dimension.")] = None,
     roofline: Annotated[
-        bool, typer.Option("--roofline", help="Microbenchmarks: matmul FLOP/s, copy bandwidth, tiny-kernel cost.")
+        bool,
+        typer.Option(
+            "--roofline",
+            help="Microbenchmarks: matmul FLOP/s, one-row matmul bytes/s by row length, attention FLOP/s, copy "
+            "bandwidth, tiny-kernel cost.",
+        ),
     ] = False,
     step: Annotated[
         bool, typer.Option("--step", help="Time a real prefill and decode step of MODEL beside serve's estimates.")

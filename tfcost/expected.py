@@ -10,10 +10,18 @@ Symbols: L layers, d d_model, t tensor-parallel GPUs, B batch, P prompt tokens, 
 
 from __future__ import annotations
 
+import math
+from itertools import pairwise
+
 from pydantic import BaseModel, ConfigDict, Field
 
+from tfcost import flops, params
+from tfcost.blocks import blocks
 from tfcost.hardware import bandwidth_bytes_per_s, peak_flops_per_s
+from tfcost.layers import head_ops, layer_ops
+from tfcost.ops import Op, op_flops, op_params
 from tfcost.schema import GpuSpec, ModelShape, WeightsDtype
+from tfcost.serving import UNQUANTIZED_BYTES, WEIGHT_BITS
 from tfcost.units import GIB, ceil_div
 
 # Fraction of the datasheet bandwidth that weight- and KV-streaming decode kernels reach at small batch.
@@ -57,6 +65,15 @@ class EngineRates(BaseModel):
 
     stream_bytes_per_s: float = Field(gt=0, description="bandwidth decode kernels reach streaming weights and KV")
     matmul_flops_per_s: float = Field(gt=0, description="FLOP/s large (prefill) matmuls reach")
+    attention_flops_per_s: float | None = Field(
+        default=None, gt=0, description="FLOP/s the fused attention kernel reaches (None: the matmul rate)"
+    )
+    matmul_by_rows: tuple[tuple[int, float], ...] = Field(
+        default=(), description="(M, FLOP/s) matmuls of M rows reach, weights read from memory (a profile's)"
+    )
+    stream_by_row_length: tuple[tuple[int, float], ...] = Field(
+        default=(), description="(K, bytes/s) a one-row matmul reaches on K-long weight rows (a profile's)"
+    )
     dequant_ops_per_s: float | None = Field(default=None, gt=0, description="CUDA-core op/s for dequantization")
     kernel_floor_s: float = Field(ge=0, description="fixed cost of one kernel")
     kernels_per_layer: int = Field(gt=0, description="kernels one layer launches per step")
@@ -128,9 +145,96 @@ def step_floor_seconds(shape: ModelShape, rates: EngineRates) -> float:
     return kernels * rates.kernel_floor_s + rates.step_fixed_s
 
 
-def phase_seconds(flops: float, bytes_moved: float, rates: EngineRates) -> float:
-    """The kernels' own time at the rates reached: max(FLOPs / reached FLOP/s, bytes / reached bandwidth)."""
-    return max(flops / rates.matmul_flops_per_s, bytes_moved / rates.stream_bytes_per_s)
+def phase_seconds(
+    flops: float,
+    bytes_moved: float,
+    rates: EngineRates,
+    attention_flops: float = 0,
+    weight_stream_s: float = 0,
+    rows: int | None = None,
+) -> float:
+    """The kernels' own time at the rates reached: max(compute, memory). Compute: the projections' FLOPs at the
+    matmul rate (at `rows` rows in flight where a profile measured how it changes with them) plus the attention's
+    (QK^T and AV, `attention_flops`, part of `flops`) at the attention kernel's; memory: `bytes_moved` at the stream
+    rate, or, where a profile measured how the rate falls with the weights' row length, `weight_stream_s` for the
+    weights (weights_stream_seconds) and `bytes_moved` for the rest."""
+    matmul_rate = (
+        rates.matmul_flops_per_s
+        if rows is None
+        else measured_rate(rows, rates.matmul_by_rows, rates.matmul_flops_per_s)
+    )
+    attention_rate = rates.attention_flops_per_s or rates.matmul_flops_per_s
+    compute = (flops - attention_flops) / matmul_rate + attention_flops / attention_rate
+    return max(compute, weight_stream_s + bytes_moved / rates.stream_bytes_per_s)
+
+
+def measured_rate(size: int, points: tuple[tuple[int, float], ...], default: float) -> float:
+    """A rate a profile measured at several sizes (row length K, rows in flight M), at `size`: interpolated linearly
+    in log size between the nearest measurements below and above, the nearest one outside them; `default` when
+    none was measured."""
+    ordered = sorted(points)
+    if not ordered:
+        return default
+    if size <= ordered[0][0]:
+        return ordered[0][1]
+    for (low_size, low), (high_size, high) in pairwise(ordered):
+        if size <= high_size:
+            share = (math.log(size) - math.log(low_size)) / (math.log(high_size) - math.log(low_size))
+            return low + share * (high - low)
+    return ordered[-1][1]
+
+
+def stream_rate(row_length: int, rates: EngineRates) -> float:
+    """Bytes/s of a one-row matmul over weight rows of length K (measured_rate over the profile's curve); the
+    single stream rate without one."""
+    return measured_rate(row_length, rates.stream_by_row_length, rates.stream_bytes_per_s)
+
+
+def weights_stream_seconds(shape: ModelShape, weight_bytes: float, rates: EngineRates) -> float:
+    """Time to stream `weight_bytes` of the layers' matrices through one-row matmuls (a decode step): each linear
+    row's share of the weights at the rate measured for its row length K = fan_in (nn.Linear computes x W^T, a dot
+    product over each K-long row of W). Without a measured curve: bytes / the stream rate."""
+    rows = [(count * op_params(op), op.fan_in) for count, op in layer_linear_rows(shape)]
+    total = sum(params for params, _ in rows)
+    if not rates.stream_by_row_length or not total:
+        return weight_bytes / rates.stream_bytes_per_s
+    return sum(weight_bytes * params / total / stream_rate(k, rates) for params, k in rows)
+
+
+def head_seconds(shape: ModelShape, head_flops: float, head_bytes: float, rates: EngineRates) -> float:
+    """The output head on the sampled positions, a roofline of its own: its B rows are too few to reuse the V x d
+    matrix, so even in a compute-bound prefill it streams the matrix, at the rate for its row length d."""
+    rows = [op.fan_in for op in head_ops(shape) if op.kind == "linear"]
+    rate = stream_rate(rows[0], rates) if rows else rates.stream_bytes_per_s
+    return max(head_flops / rates.matmul_flops_per_s, head_bytes / rate)
+
+
+def layer_linear_rows(shape: ModelShape) -> list[tuple[int, Op]]:
+    """Every linear row of the layers, with its count."""
+    return [(count, op) for block, count in blocks(shape) for op in layer_ops(shape, block) if op.kind == "linear"]
+
+
+def table_element_bytes(read_as: WeightsDtype) -> int:
+    """Bytes of one embedding or head weight: 16-bit under 8- and 4-bit weights (tfcost.serving.weight_bytes), else
+    the weights' own width."""
+    return max(WEIGHT_BITS[read_as], 8 * UNQUANTIZED_BYTES) // 8
+
+
+def lookup_table_elements(shape: ModelShape) -> int:
+    """Embedding tables a step only looks rows up in (token, position, per-layer tables), not read whole: the
+    embedding parameters less the head's matrix (a tied head reads the token table, so that one is streamed)."""
+    return max(params.embedding_params(shape) - head_weight_elements(shape), 0)
+
+
+def head_weight_elements(shape: ModelShape) -> int:
+    """The output head's matrix, V x d (a tied head reads the embedding table): its forward FLOPs per token / 2."""
+    return flops.forward_flops_breakdown(shape, 1).get("output_head", 0) // 2
+
+
+def attention_flops(shape: ModelShape, tokens: int, causal: bool = True) -> int:
+    """The attention kernels' FLOPs of one sequence of T tokens: the score (QK^T) and value (AV) rows."""
+    rows = [(count, op) for block, count in blocks(shape) for op in layer_ops(shape, block)]
+    return sum(count * op_flops(op, tokens, tokens, causal) for count, op in rows if op.kind in ("scores", "values"))
 
 
 def allocated_kv_tokens(tokens: int, block: int) -> int:

@@ -385,6 +385,20 @@ ROOFLINE_SHAPES = {
     "cuda": {"decode": (1, 8192, 8192), "prefill": (4096, 8192, 8192)},
     "cpu": {"decode": (1, 2048, 2048), "prefill": (512, 1024, 1024)},
 }
+# A one-row matmul's bandwidth falls with the weights' row length K (a dot product over each K-long row: on this
+# CPU, fp32, K = 512 reached about 10 GB/s where K = 2048 reached 16): timed at these K, N wide, enough matrices
+# in a row that the set outgrows the caches (STREAM_SET_BYTES).
+DECODE_ROW_LENGTHS = {"cuda": (1024, 2048, 4096, 8192), "cpu": (256, 512, 1024, 2048, 4096)}
+DECODE_ROW_WIDTH = {"cuda": 8192, "cpu": 2048}
+STREAM_SET_BYTES = {"cuda": 1 * 2**30, "cpu": 128 * 2**20}
+# A prefill's matmuls have B x P rows and each reads its own weight from memory: timed at these row counts,
+# K = N = PREFILL_WIDTH, enough matrices in a row that the set outgrows the caches (PREFILL_SET_BYTES). On this
+# CPU 128-row products each with its own weight reached ~85 GFLOP/s where one cached 512-row product reached 100.
+PREFILL_ROWS = {"cuda": (512, 4096), "cpu": (128, 512)}
+PREFILL_WIDTH = {"cuda": 8192, "cpu": 1024}
+PREFILL_SET_BYTES = {"cuda": 1 * 2**30, "cpu": 64 * 2**20}
+# The fused attention kernel (sdpa, causal, forward) at a prefill's shape: B = 1, H heads of Q, T positions.
+ATTENTION_SHAPE = {"cuda": (32, 4096, 128), "cpu": (8, 512, 64)}
 COPY_BYTES = {"cuda": 2 * 2**30, "cpu": 256 * 2**20}
 TINY_CALLS = 1000  # back-to-back tiny kernels, timed together: their mean is the per-kernel floor
 ROOFLINE_DTYPES = {"cuda": ["bf16", "fp16", "fp32"], "cpu": ["fp32", "bf16"]}
@@ -438,6 +452,14 @@ def fp8_matmul_ms(timer: Timer, m: int, k: int, n: int, repeats: int) -> float |
     return median(timer.samples_ms(step, repeats))
 
 
+def attention_run(timer: Timer, device: str, dtype: str, repeats: int) -> dict[str, Any]:
+    """One causal forward of sdpa at ATTENTION_SHAPE, the kernel torch picks."""
+    heads, seq, head_dim = ATTENTION_SHAPE[device]
+    q, k, v = (torch.randn(1, heads, seq, head_dim, device=device, dtype=TORCH_DTYPES[dtype]) for _ in range(3))
+    ms = median(timer.samples_ms(attention_step(q, k, v, causal=True, backward=False), repeats))
+    return {"dtype": dtype, "heads": heads, "seq": seq, "head_dim": head_dim, "median_ms": ms}
+
+
 def back_to_back_us(device: str, step: Callable[[], Any]) -> float:
     """Mean wall time of TINY_CALLS calls launched back to back then synchronised: the fixed cost of a kernel."""
     for _ in range(10):
@@ -465,6 +487,18 @@ def roofline(device: str, repeats: int | None) -> dict[str, Any]:
             count = MATRICES[kind]
             ms = time_matmul(timer, device, dtype, m, k, n, count, repeats)
             matmuls.append({"dtype": dtype, "kind": kind, "m": m, "k": k, "n": n, "count": count, "median_ms": ms})
+        n = DECODE_ROW_WIDTH[device]
+        for k in DECODE_ROW_LENGTHS[device]:
+            count = max(MATRICES["decode"], STREAM_SET_BYTES[device] // (k * n * ELEMENT_BYTES[dtype]))
+            ms = time_matmul(timer, device, dtype, 1, k, n, count, repeats)
+            matmuls.append({"dtype": dtype, "kind": "decode", "m": 1, "k": k, "n": n, "count": count, "median_ms": ms})
+        width = PREFILL_WIDTH[device]
+        for m in PREFILL_ROWS[device]:
+            count = max(1, PREFILL_SET_BYTES[device] // (width * width * ELEMENT_BYTES[dtype]))
+            ms = time_matmul(timer, device, dtype, m, width, width, count, repeats)
+            matmuls.append({"dtype": dtype, "kind": "prefill", "m": m, "k": width, "n": width, "count": count,
+                            "median_ms": ms})  # fmt: skip
+    attentions = [attention_run(timer, device, dtype, repeats) for dtype in ROOFLINE_DTYPES[device]]
     if device == "cuda":
         for kind, (m, k, n) in ROOFLINE_SHAPES[device].items():
             fp8_ms = fp8_matmul_ms(timer, max(m, 16), k, n, repeats)  # _scaled_mm needs m divisible by 16
@@ -485,6 +519,7 @@ def roofline(device: str, repeats: int | None) -> dict[str, Any]:
         "torch_version": torch.__version__,
         "memory_bytes": device_memory_bytes(device),
         "matmuls": matmuls,
+        "attentions": attentions,
         "copy_bytes": 2 * COPY_BYTES[device],  # read once and written once
         "copy_ms": copy_ms,
         "tiny_kernel_us": back_to_back_us(device, lambda: one.add_(1)),

@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from tfcost import expected, hardware
+from tfcost import expected, flops, hardware
 from tfcost.errors import TfcostError, UsageError
 from tfcost.schema import GpuSpec
 from tfcost.units import GIB, TERA
@@ -35,6 +35,19 @@ class MatmulRun(BaseModel):
     bytes_per_s: float
 
 
+class AttentionRun(BaseModel):
+    """One causal forward of the fused attention kernel (sdpa) at B = 1, H heads of Q, T positions."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    dtype: str
+    heads: int
+    seq: int
+    head_dim: int
+    median_ms: float
+    flops_per_s: float
+
+
 class Profile(BaseModel):
     """One machine's measured rates."""
 
@@ -54,6 +67,7 @@ class Profile(BaseModel):
     floor_layers: list[int] = Field(default_factory=list, description="depths of the narrow floor model")
     floor_step_us: list[float] | None = Field(default=None, description="its decode step at each depth, us")
     matmuls: list[MatmulRun]
+    attentions: list[AttentionRun] = Field(default_factory=list, description="sdpa at a prefill's shape")
     steps: list[dict[str, object]] = Field(default_factory=list, description="measure --step results, if any")
 
     def matmul(self, kind: str) -> MatmulRun:
@@ -61,6 +75,27 @@ class Profile(BaseModel):
         if not runs:
             raise TfcostError(f"profile {self.name} has no {kind} matmul measured in {self.dtype}")
         return max(runs, key=lambda run: run.flops_per_s)
+
+    def stream_by_row_length(self) -> tuple[tuple[int, float], ...]:
+        """(K, bytes/s) of the one-row (decode) matmuls in the profile's dtype, the best at each K."""
+        best: dict[int, float] = {}
+        for run in self.matmuls:
+            if run.kind == "decode" and run.dtype == self.dtype:
+                best[run.k] = max(best.get(run.k, 0.0), run.bytes_per_s)
+        return tuple(sorted(best.items())) if len(best) > 1 else ()
+
+    def matmul_by_rows(self) -> tuple[tuple[int, float], ...]:
+        """(M, FLOP/s) of the prefill matmuls that read their weights from memory (more than one matrix in a row),
+        in the profile's dtype, the best at each M."""
+        best: dict[int, float] = {}
+        for run in self.matmuls:
+            if run.kind == "prefill" and run.dtype == self.dtype and run.count > 1:
+                best[run.m] = max(best.get(run.m, 0.0), run.flops_per_s)
+        return tuple(sorted(best.items()))
+
+    def attention_flops_per_s(self) -> float | None:
+        runs = [run.flops_per_s for run in self.attentions if run.dtype == self.dtype]
+        return max(runs) if runs else None
 
     def rates(self) -> expected.EngineRates:
         """Measured rates for `expected`: decode matmuls' achieved bytes/s stream the weights and KV cache,
@@ -70,14 +105,24 @@ class Profile(BaseModel):
         return expected.EngineRates(
             stream_bytes_per_s=self.matmul("decode").bytes_per_s,
             matmul_flops_per_s=self.matmul("prefill").flops_per_s,
+            attention_flops_per_s=self.attention_flops_per_s(),
+            matmul_by_rows=self.matmul_by_rows(),
+            stream_by_row_length=self.stream_by_row_length(),
             kernel_floor_s=per_layer * 1e-6,
             kernels_per_layer=1,
             step_fixed_s=fixed * 1e-6,
             cuda_context_bytes=context,
             sources={
                 "profile": f"{self.name}: {self.device_name}, torch {self.torch_version}, {self.date}",
-                "stream": "measured: decode-shape matmul bytes/s",
-                "matmul": "measured: prefill-shape matmul FLOP/s",
+                "stream": "measured: decode-shape matmul bytes/s, by the weights' row length"
+                if self.stream_by_row_length()
+                else "measured: decode-shape matmul bytes/s",
+                "matmul": "measured: prefill-shape matmul FLOP/s, by rows in flight, weights from memory"
+                if self.matmul_by_rows()
+                else "measured: prefill-shape matmul FLOP/s",
+                "attention": "measured: sdpa causal forward FLOP/s"
+                if self.attentions
+                else "the matmul rate (no attention measured)",
                 "kernel_floor": "measured: decode step of a 64-wide Llama-like model at 1 and 3 layers"
                 if self.floor_step_us
                 else "measured: one tiny kernel x the eager ops of a layer",
@@ -161,6 +206,12 @@ def matmul_run(raw: dict[str, Any]) -> MatmulRun:
     )
 
 
+def attention_run(raw: dict[str, Any]) -> AttentionRun:
+    """The rate of one causal sdpa forward: the causal triangle's QK^T and AV FLOPs (tfcost.flops) over its time."""
+    work = flops.attention_forward_flops(1, raw["heads"], raw["seq"], raw["head_dim"], causal=True)
+    return AttentionRun(**raw, flops_per_s=hardware.achieved_per_s(work, raw["median_ms"] / 1000))
+
+
 def from_roofline(raw: dict[str, Any], name: str, dtype: str, date: str) -> Profile:
     """A profile from measure.roofline's raw timings."""
     return Profile(
@@ -178,4 +229,5 @@ def from_roofline(raw: dict[str, Any], name: str, dtype: str, date: str) -> Prof
         floor_layers=raw.get("floor_layers", []),
         floor_step_us=raw.get("floor_step_us"),
         matmuls=[matmul_run(run) for run in raw["matmuls"]],
+        attentions=[attention_run(run) for run in raw.get("attentions", [])],
     )

@@ -624,14 +624,36 @@ def serve_expected(
     dequant = expected.dequant_seconds(quantized, read_as, rates)
     floor = expected.step_floor_seconds(shape, rates)
 
+    # The weights split by how a step reads them: the output head (a one-row matmul per sequence, its own
+    # roofline), the lookup tables (B rows gathered, not streamed) and the layers' matrices.
+    head_elements = expected.head_weight_elements(shape)
+    element_bytes = expected.table_element_bytes(read_as)
+    head_bytes = serving.share_per_gpu(head_elements * element_bytes, t)
+    lookup_bytes = serving.share_per_gpu(expected.lookup_table_elements(shape) * element_bytes, t)
+    layer_weights = max(weights_per_gpu - head_bytes - lookup_bytes, 0)
+    head_flops = serving.share_per_gpu(2 * head_elements * b, t)
+    decoder_only = not serving.is_encoder_decoder(shape)
+
     prefill_flops = serving.share_per_gpu(serving.prefill_flops(shape, setup.prompt, b), t)
-    prefill_kernels = expected.phase_seconds(prefill_flops, weights_per_gpu + prompt_kv, rates)
+    prefill_attention = serving.share_per_gpu(b * expected.attention_flops(shape, setup.prompt), t)
+    prefill_kernels = expected.phase_seconds(
+        prefill_flops - head_flops,
+        layer_weights + prompt_kv,
+        rates,
+        prefill_attention if decoder_only else 0,
+        rows=b * setup.prompt,
+    ) + expected.head_seconds(shape, head_flops, head_bytes, rates)
     prefill_allreduce = expected.tensor_parallel_seconds(shape, b * setup.prompt, t, rates)
     prefill_s = prefill_kernels + dequant + prefill_allreduce + floor
     decode_flops = serving.share_per_gpu(serving.decode_step_flops(shape, setup.context, b), t)
+    one_token = expected.attention_flops(shape, setup.context) - expected.attention_flops(shape, setup.context - 1)
+    decode_attention = serving.share_per_gpu(b * one_token, t) if decoder_only else 0
     state_per_gpu = serving.state_bytes_per_gpu(shape, b, kv_dtype, t)  # read and written once a step
-    decode_bytes = weights_per_gpu + kv_per_gpu + state_per_gpu
-    decode_kernels = expected.phase_seconds(decode_flops, decode_bytes, rates)
+    decode_bytes = layer_weights + head_bytes + kv_per_gpu + state_per_gpu
+    decode_kernels = expected.phase_seconds(
+        decode_flops - head_flops, kv_per_gpu + state_per_gpu, rates, decode_attention,
+        weight_stream_s=expected.weights_stream_seconds(shape, layer_weights, rates), rows=b,
+    ) + expected.head_seconds(shape, head_flops, head_bytes, rates)  # fmt: skip
     decode_allreduce = expected.tensor_parallel_seconds(shape, b, t, rates)
     decode_s = decode_kernels + dequant + decode_allreduce + floor
 
@@ -651,14 +673,16 @@ def serve_expected(
         max_kv_tokens = serving.stepped_max_context(shape, budget, 1, kv_dtype, t, state_per_sequence)
     return ServeExpected(
         prefill_flops_per_gpu=prefill_flops,
-        prefill_bytes_per_gpu=weights_per_gpu + prompt_kv,
+        prefill_bytes_per_gpu=layer_weights + head_bytes + prompt_kv,
         prefill_ms=milliseconds(prefill_s),
-        prefill_bound=bound(prefill_flops / rates.matmul_flops_per_s >= prefill_kernels),
+        prefill_bound=bound(
+            prefill_flops / rates.matmul_flops_per_s >= (layer_weights + prompt_kv) / rates.stream_bytes_per_s
+        ),
         prefill_tokens_per_s=hardware.achieved_per_s(b * setup.prompt, prefill_s),
         decode_flops_per_gpu=decode_flops,
         decode_bytes_per_gpu=decode_bytes,
         decode_ms_per_token=milliseconds(decode_s),
-        decode_bound=bound(decode_flops / rates.matmul_flops_per_s >= decode_kernels),
+        decode_bound=bound(decode_flops / rates.matmul_flops_per_s >= decode_bytes / rates.stream_bytes_per_s),
         decode_tokens_per_s=hardware.achieved_per_s(b, decode_s),
         ttft_ms=milliseconds(prefill_s),
         tpot_ms=milliseconds(decode_s),
