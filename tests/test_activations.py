@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tfcost import activations, report, training
+from tfcost import activations, train_report, training
 from tfcost.blocks import Block, blocks
 from tfcost.hf_config import read_config
 from tfcost.layers import MIXERS, mtp_ops, table_of
@@ -227,7 +227,7 @@ def test_explain_lists_each_row_that_saves() -> None:
     sum of what each row keeps, then the layer at s = 4096 (the pinned 604,504,064 bytes)."""
     llama = load_model("llama-3-8b")
     setup = TrainingSetup.model_validate({"gpus": 64, "tokens": 10**12, "seq_len": 4096})
-    lines = {line.quantity: line for line in report.train(llama, load_gpu("h100-sxm"), setup, True).explain or []}
+    lines = {line.quantity: line for line in train_report.train(llama, load_gpu("h100-sxm"), setup, True).explain or []}
     per_token = lines["saved per token, one attention+mlp layer"]
     assert per_token.value == 147_584 and per_token.formula.startswith("attention/q input (read by q, k and v) + ")
     assert "mlp/gate activation input (gate output)" in per_token.formula

@@ -13,8 +13,8 @@ import math
 import pytest
 
 from tfcost.presets import load_gpu, load_model
-from tfcost.report import serve
 from tfcost.schema import ModelShape, ServingSetup
+from tfcost.serve_report import serve
 
 GPT_FAST = [  # model, weights, GPUs, group size, measured tokens/s, expected / measured as tfcost gives it
     ("llama-2-7b", "bf16", 1, 128, 104.9, 0.955),

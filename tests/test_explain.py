@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tfcost import report
+from tfcost import report, serve_report, train_report
 from tfcost.explain import Line, estimate_lines
 from tfcost.presets import load_gpu, load_model, model_preset_paths
 from tfcost.schema import ServingSetup, TrainingSetup, Workload
@@ -94,13 +94,15 @@ def test_train_and_serve_working(name: str) -> None:
     gpu = load_gpu("h100-sxm")
     if shape.architecture != "encoder":
         check(
-            report.serve(shape, gpu, ServingSetup(gpus=8 if shape.n_kv_heads % 8 == 0 else 1), explained=True).explain
+            serve_report.serve(
+                shape, gpu, ServingSetup(gpus=8 if shape.n_kv_heads % 8 == 0 else 1), explained=True
+            ).explain
             or []
         )
     extras: tuple[dict[str, object], ...] = ({}, {"zero": 1, "mfu": 0.5}, {"zero": 2, "tp": 2, "mfu": 0.4})
     for extra in extras:
         setup = TrainingSetup.model_validate({"gpus": 64, "tokens": 10**12, "seq_len": 2048, **extra})
-        check(report.train(shape, gpu, setup, explained=True).explain or [])
+        check(train_report.train(shape, gpu, setup, explained=True).explain or [])
 
 
 def test_cli_explain_in_every_format(tfcost) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import run_in_process
 
-from tfcost import flops, memory, params, report, training
+from tfcost import flops, memory, params, report, serve_report, train_report, training
 from tfcost.blocks import Block, blocks
 from tfcost.errors import TfcostError
 from tfcost.layers import MIXERS, layer_ops
@@ -175,7 +175,7 @@ T5_DECODER_LAYERS, T5_HEADS, T5_HEAD_DIM = 6, 8, 64  # T5-small (Raffel et al. 2
 def test_serving_t5_caches_g_decoder_and_p_encoder_positions() -> None:
     shape, gpu = load_model("t5-small"), load_gpu("h100-sxm")
     setup = ServingSetup(batch=8, prompt=4096, generate=1024)
-    served = report.serve(shape, gpu, setup)
+    served = serve_report.serve(shape, gpu, setup)
     # Each decoder layer caches 2*H*Q per decoder position (self) and per encoder position (cross), in bf16.
     per_position = 2 * T5_DECODER_LAYERS * T5_HEADS * T5_HEAD_DIM * 2
     assert served.memory.kv_cache_bytes == 8 * (1024 + 4096) * per_position == 503_316_480
@@ -204,7 +204,7 @@ def test_serving_t5_encodes_the_prompt_once_and_decodes_one_token_at_a_time() ->
 def test_training_t5_stores_activations_for_both_stacks() -> None:
     shape, gpu = load_model("t5-small"), load_gpu("h100-sxm")
     setup = TrainingSetup(gpus=8, tokens=10**9, seq_len=512)
-    held = report.train(shape, gpu, setup).memory_per_gpu
+    held = train_report.train(shape, gpu, setup).memory_per_gpu
     # 6 encoder layers of 17,440 bytes per token (s = 512, flash) and 6 decoder layers that also keep their
     # cross-attention's 6,688 (tests/test_activations.py counts both by hand); the decoder's is the largest layer
     encoder, decoder = 17_440 * 512, (17_440 + 6_688) * 512

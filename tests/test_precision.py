@@ -8,8 +8,8 @@ import pytest
 
 from tfcost.precision import bytes_per_param
 from tfcost.presets import load_gpu, load_model
-from tfcost.report import train
 from tfcost.schema import TrainingSetup
+from tfcost.train_report import train
 
 GIB = 2**30
 

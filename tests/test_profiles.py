@@ -11,8 +11,8 @@ import yaml
 
 from tfcost import profiles
 from tfcost.presets import load_model
-from tfcost.report import serve
 from tfcost.schema import ServingSetup
+from tfcost.serve_report import serve
 
 TINY_LLAMA = str(Path(__file__).parent / "data" / "tiny-llama.yaml")
 RAW = {  # the shape of measure.roofline's output; the timings are round numbers to check the arithmetic

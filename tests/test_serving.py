@@ -8,8 +8,8 @@ from tfcost import flops, memory, params, serving
 from tfcost.errors import UsageError
 from tfcost.hardware import bandwidth_bytes_per_s
 from tfcost.presets import load_gpu, load_model
-from tfcost.report import serve
 from tfcost.schema import ServingSetup
+from tfcost.serve_report import serve
 
 
 @pytest.fixture

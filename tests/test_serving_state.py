@@ -11,8 +11,8 @@ import pytest
 
 from tfcost import memory
 from tfcost.presets import load_gpu, load_model
-from tfcost.report import serve
 from tfcost.schema import ServingSetup
+from tfcost.serve_report import serve
 
 H100_USABLE = 77_309_411_328  # 80 GiB x 0.9
 CODESTRAL_STATE = 273_678_336

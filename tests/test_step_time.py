@@ -13,8 +13,8 @@ import pytest
 
 from tfcost import step_time
 from tfcost.presets import load_gpu, load_model
-from tfcost.report import train
 from tfcost.schema import ModelShape, TrainingSetup
+from tfcost.train_report import train
 
 # name: (d_model, heads, layers, tp, pp, global batch, micro-batch, virtual stages, published seconds per step)
 KORTHIKANTI = {

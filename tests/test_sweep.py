@@ -13,8 +13,8 @@ from conftest import run_in_process
 
 from tfcost import flops, memory, params
 from tfcost.presets import load_gpu, load_model
-from tfcost.report import serve
 from tfcost.schema import ServingSetup
+from tfcost.serve_report import serve
 from tfcost.sweep import parse_seq, sweep
 
 SWEEP = ["sweep", "gpt2-small", "llama-3-8b", "--seq", "256..131072"]

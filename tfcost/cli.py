@@ -520,8 +520,8 @@ def train(
     from tfcost import render, training
     from tfcost.engines import analytic_only
     from tfcost.presets import load_gpu
-    from tfcost.report import train as run_train
     from tfcost.report import with_source
+    from tfcost.train_report import train as run_train
 
     analytic_only(model, config, engine, "train")
     source = load_source(model, config, overrides, strict, lenient, revision)
@@ -637,8 +637,8 @@ def serve(
     from tfcost import render
     from tfcost.engines import analytic_only
     from tfcost.presets import load_gpu
-    from tfcost.report import serve as run_serve
     from tfcost.report import with_source
+    from tfcost.serve_report import serve as run_serve
 
     analytic_only(model, config, engine, "serve")
     source = load_source(model, config, overrides, strict, lenient, revision)
@@ -923,7 +923,7 @@ def measure_machine(
         measured = profiles.from_roofline(raw, save_profile or "this-machine", dtype, today)
         payload["roofline"] = measured.model_dump(mode="json")
     if step and shape is not None:
-        from tfcost.report import serve as run_serve
+        from tfcost.serve_report import serve as run_serve
         from tfcost.step_report import step_report
 
         setup = validated(ServingSetup, weights_dtype=dtype, kv_dtype=dtype, batch=batch, prompt=prompt,

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tfcost import activations, crossover, flops, memory, params, serving, training
+from tfcost import crossover, flops, memory, params, serving
 from tfcost.blocks import Block, blocks
 from tfcost.layers import embedding_ops, head_ops, layer_ops
 from tfcost.ops import (
@@ -520,6 +520,8 @@ def train_lines(
     """`tfcost train`'s main quantities: 6ND, the exact model FLOPs (3 x forward per sequence, x D / T), the wall
     clock at an MFU, and the memory per GPU by part. `seconds_from_mfu` is (seconds, peak FLOP/s, MFU) when the
     time comes from an MFU; `held` is training.memory_per_gpu."""
+    from tfcost import training  # train only: estimate need not import them
+
     t, d = setup.seq_len, setup.tokens
     n = params.active_params(shape)
     out = [line("6ND", "6·N·D", f"6·{number(n)}·{number(d)}", training.six_nd_flops(shape, d), "flops", TRAINING)]
@@ -573,6 +575,8 @@ def train_memory_lines(
     logits: int,
 ) -> list[Line]:
     out: list[Line] = []
+    from tfcost import training  # train only: estimate need not import them
+
     if plain_model_states(setup):
         n = params.total_params(shape)
         per_param = training.state_bytes_per_param(setup.precision, setup.optimizer)
@@ -614,6 +618,8 @@ def train_memory_lines(
 def activation_lines(shape: ModelShape, setup: TrainingSetup, block: Block, per_layer: int) -> list[Line]:
     """One layer kind's training activations from its rows (tfcost.activations): the bytes each row saves per token
     and per score entry, then the layer's bytes for the micro-batch on one GPU (Korthikanti et al. 2022 §4)."""
+    from tfcost import activations  # train only: estimate need not import them
+
     kept = activations.held_tensors(shape, block, setup.recompute, setup.flash)
     terms = activations.layer_terms(shape, block, setup.recompute, setup.flash, setup.precision)
     out = []

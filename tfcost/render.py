@@ -21,16 +21,7 @@ from pydantic import BaseModel
 from tfcost import __version__
 from tfcost.errors import TfcostError
 from tfcost.explain import Line
-from tfcost.report import (
-    SECTIONS,
-    SERVE_SECTIONS,
-    TRAIN_SECTIONS,
-    CrossoverReport,
-    Estimate,
-    ServeReport,
-    SourceNotes,
-    TrainReport,
-)
+from tfcost.report import SECTIONS, CrossoverReport, Estimate, SourceNotes
 from tfcost.schema import GpuSpec, ModelShape
 from tfcost.units import Unit, human
 
@@ -39,7 +30,9 @@ if TYPE_CHECKING:  # imported where used: only `measure` needs its report classe
     from tfcost.engine_report import CheckReport, EngineEstimate
     from tfcost.measure_report import Measurement, MeasureReport
     from tfcost.presets import ModelSource
+    from tfcost.serve_report import ServeReport
     from tfcost.sweep import SweepReport
+    from tfcost.train_report import TrainReport
 
 CONVENTIONS = (
     "FLOPs are 2*m*k*n per matmul (not MACs). Counts and FLOPs in SI units (G = 10^9), bytes in IEC units "
@@ -446,6 +439,8 @@ def default(setup: BaseModel, field: str) -> Any:
 
 
 def train_table(result: TrainReport, markdown: bool = False) -> None:
+    from tfcost.train_report import TRAIN_SECTIONS
+
     result = neutral(result)
     s = result.setup
     tokens, seq = result.notes.get("tokens", ""), result.notes.get("seq_len", "")
@@ -470,6 +465,8 @@ def train_table(result: TrainReport, markdown: bool = False) -> None:
 
 
 def serve_table(result: ServeReport, markdown: bool = False) -> None:
+    from tfcost.serve_report import SERVE_SECTIONS
+
     result = neutral(result)
     s = result.setup
     title = "\n".join(

@@ -7,8 +7,8 @@ from pydantic import BaseModel, ConfigDict
 
 from tfcost import hardware
 from tfcost.profiles import Profile
-from tfcost.report import serve
 from tfcost.schema import ModelShape, ServingSetup
+from tfcost.serve_report import serve
 
 
 class StepPhase(BaseModel):
