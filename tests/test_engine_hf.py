@@ -85,6 +85,32 @@ def test_check_llama_3_8b_agrees_on_every_quantity():
     assert table.code == 0 and "agree on every quantity" in table.stdout
 
 
+def test_check_a_hybrid_preset_agrees_on_every_quantity():
+    """nemotron-h-8b, built by transformers from the config.json the preset was read from (shipped beside it): 24
+    Mamba-2 layers hold a state, the 4 attention layers alone a per-token cache."""
+    report = cli_json("check", "nemotron-h-8b", "--seq", "100")
+    assert report["agree"] is True
+    rows = {row["quantity"]: row["transformers"] for row in report["rows"]}
+    assert all(row["difference"] == 0 for row in report["rows"])
+    assert rows["params.total"] == 8_100_852_736
+    assert rows["kv_cache.bytes_per_token"] == 4 * 2 * 8 * 128 * 2  # 4 layers, K and V, 8 heads of 128, bf16
+    # Per Mamba-2 layer: a convolution window over x, B and C (8192 + 2 x 8 groups x 128) x 4 taps in bf16, and an
+    # SSM state of 128 heads x 64 x 128 that transformers keeps in fp32.
+    assert rows["kv_cache.state_bytes"] == 24 * ((8192 + 2 * 8 * 128) * 4 * 2 + 128 * 64 * 128 * 4)
+
+
+def test_shipped_configs_are_the_fixtures_their_presets_were_read_from():
+    """presets/hf_configs/NAME.json is what `tfcost check NAME` builds: byte for byte the fixture the tests read the
+    preset's family from (tests/data/hf_configs, sources in its SOURCES.md), and only for a shipped preset."""
+    from tfcost.presets import model_preset_paths, presets_dir
+
+    shipped = sorted((presets_dir() / "hf_configs").glob("*.json"))
+    assert len(shipped) == 54
+    for path in shipped:
+        assert path.stem in model_preset_paths()
+        assert path.read_bytes() == (CONFIGS / path.name).read_bytes()
+
+
 def test_check_exits_1_when_the_engines_differ(monkeypatch):
     from tfcost import engines
 
@@ -112,6 +138,8 @@ def test_presets_map_onto_transformers_configs():
     assert hf_config_for(load_model("llama-3-8b"))["model_type"] == "llama"
     assert hf_config_for(load_model("qwen2.5-7b"))["model_type"] == "qwen2"
     assert hf_config_for(load_model("mistral-7b"))["sliding_window"] == 4096
+    assert hf_config_for(load_model("bloom-176b"))["model_type"] == "bloom"
+    assert hf_config_for(load_model("gpt3-175b"))["model_type"] == "gpt2"
     with pytest.raises(TfcostError, match="no transformers config"):
         hf_config_for(load_model("t5-small"))
 
@@ -270,3 +298,42 @@ def test_every_causal_lm_type_prices_from_its_default_config(model_type):
     if model_type not in STEPPED:
         assert first.kv_bytes_per_token >= 0 and first.state_bytes >= 0
         assert second.kv_bytes_per_token * 29 + second.state_bytes == first.kv_bytes_per_token * 29 + first.state_bytes
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Every shipped preset against transformers' implementation of the config it was read from.
+
+# Presets transformers runs differently from how the model is served: the difference is asserted, not ignored.
+# Llama4TextMoe runs every token through all E experts, scaling the unrouted ones by a router score of 0
+# (modeling_llama4.py: "routed_in = hidden_states.repeat(...)"); tfcost counts the top-1 routed expert. The extra
+# count is (E - 1) gated expert MLPs (3 matrices of d x F_e = 5120 x 8192) per token, in each MoE layer (the
+# published configs: Scout 16 experts in all 48 layers, Maverick 128 experts in every second layer).
+KNOWN_DIFFERENCES = {"llama-4-scout": (16, 48), "llama-4-maverick": (128, 24)}  # (experts, MoE layers)
+# Presets the engine cannot build: it builds causal LMs (AutoModelForCausalLM) only.
+NOT_CHECKED = {"t5-small": "an encoder-decoder"}
+
+
+def all_presets() -> list[str]:
+    from tfcost.presets import model_preset_paths
+
+    return list(model_preset_paths())
+
+
+@pytest.mark.thorough
+@pytest.mark.parametrize("name", all_presets())
+def test_every_preset_agrees_with_transformers(name):
+    """`tfcost check NAME` on every shipped preset: the same parameters, forward FLOPs, KV cache and state."""
+    from tfcost.engines import check
+
+    if name in NOT_CHECKED:
+        with pytest.raises(TfcostError, match="cannot build"):
+            check(name, None, Workload(seq_len=T))
+        return
+    report = check(name, None, Workload(seq_len=T))
+    differences = {row.quantity: row.difference for row in report.rows if row.difference}
+    if name not in KNOWN_DIFFERENCES:
+        assert report.agree, differences
+        return
+    experts, moe_layers = KNOWN_DIFFERENCES[name]
+    extra = (experts - 1) * 3 * 2 * 5120 * 8192 * T * moe_layers
+    assert differences == {"flops.forward_per_sequence": extra}
