@@ -12,7 +12,12 @@ read or allocated whatever the model's size, and a forward pass runs no arithmet
   for all T positions, as the analytic core counts the output head;
 - cache: the bytes of every tensor in the cache the forward pass returns, at T and at T + 1 tokens. What grows
   between the two is the per-token KV cache; the rest, which does not grow with T, is per-sequence state
-  (a Mamba layer's convolution and SSM state, a linear-attention layer's recurrent state).
+  (a Mamba layer's convolution and SSM state, a linear-attention layer's recurrent state). A model that keeps its
+  state in its modules instead (RecurrentGemma) is measured by those tensors and a cache handed to it.
+
+A model the meta device cannot run, because its control flow reads tensor values (XLM's lengths, X-MOD's language
+ids), is run on the CPU with random weights when it is small (CPU_RUN_MAX_PARAMS), and only if other tokens count
+the same FLOPs; see `fallback`.
 
 torch and transformers are imported here only, and only when the engine is asked for (`pip install 'tfcost[hf]'`).
 """
@@ -20,7 +25,9 @@ torch and transformers are imported here only, and only when the engine is asked
 from __future__ import annotations
 
 import logging
-from contextlib import ExitStack
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,9 +99,13 @@ def build(data: dict[str, Any]) -> Any:
     """The causal LM a config describes, on the meta device: shapes, no weights, in bf16 (a cache's tensors in the
     model's dtype are then counted at the asked dtype's size; one a model keeps in another, such as an fp32 SSM
     state, at its own). See the module docstring for why eager attention and batched_mm experts."""
+    return build_from(hf_config(data), "meta")
+
+
+def build_from(config: Any, device: str) -> Any:
+    """The causal LM of a transformers config, on `device` (on the CPU: with weights, randomly initialised)."""
     torch, transformers = modules()
-    config = hf_config(data)
-    with torch.device("meta"):
+    with torch.device(device):
         model = transformers.AutoModelForCausalLM.from_config(
             config,
             attn_implementation="eager",
@@ -111,28 +122,49 @@ def build(data: dict[str, Any]) -> Any:
 class Inputs:
     """How one sequence is fed. An explicit all-ones mask means "no padding" and spares most models a data-dependent
     check that the meta device cannot run; others check the mask itself (recurrent layers) and run only without one.
-    The last resort feeds fake tensors (torch's FakeTensor, shapes only like meta), which transformers takes for
-    tracing and so skips its data-dependent checks (a bidirectional mask's "is it all ones?")."""
+    Then fake tensors (torch's FakeTensor, shapes only like meta), which transformers takes for tracing and so skips
+    its data-dependent checks (a bidirectional mask's "is it all ones?"). The last resort hands the model its masks
+    already made, one per kind of layer, each None (`premade`): a model whose layers are all recurrent (Bamba's
+    default) otherwise asks its cache for an attention length it does not have. An attention layer then scores
+    without a causal mask, which changes no count: the mask is added to the scores, and FlopCounterMode counts the
+    matmuls only. Or a cache that grows a layer for each one used (`lazy_cache`), for a model whose own cache is
+    built with fewer layers than it has (Blenderbot's decoder: its config's layer count is the encoder's)."""
 
     mask: bool
     fake: bool = False
+    premade: bool = False
+    lazy_cache: bool = False
 
 
-INPUT_CHOICES = (Inputs(mask=True), Inputs(mask=False), Inputs(mask=True, fake=True))
+FAKE = Inputs(mask=True, fake=True)
+INPUT_CHOICES = (
+    Inputs(mask=True),
+    Inputs(mask=False),
+    FAKE,
+    Inputs(mask=False, premade=True),
+    Inputs(mask=True, lazy_cache=True),
+)
 
 
-def inputs(tokens: int, how: Inputs) -> dict[str, Any]:
-    """One sequence of T token ids, on the meta device (made inside FakeTensorMode when `how.fake`)."""
-    torch, _ = modules()
-    ids = torch.zeros((1, tokens), dtype=torch.long, device="meta")
+def inputs(tokens: int, how: Inputs, device: Any) -> dict[str, Any]:
+    """One sequence of T token ids, on the model's device (made inside FakeTensorMode when `how.fake`)."""
+    torch, transformers = modules()
+    ids = torch.zeros((1, tokens), dtype=torch.long, device=device)
+    if how.premade:  # transformers takes a mapping as the masks already made, by layer kind: None for every kind
+        positions = torch.arange(tokens, device=device).unsqueeze(0)  # nor can the cache say where T starts
+        return {"input_ids": ids, "attention_mask": defaultdict(lambda: None), "position_ids": positions,
+                "use_cache": True}  # fmt: skip
+    if how.lazy_cache:  # a cache that adds a full attention layer each time one is used, whatever the config says
+        return {"input_ids": ids, "attention_mask": torch.ones_like(ids), "cache": transformers.DynamicCache()}
     if not how.mask:
         return {"input_ids": ids, "use_cache": True}
     return {"input_ids": ids, "attention_mask": torch.ones_like(ids), "use_cache": True}
 
 
 def returned_cache(output: Any) -> Any:
-    """The cache a forward pass returned (RWKV calls it `state`); None for a model that keeps none (GPT-1)."""
-    for name in ("cache", "past_key_values", "cache_params", "state"):
+    """The cache a forward pass returned (RWKV calls it `state`; XLNet `mems`, the hidden states it attends to again,
+    up to mem_len of them); None for a model that keeps none (GPT-1)."""
+    for name in ("cache", "past_key_values", "cache_params", "state", "mems"):
         if getattr(output, name, None) is not None:
             return getattr(output, name)
     return None
@@ -171,57 +203,128 @@ def cache_bytes(cache: Any, model_dtype: Any, dtype: Dtype) -> int:
     )
 
 
-def module_tensors(model: Any) -> set[int]:
-    """Ids of the tensors the model's modules hold as plain attributes (not parameters or buffers)."""
+def module_tensors(model: Any) -> dict[int, Any]:
+    """The tensors the model's modules hold as plain attributes (not parameters or buffers), by id."""
     torch, _ = modules()
-    return {id(v) for m in model.modules() for v in vars(m).values() if isinstance(v, torch.Tensor)}
+    return {id(v): v for m in model.modules() for v in vars(m).values() if isinstance(v, torch.Tensor)}
 
 
-def forward(model: Any, tokens: int, how: Inputs) -> tuple[int, Any]:
-    """(FLOPs FlopCounterMode counted, the cache returned) of one forward pass over one T-token sequence."""
+@contextmanager
+def unvalidated_distributions(torch: Any) -> Iterator[None]:
+    """torch.distributions without checks of their arguments' values, which the meta device does not have (Gemma
+    3n's activation sparsity builds a Normal(0, 1) for its cut-off, whose check would read the scale's value)."""
+    validating = torch.distributions.Distribution._validate_args
+    torch.distributions.Distribution.set_default_validate_args(False)
+    try:
+        yield
+    finally:
+        torch.distributions.Distribution.set_default_validate_args(validating)
+
+
+def run(model: Any, tokens: int, how: Inputs, cache: Any = None, ids: Any = None) -> tuple[int, Any, list[Any]]:
+    """(FLOPs FlopCounterMode counted, the output, the tensors the modules took) of one forward pass over one T-token
+    sequence (of token 0, or of `ids`), given `cache` to fill when not None."""
     torch, _ = modules()
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.utils.flop_counter import FlopCounterMode
 
     before = module_tensors(model)
+    given = inputs(tokens, how, model.device) | ({} if cache is None else {"cache": cache})
+    if ids is not None:
+        given["input_ids"] = ids
     with ExitStack() as stack:
+        stack.enter_context(unvalidated_distributions(torch))
         if how.fake:
             stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
         stack.enter_context(torch.no_grad())
-        stack.enter_context(torch.device("meta"))  # tensors a forward pass makes without naming a device (XLNet)
+        stack.enter_context(torch.device(model.device))  # tensors a forward pass makes without naming one (XLNet)
         counter = stack.enter_context(FlopCounterMode(display=False))
-        output = model(**inputs(tokens, how))
+        output = model(**given)
+    taken = [tensor for key, tensor in module_tensors(model).items() if key not in before]
+    return int(counter.get_total_flops()), output, taken
+
+
+def forward(model: Any, tokens: int, how: Inputs) -> tuple[int, Any]:
+    """(FLOPs FlopCounterMode counted, the cache) of one forward pass over one T-token sequence. A model that returns
+    no cache but whose modules took tensors keeps its recurrent state there (RecurrentGemma) and its attention cache
+    internal: it is run again, handed a cache of transformers' own kind for its config to fill, and its cache is
+    that one and the tensors its modules took."""
+    _, transformers = modules()
+    flops, output, taken = run(model, tokens, how)
     cache = returned_cache(output)
-    if cache is None and module_tensors(model) - before:
-        raise TfcostError("the model keeps its cache inside its modules and returns none to measure")
-    return int(counter.get_total_flops()), cache
+    if cache is None and taken:
+        given = transformers.DynamicCache(config=model.config)
+        flops, output, taken = run(model, tokens, how, given)
+        cache = returned_cache(output) or [given, taken]
+    return flops, cache
 
 
 def first_forward(model: Any, tokens: int) -> tuple[Inputs, int, Any]:
-    """The first way of feeding the model that runs on the meta device, and what it gave."""
-    for how in INPUT_CHOICES[:-1]:
+    """The first way of feeding the model that runs on the meta device, and what it gave. When none does, the error
+    is the fake-tensor run's, which skips transformers' own data-dependent checks: what is left is the model's."""
+    errors: dict[Inputs, Exception] = {}
+    for how in INPUT_CHOICES:
         try:
             return (how, *forward(model, tokens, how))
-        except RuntimeError:  # a data-dependent check (Tensor.item() on the meta device): try the next way
-            pass
-    how = INPUT_CHOICES[-1]
-    return (how, *forward(model, tokens, how))
+        except Exception as error:  # noqa: BLE001 - a data-dependent check, a mask the cache cannot size: next way
+            errors[how] = error
+    raise errors[FAKE]
+
+
+# The most parameters a model may have to be run on the CPU when the meta device cannot run it: 2 GB in bf16.
+CPU_RUN_MAX_PARAMS = 1_000_000_000
 
 
 def measure_model(model: Any, model_type: str, seq_len: int, dtype: Dtype) -> EngineTotals:
     """The engine's totals for a built model (see the module docstring)."""
-    how, flops, cache = first_forward(model, seq_len)
+    params = sum(parameter.numel() for parameter in model.parameters())
+    try:
+        how, flops, cache = first_forward(model, seq_len)
+    except RuntimeError as error:
+        model = fallback(model, params, error)
+        how, flops, cache = first_forward(model, seq_len)
+        if model.device.type == "cpu":
+            check_data_independent(model, seq_len, how, flops)
     held = cache_bytes(cache, model.dtype, dtype)
     _, longer = forward(model, seq_len + 1, how)
     per_token = cache_bytes(longer, model.dtype, dtype) - held
     return EngineTotals(
         model_type=model_type,
         seq_len=seq_len,
-        params_total=sum(parameter.numel() for parameter in model.parameters()),
+        params_total=params,
         forward_flops=flops,
         kv_bytes_per_token=per_token,
         state_bytes=held - per_token * seq_len,
     )
+
+
+def fallback(model: Any, params: int, error: RuntimeError) -> Any:
+    """The model to run when no way of feeding it runs on the meta device, or `error` again.
+
+    - A model that makes some weights with a legacy constructor (XLNet's attention, torch.FloatTensor: fp32 and on
+      the CPU whatever the dtype and device asked), then mixes them into bf16 matmuls, runs in fp32 on the meta device
+      throughout; its cache, then in the model's dtype, is still counted at the asked dtype's size, and FLOPs do not
+      depend on the dtype.
+    - A model whose control flow reads its tensors' values (XLM's sequence lengths, X-MOD's language ids), which the
+      meta device does not have, runs on the CPU with random weights when it is small enough: FlopCounterMode then
+      counts a real forward pass, and check_data_independent makes sure that the count does not depend on the data.
+    """
+    torch, _ = modules()
+    if "expected scalar type" in str(error):
+        return model.to(device="meta", dtype=torch.float32)
+    if params <= CPU_RUN_MAX_PARAMS:
+        torch.manual_seed(0)
+        return build_from(model.config, "cpu")
+    raise error
+
+
+def check_data_independent(model: Any, seq_len: int, how: Inputs, flops: int) -> None:
+    """Refuse a CPU run whose FLOPs depend on the values the model computes (tokens routed by a learned router, which
+    random weights route otherwise than trained ones): other tokens must count the same."""
+    torch, _ = modules()
+    other_tokens = torch.arange(seq_len).mul(7919).remainder(model.config.vocab_size).unsqueeze(0)
+    if run(model, seq_len, how, ids=other_tokens)[0] != flops:
+        raise TfcostError("its FLOPs depend on the values it computes (routing), which a build without weights lacks")
 
 
 def quiet(torch: Any, transformers: Any) -> None:

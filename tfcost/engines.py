@@ -1,8 +1,11 @@
 """Which engine answers for a model: tfcost's own reader (analytic) or transformers' implementation.
 
 `auto` uses the analytic core whenever tfcost has a reader for the model, and the transformers engine for a
-config.json whose model_type it has none for. A preset is given to transformers through `hf_config_for`, the one
-place that says which transformers config a preset's shape is.
+config.json whose model_type it has none for. A shipped preset read from a Hugging Face config.json ships that file
+beside it (presets/hf_configs/NAME.json, a copy of its tests/data/hf_configs fixture), and transformers builds that:
+`tfcost check NAME` then verifies the preset's hand-written shape against the published model's real
+implementation. Any other preset (or one changed with --set) is given to transformers through `hf_config_for`, the
+one place that says which transformers config a shape is.
 """
 
 from __future__ import annotations
@@ -39,20 +42,37 @@ def config_path(model: str | None, config: str | None) -> Path | None:
     return None
 
 
+def recorded_config(model: str | None) -> dict[str, Any] | None:
+    """The config.json a shipped preset was read from (presets/hf_configs/NAME.json), or None: a preset without one,
+    a user's own file, a config.json or a Hub id."""
+    from tfcost.presets import model_preset_paths, presets_dir, read_json_mapping
+
+    if model is None or model not in model_preset_paths():
+        return None
+    path = presets_dir() / "hf_configs" / f"{model}.json"
+    return read_json_mapping(path) if path.is_file() else None
+
+
+def language_model(data: dict[str, Any]) -> dict[str, Any]:
+    """The part of a config.json that tfcost's reader prices (a multimodal wrapper's text_config), so that both
+    engines build the same model; the towers around it are priced by neither."""
+    from tfcost.hf_config import language_model_config
+
+    return language_model_config(data)
+
+
+def preset_config(model: str | None, shape: ModelShape, overrides: Sequence[str] = ()) -> dict[str, Any]:
+    """The transformers config of a preset: the config.json it was read from, unless --set changed the shape."""
+    recorded = None if overrides else recorded_config(model)
+    return language_model(recorded) if recorded is not None else hf_config_for(shape)
+
+
 def hf_config_for(shape: ModelShape) -> dict[str, Any]:
     """The transformers config.json of a preset's shape, for the families whose shape maps onto one exactly:
     Llama (gated MLP, RMSNorm, rotary, no bias or bias on every attention projection), Qwen2 (bias on q, k, v
-    only), Mistral (a sliding window on every layer), Mixtral (top-k experts, no shared ones) and GPT-2."""
+    only), Mistral (a sliding window on every layer), Mixtral (top-k experts, no shared ones), GPT-2 and BLOOM."""
     bias = shape.bias
-    plain_decoder = (
-        shape.architecture == "decoder"
-        and shape.head == "lm"
-        and shape.final_norm
-        and shape.block_norms == 2
-        and not (shape.qk_norm or shape.embedding_norm or shape.pooler or shape.token_types)
-        and shape.mla is None
-        and shape.sliding_layers is None
-    )
+    plain_decoder = decoder(shape, embedding_norm=False)
     sizes = {
         "vocab_size": shape.vocab_size,
         "hidden_size": shape.d_model,
@@ -100,8 +120,38 @@ def hf_config_for(shape: ModelShape) -> dict[str, Any]:
             "n_inner": shape.d_ff,
             "n_positions": shape.max_seq_len,
         }
+    if (
+        decoder(shape, embedding_norm=True)
+        and shape.moe is None
+        and (shape.mlp, shape.norm, shape.position) == ("plain", "layernorm", "alibi")
+        and shape.sliding_window is None
+        and bias.qkv
+        and bias.attn_out
+        and bias.mlp
+        and shape.tied_embeddings
+        and shape.d_ff == 4 * shape.d_model  # BloomMLP's width is fixed at 4 d
+        and shape.head_dim * shape.n_heads == shape.d_model
+        and shape.n_kv_heads == shape.n_heads
+    ):
+        return {"model_type": "bloom", "vocab_size": shape.vocab_size, "hidden_size": shape.d_model,
+                "n_layer": shape.n_layers, "n_head": shape.n_heads}  # fmt: skip
     raise TfcostError(
         f"{shape.name}: no transformers config is known for this preset's shape; give its config.json with --config"
+    )
+
+
+def decoder(shape: ModelShape, embedding_norm: bool) -> bool:
+    """A decoder-only LM of plain blocks (two norms, no qk-norm, no MLA, no per-layer windows), with a norm on the
+    embeddings (BLOOM) or without one (the others)."""
+    return (
+        shape.architecture == "decoder"
+        and shape.head == "lm"
+        and shape.final_norm
+        and shape.block_norms == 2
+        and shape.embedding_norm == embedding_norm
+        and not (shape.qk_norm or shape.pooler or shape.token_types)
+        and shape.mla is None
+        and shape.sliding_layers is None
     )
 
 
@@ -143,7 +193,7 @@ def engine_answer(
     if engine == "auto":
         return analytic()
     shape = resolve_model(model, config, overrides)
-    return transformers_estimate(hf_config_for(shape), shape.name, shape.source, workload)
+    return transformers_estimate(preset_config(model, shape, overrides), shape.name, shape.source, workload)
 
 
 def config_name_of(path: Path, data: dict[str, Any]) -> str:
@@ -195,7 +245,8 @@ def read_config(path: Path) -> dict[str, Any]:
 
 
 def check(model: str | None, config: str | None, workload: Workload) -> CheckReport:
-    """`tfcost check`: the analytic estimate and the transformers engine's, for the same config, side by side."""
+    """`tfcost check`: the analytic estimate and the transformers engine's, for the same config, side by side (of a
+    multimodal config, the language model both price)."""
     from tfcost.engine_report import check_report
     from tfcost.presets import read_json_mapping, resolve_model
     from tfcost.report import estimate
@@ -203,7 +254,7 @@ def check(model: str | None, config: str | None, workload: Workload) -> CheckRep
     refuse_causal(workload)
     shape = resolve_model(model, config)
     path = config_path(model, config)
-    data = read_json_mapping(path) if path is not None else hf_config_for(shape)
+    data = language_model(read_json_mapping(path)) if path is not None else preset_config(model, shape)
     analytic = estimate(shape, workload)
     file_name = path.name if path is not None else None
     return check_report(analytic, transformers_estimate(data, shape.name, shape.source, workload, file_name))
