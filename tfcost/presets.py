@@ -234,18 +234,23 @@ class ModelSource:
     checkpoint_bytes: int | None = None
 
 
+def is_hub_id(reference: str) -> bool:
+    """tfcost.hub's test, imported only for a name with a slash: a preset name is never one."""
+    from tfcost.hub import looks_like_hub_id
+
+    return looks_like_hub_id(reference)
+
+
 def model_mapping(
     reference: str, revision: str | None = None, strict: bool = False, lenient: bool = False
 ) -> tuple[dict[str, Any] | ConfigReading, str, str]:
     """(mapping or config reading, origin for errors, default name) of a preset name, a YAML preset path, a
     config.json path or a Hub id (`owner/name`, when no such file exists)."""
-    from tfcost.hub import looks_like_hub_id
-
     try:
         exists = Path(reference).exists()
     except (OSError, ValueError):  # a name too long to be a path is not a file either
         exists = False
-    if not exists and looks_like_hub_id(reference):
+    if not exists and "/" in reference and is_hub_id(reference):
         return hub_reading(reference, revision, strict, lenient), reference, reference.rsplit("/", 1)[-1]
     if revision is not None:
         raise UsageError(f"--revision applies to a Hugging Face Hub id (owner/name), not to '{reference}'")

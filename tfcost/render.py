@@ -10,7 +10,6 @@ import contextlib
 import csv
 import dataclasses
 import io
-import json
 import math
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -586,6 +585,8 @@ def measure_table(report: MeasureReport) -> None:
 
 def print_csv(rows: Sequence[dict[str, Any]]) -> None:
     """One header line, then a line per row; null is an empty cell, booleans are JSON's true and false."""
+    import json  # the JSON and CSV paths only: a table need not import it
+
     writer = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]), lineterminator="\n")
     writer.writeheader()
     for row in rows:
@@ -622,6 +623,8 @@ def progress(total: int) -> Iterator[Callable[[str], None]]:
 
 def print_json(payload: BaseModel | Sequence[BaseModel]) -> None:
     """Exact integers, with the tool's version so a saved file says what produced it."""
+    import json  # the JSON and CSV paths only: a table need not import it
+
     if isinstance(payload, BaseModel):
         document: Any = {"tfcost_version": __version__, **payload.model_dump(mode="json")}
     else:
@@ -635,6 +638,8 @@ def print_json(payload: BaseModel | Sequence[BaseModel]) -> None:
 
 def print_plain_json(payload: dict[str, Any]) -> None:
     """measure --roofline/--step: their results as JSON, with the version (a table would repeat the same rows)."""
+    import json  # the JSON and CSV paths only: a table need not import it
+
     print(json.dumps({"tfcost_version": __version__, **payload}, indent=2))
 
 
@@ -749,6 +754,8 @@ def sweep_csv(report: SweepReport) -> None:
 
 
 def sweep_json(report: SweepReport) -> None:
+    import json  # the JSON and CSV paths only: a table need not import it
+
     document = {"tfcost_version": __version__, **dataclasses.asdict(report)}
     sys.stdout.write(json.dumps(document, indent=1, allow_nan=False) + "\n")
 
