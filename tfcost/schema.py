@@ -29,6 +29,14 @@ class Frozen(BaseModel):
     # on first use, so a command builds only the schemas it needs.
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False, defer_build=True)
 
+    def __eq__(self, other: object) -> bool:
+        """pydantic's equality (same class, same field values) without its general checks, which these models do not
+        need (no private attributes; unknown keys are refused): the core's caches are keyed on shapes and compare
+        them on every hit, and pydantic's own took about 6 ms of a 56-model comparison."""
+        return self is other or (type(other) is type(self) and self.__dict__ == other.__dict__)
+
+    __hash__ = BaseModel.__hash__  # defining __eq__ would otherwise drop the frozen model's hash
+
 
 def check_kv_groups(heads: int, kv_heads: int, heads_name: str, kv_heads_name: str) -> None:
     """Grouped-query attention: each key-value head serves a whole group of query heads."""
