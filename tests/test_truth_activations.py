@@ -4,7 +4,8 @@ running when it was saved, deduplicated by storage, parameters left out, and onl
 forward returns (a graph no output depends on is freed). Checked against the rows' saves (tfcost.layers):
 
 - the two hyper-connections of a layer and the layer's mixing of the streams (DeepseekV4HyperConnection and
-  DeepseekV4DecoderLayer): byte for byte, the Sinkhorn-Knopp iterations' operands included;
+  DeepseekV4DecoderLayer): byte for byte, the operands of the 5 Sinkhorn-Knopp iterations the config asks for
+  included (hc_sinkhorn_iters, read into hyper_connection_sinkhorn_iters);
 - each compressor's window softmax, its 16-bit copy and the kv tensor the window sums read (HCA's kv output, CSA's
   laid-out series), per compressed entry or token, less the RoPE tables its rotation expands (not counted);
 - CSA's lightning indexer: nothing is held.
@@ -39,7 +40,8 @@ SMALL = {
     "model_type": "deepseek_v4", "vocab_size": 50, "hidden_size": 64, "moe_intermediate_size": 32,
     "num_hidden_layers": 2, "num_attention_heads": 4, "head_dim": 32, "q_lora_rank": 16, "o_groups": 2,
     "o_lora_rank": 8, "n_routed_experts": 4, "num_experts_per_tok": 2, "index_n_heads": 2, "index_head_dim": 16,
-    "index_topk": 4, "sliding_window": 8, "hc_mult": 4, "qk_rope_head_dim": ROPE, "num_nextn_predict_layers": 0,
+    "index_topk": 4, "sliding_window": 8, "hc_mult": 4, "hc_sinkhorn_iters": 5, "qk_rope_head_dim": ROPE,
+    "num_nextn_predict_layers": 0,
     "compress_rates": {"compressed_sparse_attention": 4, "heavily_compressed_attention": 8},
     "layer_types": ["heavily_compressed_attention", "compressed_sparse_attention"],
     "mlp_layer_types": ["moe", "moe"],
@@ -123,7 +125,7 @@ def test_hyper_connections_keep_what_autograd_keeps(layer_index):
     assert (
         measured
         == expected
-        == TOKENS * (2 * 4 * (2 * 4 * 64 + 1 + 24 + 12 + 40 * 16 + 39 * 4) + 2 * 2 * (4 * 64 + 4 + 16 + 64))
+        == TOKENS * (2 * 4 * (2 * 4 * 64 + 1 + 24 + 12 + 10 * 16 + 9 * 4) + 2 * 2 * (4 * 64 + 4 + 16 + 64))
     )
 
 

@@ -14,7 +14,8 @@ the layer's mixing, DeepseekV4DecoderLayer; the module runs in fp32, _keep_in_fp
               streams the fn matmul reads (n d), its (2 + n) n logits (read by the three scale products), the pre
               and post sigmoids' outputs (2n), pre + eps (n, the collapse product's operand), the comb softmax's
               output (n^2) and the Sinkhorn-Knopp normalisations': each of the 2I - 1 divisions keeps its
-              numerator (n^2) and its denominator (n), all fp32 (I = hc_sinkhorn_iters)
+              numerator (n^2) and its denominator (n), all fp32 (I = hc_sinkhorn_iters, the model's
+              hyper_connection_sinkhorn_iters)
     streams   the input streams (n d, read by the collapse and the n x n mix), post and comb cast to the model's
               dtype (n + n^2, the expand product's and the mix matmul's operands) and the sublayer's output (d,
               the expand product's other operand)
@@ -29,9 +30,6 @@ from tfcost.ops import Op, Saved
 from tfcost.schema import ModelShape
 
 PART = "hyper_connections"
-# Sinkhorn-Knopp iterations I (DeepseekV4Config.hc_sinkhorn_iters: 20, the published V4's value). The reader does
-# not carry the key (it changes no parameter or FLOP count), so the fold takes the default.
-SINKHORN_ITERS = 20
 
 
 def hyper_connection_ops(shape: ModelShape, block: Block) -> tuple[Op, ...]:
@@ -43,7 +41,7 @@ def hyper_connection_ops(shape: ModelShape, block: Block) -> tuple[Op, ...]:
     weights = (2 + streams) * streams
     return (
         Op(f"{PART}/mix", "linear", streams * d, weights, "token", False, sublayers, sublayers, PART, PART,
-           saves=mix_saves(streams, d, sublayers)),
+           saves=mix_saves(streams, d, sublayers, shape.hyper_connection_sinkhorn_iters)),
         Op(f"{PART}/bias_and_scales", "table", weights + 3, 1, "weights", copies=sublayers, part=PART),
         # The streams mixed by the per-token n x n weights: a matmul of activations, no weights of its own.
         Op(f"{PART}/streams", "linear", streams, streams * d, "token", False, 0, sublayers, PART, PART,
@@ -51,11 +49,11 @@ def hyper_connection_ops(shape: ModelShape, block: Block) -> tuple[Op, ...]:
     )  # fmt: skip
 
 
-def mix_saves(streams: int, d: int, sublayers: int) -> tuple[Saved, ...]:
+def mix_saves(streams: int, d: int, sublayers: int, iterations: int) -> tuple[Saved, ...]:
     """What computing the mixing weights keeps, per token, for each of the layer's `sublayers` (see the module's
     docstring): the norm's fp32 input and reciprocal RMS, the fn matmul's fp32 input, its logits, the sigmoids' and
-    the collapse weights, and the softmax and 2I - 1 Sinkhorn divisions' operands."""
-    n, divisions = streams, 2 * SINKHORN_ITERS - 1
+    the collapse weights, and the softmax and 2I - 1 Sinkhorn divisions' operands (I = `iterations`)."""
+    n, divisions = streams, 2 * iterations - 1
 
     def fp32(what: str, width: int) -> Saved:
         return Saved(what, sublayers * width, store="fp32", split=False)
