@@ -4,6 +4,9 @@ a stack whose layers differ)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from tfcost import activations, train_report, training
@@ -13,6 +16,8 @@ from tfcost.layers import MIXERS, mtp_ops, table_of
 from tfcost.presets import load_gpu, load_model, model_from_mapping, model_preset_paths
 from tfcost.schema import ModelShape, TrainingSetup
 from tfcost.units import ceil_div
+
+HF_CONFIGS = Path(__file__).parent / "data" / "hf_configs"
 
 
 def only_kind(shape: ModelShape) -> Block:
@@ -279,3 +284,119 @@ def test_lightning_attention_keeps_the_state_each_block_reads() -> None:
     terms = activations.layer_terms(shape, lightning, "none", True, "bf16-mixed")
     assert terms.split_per_chunk == ((16, 2 * 4 * 16 * 16),)
     assert activations.chunk_bytes(terms.split_per_chunk, 17) == 2 * 2 * 4 * 16 * 16  # 17 positions: 2 blocks
+
+
+DEEPSEEK_V4 = str(HF_CONFIGS / "deepseek-v4-default.json")
+
+
+def test_deepseek_v4_compressed_layers_with_hyper_connections_by_hand() -> None:
+    """DeepSeek-V4's default config (V4-Flash: d 4096, H 64 heads of D 512, one key-value head, q_lora_rank 1024,
+    8 output groups of rank 1024, 4 hyper-connection streams with 20 Sinkhorn iterations, CSA m = 4, HCA m = 128,
+    MoE of 256 experts, 6 used and 1 shared, of 2048), bytes per token, per compressed entry and per query x
+    compressed-entry pair, 16-bit, as transformers' autograd keeps them:
+    - attention, whole on every rank: the normed input (d), the query latent twice (2q), the key-value head before
+      its norm and after it and RoPE (2D: keys = values, one tensor); split over heads: the per-head query norm's
+      input and Q (2HD), the grouped output's input (HD) and the group outputs (g r), an fp32 log-sum-exp per
+      head (flash) or 5H per entry and pair (unfused: softmax output, dropout mask, dropped-out probabilities);
+    - each hyper-connection (two a layer), fp32: the streams cast (n d), the rstd (1), the normed streams (n d),
+      the (2 + n) n logits, two sigmoids and pre + eps (3n), the comb softmax and the 39 Sinkhorn divisions'
+      numerators (40 n^2) and denominators (39 n); at 2 bytes the input streams (n d), post and comb (n + n^2)
+      and the sublayer's output (d);
+    - the compressor, per entry: the fp32 softmax over the window and its 16-bit copy (m D each for HCA, 2 m D
+      for CSA's two series), CSA's laid-out series (2 m D), the norm's input (D), the entry the keys continue with
+      (D); HCA also keeps its kv projection's output per token (D);
+    - the CSA indexer keeps nothing (its only output is integer top-k indices)."""
+    shape = load_model(DEEPSEEK_V4)
+    d, heads, width, latent, groups, rank, n, e = 4096, 64, 512, 1024, 8, 1024, 4, 2
+    attention_stream = e * (d + 2 * latent + 2 * width) + d  # + the dropout mask after the output projection
+    attention_split = e * (2 * heads * width + heads * width + groups * rank) + 4 * heads
+    mix = 4 * (n * d + 1 + n * d + (2 + n) * n + 3 * n + 40 * n * n + 39 * n)
+    streams = e * (n * d + n + n * n + d)
+    hyper = 2 * (mix + streams)
+    routing = 4 * 256 + 4 * 6 + e * 6 * d
+    moe_stream, moe_split = e * d + d + routing, e * 3 * (6 * 2048 + 2048)
+    norms = 2 * e * d
+    hca_kv = e * width
+    kinds = {block.mixer: block for block, _ in blocks(shape)}
+    per_entry = {
+        "heavily_compressed": 4 * 128 * width + e * 128 * width + e * width + e * width,
+        "compressed_sparse": e * 2 * 4 * width + 4 * 2 * 4 * width + e * 2 * 4 * width + e * width + e * width,
+    }
+    assert per_entry == {"heavily_compressed": 395_264, "compressed_sparse": 34_816}
+    for mixer, rate in (("heavily_compressed", 128), ("compressed_sparse", 4)):
+        terms = activations.layer_terms(shape, kinds[mixer], "none", True, "bf16-mixed")
+        stream = attention_stream + hyper + moe_stream + norms + hca_kv * (mixer == "heavily_compressed")
+        assert (terms.stream_per_token, terms.split_per_token) == (stream, attention_split + moe_split), mixer
+        assert terms.stream_per_compressed == ((rate, per_entry[mixer]),)
+        assert terms.split_per_compressed_entry == () and terms.stream_per_entry == terms.split_per_entry == 0
+        unfused = activations.layer_terms(shape, kinds[mixer], "none", False, "bf16-mixed")
+        assert unfused.split_per_token == terms.split_per_token - 4 * heads
+        assert unfused.split_per_entry == 5 * heads and unfused.split_per_compressed_entry == ((rate, 5 * heads),)
+    assert hyper == 350_808  # 78% of the HCA layer's 449,136 residual-stream bytes per token
+    # a layer at s = 4,099 (floor(s/m) entries: 32 of HCA, 1,024 of CSA), b = 2, t = 8 with no sequence parallelism:
+    # the whole-on-every-rank tensors stay whole, the per-head ones are split
+    s, b = 4099, 2
+    for mixer, rate in (("heavily_compressed", 128), ("compressed_sparse", 4)):
+        terms = activations.layer_terms(shape, kinds[mixer], "none", False, "bf16-mixed")
+        stream = b * (s * terms.stream_per_token + s // rate * per_entry[mixer])
+        split = b * (s * terms.split_per_token + s * s * 5 * heads + s * (s // rate) * 5 * heads)
+        assert activations.layer_activation_bytes(shape, kinds[mixer], s, b, tp=8) == stream + ceil_div(split, 8)
+    indexer = [row for row, _ in activations.saved_tensors(shape, kinds["compressed_sparse"]) if "indexer" in row]
+    assert indexer == []
+
+
+def test_zamba2_shared_layer_by_hand() -> None:
+    """Zamba2-1.2B (d 2048, 32 heads of 128 over the 2d-wide concatenation, gated MLP of 8192, adapters of rank 128
+    on q, k, v and the MLP): a shared-transformer layer keeps what its plain Mamba-2 layer keeps plus, at every use
+    (tied or not), the 2d-wide norm's input and q's input (2d each), Q and K, V, the output projection's input,
+    the MLP norm's input (the attention output, d), the MLP's input and three F-wide tensors, two dropout masks,
+    each adapter's r-wide intermediate (whole on every rank), and the d x d linear's input (d), 16-bit, flash."""
+    shape = load_model(str(HF_CONFIGS / "zamba2-1.2b.json"))
+    d, heads, q, f, r, e = 2048, 32, 128, 8192, 128, 2
+    terms = {
+        block.name: activations.layer_terms(shape, block, "none", True, "bf16-mixed") for block, _ in blocks(shape)
+    }
+    plain = terms["mamba2+none"]
+    stream = e * (2 * d + 2 * d + d + d + 4 * r + d) + 2 * d  # norms, q and MLP inputs, adapters, linear; 2 masks
+    split = e * (2 * heads * q + heads * q + heads * q + 3 * f) + 4 * heads  # Q, K, V, o input, MLP; log-sum-exp
+    for name in ("shared_transformer+mamba2+none", "shared_transformer+mamba2[tied]+none"):
+        shared = terms[name]
+        assert shared.stream_per_token - plain.stream_per_token == stream == 33_792, name
+        assert shared.split_per_token - plain.split_per_token == split == 82_048, name
+
+
+def fixture_variant(name: str, **changes: object) -> ModelShape:
+    """A transformers-config fixture with some keys changed, read as a config.json is."""
+    data = {**json.loads((HF_CONFIGS / name).read_text()), **changes}
+    return model_from_mapping(read_config(data).mapping, "test", "test")
+
+
+def mixer_examples() -> dict[str, tuple[ModelShape, Block]]:
+    """One layer of every mixer kind the core registers, from the presets, then the transformers-config fixtures,
+    then, for the two kinds no fixture's layers have, fixtures with their layer-kind keys set: GLM-5 with layers
+    that reuse the previous top-k selection (indexer_types "shared") and DeepSeek-V4 with a sliding layer."""
+    shapes = (
+        load_model(source) for source in (*sorted(model_preset_paths()), *sorted(map(str, HF_CONFIGS.glob("*.json"))))
+    )
+    glm_shared = fixture_variant("glm-5.json", indexer_types=["full", "shared"] * 39)  # its 78 layers
+    v4_sliding = fixture_variant(  # its 43 layers
+        "deepseek-v4-default.json", layer_types=["sliding_attention"] * 2 + ["compressed_sparse_attention"] * 41
+    )
+    found: dict[str, tuple[ModelShape, Block]] = {}
+    for shape in (*shapes, glm_shared, v4_sliding):
+        for block, _ in blocks(shape):
+            found.setdefault(block.mixer, (shape, block))
+    return found
+
+
+def test_every_registered_mixer_kind_saves_something() -> None:
+    """Every mixer kind in tfcost.layers.MIXERS (not only the presets' kinds) is found in a preset or a fixture, and
+    its rows keep tensors for the backward pass: none is priced at a silent zero ('none' alone keeps nothing)."""
+    examples = mixer_examples()
+    assert set(examples) == set(MIXERS)
+    for kind, (shape, block) in examples.items():
+        rows = table_of(MIXERS, "mixer", kind)(shape, block)
+        saved = [saved for op in rows for saved in op.saves]
+        assert (kind == "none") == (not saved), kind
+        if kind != "none":
+            assert sum(activations.saved_bytes(tensor, "bf16-mixed") for tensor in saved) > 0, kind

@@ -44,18 +44,32 @@ class LayerTerms:
     """One layer's saved bytes as b*(s*per_token + s^2*per_entry + sum of ceil(s/C)*per_chunk), for the
     residual-stream tensors (split over t only by sequence parallelism) and those inside the tensor-parallel region
     (split over t). Only a recurrent kernel's chunk states are saved per chunk, all inside the tensor-parallel
-    region."""
+    region. Compressed attention (DeepSeek-V4) adds, by compression rate m, sum of floor(s/m)*per_compressed for its
+    compressed entries (one key-value head wide, held whole on every rank like MLA's latents) and
+    sum of s*floor(s/m)*per_compressed_entry for the query x compressed-entry scores (per head, split over t)."""
 
     stream_per_token: int
     stream_per_entry: int
     split_per_token: int
     split_per_entry: int
     split_per_chunk: ChunkBytes = ()
+    stream_per_compressed: ChunkBytes = ()  # (m, bytes) pairs: floor(s/m) compressed entries of each
+    split_per_compressed_entry: ChunkBytes = ()  # (m, bytes) pairs: s floor(s/m) query x entry pairs of each
 
 
 def chunk_bytes(per_chunk: ChunkBytes, seq_len: int) -> int:
     """Bytes of the per-chunk tensors of one sequence of s tokens: sum of ceil(s / C) x bytes per chunk."""
     return sum(ceil_div(seq_len, chunk) * size for chunk, size in per_chunk)
+
+
+def compressed_bytes(per_compressed: ChunkBytes, seq_len: int) -> int:
+    """Bytes of the per-compressed-entry tensors of one sequence of s tokens: sum of floor(s / m) x bytes."""
+    return sum(seq_len // rate * size for rate, size in per_compressed)
+
+
+def compressed_entry_bytes(per_pair: ChunkBytes, seq_len: int) -> int:
+    """Bytes of the query x compressed-entry tensors of one sequence: sum of s floor(s / m) x bytes per pair."""
+    return sum(seq_len * (seq_len // rate) * size for rate, size in per_pair)
 
 
 def held(when: SavedWhen, recompute: Recompute, flash: bool, dropout: bool) -> bool:
@@ -107,25 +121,36 @@ def layer_terms(
     if recompute == "full":
         return LayerTerms(shape.d_model * ACTIVATION_BYTES[precision], 0, 0, 0)
     terms = {(split, per): 0 for split in (False, True) for per in ("token", "entry")}
-    chunks: dict[int, int] = {}
+    # per-chunk and per-compressed tensors, by chunk length or compression rate
+    by_rate: dict[str, dict[int, int]] = {"chunk": {}, "compressed": {}, "compressed_entry": {}}
     for _, saved in held_tensors(shape, block, recompute, flash, dropout):
-        if saved.per == "chunk":
-            assert saved.split and saved.chunk > 0  # a kernel's chunk states: per channel or head, never d-wide
-            chunks[saved.chunk] = chunks.get(saved.chunk, 0) + saved_bytes(saved, precision)
+        if saved.per in by_rate:
+            # a kernel's chunk states and the compressed scores are per channel or head (split); the compressed
+            # entries one key-value head, held whole on every rank (not split)
+            assert saved.split == (saved.per != "compressed") and (saved.chunk or saved.compress) > 0
+            group, rate = by_rate[saved.per], saved.chunk or saved.compress
+            group[rate] = group.get(rate, 0) + saved_bytes(saved, precision)
         else:
             terms[(saved.split, saved.per)] += saved_bytes(saved, precision)
+    chunks, compressed, pairs = (tuple(sorted(by_rate[per].items())) for per in by_rate)
     return LayerTerms(
         terms[(False, "token")], terms[(False, "entry")], terms[(True, "token")], terms[(True, "entry")],
-        tuple(sorted(chunks.items())),
+        chunks, compressed, pairs,
     )  # fmt: skip
 
 
 def terms_bytes(terms: LayerTerms, seq_len: int, micro_batch: int, tp: int, sequence_parallel: bool) -> int:
-    """A layer's bytes on one GPU: ceil(b(s*A + s^2*B) / t) with t only under sequence parallelism for the residual
-    stream's tensors, plus ceil(b(s*C + s^2*D + chunk bytes) / t) for the tensor-parallel ones."""
+    """A layer's bytes on one GPU: ceil(b(s*A + s^2*B + compressed entries' bytes) / t) with t only under sequence
+    parallelism for the residual stream's tensors (and the compressed entries, held whole like MLA's latents), plus
+    ceil(b(s*C + s^2*D + chunk bytes + compressed pairs' bytes) / t) for the tensor-parallel ones."""
     s, b = seq_len, micro_batch
-    stream = b * (s * terms.stream_per_token + s * s * terms.stream_per_entry)
-    split = b * (s * terms.split_per_token + s * s * terms.split_per_entry + chunk_bytes(terms.split_per_chunk, s))
+    stream = b * (
+        s * terms.stream_per_token + s * s * terms.stream_per_entry + compressed_bytes(terms.stream_per_compressed, s)
+    )
+    split = b * (
+        s * terms.split_per_token + s * s * terms.split_per_entry + chunk_bytes(terms.split_per_chunk, s)
+        + compressed_entry_bytes(terms.split_per_compressed_entry, s)
+    )  # fmt: skip
     return ceil_div(stream, tp if sequence_parallel else 1) + ceil_div(split, tp)
 
 

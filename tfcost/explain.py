@@ -623,29 +623,47 @@ def activation_lines(shape: ModelShape, setup: TrainingSetup, block: Block, per_
     kept = activations.held_tensors(shape, block, setup.recompute, setup.flash)
     terms = activations.layer_terms(shape, block, setup.recompute, setup.flash, setup.precision)
     out = []
-    for per, total in (("token", terms.stream_per_token + terms.split_per_token),
-                       ("score entry", terms.stream_per_entry + terms.split_per_entry),
-                       ("chunk", sum(size for _, size in terms.split_per_chunk))):  # fmt: skip
-        rows = [(row, saved) for row, saved in kept if saved.per == per.split()[-1]]
+    for label, per, total in (
+        ("token", "token", terms.stream_per_token + terms.split_per_token),
+        ("score entry", "entry", terms.stream_per_entry + terms.split_per_entry),
+        ("chunk", "chunk", sum(size for _, size in terms.split_per_chunk)),
+        ("compressed entry", "compressed", sum(size for _, size in terms.stream_per_compressed)),
+        ("query x compressed entry", "compressed_entry", sum(size for _, size in terms.split_per_compressed_entry)),
+    ):
+        rows = [(row, saved) for row, saved in kept if saved.per == per]
         if rows:
             formula = " + ".join(f"{row} {saved.what}" for row, saved in rows)
             working = " + ".join(number(activations.saved_bytes(saved, setup.precision)) for _, saved in rows)
-            out.append(line(f"saved per {per}, one {block.name} layer", formula, working, total, "bytes", TRAINING))
+            out.append(line(f"saved per {label}, one {block.name} layer", formula, working, total, "bytes", TRAINING))
     s, b, t = setup.seq_len // setup.cp, setup.micro_batch, setup.tp
     stream_by = t if setup.sequence_parallel else 1
 
-    def per_sequence(per_token: int, per_entry: int, per_chunk: activations.ChunkBytes = ()) -> str:
+    def per_sequence(
+        per_token: int,
+        per_entry: int,
+        per_chunk: activations.ChunkBytes = (),
+        per_compressed: activations.ChunkBytes = (),
+        per_pair: activations.ChunkBytes = (),
+    ) -> str:
         chunks = "".join(f" + ⌈{number(s)}/{number(chunk)}⌉·{number(size)}" for chunk, size in per_chunk)
         entries = f" + {number(s)}²·{number(per_entry)}" if per_entry else ""
-        return f"{number(s)}·{number(per_token)}{entries}{chunks}"
+        compressed = "".join(f" + ⌊{number(s)}/{number(m)}⌋·{number(size)}" for m, size in per_compressed)
+        pairs = "".join(f" + {number(s)}·⌊{number(s)}/{number(m)}⌋·{number(size)}" for m, size in per_pair)
+        return f"{number(s)}·{number(per_token)}{entries}{chunks}{compressed}{pairs}"
 
-    stream = per_sequence(terms.stream_per_token, terms.stream_per_entry)
-    split = per_sequence(terms.split_per_token, terms.split_per_entry, terms.split_per_chunk)
+    stream = per_sequence(terms.stream_per_token, terms.stream_per_entry, per_compressed=terms.stream_per_compressed)
+    split = per_sequence(
+        terms.split_per_token, terms.split_per_entry, terms.split_per_chunk, per_pair=terms.split_per_compressed_entry
+    )
+    stream_extra = " + ⌊s/m⌋·per compressed entry" if terms.stream_per_compressed else ""
+    split_extra = (" + ⌈s/C⌉·per chunk" if terms.split_per_chunk else "") + (
+        " + s·⌊s/m⌋·per query x compressed entry" if terms.split_per_compressed_entry else ""
+    )
     out.append(
         line(
             f"activations, one {block.name} layer",
-            "⌈b·(s·stream per token + s²·per entry) / t if sequence-parallel⌉ + ⌈b·(s·split per token + s²·per "
-            f"entry{' + ⌈s/C⌉·per chunk' if terms.split_per_chunk else ''}) / t⌉",
+            f"⌈b·(s·stream per token + s²·per entry{stream_extra}) / t if sequence-parallel⌉ + ⌈b·(s·split per "
+            f"token + s²·per entry{split_extra}) / t⌉",
             f"⌈{b}·({stream}) / {stream_by}⌉ + ⌈{b}·({split}) / {t}⌉",
             per_layer,
             "bytes",

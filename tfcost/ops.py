@@ -94,14 +94,18 @@ SavedWhen = Literal["always", "dropout", "unfused", "unfused_dropout", "fused"]
 SavedStore = Literal["activation", "mask", "fp32"]
 # Per token (T positions, or T_source for cross-attention's keys), per score entry a dense kernel materialises (all
 # T x T_source of them, whatever the mask: Korthikanti et al. 2022's as^2b), or per chunk of `chunk` positions, one
-# for each of the ceil(T / chunk) chunks a kernel cuts a sequence into (a scan's chunk states).
-SavedRate = Literal["token", "entry", "chunk"]
+# for each of the ceil(T / chunk) chunks a kernel cuts a sequence into (a scan's chunk states). Compressed attention
+# (DeepSeek-V4) folds every m = `compress` positions into one entry: per compressed entry, floor(T/m) of them, and
+# per query x compressed-entry pair a dense kernel materialises, T floor(T/m) whatever the mask or top-k.
+SavedRate = Literal["token", "entry", "chunk", "compressed", "compressed_entry"]
 
 
 @dataclass(frozen=True)
 class Saved:
     """One tensor a row keeps for the backward pass: `width` elements per unit of `per` (token: T positions; entry:
-    the T x T score entries a kernel materialises, width = heads; chunk: each of the ceil(T / chunk) chunks).
+    the T x T score entries a kernel materialises, width = heads; chunk: each of the ceil(T / chunk) chunks;
+    compressed: each of the floor(T / compress) compressed entries; compressed_entry: the T floor(T / compress)
+    query x compressed-entry pairs, width = heads).
     `split`: inside the tensor-parallel region, so t ranks hold 1/t each; otherwise a d-wide tensor of the residual
     stream, split only by sequence parallelism."""
 
@@ -112,6 +116,7 @@ class Saved:
     split: bool = True
     when: SavedWhen = "always"
     chunk: int = 0  # positions per chunk, for per="chunk"
+    compress: int = 0  # positions per compressed entry m, for per="compressed" and "compressed_entry"
 
 
 @dataclass(frozen=True)

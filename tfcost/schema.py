@@ -444,6 +444,11 @@ class ModelShape(Frozen):
         description="n: residual streams of manifold-constrained hyper-connections (DeepSeek-V4 hc_mult: 4); 0: a "
         "plain residual (tfcost.layers.hyper_connections)",
     )
+    hyper_connection_sinkhorn_iters: Size = Field(
+        20,
+        description="I: Sinkhorn-Knopp iterations making each hyper-connection's n x n mix doubly stochastic "
+        "(DeepSeek-V4 hc_sinkhorn_iters: 20); changes no count but the training activations they keep",
+    )
     compressed_attention: CompressedAttention | None = Field(
         None, description="the sizes of the model's compressed-attention layers (DeepSeek-V4)"
     )

@@ -113,20 +113,21 @@ def read_deepseek_v4(fields: Fields) -> dict[str, Any]:
             },
         },
         "hyper_connections": streams,
+        "hyper_connection_sinkhorn_iters": fields.int("hc_sinkhorn_iters", 20),
         "mtp_layers": fields.int("num_nextn_predict_layers", 1),
         "layers": layer_groups(specs),
     }
 
 
 # Keys that change no count: routing and its scoring, the SwiGLU clamp, rotary bases and the rotary share (the
-# derived qk_rope_head_dim among them), the Sinkhorn iterations, and `attention_bias`, which DeepseekV4Attention
+# derived qk_rope_head_dim among them), and `attention_bias`, which DeepseekV4Attention
 # does not read (its projections have no bias).
 DEEPSEEK_V4_IGNORED = (
     LLAMA_IGNORED
     | MOE_ROUTING
     | {
         "scoring_func", "routed_scaling_factor", "swiglu_limit", "compress_rope_theta", "qk_rope_head_dim",
-        "hc_sinkhorn_iters", "hc_eps", "attention_bias", "expert_dtype",
+        "hc_eps", "attention_bias", "expert_dtype",
     }
 )  # fmt: skip
 
