@@ -8,6 +8,7 @@ import json
 import math
 from fractions import Fraction
 from pathlib import Path
+from typing import get_args
 
 import pytest
 from hypothesis import given, settings
@@ -267,19 +268,9 @@ SPANS = st.builds(
 )
 
 
-RATES: list[Rate] = [
-    "token",
-    "source_token",
-    "entry",
-    "sequence",
-    "cached",
-    "weights",
-    "chunk_token",
-    "chunk_entry",
-    "chunk_pair",
-    "chunk_readout",
-    "block_entry",
-]
+# Every rate with a closed form: compressed attention's step every m positions and have none (rate_polynomial says
+# None; test_rate_polynomial_refuses_the_compressed_rates).
+RATES: list[Rate] = [rate for rate in get_args(Rate) if not rate.startswith("compressed")]
 
 
 def closed_value(closed: ClosedForm, t: int) -> Fraction:
@@ -360,3 +351,10 @@ def test_edges_come_from_the_rows():
     assert decode.is_closed_form and [term.chunk for term in decode.chunked] == [64]
     points += [63, 64, 65, 128, 129, 64 * 10**6 + 1]
     assert decode.values(points) == [serving.decode_step_flops(chunked, t, 2) for t in points]
+
+
+def test_rate_polynomial_refuses_the_compressed_rates():
+    compressed = [rate for rate in get_args(Rate) if rate.startswith("compressed")]
+    assert compressed == ["compressed", "compressed_tail", "compressed_entry"]
+    for rate in compressed:
+        assert rate_polynomial(rate, Span(causal=True, compress=4), True) is None
