@@ -77,19 +77,7 @@ def crossover(
     shape: ModelShape, name: str, label: str, batch: int, growing: Curve, level: int, never: str
 ) -> Crossover:
     below = last_at_most(growing, level)
-    if below is None:
-        return Crossover(
-            model=shape.name,
-            name=name,
-            label=label,
-            batch=batch,
-            seq_len=None,
-            crossing=None,
-            exact=None,
-            level=level,
-            reason=never,
-        )
-    point, exact = crossing_point(growing, level, below)
+    point, exact = (None, None) if below is None else crossing_point(growing, level, below)
     return Crossover(
         model=shape.name,
         name=name,
@@ -99,7 +87,7 @@ def crossover(
         crossing=point,
         exact=None if exact is None else f"{exact.numerator}/{exact.denominator}",
         level=level,
-        reason=None,
+        reason=never if below is None else None,
     )
 
 

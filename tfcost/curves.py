@@ -345,10 +345,8 @@ def training_curve(shape: ModelShape, causal: bool) -> Curve:
 def kv_cache_curve(shape: ModelShape, batch: int, dtype: Dtype) -> Curve:
     """memory.kv_cache_bytes in T: the cache rows' closed form (memory.cache_form) times B x s; a cache that steps
     every m positions (compressed attention) has none, and is its floor expressions at each T (O(1) a point)."""
-    closed = form_curve(
-        memory.cache_form(shape), True, lambda tokens: memory.kv_cache_bytes(shape, tokens, batch, dtype)
-    )
-    return closed if closed.direct is not None else closed.scaled(memory.cached_element_bytes(batch, dtype))
+    elements = form_curve(memory.cache_form(shape), True, lambda tokens: memory.kv_cache_elements(shape, tokens))
+    return elements.scaled(memory.cached_element_bytes(batch, dtype))
 
 
 @lru_cache(maxsize=4096)  # asked again for every quantity and batch size a sweep fits
