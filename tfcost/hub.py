@@ -44,6 +44,11 @@ class HubConfig:
     commit: str | None
     checkpoint_bytes: int | None
 
+    def described(self, revision: str | None) -> str:
+        """ "Hugging Face Hub owner/name @ commit", the commit it came from (or the revision asked for)."""
+        at = f" @ {self.commit[:12]}" if self.commit else (f" @ {revision}" if revision else "")
+        return f"Hugging Face Hub {self.repo_id}{at}"
+
 
 def quiet() -> None:
     """No progress bars on stderr for a file of a few KiB (set before huggingface_hub reads its settings)."""

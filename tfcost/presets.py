@@ -216,8 +216,7 @@ def hub_reading(repo_id: str, revision: str | None, strict: bool, lenient: bool)
         reading = read_config(fetched.config, strict=strict, lenient=lenient)
     except TfcostError as error:
         raise TfcostError(f"{repo_id}: {error}") from None
-    at = f" @ {fetched.commit[:12]}" if fetched.commit else (f" @ {revision}" if revision else "")
-    source = f"Hugging Face Hub {repo_id}{at}, {reading.model_type} config.json"
+    source = f"{fetched.described(revision)}, {reading.model_type} config.json"
     reading.mapping = {"name": repo_id.rsplit("/", 1)[-1], "source": source, **reading.mapping}
     reading.checkpoint_bytes = fetched.checkpoint_bytes
     return reading
@@ -241,17 +240,26 @@ def is_hub_id(reference: str) -> bool:
     return looks_like_hub_id(reference)
 
 
+def names_hub_model(reference: str) -> bool:
+    """Whether a MODEL is a Hub id: `owner/name`, and no file or folder of that name here."""
+    try:
+        exists = Path(reference).exists()
+    except (OSError, ValueError):  # a name too long to be a path is not a file either
+        exists = False
+    return not exists and "/" in reference and is_hub_id(reference)
+
+
 def model_mapping(
     reference: str, revision: str | None = None, strict: bool = False, lenient: bool = False
 ) -> tuple[dict[str, Any] | ConfigReading, str, str]:
     """(mapping or config reading, origin for errors, default name) of a preset name, a YAML preset path, a
     config.json path or a Hub id (`owner/name`, when no such file exists)."""
+    if names_hub_model(reference):
+        return hub_reading(reference, revision, strict, lenient), reference, reference.rsplit("/", 1)[-1]
     try:
         exists = Path(reference).exists()
     except (OSError, ValueError):  # a name too long to be a path is not a file either
         exists = False
-    if not exists and "/" in reference and is_hub_id(reference):
-        return hub_reading(reference, revision, strict, lenient), reference, reference.rsplit("/", 1)[-1]
     if revision is not None:
         raise UsageError(f"--revision applies to a Hugging Face Hub id (owner/name), not to '{reference}'")
     if reference.endswith(".json"):
