@@ -243,13 +243,72 @@ def test_without_the_extra_the_error_says_to_install_it(monkeypatch, tmp_path):
     assert "pip install 'tfcost[hf]'" in result.stderr
 
 
-@pytest.mark.parametrize("command", ["train", "serve"])
-def test_train_and_serve_refuse_a_model_only_transformers_prices(tmp_path, command):
+def gptj_path(tmp_path: Path, **changes: object) -> str:
     path = tmp_path / "gptj.json"
-    path.write_text(json.dumps(GPTJ))
-    result = invoke(command, "--config", str(path))
-    assert result.code == 2
-    assert "tfcost estimate --engine transformers" in result.stderr
+    path.write_text(json.dumps(GPTJ | changes))
+    return str(path)
+
+
+@pytest.mark.parametrize("command", ["train", "serve"])
+def test_train_and_serve_price_a_model_only_transformers_reads(tmp_path, command):
+    """A model_type tfcost has no reader for: train and serve run on the engine's totals, and say so."""
+    path = gptj_path(tmp_path)
+    result = cli_json(command, path, "--seq" if command == "train" else "--prompt", "64")
+    assert result["engine"] == "transformers"
+    assert result["inputs"]["parameters"] == cli_json("estimate", path)["params"]["total"]
+    table = invoke(command, path, "--seq" if command == "train" else "--prompt", "64")
+    assert table.code == 0
+    assert "engine: transformers" in table.stdout
+
+
+@pytest.mark.parametrize("name", ["llama-3.2-1b", "qwen2.5-0.5b", "gemma-3-1b"])
+def test_serve_by_the_engine_equals_the_analytic_bound(name):
+    """The engine's serve (its totals at P and P + 1, FLOPs taken as a*T + b*T^2) against tfcost's own serve of the
+    same config: memory, capacity and every number of the roofline bound, to the digit."""
+    path = str(CONFIGS / f"{name}.json")
+    workload = ("-B", "4", "-P", "300", "-G", "100", "--weights-dtype", "int4")
+    engine = cli_json("serve", path, *workload, "--engine", "transformers")
+    analytic = cli_json("serve", path, *workload, "--engine", "analytic")
+    assert engine["engine"] == "transformers"
+    assert engine["latency"] == analytic["latency"]
+    for key, value in engine["memory"].items():
+        assert value == analytic["memory"][key], key
+    assert (engine["max_batch"], engine["max_context"]) == (analytic["max_batch"], analytic["max_context"])
+
+
+def test_train_by_the_engine_equals_the_analytic_compute_and_states():
+    """The engine's train against tfcost's own at the same MFU: FLOPs, time and ZeRO's model states, exactly."""
+    path = str(CONFIGS / "llama-3.2-1b.json")
+    run = ("--seq", "256", "--tokens", "1000000000", "--gpus", "8", "--zero", "2", "--mfu", "0.4")
+    engine = cli_json("train", path, *run, "--engine", "transformers")
+    analytic = cli_json("train", path, *run, "--engine", "analytic")
+    assert engine["flops"]["total"] == analytic["flops"]["total"]
+    assert engine["time"]["days"] == analytic["time"]["days"]
+    for key in ("weights_bytes", "gradients_bytes", "optimizer_bytes"):
+        assert engine["memory_per_gpu"][key] == analytic["memory_per_gpu"][key]
+
+
+def test_saved_activations_on_meta_are_what_a_real_forward_saves():
+    """The bytes autograd keeps, measured on the meta device, equal those of a real forward on the CPU; the T x T
+    part left out under --flash is Llama's eager attention: the fp32 softmax and its bf16 copy, 6 bytes an entry."""
+    torch = pytest.importorskip("torch")
+    config = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+              "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 256}  # fmt: skip
+    meta = engine_hf.training_activation_bytes(config, 48, 3)
+    torch.manual_seed(0)
+    cpu = engine_hf.saved_bytes(engine_hf.build_from(engine_hf.hf_config(config), "cpu"), 48, 3, require_meta=False)
+    assert meta == cpu
+    assert meta.scores == 2 * 3 * 4 * 48 * 48 * (4 + 2)
+
+
+def test_engine_train_and_serve_refuse_what_needs_the_reader(tmp_path):
+    path = gptj_path(tmp_path)
+    tp = invoke("train", path, "--tp", "2", "--gpus", "2")
+    assert tp.code == 2
+    assert "--tp" in tp.stderr and "own reader" in tp.stderr
+    assert invoke("serve", path, "--gpus", "2").code == 2
+    quantized = gptj_path(tmp_path, quantization_config={"quant_method": "gptq", "bits": 4})
+    assert "--weights-dtype" in invoke("serve", quantized).stderr
 
 
 def test_a_model_type_nobody_knows_is_one_line(tmp_path):

@@ -232,7 +232,7 @@ def estimate(
         render.print_checkpoint_check(found)
         return found
 
-    result = engine_answer(model, config, overrides or (), workload, engine, analytic)
+    result = engine_answer(model, config, overrides or (), workload, engine, analytic, revision)
     if output == "json":
         render.print_json(result)
     else:
@@ -282,7 +282,7 @@ def compare(
         return found
 
     results = [
-        engine_answer(model, path, overrides or (), workload, engine, partial(analytic, model, path))
+        engine_answer(model, path, overrides or (), workload, engine, partial(analytic, model, path), revision)
         for model, path in sources
     ]
     if output == "json":
@@ -518,50 +518,64 @@ def train(
 ) -> None:
     """Training compute, time, cost and memory per GPU: will it fit, and how long will it take?"""
     from tfcost import render, training
-    from tfcost.engines import analytic_only
+    from tfcost.engines import engine_model
     from tfcost.presets import load_gpu
+
+    def make_setup(default_seq: int, default_tokens: int) -> TrainingSetup:
+        """The setup asked for, the model's defaults where an option was not given."""
+        return validated(
+            TrainingSetup,
+            tokens=tokens if tokens is not None else default_tokens,
+            seq_len=seq if seq is not None else default_seq,
+            micro_batch=micro_batch,
+            gpus=gpus,
+            mfu=mfu,
+            hfu=hfu,
+            tflops_per_gpu=tflops_per_gpu,
+            global_batch=global_batch,
+            cp=cp,
+            ep=ep,
+            virtual_stages=virtual_stages,
+            pp_first_layers=pp_first_layers,
+            pp_last_layers=pp_last_layers,
+            zero=zero,
+            tp=tp,
+            pp=pp,
+            sequence_parallel=sequence_parallel,
+            recompute=recompute,
+            optimizer=optimizer,
+            precision=precision,
+            flash=flash,
+            dp_overlap=dp_overlap,
+            offload=offload,
+            optimizer_in_backward=optimizer_in_backward,
+            price_per_gpu_hour=price_per_gpu_hour,
+            lora_rank=lora,
+            lora_targets=tuple(name.strip() for name in lora_target_list.split(",") if name.strip()),
+            qlora=qlora,
+            memory_convention=memory_convention,
+            cuda_context_gib=cuda_context_gib,
+            allocator_reserve=allocator_reserve,
+        )
+
+    found = engine_model(model, config, overrides or (), engine, revision)
+    measured = load_profile_option(profile)
+    spec = measured.gpu_spec() if measured else load_gpu(gpu)
+    if found is not None:
+        from tfcost.engines import train_report
+
+        answer = train_report(found, spec, make_setup)
+        if output == "json":
+            render.print_json(answer)
+        else:
+            render.engine_train_table(answer, markdown=output == "markdown")
+        return
     from tfcost.report import with_source
     from tfcost.train_report import train as run_train
 
-    analytic_only(model, config, engine, "train")
     source = load_source(model, config, overrides, strict, lenient, revision)
     shape = source.shape
-    setup = validated(
-        TrainingSetup,
-        tokens=tokens if tokens is not None else training.chinchilla_optimal_tokens(shape),
-        seq_len=seq if seq is not None else training.default_seq_len(shape),
-        micro_batch=micro_batch,
-        gpus=gpus,
-        mfu=mfu,
-        hfu=hfu,
-        tflops_per_gpu=tflops_per_gpu,
-        global_batch=global_batch,
-        cp=cp,
-        ep=ep,
-        virtual_stages=virtual_stages,
-        pp_first_layers=pp_first_layers,
-        pp_last_layers=pp_last_layers,
-        zero=zero,
-        tp=tp,
-        pp=pp,
-        sequence_parallel=sequence_parallel,
-        recompute=recompute,
-        optimizer=optimizer,
-        precision=precision,
-        flash=flash,
-        dp_overlap=dp_overlap,
-        offload=offload,
-        optimizer_in_backward=optimizer_in_backward,
-        price_per_gpu_hour=price_per_gpu_hour,
-        lora_rank=lora,
-        lora_targets=tuple(name.strip() for name in lora_target_list.split(",") if name.strip()),
-        qlora=qlora,
-        memory_convention=memory_convention,
-        cuda_context_gib=cuda_context_gib,
-        allocator_reserve=allocator_reserve,
-    )
-    measured = load_profile_option(profile)
-    spec = measured.gpu_spec() if measured else load_gpu(gpu)
+    setup = make_setup(training.default_seq_len(shape), training.chinchilla_optimal_tokens(shape))
     result = with_source(run_train(shape, spec, setup, explained=explain), source)
     render.print_checkpoint_check(result)
     if output == "json":
@@ -635,14 +649,10 @@ def serve(
     """Serving memory, largest batch and context, and prefill and decode times: the roofline bound and the
     expected time of an engine."""
     from tfcost import render
-    from tfcost.engines import analytic_only
+    from tfcost.engines import engine_model
     from tfcost.presets import load_gpu
-    from tfcost.report import with_source
-    from tfcost.serve_report import serve as run_serve
 
-    analytic_only(model, config, engine, "serve")
-    source = load_source(model, config, overrides, strict, lenient, revision)
-    shape = source.shape
+    found = engine_model(model, config, overrides or (), engine, revision)
     measured = load_profile_option(profile)
     setup = validated(
         ServingSetup,
@@ -658,6 +668,20 @@ def serve(
         group_size=group_size,
         kv_block=kv_block,
     )
+    if found is not None:
+        from tfcost.engines import serve_report
+
+        answer = serve_report(found, measured.gpu_spec() if measured else load_gpu(gpu), setup)
+        if output == "json":
+            render.print_json(answer)
+        else:
+            render.engine_serve_table(answer, markdown=output == "markdown")
+        return
+    from tfcost.report import with_source
+    from tfcost.serve_report import serve as run_serve
+
+    source = load_source(model, config, overrides, strict, lenient, revision)
+    shape = source.shape
     if measured is None:
         report = run_serve(shape, load_gpu(gpu), setup, explained=explain)
     else:

@@ -52,6 +52,10 @@ class EngineTotals:
     forward_flops: int
     kv_bytes_per_token: int  # the part of the cache that grows with each token
     state_bytes: int  # the part that does not: per sequence, whatever T
+    forward_flops_next: int  # FlopCounterMode's count at T + 1 tokens: with forward_flops, F's slope at T
+    head_params: int  # the output head's weight (d x V), whose matmul runs once per token: 2 x this FLOPs
+    embedding_params: int  # token embeddings and an untied head: what stays 16-bit under 8- and 4-bit weights
+    max_positions: int | None  # the config's longest context (max_position_embeddings or its older names)
 
 
 def modules() -> tuple[Any, Any]:
@@ -148,12 +152,12 @@ INPUT_CHOICES = (
 )
 
 
-def inputs(tokens: int, how: Inputs, device: Any) -> dict[str, Any]:
-    """One sequence of T token ids, on the model's device (made inside FakeTensorMode when `how.fake`)."""
+def inputs(tokens: int, how: Inputs, device: Any, batch: int = 1) -> dict[str, Any]:
+    """`batch` sequences of T token ids, on the model's device (made inside FakeTensorMode when `how.fake`)."""
     torch, transformers = modules()
-    ids = torch.zeros((1, tokens), dtype=torch.long, device=device)
+    ids = torch.zeros((batch, tokens), dtype=torch.long, device=device)
     if how.premade:  # transformers takes a mapping as the masks already made, by layer kind: None for every kind
-        positions = torch.arange(tokens, device=device).unsqueeze(0)  # nor can the cache say where T starts
+        positions = torch.arange(tokens, device=device).expand(batch, tokens)  # nor can the cache say where T starts
         return {"input_ids": ids, "attention_mask": defaultdict(lambda: None), "position_ids": positions,
                 "use_cache": True}  # fmt: skip
     if how.lazy_cache:  # a cache that adds a full attention layer each time one is used, whatever the config says
@@ -292,8 +296,9 @@ def measure_model(model: Any, model_type: str, seq_len: int, dtype: Dtype) -> En
         if model.device.type == "cpu":
             check_data_independent(model, seq_len, how, flops)
     held = cache_bytes(cache, model.dtype, dtype)
-    _, longer = forward(model, seq_len + 1, how)
+    flops_next, longer = forward(model, seq_len + 1, how)
     per_token = cache_bytes(longer, model.dtype, dtype) - held
+    head, embeddings = embedding_sizes(model)
     return EngineTotals(
         model_type=model_type,
         seq_len=seq_len,
@@ -301,6 +306,93 @@ def measure_model(model: Any, model_type: str, seq_len: int, dtype: Dtype) -> En
         forward_flops=flops,
         kv_bytes_per_token=per_token,
         state_bytes=held - per_token * seq_len,
+        forward_flops_next=flops_next,
+        head_params=head,
+        embedding_params=embeddings,
+        max_positions=max_positions(model.config),
+    )
+
+
+def embedding_sizes(model: Any) -> tuple[int, int]:
+    """(the output head's weights, the token embeddings' plus an untied head's): serve keeps the embeddings 16-bit
+    under 8- and 4-bit weights, as tfcost.serving.weight_bytes does, and counts the head's matmul once per prompt."""
+    head = model.get_output_embeddings()
+    tokens = model.get_input_embeddings()
+    head_weight = getattr(head, "weight", None)
+    token_weight = getattr(tokens, "weight", None)
+    head_params = 0 if head_weight is None else head_weight.numel()
+    token_params = 0 if token_weight is None else token_weight.numel()
+    tied = head_weight is not None and head_weight is token_weight
+    return head_params, token_params + (0 if tied else head_params)
+
+
+POSITION_FIELDS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "n_ctx")
+
+
+def max_positions(config: Any) -> int | None:
+    """The longest context a config declares, under the first of its usual names that it sets; None without one."""
+    for name in POSITION_FIELDS:
+        value = getattr(config, name, None)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+@dataclass(frozen=True)
+class SavedBytes:
+    """What one training forward keeps for the backward pass (`saved_bytes`)."""
+
+    total: int  # every activation autograd saves
+    scores: int  # of which the T x T attention scores and probabilities, which FlashAttention never stores
+
+
+def saved_bytes(model: Any, seq_len: int, batch: int, require_meta: bool = True) -> SavedBytes:
+    """The bytes autograd keeps for the backward pass of one training forward (train mode, the loss on the labels)
+    over `batch` sequences of T tokens on the meta device: every tensor a saved_tensors_hooks pack sees, each
+    storage once (views share one), the parameters and buffers left out (they are the weights, not activations).
+    This is what the model's eager implementation saves in its dtype (bf16). Of it, the tensors of T x T scores
+    (batch x heads x T x T, or batch*heads x T x T) are what a fused kernel does not store: `scores`."""
+    torch, _ = modules()
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    if require_meta and model.device.type != "meta":  # a CPU run would hold every activation for real
+        raise TfcostError("its training activations are measured on the meta device, which this model cannot run on")
+    weights = {tensor.untyped_storage()._cdata for tensor in [*model.parameters(), *model.buffers()]}
+    saved: dict[int, tuple[int, bool]] = {}
+
+    def pack(tensor: Any) -> Any:
+        storage = tensor.untyped_storage()
+        if storage._cdata not in weights:
+            square = tensor.dim() in (3, 4) and tuple(tensor.shape[-2:]) == (seq_len, seq_len)
+            scores = square and (tensor.dim() == 4 or tensor.shape[0] != batch)
+            saved[storage._cdata] = (storage.nbytes(), scores)
+        return tensor
+
+    errors: list[Exception] = []
+    model.train()
+    try:
+        for how in INPUT_CHOICES:  # the first way of feeding the model that runs (see Inputs), caches aside
+            if how.lazy_cache:
+                continue
+            saved.clear()
+            try:
+                with ExitStack() as stack:
+                    stack.enter_context(unvalidated_distributions(torch))
+                    if how.fake:
+                        stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
+                    given = inputs(seq_len, how, model.device, batch)
+                    stack.enter_context(torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor))
+                    model(**(given | {"labels": given["input_ids"], "use_cache": False}))
+                break
+            except Exception as error:  # noqa: BLE001 - a data-dependent check: the next way
+                errors.append(error)
+        else:
+            raise errors[-1]
+    finally:
+        model.eval()
+    return SavedBytes(
+        total=sum(size for size, _ in saved.values()),
+        scores=sum(size for size, scores in saved.values() if scores),
     )
 
 
@@ -343,14 +435,7 @@ def quiet(torch: Any, transformers: Any) -> None:
 
 def measure(data: dict[str, Any], seq_len: int, dtype: Dtype) -> EngineTotals:
     """Build a config's model on the meta device and measure it; what transformers cannot do is one line."""
-    quiet(*modules())
-    model_type = str(data.get("model_type"))
-    try:
-        model = build(data)
-    except TfcostError:
-        raise
-    except Exception as error:  # noqa: BLE001 - transformers raises anything; the user gets one line
-        raise TfcostError(f"transformers cannot build this {model_type} model: {first_line(error)}") from None
+    model_type, model = built(data)
     try:
         return measure_model(model, model_type, seq_len, dtype)
     except TfcostError as error:
@@ -359,3 +444,29 @@ def measure(data: dict[str, Any], seq_len: int, dtype: Dtype) -> EngineTotals:
         raise TfcostError(
             f"transformers cannot run this {model_type} model on the meta device: {first_line(error)}"
         ) from None
+
+
+def training_activation_bytes(data: dict[str, Any], seq_len: int, batch: int) -> SavedBytes:
+    """`saved_bytes` of a config's model built on the meta device; what transformers cannot do is one line."""
+    model_type, model = built(data)
+    try:
+        return saved_bytes(model, seq_len, batch)
+    except TfcostError as error:
+        raise TfcostError(f"transformers cannot train this {model_type} model: {error}") from None
+    except Exception as error:  # noqa: BLE001
+        raise TfcostError(
+            f"transformers cannot run a training forward of this {model_type} model on the meta device: "
+            f"{first_line(error)}"
+        ) from None
+
+
+def built(data: dict[str, Any]) -> tuple[str, Any]:
+    """(model_type, the model on the meta device), or transformers' refusal as one line."""
+    quiet(*modules())
+    model_type = str(data.get("model_type"))
+    try:
+        return model_type, build(data)
+    except TfcostError:
+        raise
+    except Exception as error:  # noqa: BLE001 - transformers raises anything; the user gets one line
+        raise TfcostError(f"transformers cannot build this {model_type} model: {first_line(error)}") from None

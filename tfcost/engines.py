@@ -11,14 +11,19 @@ one place that says which transformers config a shape is.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from pydantic import BaseModel
+
 from tfcost.errors import TfcostError, UsageError
-from tfcost.schema import ModelShape, Workload
+from tfcost.schema import GpuSpec, ModelShape, ServingSetup, TrainingSetup, Workload
+from tfcost.units import Dtype
 
 if TYPE_CHECKING:
-    from tfcost.engine_report import CheckReport, EngineEstimate
+    from tfcost.engine_hf import EngineTotals
+    from tfcost.engine_report import CheckReport, EngineEstimate, EngineServeReport, EngineTrainReport
     from tfcost.report import Estimate
 
 Engine = Literal["auto", "analytic", "transformers"]
@@ -165,6 +170,50 @@ def refuse_causal(workload: Workload) -> None:
         raise UsageError("--causal: the transformers engine counts what FlopCounterMode sees, the full T x T scores")
 
 
+@dataclass(frozen=True)
+class EngineModel:
+    """A model the transformers engine is to price: its config.json mapping, its name and source, and the file it
+    was read from (None for a preset's)."""
+
+    data: dict[str, Any]
+    name: str
+    source: str | None
+    file_name: str | None = None
+
+
+def engine_model(
+    model: str | None, config: str | None, overrides: Sequence[str], engine: Engine, revision: str | None = None
+) -> EngineModel | None:
+    """The model the transformers engine prices for a command, or None when tfcost's own reader answers: `auto`
+    sends a config.json (a file, or a Hub id's) to transformers only when tfcost has no reader for its model_type."""
+    from tfcost.presets import names_hub_model, read_json_mapping, resolve_model
+
+    if engine == "analytic":
+        return None
+    if model is not None and config is None and names_hub_model(model):
+        from tfcost.hub import fetch_config
+
+        fetched = fetch_config(model, revision)
+        if engine == "auto" and has_reader(fetched.config):
+            return None
+        refuse_overrides(overrides)
+        source = f"{fetched.described(revision)}, built by transformers"
+        return EngineModel(fetched.config, model.rsplit("/", 1)[-1], source)
+    path = config_path(model, config)
+    if path is not None and model is not None and config is not None:
+        resolve_model(model, config)  # the usual one-line refusal of both
+    if path is not None:
+        data = read_json_mapping(path)
+        if engine == "auto" and has_reader(data):
+            return None
+        refuse_overrides(overrides)
+        return EngineModel(data, config_name_of(path, data), None, path.name)
+    if engine == "auto":
+        return None
+    shape = resolve_model(model, config, overrides)
+    return EngineModel(preset_config(model, shape, overrides), shape.name, shape.source)
+
+
 def engine_answer(
     model: str | None,
     config: str | None,
@@ -172,28 +221,14 @@ def engine_answer(
     workload: Workload,
     engine: Engine,
     analytic: Callable[[], Estimate],
+    revision: str | None = None,
 ) -> Estimate | EngineEstimate:
     """`tfcost estimate`'s result from the engine asked for: `analytic()` (tfcost's own reader, with everything a
-    source can carry: hub ids, ignored fields, quantization) or the transformers engine's EngineEstimate."""
-    from tfcost.presets import resolve_model
-
-    path = config_path(model, config)
-    if engine == "analytic":
+    source can carry: ignored fields, quantization, a Hub checkpoint's size) or the transformers engine's."""
+    found = engine_model(model, config, overrides, engine, revision)
+    if found is None:
         return analytic()
-    if path is not None and model is not None and config is not None:
-        resolve_model(model, config)  # the usual one-line refusal of both
-    if path is not None:
-        from tfcost.presets import read_json_mapping
-
-        data = read_json_mapping(path)
-        if engine == "auto" and has_reader(data):
-            return analytic()
-        refuse_overrides(overrides)
-        return transformers_estimate(data, config_name_of(path, data), None, workload, file_name=path.name)
-    if engine == "auto":
-        return analytic()
-    shape = resolve_model(model, config, overrides)
-    return transformers_estimate(preset_config(model, shape, overrides), shape.name, shape.source, workload)
+    return transformers_estimate(found.data, found.name, found.source, workload, found.file_name)
 
 
 def config_name_of(path: Path, data: dict[str, Any]) -> str:
@@ -202,46 +237,51 @@ def config_name_of(path: Path, data: dict[str, Any]) -> str:
     return config_name(path, data)
 
 
+def measured(found: EngineModel, seq_len: int, dtype: Dtype) -> tuple[EngineTotals, str | None]:
+    """The engine's totals for a model at T, and its source in words (a config.json named once transformers has
+    accepted its model_type)."""
+    from tfcost.engine_hf import measure
+
+    totals = measure(found.data, seq_len, dtype)
+    source = found.source
+    if found.file_name is not None:
+        source = f"Hugging Face {totals.model_type} config.json ({found.file_name}), built by transformers"
+    return totals, source
+
+
 def transformers_estimate(
     data: dict[str, Any], name: str, source: str | None, workload: Workload, file_name: str | None = None
 ) -> EngineEstimate:
     """The transformers engine's estimate of a config.json mapping (read from `file_name`, or a preset's)."""
-    from tfcost.engine_hf import measure
     from tfcost.engine_report import engine_estimate
 
     refuse_causal(workload)
-    totals = measure(data, workload.seq_len, workload.dtype)
-    if file_name is not None:  # named once transformers has accepted its model_type
-        source = f"Hugging Face {totals.model_type} config.json ({file_name}), built by transformers"
+    totals, source = measured(EngineModel(data, name, source, file_name), workload.seq_len, workload.dtype)
     return engine_estimate(name, source, totals, workload)
 
 
-def analytic_only(model: str | None, config: str | None, engine: Engine, command: str) -> None:
-    """train and serve take their inputs from the analytic core (activations, per-GPU shares of each part): a
-    model only the transformers engine prices is refused with the command that does price it."""
-    path = config_path(model, config)
-    if engine == "transformers" or (
-        engine == "auto" and path is not None and is_file(path) and not has_reader(read_config(path))
-    ):
-        raise UsageError(
-            f"{command} needs tfcost's own reader for the model; the transformers engine answers "
-            "`tfcost estimate --engine transformers` and `tfcost check` (its totals: parameters, FLOPs, cache)"
-        )
+# What `train` prices from tfcost's reader only: each field of TrainingSetup the engine's totals (parameters, FLOPs,
+# what autograd saves) cannot split, with its option.
+TRAIN_NEEDS_READER = {
+    "tp": "--tp", "pp": "--pp", "cp": "--cp", "ep": "--ep", "virtual_stages": "--virtual-stages",
+    "pp_first_layers": "--pp-first-layers", "pp_last_layers": "--pp-last-layers",
+    "sequence_parallel": "--sequence-parallel", "recompute": "--recompute", "precision": "--precision",
+    "lora_rank": "--lora", "qlora": "--qlora", "offload": "--offload",
+    "optimizer_in_backward": "--optimizer-in-backward", "memory_convention": "--memory-convention",
+}  # fmt: skip
+# And what `serve` does: tensor parallelism splits heads the engine does not know.
+SERVE_NEEDS_READER = {"gpus": "--gpus"}
 
 
-def is_file(path: Path) -> bool:
-    """Whether a path names a readable file; a name the system refuses (too long, say) is not one, and the
-    reader that opens it says why in one line."""
-    try:
-        return path.is_file()
-    except OSError:
-        return False
-
-
-def read_config(path: Path) -> dict[str, Any]:
-    from tfcost.presets import read_json_mapping
-
-    return read_json_mapping(path)
+def refuse_for_engine(setup: BaseModel, needs_reader: dict[str, str], command: str) -> None:
+    """One line for the first option the transformers engine cannot price, given a value other than its default."""
+    fields = type(setup).model_fields
+    for name, option in needs_reader.items():
+        if getattr(setup, name) != fields[name].default:
+            raise UsageError(
+                f"{option}: {command} prices it from tfcost's own reader (per-layer parts); the transformers engine "
+                "has the model's totals only"
+            )
 
 
 def check(model: str | None, config: str | None, workload: Workload) -> CheckReport:
@@ -258,3 +298,36 @@ def check(model: str | None, config: str | None, workload: Workload) -> CheckRep
     analytic = estimate(shape, workload)
     file_name = path.name if path is not None else None
     return check_report(analytic, transformers_estimate(data, shape.name, shape.source, workload, file_name))
+
+
+def train_report(
+    found: EngineModel, gpu: GpuSpec, make_setup: Callable[[int, int], TrainingSetup]
+) -> EngineTrainReport:
+    """`tfcost train` by the transformers engine. `make_setup(default T, default D)` is the user's setup with the
+    model's defaults: T = 4,096 or the config's context if shorter, D = 20 N of the parameters measured at T."""
+    from tfcost import engine_hf, training
+    from tfcost.engine_report import engine_train
+
+    default_seq = training.default_seq_len_of(engine_hf.max_positions(engine_hf.hf_config(found.data)))
+    seq_len = make_setup(default_seq, 1).seq_len
+    totals, source = measured(found, seq_len, "bf16")
+    setup = make_setup(default_seq, training.chinchilla_optimal_tokens_of(totals.params_total))
+    refuse_for_engine(setup, TRAIN_NEEDS_READER, "train")
+    saved = engine_hf.training_activation_bytes(found.data, setup.seq_len, setup.micro_batch)
+    return engine_train(found.name, source, totals, saved, gpu, setup, default_seq)
+
+
+def serve_report(found: EngineModel, gpu: GpuSpec, setup: ServingSetup) -> EngineServeReport:
+    """`tfcost serve` by the transformers engine, its totals measured at T = P on one GPU."""
+    from tfcost.engine_report import engine_serve
+
+    refuse_for_engine(setup, SERVE_NEEDS_READER, "serve")
+    if setup.weights_dtype is None:
+        if "quantization_config" in found.data:
+            raise UsageError(
+                "--weights-dtype: the transformers engine does not read a quantization_config; say what the "
+                "weights are stored as"
+            )
+        setup = setup.model_copy(update={"weights_dtype": "bf16"})
+    totals, source = measured(found, setup.prompt, setup.kv_dtype)
+    return engine_serve(found.name, source, totals, gpu, setup)

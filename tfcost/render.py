@@ -26,7 +26,7 @@ from tfcost.units import Unit, human
 
 if TYPE_CHECKING:  # imported where used: only `measure` needs its report classes built
     from tfcost.crossover import Crossover
-    from tfcost.engine_report import CheckReport, EngineEstimate
+    from tfcost.engine_report import CheckReport, EngineEstimate, EngineServeReport, EngineTrainReport
     from tfcost.measure_report import Measurement, MeasureReport
     from tfcost.presets import ModelSource
     from tfcost.serve_report import ServeReport
@@ -489,6 +489,45 @@ def serve_table(result: ServeReport, markdown: bool = False) -> None:
     if result.memory.kv_cache_note:
         notes.insert(0, result.memory.kv_cache_note)
     sections_table(result, SERVE_SECTIONS, title, notes, markdown)
+
+
+def engine_train_table(result: EngineTrainReport, markdown: bool = False) -> None:
+    """`tfcost train` by the transformers engine: the title as the analytic table's, its sections and its note."""
+    from tfcost.engine_report import ENGINE_TRAIN_NOTE, ENGINE_TRAIN_SECTIONS
+
+    result = neutral(result)
+    s = result.setup
+    tokens, seq = result.notes.get("tokens", ""), result.notes.get("seq_len", "")
+    title = "\n".join(
+        [
+            f"{result.model}: training on {s.gpus:,} x {result.gpu}",
+            f"D = {human(s.tokens, 'count')} tokens{tokens}",
+            f"T = {s.seq_len:,} tokens per sequence{seq}; micro-batch {s.micro_batch}",
+            f"{s.gpus:,} GPUs, data parallel; ZeRO-{s.zero}; {s.optimizer}, {s.precision}",
+            f"{'flash attention' if s.flash else 'no flash attention'}; {result.time.throughput_from}",
+        ]
+    )
+    notes = [*([f"source: {result.source}"] if result.source else []), ENGINE_TRAIN_NOTE, CONVENTIONS]
+    sections_table(result, ENGINE_TRAIN_SECTIONS, title, notes, markdown)
+
+
+def engine_serve_table(result: EngineServeReport, markdown: bool = False) -> None:
+    """`tfcost serve` by the transformers engine: the title as the analytic table's, its sections and its note."""
+    from tfcost.engine_report import ENGINE_SERVE_NOTE, ENGINE_SERVE_SECTIONS
+
+    result = neutral(result)
+    s = result.setup
+    title = "\n".join(
+        [
+            f"{result.model}: serving on 1 x {result.gpu}",
+            f"B = {s.batch:,} sequences, P = {s.prompt:,} prompt + G = {s.generate:,} generated tokens each",
+            f"weights {result.weights_format}, KV cache {s.kv_dtype}, matmuls at the {result.compute_dtype} peak",
+            f"reserve {s.reserve:.0%}, compute efficiency {s.compute_efficiency:g}, "
+            f"memory efficiency {s.memory_efficiency:g}",
+        ]
+    )
+    notes = [*([f"source: {result.source}"] if result.source else []), ENGINE_SERVE_NOTE, CONVENTIONS]
+    sections_table(result, ENGINE_SERVE_SECTIONS, title, notes, markdown)
 
 
 def profiles_table(found: Sequence[Any], folder: str) -> None:

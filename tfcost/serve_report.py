@@ -181,24 +181,29 @@ def serve(
             budget, serving.kv_cache_bytes_per_gpu(shape, 1, b, kv_dtype, t), state_per_gpu, shape.max_seq_len
         ),
         model_max_context=shape.max_seq_len,
-        latency=ServeLatency(
-            prefill_flops_per_gpu=prefill.flops_per_gpu,
-            prefill_bytes_per_gpu=prefill.bytes_per_gpu,
-            prefill_ms=milliseconds(prefill.seconds),
-            prefill_bound=bound(prefill.compute_bound),
-            prefill_tokens_per_s=hardware.achieved_per_s(b * setup.prompt, prefill.seconds),
-            decode_flops_per_gpu=decode.flops_per_gpu,
-            decode_bytes_per_gpu=decode.bytes_per_gpu,
-            decode_ms_per_token=milliseconds(decode.seconds),
-            decode_bound=bound(decode.compute_bound),
-            decode_tokens_per_s=hardware.achieved_per_s(b, decode.seconds),
-            ttft_ms=milliseconds(prefill.seconds),
-            tpot_ms=milliseconds(decode.seconds),
-            tokens_per_s_per_sequence=hardware.achieved_per_s(1, decode.seconds),
-            tokens_per_s=hardware.achieved_per_s(b, decode.seconds),
-        ),
+        latency=latency(prefill, decode, b, setup.prompt),
         expected=serve_expected(shape, setup, rates, usable, weights_per_gpu),
         profile=profile,
+    )
+
+
+def latency(prefill: serving.Roofline, decode: serving.Roofline, batch: int, prompt: int) -> ServeLatency:
+    """The roofline bound of a prefill and a decode step, as times and throughputs."""
+    return ServeLatency(
+        prefill_flops_per_gpu=prefill.flops_per_gpu,
+        prefill_bytes_per_gpu=prefill.bytes_per_gpu,
+        prefill_ms=milliseconds(prefill.seconds),
+        prefill_bound=bound(prefill.compute_bound),
+        prefill_tokens_per_s=hardware.achieved_per_s(batch * prompt, prefill.seconds),
+        decode_flops_per_gpu=decode.flops_per_gpu,
+        decode_bytes_per_gpu=decode.bytes_per_gpu,
+        decode_ms_per_token=milliseconds(decode.seconds),
+        decode_bound=bound(decode.compute_bound),
+        decode_tokens_per_s=hardware.achieved_per_s(batch, decode.seconds),
+        ttft_ms=milliseconds(prefill.seconds),
+        tpot_ms=milliseconds(decode.seconds),
+        tokens_per_s_per_sequence=hardware.achieved_per_s(1, decode.seconds),
+        tokens_per_s=hardware.achieved_per_s(batch, decode.seconds),
     )
 
 

@@ -8,6 +8,7 @@ traffic, activations and framework overheads are not modelled: the reserve keeps
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 
 from tfcost import flops, memory, params, weights
 from tfcost.errors import TfcostError, UsageError
@@ -62,13 +63,17 @@ def quantized_params(shape: ModelShape, dtype: WeightsDtype) -> int:
 
 
 def weight_bytes(shape: ModelShape, dtype: WeightsDtype, group_size: int = INT4_GROUP_SIZE) -> int:
-    """Every weight at `dtype`. Under 8- and 4-bit weights only the blocks are quantized (the final norm rides
-    along); the token and position embeddings and an untied output head stay 16-bit, as GPTQ and AWQ
-    checkpoints and vLLM's fp8 keep them."""
+    """Every weight at `dtype` (`weight_bytes_of`), the embeddings as tfcost.params counts them."""
+    return weight_bytes_of(params.total_params(shape), params.embedding_params(shape), dtype, group_size)
+
+
+def weight_bytes_of(total: int, embedding: int, dtype: WeightsDtype, group_size: int = INT4_GROUP_SIZE) -> int:
+    """`total` weights at `dtype`. Under 8- and 4-bit weights only the blocks are quantized (the final norm rides
+    along); the `embedding` weights (token and position embeddings, an untied output head) stay 16-bit, as GPTQ
+    and AWQ checkpoints and vLLM's fp8 keep them."""
     if WEIGHT_BITS[dtype] >= 8 * UNQUANTIZED_BYTES:
-        return quantized_bytes(params.total_params(shape), dtype)
-    unquantized = params.embedding_params(shape) * UNQUANTIZED_BYTES
-    return quantized_bytes(params.non_embedding_params(shape), dtype, group_size) + unquantized
+        return quantized_bytes(total, dtype)
+    return quantized_bytes(total - embedding, dtype, group_size) + embedding * UNQUANTIZED_BYTES
 
 
 def served_weight_bytes(shape: ModelShape, dtype: WeightsDtype | None, group_size: int = INT4_GROUP_SIZE) -> int:
@@ -233,6 +238,33 @@ def decode_step_flops(shape: ModelShape, context: int, batch: int, encoder_token
         return batch * (after - before)
     one_token = flops.forward_flops(shape, context, causal=True) - flops.forward_flops(shape, context - 1, causal=True)
     return batch * one_token
+
+
+# From two forward counts: the transformers engine -------------------------------------------------------------
+
+
+def forward_coefficients(flops_at: int, flops_next: int, tokens: int) -> tuple[Fraction, Fraction]:
+    """(a, b) of a forward pass's count taken as F(T) = a*T + b*T^2 (full T x T scores): a the FLOPs every token
+    costs whatever the context (its matmuls and output head), b*T the FLOPs of its T-wide row of scores. Solved
+    exactly from F at T and at T + 1: b = (T*F(T+1) - (T+1)*F(T)) / (T(T+1)), a = F(T)/T - b*T. A transformer's
+    count is exactly this quadratic; a chunked scan or a sliding window makes it an approximation near T."""
+    b = Fraction(tokens * flops_next - (tokens + 1) * flops_at, tokens * (tokens + 1))
+    return Fraction(flops_at, tokens) - b * tokens, b
+
+
+def prefill_flops_of(
+    per_token: Fraction, per_score_row: Fraction, head_flops_per_token: int, prompt: int, batch: int
+) -> int:
+    """`prefill_flops` from the coefficients of `forward_coefficients`: B x (a*P + b*P(P+1)/2 - head*(P - 1)), the
+    P(P+1)/2 unmasked scores of a causal prompt and the output head for its last position only."""
+    per_prompt = per_token * prompt + per_score_row * prompt * (prompt + 1) / 2 - head_flops_per_token * (prompt - 1)
+    return batch * round(per_prompt)
+
+
+def decode_step_flops_of(per_token: Fraction, per_score_row: Fraction, context: int, batch: int) -> int:
+    """`decode_step_flops` from the coefficients of `forward_coefficients`: B x (a + b * context), one token's
+    matmuls and its row of `context` scores."""
+    return batch * round(per_token + per_score_row * context)
 
 
 def compute_dtype(weights_dtype: WeightsDtype | None, gpu: GpuSpec, shape: ModelShape | None = None) -> str:

@@ -25,13 +25,23 @@ LOGIT_BYTES = 4  # the output logits are kept in fp32 for the loss (Korthikanti 
 
 
 def default_seq_len(shape: ModelShape) -> int:
-    """`train --seq` when not given: 4,096 tokens, or the model's context if that is shorter."""
-    return min(DEFAULT_SEQ_LEN, shape.max_seq_len)
+    """`train --seq` when not given (`default_seq_len_of` the model's context)."""
+    return default_seq_len_of(shape.max_seq_len)
+
+
+def default_seq_len_of(max_positions: int | None) -> int:
+    """4,096 tokens, or the model's context if that is shorter (4,096 when a config declares none)."""
+    return DEFAULT_SEQ_LEN if max_positions is None else min(DEFAULT_SEQ_LEN, max_positions)
 
 
 def chinchilla_optimal_tokens(shape: ModelShape) -> int:
+    """`chinchilla_optimal_tokens_of` the model's parameters."""
+    return chinchilla_optimal_tokens_of(params.total_params(shape))
+
+
+def chinchilla_optimal_tokens_of(n_params: int) -> int:
     """D = 20 N: compute-optimal training tokens for N parameters (Hoffmann et al. 2022, Table 3)."""
-    return CHINCHILLA_TOKENS_PER_PARAM * params.total_params(shape)
+    return CHINCHILLA_TOKENS_PER_PARAM * n_params
 
 
 def check_parallel_layout(shape: ModelShape, setup: TrainingSetup) -> None:
@@ -55,10 +65,15 @@ def peak_flops_per_s(gpu: GpuSpec, precision: Precision) -> float:
 
 def defaults_notes(shape: ModelShape, setup: TrainingSetup) -> dict[str, str]:
     """What the report says about the defaults it used: Chinchilla-optimal tokens, the default T."""
+    return defaults_notes_of(setup, chinchilla_optimal_tokens(shape), default_seq_len(shape))
+
+
+def defaults_notes_of(setup: TrainingSetup, chinchilla_tokens: int, default_seq: int) -> dict[str, str]:
+    """`defaults_notes` given the model's Chinchilla-optimal D and default T."""
     notes = {}
-    if setup.tokens == chinchilla_optimal_tokens(shape):
+    if setup.tokens == chinchilla_tokens:
         notes["tokens"] = f" (Chinchilla-optimal: {CHINCHILLA_TOKENS_PER_PARAM} per parameter, the default)"
-    if setup.seq_len == default_seq_len(shape):
+    if setup.seq_len == default_seq:
         notes["seq_len"] = f" (the default: {DEFAULT_SEQ_LEN:,}, or the model's context if shorter)"
     return notes
 
@@ -79,7 +94,12 @@ def model_training_flops(shape: ModelShape, seq_len: int, tokens: int, lora_para
     Under LoRA, `finetune.lora_training_flops` (no weight gradients for the frozen base)."""
     if lora_params is not None:
         return finetune.lora_training_flops(shape, seq_len, tokens, lora_params)
-    return flops.training_flops(shape, seq_len) * tokens // seq_len
+    return training_flops_over(flops.training_flops(shape, seq_len), seq_len, tokens)
+
+
+def training_flops_over(training_per_sequence: int, seq_len: int, tokens: int) -> int:
+    """One T-token sequence's training FLOPs over D tokens: D / T sequences."""
+    return training_per_sequence * tokens // seq_len
 
 
 def recompute_flops(shape: ModelShape, seq_len: int, tokens: int, recompute: Recompute) -> int:
