@@ -564,11 +564,7 @@ def train(
     if found is not None:
         from tfcost.engines import train_report
 
-        answer = train_report(found, spec, make_setup)
-        if output == "json":
-            render.print_json(answer)
-        else:
-            render.engine_train_table(answer, markdown=output == "markdown")
+        render.print_report(train_report(found, spec, make_setup), output, render.engine_train_table)
         return
     from tfcost.report import with_source
     from tfcost.train_report import train as run_train
@@ -672,10 +668,7 @@ def serve(
         from tfcost.engines import serve_report
 
         answer = serve_report(found, measured.gpu_spec() if measured else load_gpu(gpu), setup)
-        if output == "json":
-            render.print_json(answer)
-        else:
-            render.engine_serve_table(answer, markdown=output == "markdown")
+        render.print_report(answer, output, render.engine_serve_table)
         return
     from tfcost.report import with_source
     from tfcost.serve_report import serve as run_serve

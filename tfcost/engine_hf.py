@@ -315,9 +315,12 @@ def measure_model(model: Any, model_type: str, seq_len: int, dtype: Dtype) -> En
 
 def embedding_sizes(model: Any) -> tuple[int, int]:
     """(the output head's weights, the token embeddings' plus an untied head's): serve keeps the embeddings 16-bit
-    under 8- and 4-bit weights, as tfcost.serving.weight_bytes does, and counts the head's matmul once per prompt."""
-    head = model.get_output_embeddings()
-    tokens = model.get_input_embeddings()
+    under 8- and 4-bit weights, as tfcost.serving.weight_bytes does, and counts the head's matmul once per prompt.
+    (0, 0) for a model that does not name them."""
+    try:
+        head, tokens = model.get_output_embeddings(), model.get_input_embeddings()
+    except (NotImplementedError, AttributeError):  # a model that does not say: no head correction, none kept 16-bit
+        return 0, 0
     head_weight = getattr(head, "weight", None)
     token_weight = getattr(tokens, "weight", None)
     head_params = 0 if head_weight is None else head_weight.numel()

@@ -13,7 +13,7 @@ import io
 import math
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # imported where used: only `measure` needs its report classe
     from tfcost.sweep import SweepReport
     from tfcost.train_report import TrainReport
 
+Report = TypeVar("Report", bound=BaseModel)
 CONVENTIONS = (
     "FLOPs are 2*m*k*n per matmul (not MACs). Counts and FLOPs in SI units (G = 10^9), bytes in IEC units "
     "(MiB = 2^20 B); --format json gives exact integers."
@@ -437,17 +438,25 @@ def default(setup: BaseModel, field: str) -> Any:
     return type(setup).model_fields[field].default
 
 
+def train_title(result: TrainReport | EngineTrainReport) -> list[str]:
+    """The first lines above a train table: the model and GPUs, D and T (saying which are the defaults)."""
+    s = result.setup
+    tokens, seq = result.notes.get("tokens", ""), result.notes.get("seq_len", "")
+    return [
+        f"{result.model}: training on {s.gpus:,} x {result.gpu}",
+        f"D = {human(s.tokens, 'count')} tokens{tokens}",
+        f"T = {s.seq_len:,} tokens per sequence{seq}; micro-batch {s.micro_batch}",
+    ]
+
+
 def train_table(result: TrainReport, markdown: bool = False) -> None:
     from tfcost.train_report import TRAIN_SECTIONS
 
     result = neutral(result)
     s = result.setup
-    tokens, seq = result.notes.get("tokens", ""), result.notes.get("seq_len", "")
     title = "\n".join(
         [
-            f"{result.model}: training on {s.gpus:,} x {result.gpu}",
-            f"D = {human(s.tokens, 'count')} tokens{tokens}",
-            f"T = {s.seq_len:,} tokens per sequence{seq}; micro-batch {s.micro_batch}",
+            *train_title(result),
             f"{s.gpus:,} GPUs = {result.inputs.data_parallel:,} data-parallel x tp {s.tp} x pp {s.pp}"
             f"{f' x cp {s.cp}' if s.cp > 1 else ''}; ZeRO-{s.zero}; {s.optimizer}, {s.precision}",
             f"recompute {s.recompute}; {'sequence parallel; ' if s.sequence_parallel else ''}"
@@ -463,20 +472,26 @@ def train_table(result: TrainReport, markdown: bool = False) -> None:
     sections_table(result, TRAIN_SECTIONS, title, notes, markdown)
 
 
-def serve_table(result: ServeReport, markdown: bool = False) -> None:
-    from tfcost.serve_report import SERVE_SECTIONS
-
-    result = neutral(result)
+def serve_title(result: ServeReport | EngineServeReport, where: str) -> str:
+    """The lines above a serve table: the model and where it runs, the workload, the dtypes and the assumptions."""
     s = result.setup
-    title = "\n".join(
+    return "\n".join(
         [
-            f"{result.model}: serving on {s.gpus} x {result.gpu} (tensor parallel)",
+            f"{result.model}: serving on {where}",
             f"B = {s.batch:,} sequences, P = {s.prompt:,} prompt + G = {s.generate:,} generated tokens each",
             f"weights {result.weights_format}, KV cache {s.kv_dtype}, matmuls at the {result.compute_dtype} peak",
             f"reserve {s.reserve:.0%}, compute efficiency {s.compute_efficiency:g}, "
             f"memory efficiency {s.memory_efficiency:g}",
         ]
     )
+
+
+def serve_table(result: ServeReport, markdown: bool = False) -> None:
+    from tfcost.serve_report import SERVE_SECTIONS
+
+    result = neutral(result)
+    s = result.setup
+    title = serve_title(result, f"{s.gpus} x {result.gpu} (tensor parallel)")
     notes = [
         "Bound: the roofline, max(FLOPs / reachable peak, bytes / reachable bandwidth) per GPU; no engine beats it.",
         "Expected: the kernels at the rates real kernels reach, plus a per-step floor, tensor-parallel all-reduces, "
@@ -491,18 +506,23 @@ def serve_table(result: ServeReport, markdown: bool = False) -> None:
     sections_table(result, SERVE_SECTIONS, title, notes, markdown)
 
 
+def print_report(result: Report, output: str, table: Callable[[Report, bool], None]) -> None:
+    """A report as JSON, or as its table (Markdown or for a terminal)."""
+    if output == "json":
+        print_json(result)
+    else:
+        table(result, output == "markdown")
+
+
 def engine_train_table(result: EngineTrainReport, markdown: bool = False) -> None:
     """`tfcost train` by the transformers engine: the title as the analytic table's, its sections and its note."""
     from tfcost.engine_report import ENGINE_TRAIN_NOTE, ENGINE_TRAIN_SECTIONS
 
     result = neutral(result)
     s = result.setup
-    tokens, seq = result.notes.get("tokens", ""), result.notes.get("seq_len", "")
     title = "\n".join(
         [
-            f"{result.model}: training on {s.gpus:,} x {result.gpu}",
-            f"D = {human(s.tokens, 'count')} tokens{tokens}",
-            f"T = {s.seq_len:,} tokens per sequence{seq}; micro-batch {s.micro_batch}",
+            *train_title(result),
             f"{s.gpus:,} GPUs, data parallel; ZeRO-{s.zero}; {s.optimizer}, {s.precision}",
             f"{'flash attention' if s.flash else 'no flash attention'}; {result.time.throughput_from}",
         ]
@@ -516,16 +536,7 @@ def engine_serve_table(result: EngineServeReport, markdown: bool = False) -> Non
     from tfcost.engine_report import ENGINE_SERVE_NOTE, ENGINE_SERVE_SECTIONS
 
     result = neutral(result)
-    s = result.setup
-    title = "\n".join(
-        [
-            f"{result.model}: serving on 1 x {result.gpu}",
-            f"B = {s.batch:,} sequences, P = {s.prompt:,} prompt + G = {s.generate:,} generated tokens each",
-            f"weights {result.weights_format}, KV cache {s.kv_dtype}, matmuls at the {result.compute_dtype} peak",
-            f"reserve {s.reserve:.0%}, compute efficiency {s.compute_efficiency:g}, "
-            f"memory efficiency {s.memory_efficiency:g}",
-        ]
-    )
+    title = serve_title(result, f"1 x {result.gpu}")
     notes = [*([f"source: {result.source}"] if result.source else []), ENGINE_SERVE_NOTE, CONVENTIONS]
     sections_table(result, ENGINE_SERVE_SECTIONS, title, notes, markdown)
 
