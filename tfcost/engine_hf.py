@@ -371,7 +371,7 @@ def saved_bytes(model: Any, seq_len: int, batch: int, require_meta: bool = True)
             saved[storage._cdata] = (storage.nbytes(), scores)
         return tensor
 
-    errors: list[Exception] = []
+    errors: dict[Inputs, Exception] = {}
     model.train()
     try:
         for how in INPUT_CHOICES:  # the first way of feeding the model that runs (see Inputs), caches aside
@@ -388,9 +388,9 @@ def saved_bytes(model: Any, seq_len: int, batch: int, require_meta: bool = True)
                     model(**(given | {"labels": given["input_ids"], "use_cache": False}))
                 break
             except Exception as error:  # noqa: BLE001 - a data-dependent check: the next way
-                errors.append(error)
+                errors[how] = error
         else:
-            raise errors[-1]
+            raise errors[FAKE]  # as first_forward: the run that skips transformers' own checks says what is left
     finally:
         model.eval()
     return SavedBytes(
