@@ -220,6 +220,8 @@ def test_auto_answers_an_unread_model_type_with_transformers(tmp_path):
     block = 2 * d + 4 * d * d + 8 * d * d + 5 * d
     assert result["params"]["total"] == v * d + layers * block + 2 * d + d * v + v
     assert result["kv_cache"] == {"bytes_per_token": 2 * layers * d * 2, "state_bytes": 0, "bytes": 3 * 32 * 512}
+    table = " ".join(invoke("estimate", "--config", str(path)).stdout.split())
+    assert "engine: transformers" in table and "train and serve use these totals" in table
     assert cli_json("estimate", "--config", str(CONFIGS / "llama-3.2-1b.json"))["engine"] == "analytic"
     assert invoke("estimate", "--config", str(path), "--engine", "analytic").code == 1
 
@@ -286,6 +288,28 @@ def test_train_by_the_engine_equals_the_analytic_compute_and_states():
     assert engine["time"]["days"] == analytic["time"]["days"]
     for key in ("weights_bytes", "gradients_bytes", "optimizer_bytes"):
         assert engine["memory_per_gpu"][key] == analytic["memory_per_gpu"][key]
+
+
+@pytest.mark.parametrize("command", ["train", "serve"])
+def test_every_working_line_of_the_engine_equals_its_result(tmp_path, command):
+    """--explain on the engine's train and serve: each line's working, evaluated, is the number it reports, and the
+    lines name the figures the report prints."""
+    from test_explain import check
+
+    from tfcost.explain import Line
+
+    args = ("--seq", "96", "--gpus", "4", "--zero", "1") if command == "train" else ("-P", "96", "-B", "3")
+    result = cli_json(command, gptj_path(tmp_path), *args, "--explain")
+    lines = [Line(**line) for line in result["explain"]]
+    check(lines)
+    by_quantity = {line.quantity: line.value for line in lines}
+    if command == "train":
+        assert by_quantity["model FLOPs"] == result["flops"]["total"]
+        assert by_quantity["total per GPU"] == result["memory_per_gpu"]["total_bytes"]
+    else:
+        assert by_quantity["prefill FLOPs"] == result["latency"]["prefill_flops_per_gpu"]
+        assert by_quantity["decode step FLOPs"] == result["latency"]["decode_flops_per_gpu"]
+    assert "Working (--explain):" in invoke(command, gptj_path(tmp_path), *args, "--explain").stdout
 
 
 def test_saved_activations_on_meta_are_what_a_real_forward_saves():

@@ -564,7 +564,8 @@ def train(
     if found is not None:
         from tfcost.engines import train_report
 
-        render.print_report(train_report(found, spec, make_setup), output, render.engine_train_table)
+        answer = train_report(found, spec, make_setup, explained=explain)
+        render.print_report(answer, output, render.engine_train_table)
         return
     from tfcost.report import with_source
     from tfcost.train_report import train as run_train
@@ -667,7 +668,7 @@ def serve(
     if found is not None:
         from tfcost.engines import serve_report
 
-        answer = serve_report(found, measured.gpu_spec() if measured else load_gpu(gpu), setup)
+        answer = serve_report(found, measured.gpu_spec() if measured else load_gpu(gpu), setup, explained=explain)
         render.print_report(answer, output, render.engine_serve_table)
         return
     from tfcost.report import with_source

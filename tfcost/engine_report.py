@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, cast
 from pydantic import Field
 
 from tfcost import flops
+from tfcost.explain import Line
 from tfcost.report import Estimate, Section, quantity
 from tfcost.schema import GpuSpec, ServingSetup, TrainingSetup, Workload
 from tfcost.serve_report import ServeLatency
@@ -201,6 +202,11 @@ class EngineTrainMemory(Section):
 class EngineTrainReport(Section):
     """`tfcost train` answered by the transformers engine, from its totals and what autograd saves."""
 
+    explain: list[Line] | None = Field(
+        default=None,
+        description="--explain: each quantity's formula, the measured numbers and the result",
+        exclude_if=lambda lines: lines is None,  # only --explain adds the key to the JSON
+    )
     model: str
     source: str | None
     engine: str = "transformers"
@@ -229,10 +235,12 @@ def engine_train(
     gpu: GpuSpec,
     setup: TrainingSetup,
     default_seq: int,
+    explained: bool = False,
 ) -> EngineTrainReport:
     """The training core over the engine's totals: data parallel (and ZeRO) only, the time at the throughput
-    given, memory from the parameter count and the activations autograd saves."""
+    given, memory from the parameter count and the activations autograd saves; `explained`: with the working."""
     from tfcost import fit, hardware, parallel, throughput, training
+    from tfcost.explain import engine_train_lines
     from tfcost.train_report import run_seconds
 
     peak = training.peak_flops_per_s(gpu, setup.precision)
@@ -246,7 +254,17 @@ def engine_train(
     total = sum(states.values()) + activations
     memory = hardware.memory_bytes(gpu)
     overhead = fit.overhead_bytes(memory, setup.cuda_context_gib, setup.allocator_reserve)
+    lines = None
+    if explained:
+        at_mfu = setup.hfu is None and setup.tflops_per_gpu is None
+        mfu = training.DEFAULT_MFU if setup.mfu is None else setup.mfu
+        held = {**states, "activations": activations, "total": total}
+        lines = engine_train_lines(
+            setup, totals.forward_flops, model_flops, (seconds, peak, mfu) if at_mfu else None, n, held,
+            saved.total, saved.scores,
+        )  # fmt: skip
     return EngineTrainReport(
+        explain=lines,
         model=name,
         source=source,
         gpu=gpu.name,
@@ -305,6 +323,11 @@ class EngineServeMemory(Section):
 class EngineServeReport(Section):
     """`tfcost serve` answered by the transformers engine: memory, capacity and the roofline bound from its totals."""
 
+    explain: list[Line] | None = Field(
+        default=None,
+        description="--explain: each quantity's formula, the measured numbers and the result",
+        exclude_if=lambda lines: lines is None,  # only --explain adds the key to the JSON
+    )
     model: str
     source: str | None
     engine: str = "transformers"
@@ -328,11 +351,13 @@ ENGINE_SERVE_SECTIONS: dict[str, str] = {
 
 
 def engine_serve(
-    name: str, source: str | None, totals: EngineTotals, gpu: GpuSpec, setup: ServingSetup
+    name: str, source: str | None, totals: EngineTotals, gpu: GpuSpec, setup: ServingSetup, explained: bool = False
 ) -> EngineServeReport:
     """The serving core over the engine's totals, measured at T = P, on one GPU: memory = weights + KV x tokens
-    + state x sequences, the largest batch and context from both, and the roofline prefill and decode."""
+    + state x sequences, the largest batch and context from both, and the roofline prefill and decode;
+    `explained`: with the working."""
     from tfcost import serving
+    from tfcost.explain import engine_serve_lines
     from tfcost.serve_report import latency
 
     assert setup.weights_dtype is not None  # the CLI makes it explicit: the engine reads no quantization_config
@@ -356,7 +381,12 @@ def engine_serve(
         bandwidth,
     )
     decode = serving.roofline(serving.decode_step_flops_of(a, row, context, b), held, peak, bandwidth)
+    lines = None
+    if explained:
+        counts = (totals.seq_len, totals.forward_flops, totals.forward_flops_next)
+        lines = engine_serve_lines(setup, counts, (a, row), head, prefill, decode, peak, bandwidth)
     return EngineServeReport(
+        explain=lines,
         model=name,
         source=source,
         gpu=gpu.name,

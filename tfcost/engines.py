@@ -301,7 +301,7 @@ def check(model: str | None, config: str | None, workload: Workload) -> CheckRep
 
 
 def train_report(
-    found: EngineModel, gpu: GpuSpec, make_setup: Callable[[int, int], TrainingSetup]
+    found: EngineModel, gpu: GpuSpec, make_setup: Callable[[int, int], TrainingSetup], explained: bool = False
 ) -> EngineTrainReport:
     """`tfcost train` by the transformers engine. `make_setup(default T, default D)` is the user's setup with the
     model's defaults: T = 4,096 or the config's context if shorter, D = 20 N of the parameters measured at T."""
@@ -314,10 +314,10 @@ def train_report(
     setup = make_setup(default_seq, training.chinchilla_optimal_tokens_of(totals.params_total))
     refuse_for_engine(setup, TRAIN_NEEDS_READER, "train")
     saved = engine_hf.training_activation_bytes(found.data, setup.seq_len, setup.micro_batch)
-    return engine_train(found.name, source, totals, saved, gpu, setup, default_seq)
+    return engine_train(found.name, source, totals, saved, gpu, setup, default_seq, explained)
 
 
-def serve_report(found: EngineModel, gpu: GpuSpec, setup: ServingSetup) -> EngineServeReport:
+def serve_report(found: EngineModel, gpu: GpuSpec, setup: ServingSetup, explained: bool = False) -> EngineServeReport:
     """`tfcost serve` by the transformers engine, its totals measured at T = P on one GPU."""
     from tfcost.engine_report import engine_serve
 
@@ -330,4 +330,4 @@ def serve_report(found: EngineModel, gpu: GpuSpec, setup: ServingSetup) -> Engin
             )
         setup = setup.model_copy(update={"weights_dtype": "bf16"})
     totals, source = measured(found, setup.prompt, setup.kv_dtype)
-    return engine_serve(found.name, source, totals, gpu, setup)
+    return engine_serve(found.name, source, totals, gpu, setup, explained)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 from tfcost import crossover, flops, memory, params, serving
 from tfcost.blocks import Block, blocks
@@ -38,6 +39,7 @@ SIX_N = "docs/formulas.md, FLOPs (Kaplan et al. 2020 §2.1)"
 MEMORY = "docs/formulas.md, Memory of inference"
 TRAINING = "docs/formulas.md, Training"
 SERVING = "docs/formulas.md, Serving"
+ENGINE = "docs/formulas.md, Train and serve through the transformers engine"
 
 
 @dataclass(frozen=True)
@@ -527,7 +529,22 @@ def train_lines(
     out = [line("6ND", "6·N·D", f"6·{number(n)}·{number(d)}", training.six_nd_flops(shape, d), "flops", TRAINING)]
     out += forward_lines(shape, t, False)
     per_sequence = flops.training_flops(shape, t)
-    if setup.lora_rank is None:
+    out += run_lines(setup, per_sequence if setup.lora_rank is None else None, model_flops, seconds_from_mfu)
+    out += train_memory_lines(shape, setup, held, activations_by_kind, logits)
+    return out
+
+
+def run_lines(
+    setup: TrainingSetup,
+    per_sequence: int | None,
+    model_flops: int,
+    seconds_from_mfu: tuple[float, float, float] | None,
+) -> list[Line]:
+    """The run's model FLOPs from one sequence's training FLOPs (when given: not under LoRA), and its wall clock
+    when the time comes from an MFU ((seconds, peak FLOP/s, MFU))."""
+    out = []
+    t, d = setup.seq_len, setup.tokens
+    if per_sequence is not None:
         out.append(
             line(
                 "model FLOPs",
@@ -550,7 +567,6 @@ def train_lines(
                 TRAINING,
             )
         )
-    out += train_memory_lines(shape, setup, held, activations_by_kind, logits)
     return out
 
 
@@ -567,6 +583,22 @@ def plain_model_states(setup: TrainingSetup) -> bool:
     )
 
 
+def model_state_lines(n: int, setup: TrainingSetup, held: dict[str, int]) -> list[Line]:
+    """Weights, gradients and optimizer states per GPU of N parameters, each sharded by ZeRO from its stage on."""
+    from tfcost import training  # train only: estimate need not import them
+
+    out = []
+    per_param = training.state_bytes_per_param(setup.precision, setup.optimizer)
+    replicas = setup.data_parallel * setup.cp
+    for part, from_stage in (("weights", 3), ("gradients", 2), ("optimizer", 1)):
+        sharded = setup.zero >= from_stage
+        formula = f"⌈N x {part} bytes per parameter / (t·p{'·N_d' if sharded else ''})⌉"
+        split = setup.tp * setup.pp * (replicas if sharded else 1)
+        working = f"⌈{number(n)}·{per_param[part]} / {number(split)}⌉"
+        out.append(line(f"{part} per GPU", formula, working, held[part], "bytes", TRAINING))
+    return out
+
+
 def train_memory_lines(
     shape: ModelShape,
     setup: TrainingSetup,
@@ -575,18 +607,9 @@ def train_memory_lines(
     logits: int,
 ) -> list[Line]:
     out: list[Line] = []
-    from tfcost import training  # train only: estimate need not import them
 
     if plain_model_states(setup):
-        n = params.total_params(shape)
-        per_param = training.state_bytes_per_param(setup.precision, setup.optimizer)
-        replicas = setup.data_parallel * setup.cp
-        for part, from_stage in (("weights", 3), ("gradients", 2), ("optimizer", 1)):
-            sharded = setup.zero >= from_stage
-            formula = f"⌈N x {part} bytes per parameter / (t·p{'·N_d' if sharded else ''})⌉"
-            split = setup.tp * setup.pp * (replicas if sharded else 1)
-            working = f"⌈{number(n)}·{per_param[part]} / {number(split)}⌉"
-            out.append(line(f"{part} per GPU", formula, working, held[part], "bytes", TRAINING))
+        out += model_state_lines(params.total_params(shape), setup, held)
     if setup.pp == 1:
         for block, _, per_layer in activations_by_kind:
             out += activation_lines(shape, setup, block, per_layer)
@@ -710,15 +733,90 @@ def serve_lines(
                     SERVING,
                 )
             )
-    for name, pass_ in (("prefill", prefill), ("decode step", decode)):
-        out.append(
-            line(
-                f"{name}, seconds",
-                "max(FLOPs per GPU / peak, bytes per GPU / bandwidth)",
-                f"max({number(pass_.flops_per_gpu)} / {real(peak)}, {number(pass_.bytes_per_gpu)} / {real(bandwidth)})",
-                pass_.seconds,
-                "seconds",
-                SERVING,
-            )
+    return out + roofline_lines(prefill, decode, peak, bandwidth)
+
+
+def roofline_lines(prefill: serving.Roofline, decode: serving.Roofline, peak: float, bandwidth: float) -> list[Line]:
+    """The prefill and the decode step as the roofline's larger term."""
+    return [
+        line(
+            f"{name}, seconds",
+            "max(FLOPs per GPU / peak, bytes per GPU / bandwidth)",
+            f"max({number(pass_.flops_per_gpu)} / {real(peak)}, {number(pass_.bytes_per_gpu)} / {real(bandwidth)})",
+            pass_.seconds,
+            "seconds",
+            SERVING,
         )
+        for name, pass_ in (("prefill", prefill), ("decode step", decode))
+    ]
+
+
+# The transformers engine -------------------------------------------------------------------------------------
+
+
+def fraction(value: Fraction) -> str:
+    """An exact rational as arithmetic: 1,234 or (1,234/5)."""
+    if value.denominator == 1:
+        return number(value.numerator)
+    return f"({number(value.numerator)}/{number(value.denominator)})"
+
+
+def engine_train_lines(
+    setup: TrainingSetup,
+    forward: int,
+    model_flops: int,
+    seconds_from_mfu: tuple[float, float, float] | None,
+    n: int,
+    held: dict[str, int],
+    saved: int,
+    scores: int,
+) -> list[Line]:
+    """`tfcost train` by the transformers engine: 3 x FlopCounterMode's forward, the run, ZeRO's model states over
+    the parameter sum, and the activations autograd saved (less the T x T scores under --flash)."""
+    per_sequence = flops.training_flops_from_forward(forward)
+    out = [
+        line("training per sequence", "3 x forward (FlopCounterMode)", f"3·{number(forward)}", per_sequence, "flops",
+             ENGINE),
+    ]  # fmt: skip
+    out += run_lines(setup, per_sequence, model_flops, seconds_from_mfu)
+    out += model_state_lines(n, setup, held)
+    formula, working = ("saved - T x T scores", f"{number(saved)} - {number(scores)}") if setup.flash else (
+        "saved", number(saved))  # fmt: skip
+    out.append(line("activations per GPU", formula, working, held["activations"], "bytes", ENGINE))
+    parts = ("weights", "gradients", "optimizer", "activations")
+    out.append(
+        line("total per GPU", " + ".join(parts), " + ".join(number(held[key]) for key in parts), held["total"],
+             "bytes", TRAINING)
+    )  # fmt: skip
     return out
+
+
+def engine_serve_lines(
+    setup: ServingSetup,
+    counts: tuple[int, int, int],
+    coefficients: tuple[Fraction, Fraction],
+    head_flops: int,
+    prefill: serving.Roofline,
+    decode: serving.Roofline,
+    peak: float,
+    bandwidth: float,
+) -> list[Line]:
+    """`tfcost serve` by the transformers engine: FlopCounterMode's counts (P, F(P), F(P + 1)) solved as
+    F(T) = a·T + b·T² (serving.forward_coefficients), then the prefill and decode step from a and b, and their
+    rooflines."""
+    p, at, after = counts
+    a, b = coefficients
+    row = f"({number(p)}·{number(after)} - {number(p + 1)}·{number(at)}) / ({number(p)}·{number(p + 1)})"
+    context, batch = setup.context, setup.batch
+    return [
+        line("b, FLOPs per score-row position", "(P·F(P+1) - (P+1)·F(P)) / (P(P+1))", row, float(b), "flops",
+             ENGINE),
+        line("a, FLOPs per token", "F(P) / P - b·P", f"{number(at)} / {number(p)} - {fraction(b)}·{number(p)}",
+             float(a), "flops", ENGINE),
+        line("prefill FLOPs", "B·(a·P + b·P(P+1)/2 - head·(P - 1))",
+             f"{batch}·({fraction(a)}·{number(p)} + {fraction(b)}·{number(p)}·{number(p + 1)}/2 - "
+             f"{number(head_flops)}·({number(p)} - 1))", prefill.flops_per_gpu, "flops", ENGINE),
+        line("decode step FLOPs", "B·(a + b·(P + G))", f"{batch}·({fraction(a)} + {fraction(b)}·{number(context)})",
+             decode.flops_per_gpu, "flops", ENGINE),
+        *roofline_lines(prefill, decode, peak, bandwidth),
+    ]  # fmt: skip

@@ -224,12 +224,13 @@ def explain_text(line: Line) -> str:
     return f"{' = '.join(steps)}  [{line.source}]"
 
 
-def print_explain(result: SourceNotes | EngineEstimate, markdown: bool = False) -> None:
-    """The --explain lines after a table: plain lines, or a Markdown list of code spans (the transformers engine
-    has none: it measures, it does not derive)."""
-    if not isinstance(result, SourceNotes) or not result.explain:
+def print_explain(result: BaseModel, markdown: bool = False) -> None:
+    """The --explain lines after a table, where the result has them: plain lines, or a Markdown list of code spans
+    (the transformers engine's estimate has none: it measures, it does not derive)."""
+    explained: list[Line] | None = getattr(result, "explain", None)
+    if not explained:
         return
-    lines = [explain_text(line) for line in neutral(result.explain)]
+    lines = [explain_text(line) for line in neutral(explained)]
     if markdown:
         sys.stdout.write("\n**Working** (`--explain`)\n\n" + "".join(f"- `{text}`\n" for text in lines))
         return
@@ -507,11 +508,12 @@ def serve_table(result: ServeReport, markdown: bool = False) -> None:
 
 
 def print_report(result: Report, output: str, table: Callable[[Report, bool], None]) -> None:
-    """A report as JSON, or as its table (Markdown or for a terminal)."""
+    """A report as JSON (its --explain lines a key of it), or as its table and then its --explain lines."""
     if output == "json":
         print_json(result)
     else:
         table(result, output == "markdown")
+        print_explain(result, markdown=output == "markdown")
 
 
 def engine_train_table(result: EngineTrainReport, markdown: bool = False) -> None:
