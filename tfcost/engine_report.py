@@ -15,7 +15,7 @@ from tfcost.explain import Line
 from tfcost.report import Estimate, Section, quantity
 from tfcost.schema import GpuSpec, ServingSetup, TrainingSetup, Workload
 from tfcost.serve_report import ServeLatency
-from tfcost.units import MAX_SIZE, Unit
+from tfcost.units import UNBOUNDED_CONTEXT, Unit
 
 if TYPE_CHECKING:
     from tfcost.engine_hf import EngineTotals, SavedBytes
@@ -409,6 +409,6 @@ def engine_serve(
             fits=held <= usable,
         ),
         max_batch=serving.max_batch(budget, per_token * context, state),
-        max_context=serving.max_context(budget, b * per_token, states, totals.max_positions or MAX_SIZE),
+        max_context=serving.max_context(budget, b * per_token, states, totals.max_positions or UNBOUNDED_CONTEXT),
         latency=latency(prefill, decode, b, prompt),
     )

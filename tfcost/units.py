@@ -20,6 +20,8 @@ Unit = Literal[
 # The largest size tfcost accepts (layers, widths, heads, vocabulary, tokens per sequence, batch): far beyond any
 # model, 10^15 layers still answer, yet every product of a few sizes stays a number printed in an instant.
 MAX_SIZE = 10**18
+# A recurrent model has no maximum context of its own; this stands in for "unbounded" in `serve`'s report.
+UNBOUNDED_CONTEXT = 1 << 20
 GIB = 2**30  # bytes in a gibibyte
 GIGA = 10**9  # measured bandwidth is shown in decimal GB/s
 TERA = 10**12  # datasheets give FLOP/s and bytes/s in decimal tera

@@ -22,9 +22,8 @@ from tfcost.hf_config import (
     causal_lm_head,
     decoder_core,
 )
+from tfcost.units import UNBOUNDED_CONTEXT
 
-# A recurrent model has no maximum context of its own; this stands in for "unbounded" in `serve`'s report.
-UNBOUNDED_CONTEXT = 1 << 20
 # Initialisation, time-step limits and kernel switches: they change no count.
 SSM_HARMLESS = frozenset(
     {
