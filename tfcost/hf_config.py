@@ -770,7 +770,11 @@ def model_type_of(config: dict[str, Any], where: str = "") -> str:
     if model_type is None:
         raise TfcostError(f"missing field '{where}model_type'; is this a Hugging Face config.json?")
     if not isinstance(model_type, str) or model_type not in FAMILIES:  # a list or a mapping cannot even be looked up
-        raise TfcostError(f"unsupported model_type {model_type!r}; supported: {', '.join(sorted(FAMILIES))}")
+        raise TfcostError(
+            f"unsupported model_type {model_type!r}: tfcost has no reader for it (estimate, compare, train and serve "
+            "price what transformers builds, with --engine auto and pip install 'tfcost[hf]'); its readers: "
+            f"{', '.join(sorted(FAMILIES))}"
+        )
     return model_type
 
 
