@@ -69,6 +69,17 @@ def test_a_hub_id_tfcost_has_no_reader_for_goes_to_the_transformers_engine(tmp_p
     assert f"EleutherAI/tiny-gptj @ {COMMIT[:12]}" in result["source"]
 
 
+def test_check_builds_a_hub_id_from_its_own_config(tmp_path, tfcost):
+    """`tfcost check owner/name` gives transformers the config.json the Hub holds (not one rebuilt from tfcost's
+    shape, which exists only for a few families): Qwen3 agrees on every quantity."""
+    pytest.importorskip("transformers", reason="tfcost check needs tfcost[hf]")
+    hub_cache(tmp_path / "hub", "Qwen/Qwen3-8B", {"config.json": (CONFIGS / "qwen3-8b.json").read_text()})
+    run = tfcost("check", "Qwen/Qwen3-8B", "--seq", "16", "--format", "json", env=env_for(tmp_path, HF_HUB_OFFLINE="1"))
+    assert run.code == 0, run.stderr
+    result = json.loads(run.stdout)
+    assert result["agree"] and result["rows"][0]["transformers"] == QWEN3_8B
+
+
 def test_offline_and_not_cached_is_one_line(tmp_path, tfcost):
     run = tfcost("estimate", "Qwen/Qwen3-8B", env=env_for(tmp_path, HF_HUB_OFFLINE="1"))
     assert run.code == 1 and run.stdout == "" and run.stderr.count("\n") == 1

@@ -298,6 +298,7 @@ def check(
     seq: Seq = default(Workload, "seq_len"),
     batch: Batch = default(Workload, "batch"),
     dtype: DtypeOption = default(Workload, "dtype"),
+    revision: RevisionOption = None,
     output: FormatOption = "table",
 ) -> None:
     """tfcost's own reader against transformers' implementation, quantity by quantity; exit 1 when they differ
@@ -306,7 +307,7 @@ def check(
     from tfcost.engines import check as run_check
 
     workload = validated(Workload, seq_len=seq, batch=batch, dtype=dtype, causal=False)
-    result = run_check(model, config, workload)
+    result = run_check(model, config, workload, revision)
     if output == "json":
         render.print_json(result)
     else:

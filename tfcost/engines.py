@@ -284,17 +284,24 @@ def refuse_for_engine(setup: BaseModel, needs_reader: dict[str, str], command: s
             )
 
 
-def check(model: str | None, config: str | None, workload: Workload) -> CheckReport:
-    """`tfcost check`: the analytic estimate and the transformers engine's, for the same config, side by side (of a
-    multimodal config, the language model both price)."""
+def check(model: str | None, config: str | None, workload: Workload, revision: str | None = None) -> CheckReport:
+    """`tfcost check`: the analytic estimate and the transformers engine's, for the same config (a file's, a Hub
+    id's or a preset's), side by side (of a multimodal config, the language model both price)."""
     from tfcost.engine_report import check_report
-    from tfcost.presets import read_json_mapping, resolve_model
+    from tfcost.presets import names_hub_model, read_json_mapping, resolve_model
     from tfcost.report import estimate
 
     refuse_causal(workload)
-    shape = resolve_model(model, config)
+    shape = resolve_model(model, config, revision=revision)
     path = config_path(model, config)
-    data = language_model(read_json_mapping(path)) if path is not None else preset_config(model, shape)
+    if path is not None:
+        data = language_model(read_json_mapping(path))
+    elif model is not None and names_hub_model(model):
+        from tfcost.hub import fetch_config
+
+        data = language_model(fetch_config(model, revision).config)
+    else:
+        data = preset_config(model, shape)
     analytic = estimate(shape, workload)
     file_name = path.name if path is not None else None
     return check_report(analytic, transformers_estimate(data, shape.name, shape.source, workload, file_name))
