@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, cast
 
 from pydantic import Field
 
-from tfcost import flops
+from tfcost import flops, memory
 from tfcost.explain import Line
 from tfcost.report import Estimate, Section, quantity
 from tfcost.schema import GpuSpec, ServingSetup, TrainingSetup, Workload
@@ -69,8 +69,8 @@ def engine_estimate(name: str, source: str | None, totals: EngineTotals, workloa
         ),
         kv_cache=EngineKvCache(
             bytes_per_token=totals.kv_bytes_per_token,
-            state_bytes=workload.batch * totals.state_bytes,
-            bytes=workload.batch * totals.kv_bytes_per_token * workload.seq_len,
+            state_bytes=memory.measured_state_bytes(totals.state_bytes, workload.batch),
+            bytes=memory.measured_cache_bytes(totals.kv_bytes_per_token, workload.seq_len, workload.batch),
         ),
     )
 
@@ -250,7 +250,7 @@ def engine_train(
     throughput_from, seconds = run_seconds(setup, model_flops, model_flops, peak)
     hours = training.gpu_hours(seconds, setup.gpus)
     states = training.model_state_bytes_per_gpu(n, setup.precision, setup.optimizer, setup.zero, setup.gpus)
-    activations = saved.total - (saved.scores if setup.flash else 0)
+    activations = training.measured_activation_bytes(saved.total, saved.scores, setup.flash)
     total = sum(states.values()) + activations
     memory = hardware.memory_bytes(gpu)
     overhead = fit.overhead_bytes(memory, setup.cuda_context_gib, setup.allocator_reserve)
@@ -369,14 +369,15 @@ def engine_serve(
         totals.params_total, totals.embedding_params, setup.weights_dtype, setup.group_size
     )
     per_token, state = totals.kv_bytes_per_token, totals.state_bytes
-    kv, states = b * per_token * context, b * state
+    kv = memory.measured_cache_bytes(per_token, context, b)
+    states = memory.measured_state_bytes(state, b)
     held = serving.bytes_moved_per_gpu(weights, kv + states)
     budget = serving.kv_budget_bytes_per_gpu(usable, weights)
     a, row = serving.forward_coefficients(totals.forward_flops, totals.forward_flops_next, totals.seq_len)
     head = flops.matmul_flops(1, 1, totals.head_params)  # one position through the d x V head
     prefill = serving.roofline(
         serving.prefill_flops_of(a, row, head, prompt, b),
-        serving.bytes_moved_per_gpu(weights, b * per_token * prompt + states),
+        serving.bytes_moved_per_gpu(weights, memory.measured_cache_bytes(per_token, prompt, b) + states),
         peak,
         bandwidth,
     )
@@ -408,7 +409,9 @@ def engine_serve(
             total_bytes_per_gpu=held,
             fits=held <= usable,
         ),
-        max_batch=serving.max_batch(budget, per_token * context, state),
-        max_context=serving.max_context(budget, b * per_token, states, totals.max_positions or UNBOUNDED_CONTEXT),
+        max_batch=serving.max_batch(budget, memory.measured_cache_bytes(per_token, context, 1), state),
+        max_context=serving.max_context(
+            budget, memory.measured_cache_bytes(per_token, 1, b), states, totals.max_positions or UNBOUNDED_CONTEXT
+        ),
         latency=latency(prefill, decode, b, prompt),
     )

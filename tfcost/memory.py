@@ -73,6 +73,17 @@ def cached_element_bytes(batch: int, dtype: Dtype) -> int:
     return batch * DTYPE_BYTES[dtype]
 
 
+def measured_cache_bytes(bytes_per_token: int, tokens: int, batch: int) -> int:
+    """A measured cache (the transformers engine's) over B sequences of `tokens` tokens: B x tokens x bytes per
+    token."""
+    return batch * tokens * bytes_per_token
+
+
+def measured_state_bytes(bytes_per_sequence: int, batch: int) -> int:
+    """A measured fixed-size state over B sequences: B x its bytes for one."""
+    return batch * bytes_per_sequence
+
+
 def state_bytes(shape: ModelShape, batch: int, dtype: Dtype) -> int:
     """The fixed-size state of recurrent and linear-attention layers for B sequences, independent of T (the
     `state` rows): each at `dtype`, or at its own (transformers keeps Mamba's recurrent states in fp32 whatever

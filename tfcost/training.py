@@ -255,6 +255,12 @@ def largest_weight_params(shape: ModelShape) -> int:
                shape.d_model * shape.n_heads * shape.head_dim)  # fmt: skip
 
 
+def measured_activation_bytes(saved: int, scores: int, flash: bool) -> int:
+    """Activations measured (what autograd saved in one training forward, the transformers engine's), less the T x T
+    scores under fused attention: FlashAttention stores none of them."""
+    return saved - scores if flash else saved
+
+
 def memory_per_gpu(shape: ModelShape, setup: TrainingSetup) -> dict[str, int]:
     """Everything the busiest GPU holds: weights, gradients, optimizer states and activations, and their total;
     and what lives in host memory instead ("host").
