@@ -199,8 +199,8 @@ class EngineTrainMemory(Section):
     fits: bool = quantity("fits: total + context + reserve <= the GPU's memory", "text")
 
 
-class EngineTrainReport(Section):
-    """`tfcost train` answered by the transformers engine, from its totals and what autograd saves."""
+class EngineAnswer(Section):
+    """What the engine's train and serve reports share: the model, where it came from, the GPU, and the working."""
 
     explain: list[Line] | None = Field(
         default=None,
@@ -211,6 +211,11 @@ class EngineTrainReport(Section):
     source: str | None
     engine: str = "transformers"
     gpu: str
+
+
+class EngineTrainReport(EngineAnswer):
+    """`tfcost train` answered by the transformers engine, from its totals and what autograd saves."""
+
     setup: TrainingSetup
     notes: dict[str, str] = Field(default_factory=dict, exclude=True)  # what the table says about the defaults
     inputs: EngineTrainInputs
@@ -320,18 +325,9 @@ class EngineServeMemory(Section):
     fits: bool = quantity("fits in the usable memory", "text")
 
 
-class EngineServeReport(Section):
+class EngineServeReport(EngineAnswer):
     """`tfcost serve` answered by the transformers engine: memory, capacity and the roofline bound from its totals."""
 
-    explain: list[Line] | None = Field(
-        default=None,
-        description="--explain: each quantity's formula, the measured numbers and the result",
-        exclude_if=lambda lines: lines is None,  # only --explain adds the key to the JSON
-    )
-    model: str
-    source: str | None
-    engine: str = "transformers"
-    gpu: str
     setup: ServingSetup
     compute_dtype: str
     weights_format: str
