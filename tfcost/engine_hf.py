@@ -55,6 +55,7 @@ class EngineTotals:
     forward_flops_next: int  # FlopCounterMode's count at T + 1 tokens: with forward_flops, F's slope at T
     head_params: int  # the output head's weight (d x V), whose matmul runs once per token: 2 x this FLOPs
     embedding_params: int  # token embeddings and an untied head: what stays 16-bit under 8- and 4-bit weights
+    layer_params: int  # the largest layer's: what ZeRO-3 gathers at once (`largest_layer_params`)
     max_positions: int | None  # the config's longest context (max_position_embeddings or its older names)
 
 
@@ -309,6 +310,7 @@ def measure_model(model: Any, model_type: str, seq_len: int, dtype: Dtype) -> En
         forward_flops_next=flops_next,
         head_params=head,
         embedding_params=embeddings,
+        layer_params=largest_layer_params(model),
         max_positions=max_positions(model.config),
     )
 
@@ -327,6 +329,18 @@ def embedding_sizes(model: Any) -> tuple[int, int]:
     token_params = 0 if token_weight is None else token_weight.numel()
     tied = head_weight is not None and head_weight is token_weight
     return head_params, token_params + (0 if tied else head_params)
+
+
+def largest_layer_params(model: Any) -> int:
+    """The parameters of the model's largest layer: of the nn.ModuleLists it has, the one holding the most parameters
+    is the stack of layers (a list of experts sits inside a layer, so holds fewer), and of its layers the largest.
+    0 for a model with no such list."""
+    torch, _ = modules()
+    stacks = [module for module in model.modules() if isinstance(module, torch.nn.ModuleList) and len(module)]
+    if not stacks:
+        return 0
+    layers = max(stacks, key=lambda stack: sum(parameter.numel() for parameter in stack.parameters()))
+    return max(sum(parameter.numel() for parameter in layer.parameters()) for layer in layers)
 
 
 POSITION_FIELDS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "n_ctx")

@@ -188,7 +188,7 @@ class EngineTrainTime(Section):
 
 
 class EngineTrainMemory(Section):
-    weights_bytes: int = quantity("weights = N x bytes [/ N_d at ZeRO-3]", "bytes")
+    weights_bytes: int = quantity("weights = N x bytes [/ N_d, + 2 live layers at ZeRO-3]", "bytes")
     gradients_bytes: int = quantity("gradients = N x bytes [/ N_d at ZeRO-2+]", "bytes")
     optimizer_bytes: int = quantity("optimizer states = N x bytes [/ N_d at ZeRO-1+]", "bytes")
     activations_saved_bytes: int = quantity("activations autograd saves, eager implementation, b sequences", "bytes")
@@ -254,7 +254,7 @@ def engine_train(
     model_flops = training.training_flops_over(per_sequence, setup.seq_len, setup.tokens)
     throughput_from, seconds = run_seconds(setup, model_flops, model_flops, peak)
     hours = training.gpu_hours(seconds, setup.gpus)
-    states = training.model_state_bytes_per_gpu(n, setup.precision, setup.optimizer, setup.zero, setup.gpus)
+    states = training.data_parallel_model_states(n, totals.layer_params, setup)
     activations = training.measured_activation_bytes(saved.total, saved.scores, setup.flash)
     total = sum(states.values()) + activations
     memory = hardware.memory_bytes(gpu)

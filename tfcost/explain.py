@@ -779,7 +779,8 @@ def engine_train_lines(
              ENGINE),
     ]  # fmt: skip
     out += run_lines(setup, per_sequence, model_flops, seconds_from_mfu)
-    out += model_state_lines(n, setup, held)
+    if plain_model_states(setup):  # not at ZeRO-3, whose gathered layers the line does not show
+        out += model_state_lines(n, setup, held)
     formula, working = ("saved - T x T scores", f"{number(saved)} - {number(scores)}") if setup.flash else (
         "saved", number(saved))  # fmt: skip
     out.append(line("activations per GPU", formula, working, held["activations"], "bytes", ENGINE))

@@ -255,6 +255,22 @@ def largest_weight_params(shape: ModelShape) -> int:
                shape.d_model * shape.n_heads * shape.head_dim)  # fmt: skip
 
 
+def zero3_gathered_bytes(layer_params: int, setup: TrainingSetup) -> int:
+    """What ZeRO-3 holds gathered besides each GPU's shard: the layer in use and the one prefetched (DeepSpeed's
+    live-parameter caps, `fit.zero3_live_params`), each GPU's 1/t of them, at the weights' bytes."""
+    live = fit.zero3_live_params(ceil_div(layer_params, setup.tp))
+    return live * bytes_per_param(setup.precision, setup.optimizer)["weights"]
+
+
+def data_parallel_model_states(n_params: int, layer_params: int, setup: TrainingSetup) -> dict[str, int]:
+    """Weights, gradients and optimizer states per GPU under data parallelism alone (ZeRO over all the GPUs), for a
+    model known by its totals (the transformers engine's): N parameters, the largest layer's for ZeRO-3."""
+    parts = model_state_bytes_per_gpu(n_params, setup.precision, setup.optimizer, setup.zero, setup.gpus)
+    if setup.zero == 3:
+        parts["weights"] += zero3_gathered_bytes(layer_params, setup)
+    return parts
+
+
 def measured_activation_bytes(saved: int, scores: int, flash: bool) -> int:
     """Activations measured (what autograd saved in one training forward, the transformers engine's), less the T x T
     scores under fused attention: FlashAttention stores none of them."""
@@ -287,9 +303,8 @@ def memory_per_gpu(shape: ModelShape, setup: TrainingSetup) -> dict[str, int]:
             ceil_div(trainable, setup.tp * setup.pp), setup.zero, setup.data_parallel * setup.cp,
             ceil_div(params.params_per_layer(shape), setup.tp),
         )  # fmt: skip
-    elif setup.zero == 3:  # the gathered layer and the prefetched one (DeepSpeed's live-parameter caps)
-        live = fit.zero3_live_params(ceil_div(params.params_per_layer(shape), setup.tp))
-        parts["weights"] += live * bytes_per_param(setup.precision, setup.optimizer)["weights"]
+    elif setup.zero == 3:
+        parts["weights"] += zero3_gathered_bytes(params.params_per_layer(shape), setup)
     if setup.lora_rank is not None:  # the frozen base besides the adapters' own weights
         parts["weights"] += ceil_div(finetune.frozen_base_bytes(shape, setup.qlora), setup.tp * setup.pp)
     if setup.optimizer_in_backward:
