@@ -269,8 +269,9 @@ TRAIN_NEEDS_READER = {
     "lora_rank": "--lora", "qlora": "--qlora", "offload": "--offload",
     "optimizer_in_backward": "--optimizer-in-backward", "memory_convention": "--memory-convention",
 }  # fmt: skip
-# And what `serve` does: tensor parallelism splits heads the engine does not know.
-SERVE_NEEDS_READER = {"gpus": "--gpus"}
+# And what `serve` does: tensor parallelism splits heads the engine does not know, and KV blocks size the expected
+# engine's memory, which the engine's bound does not report.
+SERVE_NEEDS_READER = {"gpus": "--gpus", "kv_block": "--kv-block"}
 
 
 def refuse_for_engine(setup: BaseModel, needs_reader: dict[str, str], command: str) -> None:
@@ -279,8 +280,8 @@ def refuse_for_engine(setup: BaseModel, needs_reader: dict[str, str], command: s
     for name, option in needs_reader.items():
         if getattr(setup, name) != fields[name].default:
             raise UsageError(
-                f"{option}: {command} prices it from tfcost's own reader (per-layer parts); the transformers engine "
-                "has the model's totals only"
+                f"{option}: {command} prices it with tfcost's own reader only; the transformers engine gives the "
+                "model's totals (parameters, FLOPs, cache)"
             )
 
 
