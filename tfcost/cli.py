@@ -233,11 +233,7 @@ def estimate(
         return found
 
     result = engine_answer(model, config, overrides or (), workload, engine, analytic, revision)
-    if output == "json":
-        render.print_json(result)
-    else:
-        render.estimate_table(result, markdown=output == "markdown")
-        render.print_explain(result, markdown=output == "markdown")
+    render.print_report(result, output, render.estimate_table)
 
 
 @app.command()
@@ -308,10 +304,7 @@ def check(
 
     workload = validated(Workload, seq_len=seq, batch=batch, dtype=dtype, causal=False)
     result = run_check(model, config, workload, revision)
-    if output == "json":
-        render.print_json(result)
-    else:
-        render.check_table(result, markdown=output == "markdown")
+    render.print_report(result, output, render.check_table)
     if not result.agree:
         raise typer.Exit(1)
 
@@ -576,11 +569,7 @@ def train(
     setup = make_setup(training.default_seq_len(shape), training.chinchilla_optimal_tokens(shape))
     result = with_source(run_train(shape, spec, setup, explained=explain), source)
     render.print_checkpoint_check(result)
-    if output == "json":
-        render.print_json(result)
-    else:
-        render.train_table(result, markdown=output == "markdown")
-        render.print_explain(result, markdown=output == "markdown")
+    render.print_report(result, output, render.train_table)
 
 
 @app.command()
@@ -683,11 +672,7 @@ def serve(
         report = run_serve(shape, measured.gpu_spec(), setup, measured.rates(), measured.name, explained=explain)
     result = with_source(report, source)
     render.print_checkpoint_check(result)
-    if output == "json":
-        render.print_json(result)
-    else:
-        render.serve_table(result, markdown=output == "markdown")
-        render.print_explain(result, markdown=output == "markdown")
+    render.print_report(result, output, render.serve_table)
 
 
 SweepFormat = Literal["chart", "table", "json", "csv", "markdown"]
