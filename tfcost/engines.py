@@ -228,7 +228,7 @@ def engine_answer(
     found = engine_model(model, config, overrides, engine, revision)
     if found is None:
         return analytic()
-    return transformers_estimate(found.data, found.name, found.source, workload, found.file_name)
+    return transformers_estimate(found, workload)
 
 
 def config_name_of(path: Path, data: dict[str, Any]) -> str:
@@ -249,15 +249,13 @@ def measured(found: EngineModel, seq_len: int, dtype: Dtype) -> tuple[EngineTota
     return totals, source
 
 
-def transformers_estimate(
-    data: dict[str, Any], name: str, source: str | None, workload: Workload, file_name: str | None = None
-) -> EngineEstimate:
-    """The transformers engine's estimate of a config.json mapping (read from `file_name`, or a preset's)."""
+def transformers_estimate(found: EngineModel, workload: Workload) -> EngineEstimate:
+    """The transformers engine's estimate of a model."""
     from tfcost.engine_report import engine_estimate
 
     refuse_causal(workload)
-    totals, source = measured(EngineModel(data, name, source, file_name), workload.seq_len, workload.dtype)
-    return engine_estimate(name, source, totals, workload)
+    totals, source = measured(found, workload.seq_len, workload.dtype)
+    return engine_estimate(found.name, source, totals, workload)
 
 
 # What `train` prices from tfcost's reader only: each field of TrainingSetup the engine's totals (parameters, FLOPs,
@@ -287,25 +285,18 @@ def refuse_for_engine(setup: BaseModel, needs_reader: dict[str, str], command: s
 
 def check(model: str | None, config: str | None, workload: Workload, revision: str | None = None) -> CheckReport:
     """`tfcost check`: the analytic estimate and the transformers engine's, for the same config (a file's, a Hub
-    id's or a preset's), side by side (of a multimodal config, the language model both price)."""
+    id's or a preset's, as `engine_model` finds it), side by side (of a multimodal config, the language model both
+    price)."""
     from tfcost.engine_report import check_report
-    from tfcost.presets import names_hub_model, read_json_mapping, resolve_model
+    from tfcost.presets import resolve_model
     from tfcost.report import estimate
 
     refuse_causal(workload)
     shape = resolve_model(model, config, revision=revision)
-    path = config_path(model, config)
-    if path is not None:
-        data = language_model(read_json_mapping(path))
-    elif model is not None and names_hub_model(model):
-        from tfcost.hub import fetch_config
-
-        data = language_model(fetch_config(model, revision).config)
-    else:
-        data = preset_config(model, shape)
-    analytic = estimate(shape, workload)
-    file_name = path.name if path is not None else None
-    return check_report(analytic, transformers_estimate(data, shape.name, shape.source, workload, file_name))
+    found = engine_model(model, config, (), "transformers", revision)
+    assert found is not None  # the transformers engine, asked for, always answers
+    language = EngineModel(language_model(found.data), shape.name, shape.source)
+    return check_report(estimate(shape, workload), transformers_estimate(language, workload))
 
 
 def train_report(
