@@ -240,13 +240,17 @@ def is_hub_id(reference: str) -> bool:
     return looks_like_hub_id(reference)
 
 
+def path_exists(reference: str) -> bool:
+    """Whether a file or folder of this name is here; a name too long to be a path is not one."""
+    try:
+        return Path(reference).exists()
+    except (OSError, ValueError):
+        return False
+
+
 def names_hub_model(reference: str) -> bool:
     """Whether a MODEL is a Hub id: `owner/name`, and no file or folder of that name here."""
-    try:
-        exists = Path(reference).exists()
-    except (OSError, ValueError):  # a name too long to be a path is not a file either
-        exists = False
-    return not exists and "/" in reference and is_hub_id(reference)
+    return "/" in reference and not path_exists(reference) and is_hub_id(reference)
 
 
 def model_mapping(
@@ -256,10 +260,7 @@ def model_mapping(
     config.json path or a Hub id (`owner/name`, when no such file exists)."""
     if names_hub_model(reference):
         return hub_reading(reference, revision, strict, lenient), reference, reference.rsplit("/", 1)[-1]
-    try:
-        exists = Path(reference).exists()
-    except (OSError, ValueError):  # a name too long to be a path is not a file either
-        exists = False
+    exists = path_exists(reference)
     if revision is not None:
         raise UsageError(f"--revision applies to a Hugging Face Hub id (owner/name), not to '{reference}'")
     if reference.endswith(".json"):
