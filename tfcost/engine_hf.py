@@ -27,15 +27,16 @@ from __future__ import annotations
 import gc
 import logging
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from tfcost.errors import TfcostError
 from tfcost.free_memory import host_available_bytes
 from tfcost.units import DTYPE_BYTES, Dtype
 
+Answer = TypeVar("Answer")
 INSTALL_HINT = "the transformers engine needs torch and transformers: pip install 'tfcost[hf]'"
 # auto_map points at remote code (never run) and quantization_config would build quantized layers; neither changes
 # a count, and transformers' config classes do not take them as keyword arguments.
@@ -228,11 +229,24 @@ def unvalidated_distributions(torch: Any) -> Iterator[None]:
         torch.distributions.Distribution.set_default_validate_args(validating)
 
 
+@contextmanager
+def fed(how: Inputs) -> Iterator[None]:
+    """What every forward pass runs under: distributions unchecked (see unvalidated_distributions), and inside
+    FakeTensorMode when `how.fake`."""
+    torch, _ = modules()
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with ExitStack() as stack:
+        stack.enter_context(unvalidated_distributions(torch))
+        if how.fake:
+            stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
+        yield
+
+
 def run(model: Any, tokens: int, how: Inputs, cache: Any = None, ids: Any = None) -> tuple[int, Any, list[Any]]:
     """(FLOPs FlopCounterMode counted, the output, the tensors the modules took) of one forward pass over one T-token
     sequence (of token 0, or of `ids`), given `cache` to fill when not None."""
     torch, _ = modules()
-    from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.utils.flop_counter import FlopCounterMode
 
     before = module_tensors(model)
@@ -240,9 +254,7 @@ def run(model: Any, tokens: int, how: Inputs, cache: Any = None, ids: Any = None
     if ids is not None:
         given["input_ids"] = ids
     with ExitStack() as stack:
-        stack.enter_context(unvalidated_distributions(torch))
-        if how.fake:
-            stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
+        stack.enter_context(fed(how))
         stack.enter_context(torch.no_grad())
         stack.enter_context(torch.device(model.device))  # tensors a forward pass makes without naming one (XLNet)
         counter = stack.enter_context(FlopCounterMode(display=False))
@@ -266,16 +278,25 @@ def forward(model: Any, tokens: int, how: Inputs) -> tuple[int, Any]:
     return flops, cache
 
 
-def first_forward(model: Any, tokens: int) -> tuple[Inputs, int, Any]:
-    """The first way of feeding the model that runs on the meta device, and what it gave. When none does, the error
-    is the fake-tensor run's, which skips transformers' own data-dependent checks: what is left is the model's."""
+def first_that_runs(
+    attempt: Callable[[Inputs], Answer], choices: Sequence[Inputs] = INPUT_CHOICES
+) -> tuple[Inputs, Answer]:
+    """The first way of feeding the model (of `choices`) that `attempt` runs on the meta device, and what it gave.
+    When none does, the error is the fake-tensor run's, which skips transformers' own data-dependent checks: what
+    is left is the model's."""
     errors: dict[Inputs, Exception] = {}
-    for how in INPUT_CHOICES:
+    for how in choices:
         try:
-            return (how, *forward(model, tokens, how))
+            return how, attempt(how)
         except Exception as error:  # noqa: BLE001 - a data-dependent check, a mask the cache cannot size: next way
             errors[how] = error
     raise errors[FAKE]
+
+
+def first_forward(model: Any, tokens: int) -> tuple[Inputs, int, Any]:
+    """`first_that_runs` of a forward pass over T tokens: the way, its FLOPs and its cache."""
+    how, (flops, cache) = first_that_runs(lambda how: forward(model, tokens, how))
+    return how, flops, cache
 
 
 def cpu_run_fits(params: int) -> bool:
@@ -370,8 +391,6 @@ def saved_bytes(model: Any, seq_len: int, batch: int, require_meta: bool = True)
     This is what the model's eager implementation saves in its dtype (bf16). Of it, the tensors of T x T scores
     (batch x heads x T x T, or batch*heads x T x T) are what a fused kernel does not store: `scores`."""
     torch, _ = modules()
-    from torch._subclasses.fake_tensor import FakeTensorMode
-
     if require_meta and model.device.type != "meta":  # a CPU run would hold every activation for real
         raise TfcostError("its training activations are measured on the meta device, which this model cannot run on")
     weights = {tensor.untyped_storage()._cdata for tensor in [*model.parameters(), *model.buffers()]}
@@ -385,26 +404,17 @@ def saved_bytes(model: Any, seq_len: int, batch: int, require_meta: bool = True)
             saved[storage._cdata] = (storage.nbytes(), scores)
         return tensor
 
-    errors: dict[Inputs, Exception] = {}
+    def training_forward(how: Inputs) -> None:
+        saved.clear()  # of an attempt that failed
+        with ExitStack() as stack:
+            stack.enter_context(fed(how))
+            given = inputs(seq_len, how, model.device, batch)
+            stack.enter_context(torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor))
+            model(**(given | {"labels": given["input_ids"], "use_cache": False}))
+
     model.train()
-    try:
-        for how in INPUT_CHOICES:  # the first way of feeding the model that runs (see Inputs), caches aside
-            if how.lazy_cache:
-                continue
-            saved.clear()
-            try:
-                with ExitStack() as stack:
-                    stack.enter_context(unvalidated_distributions(torch))
-                    if how.fake:
-                        stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
-                    given = inputs(seq_len, how, model.device, batch)
-                    stack.enter_context(torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor))
-                    model(**(given | {"labels": given["input_ids"], "use_cache": False}))
-                break
-            except Exception as error:  # noqa: BLE001 - a data-dependent check: the next way
-                errors[how] = error
-        else:
-            raise errors[FAKE]  # as first_forward: the run that skips transformers' own checks says what is left
+    try:  # every way of feeding it but a cache's: a training forward keeps none
+        first_that_runs(training_forward, [how for how in INPUT_CHOICES if not how.lazy_cache])
     finally:
         model.eval()
     return SavedBytes(
