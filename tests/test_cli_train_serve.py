@@ -152,3 +152,16 @@ def test_readme_shows_the_real_reports(tfcost, args):
     printed = "\n".join(line.rstrip() for line in tfcost(*args).stdout.strip().splitlines())
     assert printed in readme
     assert f"`tfcost {' '.join(args)}`" in readme
+
+
+@pytest.mark.parametrize("throughput", [(), ("--mfu", "0.5"), ("--hfu", "0.5")])
+def test_explain_changes_no_number_of_the_report(throughput):
+    """--explain adds the working and nothing else: with a predicted step time (no throughput given) it once put the
+    assumed MFU 0.4 in place of the predicted step's utilization."""
+    gpu, setup = load_gpu("h100-sxm"), TrainingSetup(tokens=10**12, seq_len=4096, gpus=8)
+    if throughput:
+        setup = setup.model_copy(update={throughput[0].removeprefix("--"): float(throughput[1])})
+    plain = train(load_model("llama-3-8b"), gpu, setup)
+    explained = train(load_model("llama-3-8b"), gpu, setup, explained=True)
+    assert explained.explain
+    assert explained.model_copy(update={"explain": None}) == plain

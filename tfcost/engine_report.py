@@ -254,18 +254,15 @@ def engine_train(
     model_flops = training.training_flops_over(per_sequence, setup.seq_len, setup.tokens)
     throughput_from, seconds = run_seconds(setup, model_flops, model_flops, peak)
     hours = training.gpu_hours(seconds, setup.gpus)
-    states = training.data_parallel_model_states(n, totals.layer_params, setup)
     activations = training.measured_activation_bytes(saved.total, saved.scores, setup.flash)
-    total = sum(states.values()) + activations
+    held = training.data_parallel_memory_per_gpu(n, totals.layer_params, activations, setup)
     memory = hardware.memory_bytes(gpu)
     overhead = fit.overhead_bytes(memory, setup.cuda_context_gib, setup.allocator_reserve)
     lines = None
     if explained:
-        at_mfu = setup.hfu is None and setup.tflops_per_gpu is None
-        mfu = training.DEFAULT_MFU if setup.mfu is None else setup.mfu
-        held = {**states, "activations": activations, "total": total}
+        mfu = training.run_mfu(setup)
         lines = engine_train_lines(
-            setup, totals.forward_flops, model_flops, (seconds, peak, mfu) if at_mfu else None, n, held,
+            setup, totals.forward_flops, model_flops, None if mfu is None else (seconds, peak, mfu), n, held,
             saved.total, saved.scores,
         )  # fmt: skip
     return EngineTrainReport(
@@ -295,15 +292,15 @@ def engine_train(
             cost=None if setup.price_per_gpu_hour is None else training.training_cost(hours, setup.price_per_gpu_hour),
         ),
         memory_per_gpu=EngineTrainMemory(
-            weights_bytes=states["weights"],
-            gradients_bytes=states["gradients"],
-            optimizer_bytes=states["optimizer"],
+            weights_bytes=held["weights"],
+            gradients_bytes=held["gradients"],
+            optimizer_bytes=held["optimizer"],
             activations_saved_bytes=saved.total,
-            activations_bytes=activations,
-            total_bytes=total,
+            activations_bytes=held["activations"],
+            total_bytes=held["total"],
             cuda_context_bytes=overhead["cuda_context"],
             allocator_reserve_bytes=overhead["allocator_reserve"],
-            fits=total + sum(overhead.values()) <= memory,
+            fits=fit.fits(held["total"], overhead, memory),
         ),
     )
 

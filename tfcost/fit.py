@@ -54,3 +54,8 @@ def overhead_bytes(gpu_memory_bytes: int, cuda_context_gib: float, allocator_res
         "cuda_context": round(cuda_context_gib * GIB),
         "allocator_reserve": round(allocator_reserve * gpu_memory_bytes),
     }
+
+
+def fits(held_bytes: int, overhead: dict[str, int], gpu_memory_bytes: int) -> bool:
+    """Whether what a GPU holds, with the CUDA context and the allocator's reserve (`overhead_bytes`), fits in it."""
+    return held_bytes + sum(overhead.values()) <= gpu_memory_bytes

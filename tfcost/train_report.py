@@ -123,10 +123,9 @@ def train(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup, explained: bool
     overhead = fit.overhead_bytes(hardware.memory_bytes(gpu), setup.cuda_context_gib, setup.allocator_reserve)
     lines = None
     if explained:
-        at_mfu = step is None and setup.hfu is None and setup.tflops_per_gpu is None
-        mfu = training.DEFAULT_MFU if setup.mfu is None else setup.mfu
+        assumed_mfu = training.run_mfu(setup) if step is None else None
         lines = train_lines(
-            shape, setup, model_flops, (seconds, peak, mfu) if at_mfu else None, held,
+            shape, setup, model_flops, None if assumed_mfu is None else (seconds, peak, assumed_mfu), held,
             training.activation_bytes_by_layer_kind_of(shape, setup), training.last_stage_logits_bytes(shape, setup),
         )  # fmt: skip
     return TrainReport(
@@ -175,7 +174,7 @@ def train(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup, explained: bool
             total_bytes=held["total"],
             cuda_context_bytes=overhead["cuda_context"],
             allocator_reserve_bytes=overhead["allocator_reserve"],
-            fits=held["total"] + sum(overhead.values()) <= hardware.memory_bytes(gpu),
+            fits=fit.fits(held["total"], overhead, hardware.memory_bytes(gpu)),
             host_bytes=held["host"],
         ),
     )
@@ -190,6 +189,7 @@ def run_seconds(setup: TrainingSetup, model_flops: int, hardware_flops: int, pea
         return f"{setup.tflops_per_gpu:g} TFLOP/s per GPU", throughput.seconds_at_achieved(
             hardware_flops, setup.gpus, achieved
         )
-    mfu = training.DEFAULT_MFU if setup.mfu is None else setup.mfu
+    mfu = training.run_mfu(setup)
+    assert mfu is not None  # neither HFU nor TFLOP/s was given
     label = f"MFU {mfu:g}" + (" (the default: the GPU table cannot predict this layout)" if setup.mfu is None else "")
     return label, throughput.seconds_at_mfu(model_flops, setup.gpus, peak, mfu)

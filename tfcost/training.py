@@ -63,6 +63,14 @@ def peak_flops_per_s(gpu: GpuSpec, precision: Precision) -> float:
     return peak
 
 
+def run_mfu(setup: TrainingSetup) -> float | None:
+    """The MFU a run's wall clock comes from (--mfu, else DEFAULT_MFU), or None when --hfu or --tflops-per-gpu
+    gives it instead."""
+    if setup.hfu is not None or setup.tflops_per_gpu is not None:
+        return None
+    return DEFAULT_MFU if setup.mfu is None else setup.mfu
+
+
 def defaults_notes(shape: ModelShape, setup: TrainingSetup) -> dict[str, str]:
     """What the report says about the defaults it used: Chinchilla-optimal tokens, the default T."""
     return defaults_notes_of(setup, chinchilla_optimal_tokens(shape), default_seq_len(shape))
@@ -262,12 +270,17 @@ def zero3_gathered_bytes(layer_params: int, setup: TrainingSetup) -> int:
     return live * bytes_per_param(setup.precision, setup.optimizer)["weights"]
 
 
-def data_parallel_model_states(n_params: int, layer_params: int, setup: TrainingSetup) -> dict[str, int]:
-    """Weights, gradients and optimizer states per GPU under data parallelism alone (ZeRO over all the GPUs), for a
-    model known by its totals (the transformers engine's): N parameters, the largest layer's for ZeRO-3."""
+def data_parallel_memory_per_gpu(
+    n_params: int, layer_params: int, activations: int, setup: TrainingSetup
+) -> dict[str, int]:
+    """Weights, gradients, optimizer states and activations per GPU, and their total, under data parallelism alone
+    (ZeRO over all the GPUs), for a model known by its totals (the transformers engine's): N parameters, the largest
+    layer's for ZeRO-3, and its activations as measured."""
     parts = model_state_bytes_per_gpu(n_params, setup.precision, setup.optimizer, setup.zero, setup.gpus)
     if setup.zero == 3:
         parts["weights"] += zero3_gathered_bytes(layer_params, setup)
+    parts["activations"] = activations
+    parts["total"] = sum(parts.values())
     return parts
 
 
