@@ -190,28 +190,27 @@ def engine_model(
 
     if engine == "analytic":
         return None
+    path = config_path(model, config)
     if model is not None and config is None and names_hub_model(model):
         from tfcost.hub import fetch_config
 
         fetched = fetch_config(model, revision)
-        if engine == "auto" and has_reader(fetched.config):
-            return None
-        refuse_overrides(overrides)
         source = f"{fetched.described(revision)}, built by transformers"
-        return EngineModel(fetched.config, model.rsplit("/", 1)[-1], source)
-    path = config_path(model, config)
-    if path is not None and model is not None and config is not None:
-        resolve_model(model, config)  # the usual one-line refusal of both
-    if path is not None:
+        found = EngineModel(fetched.config, model.rsplit("/", 1)[-1], source)
+    elif path is not None:
+        if model is not None and config is not None:
+            resolve_model(model, config)  # the usual one-line refusal of both
         data = read_json_mapping(path)
-        if engine == "auto" and has_reader(data):
-            return None
-        refuse_overrides(overrides)
-        return EngineModel(data, config_name_of(path, data), None, path.name)
-    if engine == "auto":
+        found = EngineModel(data, config_name_of(path, data), None, path.name)
+    elif engine == "auto":  # a preset: tfcost's own reader
         return None
-    shape = resolve_model(model, config, overrides)
-    return EngineModel(preset_config(model, shape, overrides), shape.name, shape.source)
+    else:
+        shape = resolve_model(model, config, overrides)
+        return EngineModel(preset_config(model, shape, overrides), shape.name, shape.source)
+    if engine == "auto" and has_reader(found.data):
+        return None
+    refuse_overrides(overrides)
+    return found
 
 
 def engine_answer(
@@ -308,7 +307,7 @@ def train_report(
     from tfcost.engine_report import engine_train
 
     default_seq = training.default_seq_len_of(engine_hf.max_positions(engine_hf.hf_config(found.data)))
-    seq_len = make_setup(default_seq, 1).seq_len
+    seq_len = make_setup(default_seq, 1).seq_len  # T as asked, or its default: D's default needs N, measured at T
     totals, source = measured(found, seq_len, "bf16")
     setup = make_setup(default_seq, training.chinchilla_optimal_tokens_of(totals.params_total))
     refuse_for_engine(setup, TRAIN_NEEDS_READER, "train")
