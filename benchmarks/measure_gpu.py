@@ -81,7 +81,7 @@ def tfcost_sweep(args: argparse.Namespace) -> dict[str, Any]:
 
 def do_bench_ms(row: dict[str, Any], budget_ms: int) -> tuple[float | None, str | None]:
     """The same call, timed by triton.testing.do_bench (its own warm-up, L2 flush and CUDA events)."""
-    from tfcost import measure  # imports torch, quietly
+    from tfcost.measure import kernels as measure  # imports torch, quietly
     from tfcost.schema import AttentionShape
 
     torch = measure.torch

@@ -11,7 +11,8 @@ wall time and its ratio to the floor's median. Target: every command at most 1.1
 Throughput: every shipped preset x 1,000 sequence lengths x 8 batch sizes (over 100,000 points) evaluated
 through the public core functions, in one process. Target: at least 100,000 points per second.
 
-Curves: the same five quantities through tfcost.sweep's closed forms (tfcost.curves), every preset x 8 batch sizes
+Curves: the same five quantities through tfcost.costs.sweep's closed forms (tfcost.core.curves), every preset x 8
+batch sizes
 x 2,000 sequence lengths, a new T at every point (no cache can help), the curves' building included. Target: at
 least 1,000,000 points per second.
 
@@ -33,10 +34,10 @@ import sys
 import time
 from pathlib import Path
 
-from tfcost import flops, memory, params
-from tfcost.presets import load_model, model_preset_paths
+from tfcost.core import flops, memory, params
+from tfcost.costs.sweep import ModelCosts
+from tfcost.readers.presets import load_model, model_preset_paths
 from tfcost.schema import ModelShape, ServingSetup
-from tfcost.sweep import ModelCosts
 
 HERE = Path(__file__).resolve().parent
 PRESETS = list(model_preset_paths())
@@ -215,7 +216,7 @@ def curve_throughput(repeats: int = 5) -> bool:
     verdict = "PASS" if rate >= CURVE_THROUGHPUT_TARGET else "FAIL"
     print(
         f"\nCurves: {points:,} points ({len(PRESETS)} presets x {len(BATCHES)} batch sizes x {CURVE_SEQ_LENS:,} "
-        "sequence lengths, a new T at every point), the same five quantities through tfcost.sweep's closed forms"
+        "sequence lengths, a new T at every point), the same five quantities through tfcost.costs.sweep's closed forms"
     )
     print(f"best of {repeats}: {best:.3f} s = {rate:,.0f} points/s, target >= {CURVE_THROUGHPUT_TARGET:,}/s  {verdict}")
     print(f"(CPU time, steadier on a busy machine: {best_cpu:.3f} s = {points / best_cpu:,.0f} points/s)")

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import pytest
 from hypothesis import settings
 
-from tfcost.cli import main
-from tfcost.presets import load_model
+from tfcost.cli.main import main
+from tfcost.readers.presets import load_model
 from tfcost.schema import ModelShape
 
 # Property tests are derandomized: every run tries the same examples, so CI is repeatable and a failure reproduces.

@@ -65,7 +65,7 @@ def run(argv: list[str]) -> dict:
     import io
     from contextlib import redirect_stdout
 
-    from tfcost.cli import main
+    from tfcost.cli.main import main
 
     out = io.StringIO()
     with redirect_stdout(out):

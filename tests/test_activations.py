@@ -9,11 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from tfcost import activations, train_report, training
-from tfcost.blocks import Block, blocks
-from tfcost.hf_config import read_config
-from tfcost.layers import MIXERS, mtp_ops, table_of
-from tfcost.presets import load_gpu, load_model, model_from_mapping, model_preset_paths
+from tfcost.core import activations
+from tfcost.core.blocks import Block, blocks
+from tfcost.core.layers import MIXERS, mtp_ops, table_of
+from tfcost.costs import training
+from tfcost.readers.hf_config import read_config
+from tfcost.readers.presets import load_gpu, load_model, model_from_mapping, model_preset_paths
+from tfcost.reports import train as train_report
 from tfcost.schema import ModelShape, TrainingSetup
 from tfcost.units import ceil_div
 
@@ -390,7 +392,8 @@ def mixer_examples() -> dict[str, tuple[ModelShape, Block]]:
 
 
 def test_every_registered_mixer_kind_saves_something() -> None:
-    """Every mixer kind in tfcost.layers.MIXERS (not only the presets' kinds) is found in a preset or a fixture, and
+    """Every mixer kind in tfcost.core.layers.MIXERS (not only the presets' kinds) is found in a preset or a fixture,
+    and
     its rows keep tensors for the backward pass: none is priced at a silent zero ('none' alone keeps nothing)."""
     examples = mixer_examples()
     assert set(examples) == set(MIXERS)

@@ -7,15 +7,20 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tfcost.flops import (
+from tfcost.core.flops import (
     attention_score_flops_per_token,
     forward_flops,
     forward_flops_breakdown,
     score_entries,
     six_n_flops_per_token,
 )
-from tfcost.memory import kv_cache_bytes, kv_cache_bytes_per_token, score_matrix_bytes, score_matrix_bytes_per_layer
-from tfcost.params import (
+from tfcost.core.memory import (
+    kv_cache_bytes,
+    kv_cache_bytes_per_token,
+    score_matrix_bytes,
+    score_matrix_bytes_per_layer,
+)
+from tfcost.core.params import (
     active_non_embedding_params,
     active_params,
     layer_params,
@@ -23,7 +28,7 @@ from tfcost.params import (
     params_per_layer,
     total_params,
 )
-from tfcost.presets import load_model
+from tfcost.readers.presets import load_model
 
 
 def test_mixtral_total_and_active():
@@ -190,7 +195,7 @@ def test_impossible_shapes_are_refused_naming_the_field(update, message):
 
 
 def test_serving_keeps_mla_latent_whole_per_gpu():
-    from tfcost.serving import kv_cache_bytes_per_gpu
+    from tfcost.costs.serving import kv_cache_bytes_per_gpu
 
     v3, llama = load_model("deepseek-v3"), load_model("llama-3-8b")
     assert kv_cache_bytes_per_gpu(v3, 1000, 2, "bf16", 8) == kv_cache_bytes(v3, 1000, 2, "bf16")
@@ -198,7 +203,7 @@ def test_serving_keeps_mla_latent_whole_per_gpu():
 
 
 def test_training_prices_moe_by_active_parameters_and_every_attention():
-    from tfcost.training import recompute_flops, six_nd_flops
+    from tfcost.costs.training import recompute_flops, six_nd_flops
 
     mixtral = load_model("mixtral-8x7b")
     assert six_nd_flops(mixtral, 10**9) == 6 * active_params(mixtral) * 10**9

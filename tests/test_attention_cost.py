@@ -7,19 +7,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tfcost.flops import (
+from tfcost.core.flops import (
     attention_backward_flops,
     attention_forward_flops,
     attention_matmul_flops,
     forward_flops_breakdown,
     score_entries,
 )
-from tfcost.hardware import achieved_per_s, peak_flops_per_s, peak_fraction, roofline_ratio
-from tfcost.measure_report import KernelRun, MeasureSetup, kernel_flops, measurement
-from tfcost.memory import attention_io_bytes, attention_peak_memory_bytes, attention_scores_bytes
-from tfcost.presets import load_gpu, load_model
+from tfcost.core.memory import attention_io_bytes, attention_peak_memory_bytes, attention_scores_bytes
+from tfcost.hardware.rates import achieved_per_s, peak_flops_per_s, peak_fraction, roofline_ratio
+from tfcost.hardware.timing import timing_summary
+from tfcost.readers.presets import load_gpu, load_model
+from tfcost.reports.measure import KernelRun, MeasureSetup, kernel_flops, measurement
 from tfcost.schema import AttentionShape
-from tfcost.timing import timing_summary
 
 
 def fa2_benchmark_flops(batch: int, seqlen: int, nheads: int, headdim: int, causal: bool) -> int:
@@ -172,8 +172,8 @@ def test_measured_units_print_as_bare_numbers_labelled_by_their_column():
 
 
 def test_measure_table_prints_torch_reasons_verbatim(capsys):
-    from tfcost.measure_report import MeasureReport
-    from tfcost.render import measure_table
+    from tfcost.render.tables import measure_table
+    from tfcost.reports.measure import MeasureReport
 
     reason = "[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory"
     rows = [

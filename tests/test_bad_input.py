@@ -27,8 +27,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import examples, shape_fields, yaml_values
 
-from tfcost import memory
-from tfcost.presets import MAX_PRESET_BYTES, load_model, model_preset_paths
+from tfcost.core import memory
+from tfcost.readers.files import MAX_PRESET_BYTES
+from tfcost.readers.presets import load_model, model_preset_paths
 from tfcost.schema import ModelShape
 from tfcost.units import MAX_SIZE
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import run_in_process, run_tfcost
 
-from tfcost.presets import load_model
-from tfcost.report import estimate
+from tfcost.readers.presets import load_model
+from tfcost.reports.estimate import estimate
 from tfcost.schema import Workload
 
 
@@ -149,7 +149,7 @@ def test_compare_leaves_breakdowns_to_a_flag(tfcost):
 def test_every_command_has_help_and_a_row_in_the_readme(tfcost):
     import typer.main
 
-    from tfcost.cli import app
+    from tfcost.cli.main import app
 
     readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
     commands = sorted(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
@@ -174,7 +174,7 @@ def test_the_narrowed_app_is_the_whole_app_for_its_command():
     the whole app's, for every command."""
     from typer.main import get_command
 
-    from tfcost.cli import app, app_for, command_name
+    from tfcost.cli.main import app, app_for, command_name
 
     whole = get_command(app)
     for info in app.registered_commands:

@@ -9,10 +9,10 @@ import sys
 import pytest
 from test_cli import NO_TORCH_PROBE, one_line_error
 
-from tfcost.presets import load_gpu, load_model
+from tfcost.readers.presets import load_gpu, load_model
+from tfcost.reports.serve import serve
+from tfcost.reports.train import train
 from tfcost.schema import ServingSetup, TrainingSetup
-from tfcost.serve_report import serve
-from tfcost.train_report import train
 
 TRAIN_ARGS = ("train", "llama-3-8b", "--gpus", "64", "--gpu", "h100-sxm", "--zero", "1")
 SERVE_ARGS = ("serve", "llama-3-8b", "--gpu", "h100-sxm", "--batch", "32", "--prompt", "2048", "--generate", "512")

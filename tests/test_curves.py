@@ -1,6 +1,6 @@
-"""The closed forms in T (tfcost.curves) against the core they are built from, over the shipped presets and
+"""The closed forms in T (tfcost.core.curves) against the core they are built from, over the shipped presets and
 generated shapes of every kind, at random T and at the edges where a sliding window fills or a chunk ends; and the
-crossovers (tfcost.crossover) against the lesson's figures and published configs."""
+crossovers (tfcost.costs.crossover) against the lesson's figures and published configs."""
 
 from __future__ import annotations
 
@@ -15,12 +15,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import any_shapes, dtypes
 
-from tfcost import crossover, curves, flops, memory, serving
-from tfcost.hf_config import read_config
-from tfcost.ops import ClosedForm, Rate, Span, rate_multiplicity, rate_polynomial
-from tfcost.presets import load_gpu, load_model, model_from_mapping, model_preset_paths
+from tfcost.core import curves, flops, memory
+from tfcost.core.ops import ClosedForm, Rate, Span, rate_multiplicity, rate_polynomial
+from tfcost.costs import crossover, serving
+from tfcost.costs.sweep import ModelCosts
+from tfcost.readers.hf_config import read_config
+from tfcost.readers.presets import load_gpu, load_model, model_from_mapping, model_preset_paths
 from tfcost.schema import ModelShape, ServingSetup
-from tfcost.sweep import ModelCosts
 
 PRESETS = [load_model(name) for name in model_preset_paths()]
 QUANTITIES = ["attention", "forward", "training", "kv_cache", "score_matrix", "score_matrix_all_layers"]
@@ -257,7 +258,7 @@ def test_a_missed_window_edge_is_caught_not_fitted_across():
     assert curves.curve(shape, kv).is_closed_form  # with the edge, two pieces
 
 
-# The closed forms of the operation rows (tfcost.ops.rate_polynomial, form_polynomial) -----------------------
+# The closed forms of the operation rows (tfcost.core.ops.rate_polynomial, form_polynomial) -----------------------
 
 SPANS = st.builds(
     Span,

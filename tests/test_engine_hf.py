@@ -22,11 +22,11 @@ pytest.importorskip("transformers", reason=WHY)
 
 from conftest import Run, run_in_process  # noqa: E402
 
-from tfcost import engine_hf  # noqa: E402
-from tfcost.engine_report import check_report  # noqa: E402
-from tfcost.engines import hf_config_for  # noqa: E402
-from tfcost.presets import config_mapping, load_model, model_from_mapping  # noqa: E402
-from tfcost.report import estimate  # noqa: E402
+from tfcost.engines import hf as engine_hf  # noqa: E402
+from tfcost.engines.dispatch import hf_config_for  # noqa: E402
+from tfcost.engines.report import check_report  # noqa: E402
+from tfcost.readers.presets import config_mapping, load_model, model_from_mapping  # noqa: E402
+from tfcost.reports.estimate import estimate  # noqa: E402
 from tfcost.schema import Workload  # noqa: E402
 
 CONFIGS = Path(__file__).parent / "data" / "hf_configs"
@@ -161,7 +161,7 @@ def test_shipped_configs_are_the_fixtures_their_presets_were_read_from():
     """presets/hf_configs/NAME.json is what `tfcost check NAME` builds, only for a shipped preset, and the very file
     the tests read the preset's family from: tests/data/hf_configs/NAME.json (sources in its SOURCES.md) is a link
     to it, so there is one copy."""
-    from tfcost.presets import model_preset_paths, presets_dir
+    from tfcost.readers.presets import model_preset_paths, presets_dir
 
     shipped = sorted((presets_dir() / "hf_configs").glob("*.json"))
     assert len(shipped) == 54
@@ -171,7 +171,7 @@ def test_shipped_configs_are_the_fixtures_their_presets_were_read_from():
 
 
 def test_check_exits_1_when_the_engines_differ(monkeypatch):
-    from tfcost import engines
+    from tfcost.engines import dispatch as engines
 
     real = engines.transformers_estimate
 
@@ -316,7 +316,7 @@ def test_every_working_line_of_the_engine_equals_its_result(tmp_path, command):
     lines name the figures the report prints."""
     from test_explain import check
 
-    from tfcost.explain import Line
+    from tfcost.reports.explain import Line
 
     args = ("--seq", "96", "--gpus", "4", "--zero", "1") if command == "train" else ("-P", "96", "-B", "3")
     result = cli_json(command, gptj_path(tmp_path), *args, "--explain")
@@ -496,7 +496,7 @@ NOT_CHECKED = {"t5-small": "an encoder-decoder"}
 
 
 def all_presets() -> list[str]:
-    from tfcost.presets import model_preset_paths
+    from tfcost.readers.presets import model_preset_paths
 
     return list(model_preset_paths())
 
@@ -505,7 +505,7 @@ def all_presets() -> list[str]:
 @pytest.mark.parametrize("name", all_presets())
 def test_every_preset_agrees_with_transformers(name):
     """`tfcost check NAME` on every shipped preset: the same parameters, forward FLOPs, KV cache and state."""
-    from tfcost.engines import check
+    from tfcost.engines.dispatch import check
 
     if name in NOT_CHECKED:
         with pytest.raises(TfcostError, match="cannot build"):

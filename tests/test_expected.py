@@ -2,7 +2,7 @@
 
 gpt-fast README (pytorch-labs/gpt-fast @ 0f925b5d, "Benchmarks" and "Tensor Parallelism"): 8 x A100-80GB
 (power-limited to 330 W), batch 1, a 5-token prompt, generate.py's default 200 new tokens. The tensor-parallel rows
-are "Base", bf16 weights; int4 uses group size 32. The fractions in tfcost.expected come from other sources
+are "Base", bf16 weights; int4 uses group size 32. The fractions in tfcost.costs.expected come from other sources
 (llm-analysis, FlashAttention-2, NCCL's latency model); these seven figures only check them.
 """
 
@@ -12,9 +12,9 @@ import math
 
 import pytest
 
-from tfcost.presets import load_gpu, load_model
+from tfcost.readers.presets import load_gpu, load_model
+from tfcost.reports.serve import serve
 from tfcost.schema import ModelShape, ServingSetup
-from tfcost.serve_report import serve
 
 GPT_FAST = [  # model, weights, GPUs, group size, measured tokens/s, expected / measured as tfcost gives it
     ("llama-2-7b", "bf16", 1, 128, 104.9, 0.955),
@@ -80,7 +80,7 @@ def test_output_head_is_its_own_roofline_in_prefill():
 
 def test_stream_rate_follows_the_measured_row_lengths():
     """Between two measured row lengths the rate is interpolated in log K; outside, the nearest measurement."""
-    from tfcost.expected import EngineRates, stream_rate
+    from tfcost.costs.expected import EngineRates, stream_rate
 
     rates = EngineRates(stream_bytes_per_s=16e9, matmul_flops_per_s=1e11, kernel_floor_s=0, kernels_per_layer=1,
                         cuda_context_bytes=0, sources={}, stream_by_row_length=((512, 10e9), (2048, 16e9)))  # fmt: skip
@@ -92,7 +92,7 @@ def test_group_size_changes_int4_bytes():
     small = gpt_fast_report("llama-2-7b", "int4", 1, 32).memory.weights_bytes
     large = gpt_fast_report("llama-2-7b", "int4", 1, 128).memory.weights_bytes
     blocks = load_model("llama-2-7b")
-    from tfcost.params import non_embedding_params
+    from tfcost.core.params import non_embedding_params
 
     n = non_embedding_params(blocks)
     assert small - large == (math.ceil(n / 32) - math.ceil(n / 128)) * 2
@@ -129,7 +129,7 @@ def test_vllm_kv_capacity_of_opt_13b_on_a100_40gb():
 
 def test_matmul_rate_follows_the_rows_in_flight():
     """A profile's prefill rate at B x P rows: 128 rows at 50 GFLOP/s, 512 at 100; 256 rows halfway in log M."""
-    from tfcost.expected import EngineRates, phase_seconds
+    from tfcost.costs.expected import EngineRates, phase_seconds
 
     rates = EngineRates(stream_bytes_per_s=1e10, matmul_flops_per_s=1e11, kernel_floor_s=0, kernels_per_layer=1,
                         cuda_context_bytes=0, sources={}, matmul_by_rows=((128, 5e10), (512, 1e11)))  # fmt: skip

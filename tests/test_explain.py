@@ -14,9 +14,11 @@ from typing import Any
 
 import pytest
 
-from tfcost import report, serve_report, train_report
-from tfcost.explain import Line, estimate_lines
-from tfcost.presets import load_gpu, load_model, model_preset_paths
+from tfcost.readers.presets import load_gpu, load_model, model_preset_paths
+from tfcost.reports import estimate as report
+from tfcost.reports import serve as serve_report
+from tfcost.reports import train as train_report
+from tfcost.reports.explain import Line, estimate_lines
 from tfcost.schema import ServingSetup, TrainingSetup, Workload
 
 OPERATORS: dict[type, Callable[..., Any]] = {

@@ -7,8 +7,9 @@ import json
 import pytest
 from test_cli import one_line_error
 
-from tfcost import finetune, flops, params
-from tfcost.presets import load_model
+from tfcost.core import flops, params
+from tfcost.costs import finetune
+from tfcost.readers.presets import load_model
 from tfcost.schema import ModelShape
 
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from tfcost import fit, params
-from tfcost.presets import load_gpu, load_model
+from tfcost.core import params
+from tfcost.costs import fit
+from tfcost.readers.presets import load_gpu, load_model
+from tfcost.reports.train import train
 from tfcost.schema import TrainingSetup
-from tfcost.train_report import train
 
 N = 6_738_415_616  # Llama-2-7B
 LAYER = 202_383_360  # one Llama-2-7B layer: 4 x 4096^2 + 3 x 4096 x 11008 + 2 x 4096

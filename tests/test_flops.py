@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tfcost.flops import (
+from tfcost.core.flops import (
     attention_score_flops_per_token,
     forward_flops,
     forward_flops_breakdown,
@@ -11,7 +11,7 @@ from tfcost.flops import (
     six_n_flops_per_token,
     training_flops,
 )
-from tfcost.presets import load_model
+from tfcost.readers.presets import load_model
 
 
 def test_matmul_is_two_flops_per_multiply_add():
@@ -59,7 +59,7 @@ def test_gqa_and_gated_mlp_flops():
 def test_training_flops_per_token_and_attention_share(gpt2):
     """The lesson's per-token training FLOPs at T = 1,024: 6N = 6 x 85,056,000 and 6*L*T*d = 6*12*1,024*768; the
     attention share is one half at the crossover N / (L*d) = 9,229 1/6 (between T = 9,229 and 9,230)."""
-    from tfcost.flops import attention_score_flops_per_token, attention_share, training_flops_per_token
+    from tfcost.core.flops import attention_score_flops_per_token, attention_share, training_flops_per_token
 
     six_n = six_n_flops_per_token(gpt2)
     assert training_flops_per_token(six_n, attention_score_flops_per_token(gpt2, 1024)) == 510_336_000 + 56_623_104

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tfcost.errors import TfcostError
-from tfcost.hardware import bandwidth_bytes_per_s, memory_bytes, peak_flops_per_s, ridge_point
-from tfcost.presets import all_gpus, gpu_for_device_name, load_gpu
+from tfcost.hardware.rates import bandwidth_bytes_per_s, memory_bytes, peak_flops_per_s, ridge_point
+from tfcost.readers.presets import all_gpus, gpu_for_device_name, load_gpu
 
 ISSUE_GPUS = {"h100-sxm", "h100-pcie", "h200", "b200", "a100-40gb", "a100-80gb", "a10g", "l4", "l40s",
               "rtx-4090", "rtx-3090", "v100", "mi300x"}  # fmt: skip
@@ -58,7 +58,7 @@ def test_unknown_gpu_lists_close_names():
 
 
 def test_roofline_takes_the_slower_of_compute_and_memory():
-    from tfcost.hardware import is_compute_bound, roofline_seconds
+    from tfcost.hardware.rates import is_compute_bound, roofline_seconds
 
     # 1 TFLOP on a 1 PFLOP/s, 1 TB/s device: compute takes 1 ms; moving 2 GB takes 2 ms, so memory-bound.
     assert roofline_seconds(1e12, 2e9, 1e15, 1e12) == pytest.approx(2e-3)

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 import yaml
 
+from tfcost.core.params import total_params
 from tfcost.errors import TfcostError, UsageError
-from tfcost.hf_config import FAMILIES, shape_mapping
-from tfcost.params import total_params
-from tfcost.presets import apply_overrides, load_model, model_from_mapping, resolve_model
+from tfcost.readers.hf_config import FAMILIES, shape_mapping
+from tfcost.readers.presets import apply_overrides, load_model, model_from_mapping, resolve_model
 from tfcost.schema import ModelShape
 
 CONFIGS = Path(__file__).parent / "data" / "hf_configs"
@@ -42,7 +42,7 @@ def error_of(data: dict[str, Any]) -> str:
 
 @pytest.mark.parametrize("path", sorted(CONFIGS.glob("*.json")), ids=lambda p: p.stem)
 def test_import_writes_a_preset_that_reads_back_as_the_same_model(path, capsys, tmp_path):
-    from tfcost.cli import main
+    from tfcost.cli.main import main
 
     with pytest.raises(SystemExit) as done:
         main(["import", str(path)])

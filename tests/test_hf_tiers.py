@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from tfcost.core.params import total_params
 from tfcost.errors import TfcostError
-from tfcost.hf_config import read_config
-from tfcost.params import total_params
-from tfcost.presets import model_from_mapping
+from tfcost.readers.hf_config import read_config
+from tfcost.readers.presets import model_from_mapping
 from tfcost.schema import ModelShape
 
 CONFIGS = Path(__file__).parent / "data" / "hf_configs"

@@ -22,8 +22,8 @@ from conftest import run_in_process, run_tfcost
 from test_bad_input import check_contract, error_line
 
 from tfcost.errors import TfcostError
-from tfcost.hf_config import shape_mapping
-from tfcost.presets import presets_dir
+from tfcost.readers.hf_config import shape_mapping
+from tfcost.readers.presets import presets_dir
 
 CONFIGS = Path(__file__).parent / "data" / "hf_configs"
 
@@ -277,7 +277,7 @@ def test_measure_refuses_what_cannot_fit_before_allocating(argv):
 
 def test_measure_auto_refuses_before_torch_without_a_gpu_driver(monkeypatch):
     """The default `--device auto` on a machine with no GPU driver runs on the CPU, so it refuses as fast."""
-    from tfcost import free_memory
+    from tfcost.hardware import host as free_memory
 
     monkeypatch.setattr(free_memory, "GPU_DEVICE_NODES", ("/nonexistent/nvidiactl",))
     start = time.perf_counter()
@@ -297,7 +297,7 @@ def test_measure_sweep_reports_the_call_that_cannot_fit_and_runs_the_rest():
 
 
 def test_a_gpu_sweep_is_checked_against_free_device_memory_call_by_call():
-    from tfcost.measure_report import MeasureSetup, calls_that_do_not_fit
+    from tfcost.reports.measure import MeasureSetup, calls_that_do_not_fit
     from tfcost.schema import AttentionShape
 
     # Llama-3-8B's attention (H 32, K 8, Q 128) at T = 32,768 in bf16, on a GPU with 80 GiB free.

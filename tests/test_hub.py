@@ -202,7 +202,7 @@ def test_revision_applies_to_hub_ids_only(tmp_path, tfcost):
 def test_no_command_without_a_hub_id_imports_huggingface_hub():
     code = (
         "import sys\n"
-        "from tfcost.cli import main\n"
+        "from tfcost.cli.main import main\n"
         "for argv in (['estimate', 'gpt2-small'], ['estimate', 'tests/data/hf_configs/llama-3-8b.json'],"
         " ['import', 'mixtral-8x7b'], ['serve', 'llama-3-8b'], ['train', 'gpt2-small'], ['list']):\n"
         "    try:\n"

@@ -10,12 +10,16 @@ from pathlib import Path
 import pytest
 from conftest import run_in_process
 
-from tfcost import flops, memory, params, report, serve_report, train_report, training
-from tfcost.blocks import Block, blocks
+from tfcost.core import flops, memory, params
+from tfcost.core.blocks import Block, blocks
+from tfcost.core.layers import MIXERS, layer_ops
+from tfcost.core.ops import Op, score_entries
+from tfcost.costs import training
 from tfcost.errors import TfcostError
-from tfcost.layers import MIXERS, layer_ops
-from tfcost.ops import Op, score_entries
-from tfcost.presets import load_gpu, load_model
+from tfcost.readers.presets import load_gpu, load_model
+from tfcost.reports import estimate as report
+from tfcost.reports import serve as serve_report
+from tfcost.reports import train as train_report
 from tfcost.schema import ModelShape, ServingSetup, TrainingSetup, Workload
 
 
@@ -94,7 +98,7 @@ def test_an_uncovered_mixer_is_an_error_naming_it(tmp_path: Path) -> None:
 
 
 def test_hyper_connections_are_priced_in_every_layer_and_the_head() -> None:
-    # DeepSeek-V4's mHC (tfcost.layers.hyper_connections; exact against transformers in test_truth_deepseek_v4):
+    # DeepSeek-V4's mHC (tfcost.core.layers.hyper_connections; exact against transformers in test_truth_deepseek_v4):
     # per sublayer an n d -> (2 + n) n projection, (2 + n) n biases and 3 scales, and the streams mixed by an
     # n x n matmul (2 n^2 d FLOPs a token); after the last layer an n d -> n projection, n biases and a scale.
     base = load_model("llama-3-8b")
@@ -183,7 +187,7 @@ def test_serving_t5_caches_g_decoder_and_p_encoder_positions() -> None:
 
 def test_serving_t5_encodes_the_prompt_once_and_decodes_one_token_at_a_time() -> None:
     """T5-small: d 512, H*Q 512, F 2048 (plain ReLU MLP), V 32128, 6 decoder layers; P 4096, G 1024."""
-    from tfcost import serving
+    from tfcost.costs import serving
 
     shape, d, hq, ff, vocab, layers, p, g = load_model("t5-small"), 512, 512, 2048, 32128, 6, 4096, 1024
     encoder = sum(v for k, v in flops.forward_flops_breakdown(shape, p, True).items() if k.startswith("encoder/"))

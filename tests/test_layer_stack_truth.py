@@ -13,8 +13,8 @@ FlopCounterMode = pytest.importorskip("torch.utils.flop_counter", reason=WHY).Fl
 
 from transformers import AutoConfig, AutoModelForCausalLM  # noqa: E402
 
-from tfcost.flops import forward_flops  # noqa: E402
-from tfcost.params import active_params, total_params  # noqa: E402
+from tfcost.core.flops import forward_flops  # noqa: E402
+from tfcost.core.params import active_params, total_params  # noqa: E402
 from tfcost.schema import ModelShape  # noqa: E402
 
 SIZES = {"hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2}

@@ -16,12 +16,12 @@ import sys
 
 import pytest
 
-from tfcost.flops import attention_forward_flops
-from tfcost.memory import attention_io_bytes, attention_peak_memory_bytes, attention_scores_bytes
+from tfcost.core.flops import attention_forward_flops
+from tfcost.core.memory import attention_io_bytes, attention_peak_memory_bytes, attention_scores_bytes
 from tfcost.schema import AttentionShape
 
 torch = pytest.importorskip("torch", reason="measure needs torch: pip install 'tfcost[measure]' (CI pins 2.13.0)")
-measure = pytest.importorskip("tfcost.measure")
+measure = pytest.importorskip("tfcost.measure.kernels")
 
 CONTRACT = ["seq", "batch", "heads", "kv_heads", "head_dim", "dtype", "causal", "direction", "backend", "status",
             "median_ms", "p10_ms", "p90_ms", "flops", "tflops_per_s", "peak_fraction", "roofline_ms",

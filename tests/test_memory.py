@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from tfcost.memory import (
+from tfcost.core.memory import (
     kv_cache_bytes,
     kv_cache_bytes_per_token,
     score_matrix_bytes,
     score_matrix_bytes_per_layer,
     score_matrix_entries_per_head,
 )
-from tfcost.presets import load_model
+from tfcost.readers.presets import load_model
 
 
 def test_gpt2_kv_cache_matches_the_lesson(gpt2):

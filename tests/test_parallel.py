@@ -7,11 +7,11 @@ import json
 import pytest
 from test_cli import one_line_error
 
-from tfcost import parallel
+from tfcost.costs import parallel
 from tfcost.errors import UsageError
-from tfcost.presets import load_gpu, load_model
+from tfcost.readers.presets import load_gpu, load_model
+from tfcost.reports.train import train
 from tfcost.schema import TrainingSetup
-from tfcost.train_report import train
 
 # Narayanan et al. 2021 §5.1 (Eq. 4): GPT-3 175B on 300B tokens, 1024 A100s at 140 TFLOP/s per GPU (counting full
 # recomputation) -> "about 34 days"; 140 TFLOP/s is 140/312 of the A100's peak.

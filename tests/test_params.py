@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tfcost.params import (
+from tfcost.core.params import (
     embedding_params,
     layer_params,
     non_embedding_params,
@@ -12,7 +12,7 @@ from tfcost.params import (
     params_per_layer,
     total_params,
 )
-from tfcost.presets import all_models, load_model
+from tfcost.readers.presets import all_models, load_model
 
 
 def test_gpt2_small_matches_the_lesson(gpt2):

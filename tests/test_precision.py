@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from tfcost.precision import bytes_per_param
-from tfcost.presets import load_gpu, load_model
+from tfcost.costs.precision import bytes_per_param
+from tfcost.readers.presets import load_gpu, load_model
+from tfcost.reports.train import train
 from tfcost.schema import TrainingSetup
-from tfcost.train_report import train
 
 GIB = 2**30
 

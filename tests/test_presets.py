@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from tfcost.errors import TfcostError
-from tfcost.presets import MAX_PRESET_BYTES, load_model, model_preset_paths
+from tfcost.readers.files import MAX_PRESET_BYTES
+from tfcost.readers.presets import load_model, model_preset_paths
 
 EXPECTED = {
     "gpt2-small", "gpt2-medium", "gpt2-large", "gpt2-xl", "llama-2-7b", "llama-2-13b", "llama-2-70b",
@@ -122,8 +123,8 @@ def test_unknown_preset_lists_close_names():
 
 
 def test_readme_lists_every_preset_with_its_count():
-    from tfcost.params import total_params
-    from tfcost.presets import all_models
+    from tfcost.core.params import total_params
+    from tfcost.readers.presets import all_models
 
     readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
     for model in all_models():

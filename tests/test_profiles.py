@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tfcost import profiles
-from tfcost.presets import load_model
+from tfcost.costs import profiles
+from tfcost.readers.presets import load_model
+from tfcost.reports.serve import serve
 from tfcost.schema import ServingSetup
-from tfcost.serve_report import serve
 
 TINY_LLAMA = str(Path(__file__).parent / "data" / "tiny-llama.yaml")
 RAW = {  # the shape of measure.roofline's output; the timings are round numbers to check the arithmetic
@@ -130,7 +130,7 @@ def test_measure_roofline_and_step_on_the_cpu(config_dir):
 
 def test_step_refuses_a_model_that_does_not_fit(config_dir):
     pytest.importorskip("torch")
-    measure = pytest.importorskip("tfcost.measure")
+    measure = pytest.importorskip("tfcost.measure.kernels")
     from tfcost.errors import TfcostError
 
     with pytest.raises(TfcostError, match=r"needs about .* GiB"):

@@ -16,8 +16,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from strategies import any_shape_fields, any_shapes, batches, dtypes, examples, seq_lens, shape_fields
 
-from tfcost import flops, memory, params
-from tfcost.report import estimate
+from tfcost.core import flops, memory, params
+from tfcost.reports.estimate import estimate
 from tfcost.schema import ModelShape, Workload
 from tfcost.units import DTYPE_BYTES, MAX_SIZE, human
 

@@ -13,10 +13,10 @@ TOKENS = 1024
 
 def llama_layer_table() -> str:
     """A Markdown table: each row of one Llama-3-8B layer and what each fold takes from it at T = 1,024."""
-    from tfcost.blocks import blocks
-    from tfcost.layers import layer_ops
-    from tfcost.ops import op_costs
-    from tfcost.presets import load_model
+    from tfcost.core.blocks import blocks
+    from tfcost.core.layers import layer_ops
+    from tfcost.core.ops import op_costs
+    from tfcost.readers.presets import load_model
 
     shape = load_model("llama-3-8b")
     ((block, count),) = blocks(shape)

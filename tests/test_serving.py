@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from tfcost import flops, memory, params, serving
+from tfcost.core import flops, memory, params
+from tfcost.costs import serving
 from tfcost.errors import UsageError
-from tfcost.hardware import bandwidth_bytes_per_s
-from tfcost.presets import load_gpu, load_model
+from tfcost.hardware.rates import bandwidth_bytes_per_s
+from tfcost.readers.presets import load_gpu, load_model
+from tfcost.reports.serve import serve
 from tfcost.schema import ServingSetup
-from tfcost.serve_report import serve
 
 
 @pytest.fixture

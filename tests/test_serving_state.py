@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from tfcost import memory
-from tfcost.presets import load_gpu, load_model
+from tfcost.core import memory
+from tfcost.readers.presets import load_gpu, load_model
+from tfcost.reports.serve import serve
 from tfcost.schema import ServingSetup
-from tfcost.serve_report import serve
 
 H100_USABLE = 77_309_411_328  # 80 GiB x 0.9
 CODESTRAL_STATE = 273_678_336

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import pytest
 
-from tfcost import step_time
-from tfcost.presets import load_gpu, load_model
+from tfcost.costs import step_time
+from tfcost.readers.presets import load_gpu, load_model
+from tfcost.reports.train import train
 from tfcost.schema import ModelShape, TrainingSetup
-from tfcost.train_report import train
 
 # name: (d_model, heads, layers, tp, pp, global batch, micro-batch, virtual stages, published seconds per step)
 KORTHIKANTI = {

@@ -11,11 +11,11 @@ import sys
 import pytest
 from conftest import run_in_process
 
-from tfcost import flops, memory, params
-from tfcost.presets import load_gpu, load_model
+from tfcost.core import flops, memory, params
+from tfcost.costs.sweep import parse_seq, sweep
+from tfcost.readers.presets import load_gpu, load_model
+from tfcost.reports.serve import serve
 from tfcost.schema import ServingSetup
-from tfcost.serve_report import serve
-from tfcost.sweep import parse_seq, sweep
 
 SWEEP = ["sweep", "gpt2-small", "llama-3-8b", "--seq", "256..131072"]
 

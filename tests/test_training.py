@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from tfcost import flops, params, throughput, training
+from tfcost.core import flops, params
+from tfcost.costs import throughput, training
+from tfcost.costs.training import activation_bytes_per_layer, model_state_bytes_per_gpu
 from tfcost.errors import UsageError
-from tfcost.hardware import peak_flops_per_s
-from tfcost.presets import load_gpu, load_model
+from tfcost.hardware.rates import peak_flops_per_s
+from tfcost.readers.presets import load_gpu, load_model
 from tfcost.schema import Biases, ModelShape, TrainingSetup
-from tfcost.training import activation_bytes_per_layer, model_state_bytes_per_gpu
 
 
 @pytest.fixture

@@ -31,11 +31,11 @@ FlopCounterMode = pytest.importorskip("torch.utils.flop_counter", reason=WHY).Fl
 import truth_harness  # noqa: E402, F401
 from transformers import AutoConfig, AutoModelForCausalLM, StaticCache  # noqa: E402
 
-from tfcost.flops import forward_flops, score_entries  # noqa: E402
-from tfcost.hf_config import shape_mapping  # noqa: E402
-from tfcost.memory import kv_cache_bytes, kv_cache_bytes_per_token  # noqa: E402
-from tfcost.params import active_params, total_params  # noqa: E402
-from tfcost.presets import config_mapping, model_from_mapping  # noqa: E402
+from tfcost.core.flops import forward_flops, score_entries  # noqa: E402
+from tfcost.core.memory import kv_cache_bytes, kv_cache_bytes_per_token  # noqa: E402
+from tfcost.core.params import active_params, total_params  # noqa: E402
+from tfcost.readers.hf_config import shape_mapping  # noqa: E402
+from tfcost.readers.presets import config_mapping, model_from_mapping  # noqa: E402
 from tfcost.schema import ModelShape  # noqa: E402
 
 CONFIGS = Path(__file__).parent / "data" / "hf_configs"
@@ -141,7 +141,7 @@ def cache_bytes(cache: Any) -> int:
 
 
 def test_every_supported_model_type_has_a_reference_config():
-    from tfcost.hf_config import FAMILIES
+    from tfcost.readers.hf_config import FAMILIES
 
     # kimi_k2 is deepseek_v3 under Moonshot's label, which transformers does not register; LongCat-Flash's forward
     # cannot run on the meta device (nonzero() in its experts loop): both are priced in tests/test_truth_mla.py.

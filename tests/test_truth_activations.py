@@ -1,7 +1,7 @@
 """Training activations against what autograd keeps: a small DeepSeek-V4 (transformers 5.24, bf16, eager, on CPU),
 every tensor its forward saves for backward recorded with torch.autograd.graph.saved_tensors_hooks, by the module
 running when it was saved, deduplicated by storage, parameters left out, and only those still held once the
-forward returns (a graph no output depends on is freed). Checked against the rows' saves (tfcost.layers):
+forward returns (a graph no output depends on is freed). Checked against the rows' saves (tfcost.core.layers):
 
 - the two hyper-connections of a layer and the layer's mixing of the streams (DeepseekV4HyperConnection and
   DeepseekV4DecoderLayer): byte for byte, the operands of the 5 Sinkhorn-Knopp iterations the config asks for
@@ -29,10 +29,10 @@ pytest.importorskip("transformers", reason=WHY)
 
 import truth_harness as th  # noqa: E402
 
-from tfcost import activations  # noqa: E402
-from tfcost.blocks import blocks  # noqa: E402
-from tfcost.hf_config import read_config  # noqa: E402
-from tfcost.presets import model_from_mapping  # noqa: E402
+from tfcost.core import activations  # noqa: E402
+from tfcost.core.blocks import blocks  # noqa: E402
+from tfcost.readers.hf_config import read_config  # noqa: E402
+from tfcost.readers.presets import model_from_mapping  # noqa: E402
 
 TOKENS = 64  # whole windows of both rates, so the compressed and the per-position tensors agree exactly
 ROPE = 8  # the rotated channels: the RoPE tables each rotation expands are this wide

@@ -30,10 +30,10 @@ pytest.importorskip("transformers", reason=WHY)
 from transformers import AutoConfig, StaticCache  # noqa: E402
 from truth_harness import T_LONG, Truth, build, config_from_dict, measure, saved_forms, text_config  # noqa: E402
 
-from tfcost.flops import forward_flops  # noqa: E402
-from tfcost.hf_config import read_config  # noqa: E402
-from tfcost.memory import kv_cache_bytes, kv_cache_bytes_per_token, state_bytes  # noqa: E402
-from tfcost.params import non_embedding_params, total_params  # noqa: E402
+from tfcost.core.flops import forward_flops  # noqa: E402
+from tfcost.core.memory import kv_cache_bytes, kv_cache_bytes_per_token, state_bytes  # noqa: E402
+from tfcost.core.params import non_embedding_params, total_params  # noqa: E402
+from tfcost.readers.hf_config import read_config  # noqa: E402
 from tfcost.schema import ModelShape  # noqa: E402
 
 CONFIGS = Path(__file__).parent / "data" / "hf_configs"

@@ -1,4 +1,4 @@
-"""DeepSeek-V4 (tfcost/families/deepseek_v4.py) against transformers 5.24 on the meta device.
+"""DeepSeek-V4 (tfcost/readers/families/deepseek_v4.py) against transformers 5.24 on the meta device.
 
 The default config (`AutoConfig.for_model("deepseek_v4")`, DeepSeek-V4-Flash's sizes) in both forms transformers
 writes (save_pretrained's and the full to_dict() dump): parameters exactly, FlopCounterMode's forward FLOPs at
@@ -23,12 +23,12 @@ pytest.importorskip("transformers", reason=WHY)
 
 import truth_harness as th  # noqa: E402
 
-from tfcost.flops import forward_flops, forward_flops_breakdown, score_entries  # noqa: E402
-from tfcost.hf_config import read_config  # noqa: E402
-from tfcost.memory import attention_count, kv_cache_bytes, state_bytes  # noqa: E402
-from tfcost.ops import compressed_pairs  # noqa: E402
-from tfcost.params import active_params, mtp_params, parameter_breakdown, total_params  # noqa: E402
-from tfcost.presets import model_from_mapping  # noqa: E402
+from tfcost.core.flops import forward_flops, forward_flops_breakdown, score_entries  # noqa: E402
+from tfcost.core.memory import attention_count, kv_cache_bytes, state_bytes  # noqa: E402
+from tfcost.core.ops import compressed_pairs  # noqa: E402
+from tfcost.core.params import active_params, mtp_params, parameter_breakdown, total_params  # noqa: E402
+from tfcost.readers.hf_config import read_config  # noqa: E402
+from tfcost.readers.presets import model_from_mapping  # noqa: E402
 from tfcost.schema import ModelShape  # noqa: E402
 
 
@@ -198,8 +198,8 @@ def test_estimate_shows_the_cache_held_at_t_and_says_why_there_is_no_per_token_f
 def test_serve_prices_the_cache_at_p_plus_g_and_finds_the_longest_context_by_its_bound(tmp_path):
     from conftest import run_in_process
 
-    from tfcost import serving
-    from tfcost.memory import kv_cache_ceiling_bytes
+    from tfcost.core.memory import kv_cache_ceiling_bytes
+    from tfcost.costs import serving
 
     path = write_config(tmp_path, th.saved_forms("deepseek_v4")["saved"])
     run = run_in_process("serve", path, "--gpu", "h100-sxm", "--gpus", "8", "--prompt", "100", "--generate", "28",
@@ -225,7 +225,7 @@ def test_serve_prices_the_cache_at_p_plus_g_and_finds_the_longest_context_by_its
 
 
 def test_the_cache_bound_is_above_the_cache_at_every_shorter_length():
-    from tfcost.memory import kv_cache_ceiling_bytes
+    from tfcost.core.memory import kv_cache_ceiling_bytes
 
     shape = shape_of(SMALL)
     highest = 0
@@ -236,7 +236,7 @@ def test_the_cache_bound_is_above_the_cache_at_every_shorter_length():
 
 
 def test_check_agrees_with_the_transformers_engine_on_the_cache_held(tmp_path):
-    from tfcost import engines
+    from tfcost.engines import dispatch as engines
     from tfcost.schema import Workload
 
     report = engines.check(None, write_config(tmp_path, SMALL), Workload(seq_len=30))

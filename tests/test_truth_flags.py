@@ -1,4 +1,5 @@
-"""The "Llama plus a few flags" families (tfcost/families/flags.py) against transformers 5.24 on the meta device.
+"""The "Llama plus a few flags" families (tfcost/readers/families/flags.py) against transformers 5.24 on the meta
+device.
 
 For every model_type the default config (`AutoConfig.for_model(model_type)`) is written out in the two forms a
 config.json holds it (the saved `to_diff_dict()` and the full `to_dict()`), read by tfcost as `--config` reads it,
@@ -24,11 +25,11 @@ pytest.importorskip("transformers", reason=WHY)
 from truth_harness import Truth, build, config_from_dict, measure, parameter_count, saved_forms  # noqa: E402
 from truth_harness import forward_flops as counted_flops  # noqa: E402
 
+from tfcost.core.flops import forward_flops  # noqa: E402
+from tfcost.core.memory import kv_cache_bytes_per_token  # noqa: E402
+from tfcost.core.params import total_params  # noqa: E402
 from tfcost.errors import TfcostError  # noqa: E402
-from tfcost.flops import forward_flops  # noqa: E402
-from tfcost.hf_config import FAMILIES, read_config  # noqa: E402
-from tfcost.memory import kv_cache_bytes_per_token  # noqa: E402
-from tfcost.params import total_params  # noqa: E402
+from tfcost.readers.hf_config import FAMILIES, read_config  # noqa: E402
 from tfcost.schema import ModelShape  # noqa: E402
 
 T = 100  # the harness's forward length (truth_harness.T_LONG)
@@ -39,8 +40,8 @@ PATCHES: dict[str, dict[str, Any]] = {
     "hunyuan_v1_moe": {"head_dim": 128},
     "dots1": {"n_routed_experts": 128, "num_experts_per_tok": 6, "n_shared_experts": 2, "first_k_dense_replace": 1},
 }
-# The types read through tfcost/families/flags.py's rows.
-TYPES = sorted(t for t, family in FAMILIES.items() if family.read.__module__ == "tfcost.families.flags")
+# The types read through tfcost/readers/families/flags.py's rows.
+TYPES = sorted(t for t, family in FAMILIES.items() if family.read.__module__ == "tfcost.readers.families.flags")
 
 
 @cache
@@ -109,7 +110,7 @@ def test_bert_lm_head_model_prices_exactly(is_decoder):
 
 def tiny(model_type: str) -> dict[str, Any]:
     """A small copy of a (patched) default MoE config: the same keys, widths cut so CPU routing is quick."""
-    from tfcost.families.flags import Flags
+    from tfcost.readers.families.flags import Flags
 
     cells = [cell.cell_contents for cell in FAMILIES[model_type].read.__closure__ or ()]
     moe = next(cell for cell in cells if isinstance(cell, Flags)).moe  # the row the reader was made from

@@ -1,6 +1,6 @@
 """The linear-attention and short-convolution readers against transformers 5.24 on the meta device.
 
-For every model_type of tfcost.families.linear: the default config in both forms transformers writes (saved and
+For every model_type of tfcost.readers.families.linear: the default config in both forms transformers writes (saved and
 full dump; lfm2_moe's default cannot be built by transformers itself, so its patched default fixture stands in) and
 every fixture must price exactly: parameters, FlopCounterMode's forward FLOPs at T = 100, the cache bytes that grow
 per token (attention layers only) and the fixed per-sequence state (conv states at the model's dtype, recurrent
@@ -23,11 +23,11 @@ pytest.importorskip("transformers", reason=WHY)
 
 import truth_harness as th  # noqa: E402
 
-from tfcost.flops import forward_flops  # noqa: E402
-from tfcost.hf_config import read_config  # noqa: E402
-from tfcost.memory import kv_cache_bytes_per_token, state_bytes  # noqa: E402
-from tfcost.params import total_params  # noqa: E402
-from tfcost.presets import model_from_mapping  # noqa: E402
+from tfcost.core.flops import forward_flops  # noqa: E402
+from tfcost.core.memory import kv_cache_bytes_per_token, state_bytes  # noqa: E402
+from tfcost.core.params import total_params  # noqa: E402
+from tfcost.readers.hf_config import read_config  # noqa: E402
+from tfcost.readers.presets import model_from_mapping  # noqa: E402
 from tfcost.schema import ModelShape  # noqa: E402
 
 CONFIGS = Path(__file__).parent / "data" / "hf_configs"
@@ -256,7 +256,7 @@ def test_kda_layers_from_linear_attn_config_price_exactly():
 def test_a_linear_mixer_without_its_sizes_is_an_error_naming_them(mixer, field):
     from pydantic import ValidationError
 
-    from tfcost.presets import load_model_file, model_preset_paths
+    from tfcost.readers.presets import load_model_file, model_preset_paths
 
     llama = load_model_file(model_preset_paths()["llama-3-8b"]).model_dump()
     llama["layers"] = [{"pattern": [{"mixer": mixer}, {}], "repeat": 16}]

@@ -1,4 +1,4 @@
-"""The MLA families of issue 11 (tfcost/families/mla.py) against transformers 5.24 on the meta device.
+"""The MLA families of issue 11 (tfcost/readers/families/mla.py) against transformers 5.24 on the meta device.
 
 For deepseek_v32, glm_moe_dsa and glm4_moe_lite (longcat_flash at the end, deepseek_v3 under Kimi-K2's label): the
 default config (`AutoConfig.for_model`) in both forms
@@ -37,12 +37,12 @@ from truth_harness import (  # noqa: E402
     saved_forms,
 )
 
-from tfcost.flops import forward_flops as tfcost_forward_flops  # noqa: E402
-from tfcost.flops import forward_flops_breakdown, score_entries  # noqa: E402
-from tfcost.hf_config import read_config  # noqa: E402
-from tfcost.memory import kv_cache_bytes_per_token, state_bytes  # noqa: E402
-from tfcost.params import mtp_params, total_params  # noqa: E402
-from tfcost.presets import load_model, model_from_mapping  # noqa: E402
+from tfcost.core.flops import forward_flops as tfcost_forward_flops  # noqa: E402
+from tfcost.core.flops import forward_flops_breakdown, score_entries  # noqa: E402
+from tfcost.core.memory import kv_cache_bytes_per_token, state_bytes  # noqa: E402
+from tfcost.core.params import mtp_params, total_params  # noqa: E402
+from tfcost.readers.hf_config import read_config  # noqa: E402
+from tfcost.readers.presets import load_model, model_from_mapping  # noqa: E402
 from tfcost.schema import ModelShape  # noqa: E402
 
 CONFIGS = Path(__file__).parent / "data" / "hf_configs"

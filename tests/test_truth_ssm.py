@@ -1,6 +1,6 @@
 """The Mamba, Mamba-2 and hybrid families (issue 14) against transformers 5.24 on the meta device.
 
-For every model_type read by tfcost/families/ssm.py: the default config in the two forms a config.json holds
+For every model_type read by tfcost/readers/families/ssm.py: the default config in the two forms a config.json holds
 (what save_pretrained writes, and the full to_dict() dump) and each published fixture in tests/data/hf_configs
 price exactly: parameters, FlopCounterMode's forward FLOPs at T = 100, KV cache bytes per token and the
 per-sequence state (conv states at bf16, SSM states in fp32, as transformers' cache holds them). The ground truth
@@ -23,14 +23,14 @@ FlopCounterMode = pytest.importorskip("torch.utils.flop_counter", reason=WHY).Fl
 
 import truth_harness as harness  # noqa: E402
 
-import tfcost.hf_config  # noqa: E402, F401  (registers the families below; imported first, as the CLI does)
+import tfcost.readers.hf_config  # noqa: E402, F401  (registers the families below; imported first, as the CLI does)
+from tfcost.core.flops import forward_flops, forward_flops_breakdown  # noqa: E402
+from tfcost.core.memory import kv_cache_bytes_per_token, state_bytes  # noqa: E402
+from tfcost.core.params import parameter_breakdown, total_params  # noqa: E402
 from tfcost.errors import TfcostError  # noqa: E402
-from tfcost.families.ssm import FAMILIES  # noqa: E402
-from tfcost.flops import forward_flops, forward_flops_breakdown  # noqa: E402
-from tfcost.hf_config import read_config  # noqa: E402
-from tfcost.memory import kv_cache_bytes_per_token, state_bytes  # noqa: E402
-from tfcost.params import parameter_breakdown, total_params  # noqa: E402
-from tfcost.presets import model_from_mapping  # noqa: E402
+from tfcost.readers.families.ssm import FAMILIES  # noqa: E402
+from tfcost.readers.hf_config import read_config  # noqa: E402
+from tfcost.readers.presets import model_from_mapping  # noqa: E402
 from tfcost.schema import ModelShape  # noqa: E402
 
 CONFIGS = Path(__file__).parent / "data" / "hf_configs"
@@ -141,7 +141,8 @@ def test_hybrid_kv_cache_is_only_the_attention_layers():
     assert kv_cache_bytes_per_token(shape, "bf16") == 4 * 2 * 8 * 128 * 2
 
 
-# Zamba2's shared transformer blocks (tfcost.layers.shared_transformer): a small model with four uses of the blocks,
+# Zamba2's shared transformer blocks (tfcost.core.layers.shared_transformer): a small model with four uses of the
+# blocks,
 # every way of sharing them that a config can ask for, each against transformers on the meta device.
 TINY_ZAMBA2 = {
     "model_type": "zamba2", "hidden_size": 64, "num_attention_heads": 4, "intermediate_size": 96, "n_mamba_heads": 4,

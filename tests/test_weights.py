@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
+from tfcost.core.params import parameter_breakdown, total_params
+from tfcost.core.weights import UNQUANTIZED_BYTES, checkpoint_weight_bytes, quantized_bytes
 from tfcost.errors import TfcostError
-from tfcost.hf_config import read_config
-from tfcost.params import parameter_breakdown, total_params
-from tfcost.presets import load_model
+from tfcost.readers.hf_config import read_config
+from tfcost.readers.presets import load_model
 from tfcost.schema import Quantization
-from tfcost.weights import UNQUANTIZED_BYTES, checkpoint_weight_bytes, quantized_bytes
 
 CONFIGS = Path(__file__).parent / "data" / "hf_configs"
 N = 128 * 128 * 64  # a multiple of every group and block

@@ -1,3 +1,3 @@
-from tfcost.cli import run
+from tfcost.cli.main import run
 
 run()

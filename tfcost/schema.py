@@ -155,7 +155,7 @@ QuantizedPart = Literal["attention", "mlp", "experts", "shared_experts", "output
 
 class Quantization(Frozen):
     """Weights stored in a quantized format, as a checkpoint's `quantization_config` says: the format, its group or
-    block of weights sharing one scale, and the parts it leaves unconverted. tfcost.weights turns it into bytes;
+    block of weights sharing one scale, and the parts it leaves unconverted. tfcost.core.weights turns it into bytes;
     the matmuls and their FLOPs are the same."""
 
     method: Literal["mxfp4", "nvfp4", "fp8", "awq", "gptq", "bnb-8bit", "bnb-4bit"] = Field(
@@ -436,13 +436,13 @@ class ModelShape(Frozen):
         None, description="V_p: rows of the per-layer embedding table (default vocab_size)"
     )
     altup_streams: SizeOrZero = Field(
-        0, description="n: AltUp's residual streams (Gemma 3n altup_num_inputs: 4); 0: none (tfcost.layers.altup)"
+        0, description="n: AltUp's residual streams (Gemma 3n altup_num_inputs: 4); 0: none (tfcost.core.layers.altup)"
     )
     laurel_rank: SizeOrZero = Field(0, description="r: LAuReL's low-rank residual branch in each layer (Gemma 3n: 64)")
     hyper_connections: SizeOrZero = Field(
         0,
         description="n: residual streams of manifold-constrained hyper-connections (DeepSeek-V4 hc_mult: 4); 0: a "
-        "plain residual (tfcost.layers.hyper_connections)",
+        "plain residual (tfcost.core.layers.hyper_connections)",
     )
     hyper_connection_sinkhorn_iters: Size = Field(
         20,

@@ -1,0 +1,129 @@
+"""`tfcost estimate` and `tfcost compare`: one model's counts, or several side by side.
+
+No `from __future__ import annotations` here: typer would then eval and compile every option's annotation
+string twice on each run, where real annotations cost nothing.
+"""
+
+from functools import partial
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from tfcost.schema import (
+    Workload,
+)
+
+if TYPE_CHECKING:
+    from tfcost.reports.estimate import Estimate
+
+
+from tfcost.cli.app import app
+from tfcost.cli.options import (
+    Batch,
+    Causal,
+    ConfigOption,
+    DtypeOption,
+    EngineOption,
+    ExplainOption,
+    FormatOption,
+    LenientOption,
+    ModelArgument,
+    RevisionOption,
+    Seq,
+    SetOption,
+    StrictOption,
+    default,
+    load_source,
+    validated,
+)
+
+
+@app.command()
+def estimate(
+    model: ModelArgument = None,
+    config: ConfigOption = None,
+    overrides: SetOption = None,
+    strict: StrictOption = False,
+    lenient: LenientOption = False,
+    revision: RevisionOption = None,
+    seq: Seq = default(Workload, "seq_len"),
+    batch: Batch = default(Workload, "batch"),
+    dtype: DtypeOption = default(Workload, "dtype"),
+    causal: Causal = default(Workload, "causal"),
+    gpu: Annotated[
+        str | None,
+        typer.Option("--gpu", help="GPU from `tfcost gpus`: also the T at which one layer's score matrix outgrows it."),
+    ] = None,
+    engine: EngineOption = "auto",
+    output: FormatOption = "table",
+    explain: ExplainOption = False,
+) -> None:
+    """Parameters, FLOPs, KV cache, score-matrix size and the lesson's crossovers in T of one model."""
+    from tfcost.engines.dispatch import engine_answer
+    from tfcost.readers.presets import load_gpu
+    from tfcost.render import tables as render
+    from tfcost.reports.estimate import estimate as run_estimate
+    from tfcost.reports.estimate import with_source
+
+    workload = validated(Workload, seq_len=seq, batch=batch, dtype=dtype, causal=causal)
+
+    def analytic() -> "Estimate":
+        source = load_source(model, config, overrides, strict, lenient, revision)
+        chosen_gpu = load_gpu(gpu) if gpu is not None else None
+        found = with_source(run_estimate(source.shape, workload, chosen_gpu, explained=explain), source)
+        render.print_checkpoint_check(found)
+        return found
+
+    result = engine_answer(model, config, overrides or (), workload, engine, analytic, revision)
+    render.print_report(result, output, render.estimate_table)
+
+
+@app.command()
+def compare(
+    models: Annotated[
+        list[str] | None, typer.Argument(help="Preset names, YAML preset files or config.json paths.")
+    ] = None,
+    configs: Annotated[
+        list[str] | None,
+        typer.Option("--config", metavar="PATH", help="A Hugging Face config.json to add as a column (repeatable)."),
+    ] = None,
+    overrides: SetOption = None,
+    strict: StrictOption = False,
+    lenient: LenientOption = False,
+    revision: RevisionOption = None,
+    seq: Seq = default(Workload, "seq_len"),
+    batch: Batch = default(Workload, "batch"),
+    dtype: DtypeOption = default(Workload, "dtype"),
+    causal: Causal = default(Workload, "causal"),
+    breakdown: Annotated[
+        bool, typer.Option("--breakdown", help="Also show the per-part breakdowns (always in --format json).")
+    ] = False,
+    engine: EngineOption = "auto",
+    output: FormatOption = "table",
+) -> None:
+    """The same quantities for several models, side by side (--set applies to each)."""
+    from tfcost.engines.dispatch import engine_answer
+    from tfcost.errors import UsageError
+    from tfcost.render import tables as render
+    from tfcost.reports.estimate import estimate as run_estimate
+    from tfcost.reports.estimate import with_source
+
+    sources = [(model, None) for model in models or ()] + [(None, path) for path in configs or ()]
+    if not sources:
+        raise UsageError("give the models to compare: preset names, YAML or config.json paths, or --config PATH")
+    workload = validated(Workload, seq_len=seq, batch=batch, dtype=dtype, causal=causal)
+
+    def analytic(model: str | None, path: str | None) -> "Estimate":
+        source = load_source(model, path, overrides, strict, lenient, revision)
+        found = with_source(run_estimate(source.shape, workload), source)
+        render.print_checkpoint_check(found)
+        return found
+
+    results = [
+        engine_answer(model, path, overrides or (), workload, engine, partial(analytic, model, path), revision)
+        for model, path in sources
+    ]
+    if output == "json":
+        render.print_json(results)
+    else:
+        render.compare_table(results, breakdowns=breakdown, markdown=output == "markdown")

@@ -1,0 +1,124 @@
+"""The console entry point: the app with every command registered, each failure turned into one line.
+
+No `from __future__ import annotations` here: typer would then eval and compile every option's annotation
+string twice on each run, where real annotations cost nothing.
+"""
+
+import copy
+import errno
+import gc
+import io
+import os
+import sys
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+
+import typer
+
+# Each module registers its commands on the app, in the order --help lists them.
+# isort: off
+from tfcost.cli import listing, estimate, check, train, serve, sweep, measure  # noqa: F401
+
+# isort: on
+from tfcost.cli.app import app
+from tfcost.errors import TfcostError
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+
+BaseModelT = TypeVar("BaseModelT", bound="BaseModel")
+
+
+def fail(message: str, exit_code: int) -> NoReturn:
+    from tfcost.render.tables import print_error
+
+    if sys.stderr is not None:  # started with standard error closed: the exit code is all there is
+        print_error(message)
+    sys.exit(exit_code)
+
+
+# What a failed write of the output raises: a closed pipe or descriptor, a full disk or quota, an I/O error.
+OUTPUT_ERRNOS = {errno.EPIPE, errno.EBADF, errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO}
+
+
+def discard_stdout() -> None:
+    """Point standard output at /dev/null, so that the interpreter's own flush at exit cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):  # no descriptor: a test's StringIO
+        pass
+
+
+def app_for(argv: list[str] | None) -> typer.Typer:
+    """The app with only the command asked for, when the first argument names one exactly.
+
+    Typer builds every command's parameters before it runs one (inspecting each signature, a validator per
+    option): about 6 ms of CPU per run here for the ten commands not asked for. Anything else (no command, an
+    option first, a misspelt name) gets the whole app, and so its usual help and errors."""
+    words = sys.argv[1:] if argv is None else argv
+    wanted = [info for info in app.registered_commands if words and command_name(info) == words[0]]
+    if len(wanted) != 1:
+        return app
+    narrow = copy.copy(app)
+    narrow.registered_commands = wanted
+    return narrow
+
+
+def command_name(info: Any) -> str:
+    """A command's name as typed: its given name, or its function's with dashes for underscores (typer's rule)."""
+    return info.name or info.callback.__name__.replace("_", "-")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: run the app, turning every expected failure into one line on stderr.
+
+    Set TFCOST_DEBUG=1 to see the traceback instead.
+    """
+    # tfcost has no use for pydantic plugins, and looking for them reads the entry points of every installed
+    # package (4 ms with this venv's 23, growing with each one). A user's own setting wins.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    for stream in (sys.stdout, sys.stderr):  # a character the terminal cannot encode prints as an escape
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
+    if sys.stdout is None:  # started with standard output closed (`tfcost list >&-`)
+        fail("cannot write the output: standard output is closed", 1)
+    if os.environ.get("TFCOST_DEBUG") == "1":
+        app_for(argv)(args=argv)
+        return
+    try:
+        code = app_for(argv)(args=argv, standalone_mode=False)
+        sys.stdout.flush()  # a full disk or a closed pipe is found here, while we can still say so
+    except OSError as error:
+        if error.errno not in OUTPUT_ERRNOS:
+            fail(f"internal error (OSError: {error}); rerun with TFCOST_DEBUG=1 for the traceback", 1)
+        discard_stdout()
+        fail(f"cannot write the output: {error.strerror or error}", 1)
+    except typer.Abort:
+        fail("aborted", 1)
+    except TfcostError as error:
+        fail(str(error), error.exit_code)
+    except KeyboardInterrupt:
+        fail("interrupted", 130)
+    except RecursionError:
+        fail("input nested too deeply", 1)
+    except Exception as error:  # noqa: BLE001 - the promise is: never a traceback
+        if type(error).__name__ == "NoArgsIsHelpError":  # bare `tfcost` or `tfcost estimate`: show the help
+            sys.stderr.write(error.format_message() + "\n")  # type: ignore[attr-defined]
+            sys.exit(2)
+        if hasattr(error, "format_message"):  # click's UsageError (exit 2) and ClickException (exit 1)
+            fail(error.format_message().replace("Value error, ", ""), getattr(error, "exit_code", 1))
+        fail(f"internal error ({type(error).__name__}: {error}); rerun with TFCOST_DEBUG=1 for the traceback", 1)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def run() -> None:
+    """The `tfcost` console script and `python -m tfcost`: main(), then exit without the final garbage collection.
+
+    At exit the interpreter sweeps every object the imports built (typer, pydantic, rich): ~60 ms of a ~300 ms run
+    here, for nothing, as the process is ending anyway. Freezing them exempts them from that sweep.
+    """
+    try:
+        main()
+    finally:
+        gc.freeze()

@@ -1,0 +1,256 @@
+"""What a serving engine is expected to reach, beside the roofline bound: the rates real kernels achieve, and the
+costs a roofline leaves out (per-step floor, tensor-parallel all-reduces, dequantization, paged KV blocks, the
+CUDA context and the activation workspace).
+
+Each default below names its source. A profile measured on the user's machine (`tfcost measure --roofline
+--save-profile NAME`) replaces the table-derived rates with measured ones (tfcost.costs.profiles builds them).
+
+Symbols: L layers, d d_model, t tensor-parallel GPUs, B batch, P prompt tokens, n quantized weights per GPU.
+"""
+
+from __future__ import annotations
+
+import math
+from itertools import pairwise
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tfcost.core import flops, params
+from tfcost.core.blocks import blocks
+from tfcost.core.layers import head_ops, layer_ops
+from tfcost.core.ops import Op, op_flops, op_params
+from tfcost.costs.serving import UNQUANTIZED_BYTES, WEIGHT_BITS
+from tfcost.hardware.rates import bandwidth_bytes_per_s, peak_flops_per_s
+from tfcost.schema import GpuSpec, ModelShape, WeightsDtype
+from tfcost.units import GIB, ceil_div
+
+# Fraction of the datasheet bandwidth that weight- and KV-streaming decode kernels reach at small batch.
+# llm-analysis's README: efficiencies "up to ... 0.7 for inference" reported in the literature; the issue's survey:
+# 0.65-0.75 of peak at batch 1. (Not fitted to gpt-fast: with it, Llama-2-7B bf16 comes out 5% under gpt-fast.)
+BANDWIDTH_FRACTION = 0.7
+BANDWIDTH_FRACTION_SOURCE = "0.7 of datasheet bandwidth (llm-analysis README: ~0.7 reported for inference)"
+# Fraction of the dense tensor peak that large (prefill) matmuls and fused attention reach: FlashAttention-2 §4.1,
+# forward up to 230 of 312 TFLOP/s on A100 (73%); FlashAttention-2 Table 1, GPT3-2.7B end to end 72% MFU.
+MATMUL_FRACTION = 0.7
+MATMUL_FRACTION_SOURCE = "0.7 of the dense tensor peak (FlashAttention-2: 73% forward, 72% MFU end to end, A100)"
+# The time floor of one GPU kernel replayed in a CUDA graph (vLLM and gpt-fast capture decode in CUDA graphs).
+# An assumption (no published per-kernel figure was verified); `measure --roofline` measures it on your machine.
+KERNEL_FLOOR_S = 2e-6
+KERNEL_FLOOR_SOURCE = "2 us per kernel (assumed; a profile measures it)"
+# Kernels one decoder layer launches in a fused engine: 2 norms, QKV, rotary, KV-cache write, attention, output
+# projection, gate-up, activation, down projection (vLLM's Llama layer); plus 2 for the final norm and head.
+KERNELS_PER_LAYER = 10
+KERNELS_OUTSIDE_LAYERS = 2
+# Ops a weight-only kernel spends dequantizing one weight on the CUDA cores: int8 convert and scale (2); int4
+# shift/mask, convert, subtract the zero point, scale (4); fp4 table lookup, convert, scale (3). GPTQ/AWQ/Marlin
+# and gpt-fast's int8/int4 kernels all dequantize in registers before the matmul.
+DEQUANT_OPS_PER_WEIGHT: dict[WeightsDtype, int] = {"int8": 2, "int4": 4, "fp4": 3}
+# NCCL's latency model (src/graph/tuning.cc, quoted in NVIDIA/nccl#1334): a ring all-reduce costs a base latency
+# (baseLat, Ring LL: 6.6 us) plus 2(t-1) hops of the link's latency; DGX-A100 ring all-reduce measured 10 us at
+# t = 2 and 33.7 us at t = 8 (NVIDIA/nccl-tests#123), the model gives 7.8 and 15 us with the LL protocol.
+ALLREDUCE_BASE_LATENCY_S = 6.6e-6
+ALLREDUCES_PER_LAYER = 2  # Megatron-LM: one after attention's row-parallel output, one after the MLP's
+ACTIVATION_BYTES = 2  # bf16 activations travel in the all-reduce
+# The CUDA context and library handles (cuBLAS, NCCL) take memory outside PyTorch's allocator: vLLM counts it as
+# "non-torch memory" in its profile run. 0.5 GiB is an assumption (it varies by driver and GPU); a profile may
+# record it.
+CUDA_CONTEXT_BYTES = GIB // 2
+LOGITS_BYTES = 4  # logits are kept in fp32 for sampling (vLLM's sampler upcasts)
+
+
+class EngineRates(BaseModel):
+    """The rates `expected` uses, per GPU, each with where it came from."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    stream_bytes_per_s: float = Field(gt=0, description="bandwidth decode kernels reach streaming weights and KV")
+    matmul_flops_per_s: float = Field(gt=0, description="FLOP/s large (prefill) matmuls reach")
+    attention_flops_per_s: float | None = Field(
+        default=None, gt=0, description="FLOP/s the fused attention kernel reaches (None: the matmul rate)"
+    )
+    matmul_by_rows: tuple[tuple[int, float], ...] = Field(
+        default=(), description="(M, FLOP/s) matmuls of M rows reach, weights read from memory (a profile's)"
+    )
+    stream_by_row_length: tuple[tuple[int, float], ...] = Field(
+        default=(), description="(K, bytes/s) a one-row matmul reaches on K-long weight rows (a profile's)"
+    )
+    dequant_ops_per_s: float | None = Field(default=None, gt=0, description="CUDA-core op/s for dequantization")
+    kernel_floor_s: float = Field(ge=0, description="fixed cost of one kernel")
+    kernels_per_layer: int = Field(gt=0, description="kernels one layer launches per step")
+    step_fixed_s: float = Field(default=0, ge=0, description="fixed cost of a step outside the layers (a profile's)")
+    link_bytes_per_s: float | None = Field(default=None, gt=0, description="intra-node link, one direction")
+    link_latency_s: float = Field(default=0, ge=0, description="one hop's latency on that link")
+    cuda_context_bytes: int = Field(ge=0, description="memory outside the allocator")
+    sources: dict[str, str]
+
+
+def table_rates(gpu: GpuSpec, compute_dtype: str) -> EngineRates:
+    """Rates from the GPU table's datasheet figures and the published fractions above."""
+    peak = peak_flops_per_s(gpu, compute_dtype) or peak_flops_per_s(gpu, "bf16")
+    assert peak is not None  # the bf16 peak is a required field
+    link = gpu.intra_node_bandwidth_gb_per_s
+    return EngineRates(
+        stream_bytes_per_s=bandwidth_bytes_per_s(gpu) * BANDWIDTH_FRACTION,
+        matmul_flops_per_s=peak * MATMUL_FRACTION,
+        dequant_ops_per_s=peak_flops_per_s(gpu, "fp32"),
+        kernel_floor_s=KERNEL_FLOOR_S,
+        kernels_per_layer=KERNELS_PER_LAYER,
+        link_bytes_per_s=None if link is None else link * 1e9,
+        link_latency_s=(gpu.intra_node_latency_us or 0) * 1e-6,
+        cuda_context_bytes=CUDA_CONTEXT_BYTES,
+        sources={
+            "stream": BANDWIDTH_FRACTION_SOURCE,
+            "matmul": MATMUL_FRACTION_SOURCE,
+            "dequant": "the FP32 (CUDA-core) peak of the GPU table"
+            if gpu.peak_fp32_tflops
+            else "not counted: no verified FP32 peak",
+            "kernel_floor": KERNEL_FLOOR_SOURCE,
+            "allreduce": f"{gpu.intra_node_link or 'no link in the table'}; NCCL tuning.cc latency model",
+            "cuda_context": "0.5 GiB (assumed)",
+        },
+    )
+
+
+def allreduce_seconds(message_bytes: int, gpus: int, rates: EngineRates) -> float:
+    """One ring all-reduce of `message_bytes` over t GPUs: 2(t-1)/t x bytes / link bandwidth (each GPU sends and
+    receives that much; Patarasuk and Yuan 2009, NCCL's busBw convention) plus NCCL's base latency and 2(t-1) hops.
+    Zero for one GPU; with no link bandwidth in the table only the latency terms count."""
+    if gpus == 1:
+        return 0.0
+    hops = 2 * (gpus - 1)
+    transfer = 0.0 if rates.link_bytes_per_s is None else hops / gpus * message_bytes / rates.link_bytes_per_s
+    return transfer + ALLREDUCE_BASE_LATENCY_S + hops * rates.link_latency_s
+
+
+def tensor_parallel_seconds(shape: ModelShape, tokens: int, gpus: int, rates: EngineRates) -> float:
+    """All-reduces of one forward pass over `tokens` tokens (B for a decode step, B x P for a prefill): 2 per layer,
+    each of tokens x d activations (Megatron-LM tensor parallelism)."""
+    message = tokens * shape.d_model * ACTIVATION_BYTES
+    return ALLREDUCES_PER_LAYER * shape.n_layers * allreduce_seconds(message, gpus, rates)
+
+
+def dequant_seconds(quantized_weights_per_gpu: int, dtype: WeightsDtype, rates: EngineRates) -> float:
+    """Weight-only int8/int4/fp4 kernels dequantize each weight once per forward pass: n x ops per weight / the
+    CUDA-core rate. Zero for 16-bit and fp8 weights, or when the table has no CUDA-core peak."""
+    ops = DEQUANT_OPS_PER_WEIGHT.get(dtype)
+    if ops is None or rates.dequant_ops_per_s is None:
+        return 0.0
+    return quantized_weights_per_gpu * ops / rates.dequant_ops_per_s
+
+
+def step_floor_seconds(shape: ModelShape, rates: EngineRates) -> float:
+    """The fixed cost of one forward step: (kernels per layer x L + head kernels) x one kernel's floor, plus what a
+    profile measured outside the layers."""
+    kernels = rates.kernels_per_layer * shape.n_layers + KERNELS_OUTSIDE_LAYERS
+    return kernels * rates.kernel_floor_s + rates.step_fixed_s
+
+
+def phase_seconds(
+    flops: float,
+    bytes_moved: float,
+    rates: EngineRates,
+    attention_flops: float = 0,
+    weight_stream_s: float = 0,
+    rows: int | None = None,
+) -> float:
+    """The kernels' own time at the rates reached: max(compute, memory). Compute: the projections' FLOPs at the
+    matmul rate (at `rows` rows in flight where a profile measured how it changes with them) plus the attention's
+    (QK^T and AV, `attention_flops`, part of `flops`) at the attention kernel's; memory: `bytes_moved` at the stream
+    rate, or, where a profile measured how the rate falls with the weights' row length, `weight_stream_s` for the
+    weights (weights_stream_seconds) and `bytes_moved` for the rest."""
+    matmul_rate = (
+        rates.matmul_flops_per_s
+        if rows is None
+        else measured_rate(rows, rates.matmul_by_rows, rates.matmul_flops_per_s)
+    )
+    attention_rate = rates.attention_flops_per_s or rates.matmul_flops_per_s
+    compute = (flops - attention_flops) / matmul_rate + attention_flops / attention_rate
+    return max(compute, weight_stream_s + bytes_moved / rates.stream_bytes_per_s)
+
+
+def measured_rate(size: int, points: tuple[tuple[int, float], ...], default: float) -> float:
+    """A rate a profile measured at several sizes (row length K, rows in flight M), at `size`: interpolated linearly
+    in log size between the nearest measurements below and above, the nearest one outside them; `default` when
+    none was measured."""
+    ordered = sorted(points)
+    if not ordered:
+        return default
+    if size <= ordered[0][0]:
+        return ordered[0][1]
+    for (low_size, low), (high_size, high) in pairwise(ordered):
+        if size <= high_size:
+            share = (math.log(size) - math.log(low_size)) / (math.log(high_size) - math.log(low_size))
+            return low + share * (high - low)
+    return ordered[-1][1]
+
+
+def stream_rate(row_length: int, rates: EngineRates) -> float:
+    """Bytes/s of a one-row matmul over weight rows of length K (measured_rate over the profile's curve); the
+    single stream rate without one."""
+    return measured_rate(row_length, rates.stream_by_row_length, rates.stream_bytes_per_s)
+
+
+def weights_stream_seconds(shape: ModelShape, weight_bytes: float, rates: EngineRates) -> float:
+    """Time to stream `weight_bytes` of the layers' matrices through one-row matmuls (a decode step): each linear
+    row's share of the weights at the rate measured for its row length K = fan_in (nn.Linear computes x W^T, a dot
+    product over each K-long row of W). Without a measured curve: bytes / the stream rate."""
+    rows = [(count * op_params(op), op.fan_in) for count, op in layer_linear_rows(shape)]
+    total = sum(params for params, _ in rows)
+    if not rates.stream_by_row_length or not total:
+        return weight_bytes / rates.stream_bytes_per_s
+    return sum(weight_bytes * params / total / stream_rate(k, rates) for params, k in rows)
+
+
+def head_seconds(shape: ModelShape, head_flops: float, head_bytes: float, rates: EngineRates) -> float:
+    """The output head on the sampled positions, a roofline of its own: its B rows are too few to reuse the V x d
+    matrix, so even in a compute-bound prefill it streams the matrix, at the rate for its row length d."""
+    rows = [op.fan_in for op in head_ops(shape) if op.kind == "linear"]
+    rate = stream_rate(rows[0], rates) if rows else rates.stream_bytes_per_s
+    return max(head_flops / rates.matmul_flops_per_s, head_bytes / rate)
+
+
+def layer_linear_rows(shape: ModelShape) -> list[tuple[int, Op]]:
+    """Every linear row of the layers, with its count."""
+    return [(count, op) for block, count in blocks(shape) for op in layer_ops(shape, block) if op.kind == "linear"]
+
+
+def table_element_bytes(read_as: WeightsDtype) -> int:
+    """Bytes of one embedding or head weight: 16-bit under 8- and 4-bit weights (tfcost.costs.serving.weight_bytes),
+    else
+    the weights' own width."""
+    return max(WEIGHT_BITS[read_as], 8 * UNQUANTIZED_BYTES) // 8
+
+
+def lookup_table_elements(shape: ModelShape) -> int:
+    """Embedding tables a step only looks rows up in (token, position, per-layer tables), not read whole: the
+    embedding parameters less the head's matrix (a tied head reads the token table, so that one is streamed)."""
+    return max(params.embedding_params(shape) - head_weight_elements(shape), 0)
+
+
+def head_weight_elements(shape: ModelShape) -> int:
+    """The output head's matrix, V x d (a tied head reads the embedding table): its forward FLOPs per token / 2."""
+    return flops.forward_flops_breakdown(shape, 1).get("output_head", 0) // 2
+
+
+def attention_flops(shape: ModelShape, tokens: int, causal: bool = True) -> int:
+    """The attention kernels' FLOPs of one sequence of T tokens: the score (QK^T) and value (AV) rows."""
+    rows = [(count, op) for block, count in blocks(shape) for op in layer_ops(shape, block)]
+    return sum(count * op_flops(op, tokens, tokens, causal) for count, op in rows if op.kind in ("scores", "values"))
+
+
+def allocated_kv_tokens(tokens: int, block: int) -> int:
+    """PagedAttention allocates the KV cache in blocks of `block` tokens (vLLM CacheConfig.DEFAULT_BLOCK_SIZE = 16):
+    a sequence of n tokens holds ceil(n / block) x block slots."""
+    return ceil_div(tokens, block) * block
+
+
+def workspace_bytes(shape: ModelShape, tokens: int, batch: int) -> int:
+    """Activation workspace of one forward over `tokens` tokens in flight (B x P in a prefill): the widest
+    intermediate of a layer, held once (llm-analysis: in inference the activation memory of a layer is the max of
+    its parts, and layers reuse it): the residual plus max(QKV output, MLP hidden), 16-bit; plus fp32 logits of
+    the B sampled positions."""
+    head_dim = shape.head_dim
+    qkv = (shape.n_heads + 2 * shape.n_kv_heads) * head_dim
+    mlp_width = shape.d_ff * (2 if shape.mlp == "gated" else 1)
+    widest = shape.d_model + max(qkv, mlp_width)
+    return tokens * widest * ACTIVATION_BYTES + batch * shape.vocab_size * LOGITS_BYTES

@@ -1,0 +1,81 @@
+"""Fine-tuning with LoRA (Hu et al. 2021) and QLoRA (Dettmers et al. 2023): the adapters, the frozen base's
+storage, and the compute of training only the adapters.
+
+LoRA adds to a frozen d_in x d_out weight two trainable matrices, A (d_in x r) and B (r x d_out): r (d_in + d_out)
+parameters per adapted matrix per layer. QLoRA stores the frozen base's linear layers in 4-bit NormalFloat with one
+quantisation constant per block of 64 weights; double quantisation stores those constants in 8 bits with one fp32
+constant per 256 of them, so 8/64 + 32/(64 x 256) = 0.127 bits per weight instead of 32/64 = 0.5 (QLoRA §3). The
+embedding and the output head stay in 16 bits (bitsandbytes quantises the linear layers, transformers keeps the
+head out).
+"""
+
+from __future__ import annotations
+
+from tfcost.core import flops, params
+from tfcost.errors import UsageError
+from tfcost.schema import ModelShape
+
+LORA_TARGETS = ("q", "k", "v", "o", "gate", "up", "down")
+NF4_BITS = 4  # QLoRA §3: 4-bit NormalFloat
+NF4_BLOCK = 64  # weights per first-level quantisation constant
+DOUBLE_QUANT_BLOCK = 256  # first-level constants per second-level fp32 constant
+DOUBLE_QUANT_CONSTANT_BITS = 8  # first-level constants, double quantised to 8 bits
+FP32_BITS = 32
+BASE_BYTES = 2  # a LoRA base kept in bf16
+
+
+def target_shapes(shape: ModelShape) -> dict[str, tuple[int, int]]:
+    """(d_in, d_out) of each matrix LoRA can adapt in one layer. A plain MLP's two matrices are `up` and `down`."""
+    d, q, kv, f = shape.d_model, shape.n_heads * shape.head_dim, shape.n_kv_heads * shape.head_dim, shape.d_ff
+    targets = {"q": (d, q), "k": (d, kv), "v": (d, kv), "o": (q, d), "up": (d, f), "down": (f, d)}
+    if shape.mlp == "gated":
+        targets["gate"] = (d, f)
+    return targets
+
+
+def check_targets(shape: ModelShape, targets: tuple[str, ...]) -> None:
+    """Every target must be a matrix of this model's layers (dense attention and MLP: no MoE or MLA adapters)."""
+    if shape.moe is not None or shape.mla is not None or shape.architecture != "decoder":
+        raise UsageError(f"--lora: only dense decoder models are supported, not {shape.name}")
+    known = target_shapes(shape)
+    unknown = [name for name in targets if name not in known]
+    if unknown or not targets:
+        raise UsageError(f"--lora-targets: {', '.join(unknown) or 'none given'} not among {', '.join(known)}")
+
+
+def lora_params(shape: ModelShape, rank: int, targets: tuple[str, ...]) -> int:
+    """Trainable parameters: r (d_in + d_out) per adapted matrix, in every layer."""
+    known = target_shapes(shape)
+    return shape.n_layers * sum(rank * sum(known[name]) for name in targets)
+
+
+def quantised_linear_params(shape: ModelShape) -> int:
+    """The parameters QLoRA stores in NF4: every parameter but the embeddings and head (norms and biases, kept in
+    16 bits, are under 0.1% and stored with them)."""
+    return params.total_params(shape) - params.embedding_params(shape)
+
+
+def nf4_bits_per_weight(double_quant: bool = True) -> float:
+    """4 bits, plus the block constants: 8/64 + 32/(64 x 256) = 0.127 bits with double quantisation, 32/64 = 0.5
+    without (QLoRA §3)."""
+    if double_quant:
+        constants = DOUBLE_QUANT_CONSTANT_BITS / NF4_BLOCK + FP32_BITS / (NF4_BLOCK * DOUBLE_QUANT_BLOCK)
+    else:
+        constants = FP32_BITS / NF4_BLOCK
+    return NF4_BITS + constants
+
+
+def frozen_base_bytes(shape: ModelShape, qlora: bool) -> int:
+    """The frozen base: bf16 for LoRA; for QLoRA its linear layers in NF4 with double quantisation, the
+    embeddings and head in bf16."""
+    total = params.total_params(shape)
+    if not qlora:
+        return BASE_BYTES * total
+    linear = quantised_linear_params(shape)
+    return round(linear * nf4_bits_per_weight() / 8) + BASE_BYTES * (total - linear)
+
+
+def lora_training_flops(shape: ModelShape, seq_len: int, tokens: int, adapter_params: int) -> int:
+    """Forward of the base, then backward through it for the activation gradients only, no weight gradients:
+    2 x forward (4N per token instead of 6N), plus 6 FLOPs per adapter parameter per token."""
+    return 2 * flops.forward_flops(shape, seq_len) * tokens // seq_len + 6 * adapter_params * tokens

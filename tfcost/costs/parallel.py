@@ -1,0 +1,145 @@
+"""Parallel layouts as Megatron-LM runs them: which sizes must divide which, how many layers each pipeline stage
+holds, how many micro-batches a step has, and what the pipeline schedule costs in idle time and in activations.
+
+Symbols: L layers, p pipeline stages, v virtual stages (model chunks) per pipeline stage, m micro-batches per step,
+b micro-batch, B global batch (sequences per optimizer step), N_d data-parallel replicas, t tensor-parallel size,
+c context-parallel size.
+"""
+
+from __future__ import annotations
+
+from tfcost.core import params
+from tfcost.core.blocks import layer_count, moe_layer_count
+from tfcost.errors import UsageError
+from tfcost.schema import ModelShape, TrainingSetup
+
+
+def stage_layers(n_layers: int, pp: int, first: int | None = None, last: int | None = None) -> list[int]:
+    """Layers of each pipeline stage, first to last.
+
+    Megatron-LM splits the layers evenly over the stages; `--decoder-first-pipeline-num-layers` and
+    `--decoder-last-pipeline-num-layers` set the first and last stages' counts, and the rest must split evenly
+    over the stages between (Megatron-Core's transformer_layer count check). Llama 3 405B: 126 layers over 16
+    stages with one layer fewer on the first and the last, 7 + 14 x 8 + 7 (Dubey et al. 2024 §3.3.2); BLOOM-176B:
+    70 layers over 12 stages as 5 + 10 x 6 + 5, the embeddings taking a layer's place at each end (BigScience's
+    Megatron-DeepSpeed partition "type:transformer|embedding").
+    """
+    if pp == 1:
+        if first is not None or last is not None:
+            raise UsageError("--pp-first-layers and --pp-last-layers need pp > 1")
+        return [n_layers]
+    ends = (first or 0) + (last or 0)
+    middle_stages = pp - (first is not None) - (last is not None)
+    rest = n_layers - ends
+    if rest < 0 or (middle_stages == 0 and rest != 0) or (middle_stages > 0 and (rest <= 0 or rest % middle_stages)):
+        if first is None and last is None:
+            raise UsageError(f"pp ({pp}) must divide the {n_layers} layers, or give --pp-first-layers/--pp-last-layers")
+        raise UsageError(
+            f"after the first/last stages' {ends} layers, the other {rest} layers must split evenly over "
+            f"the {middle_stages} stages between"
+        )
+    middle = rest // middle_stages if middle_stages else 0
+    stages = [middle] * pp
+    if first is not None:
+        stages[0] = first
+    if last is not None:
+        stages[-1] = last
+    return stages
+
+
+def micro_batches(setup: TrainingSetup) -> int:
+    """m = B / (b x N_d): micro-batches each replica runs per optimizer step (Megatron's num_microbatches).
+    Without a global batch: one micro-batch per replica."""
+    if setup.global_batch is None:
+        return 1
+    return setup.global_batch // (setup.micro_batch * setup.data_parallel)
+
+
+def global_batch(setup: TrainingSetup) -> int:
+    """B: sequences per optimizer step."""
+    return setup.micro_batch * setup.data_parallel * micro_batches(setup)
+
+
+def bubble_fraction(pp: int, microbatches: int, virtual_stages: int = 1) -> float:
+    """Idle time of the 1F1B pipeline over its useful time: (p - 1) / (v x m) (Narayanan et al. 2021 §2.2.1 for
+    v = 1, §2.2.2 for the interleaved schedule, whose bubble shrinks by the v model chunks per stage)."""
+    return (pp - 1) / (virtual_stages * microbatches)
+
+
+def in_flight_factor(pp: int, virtual_stages: int) -> float:
+    """Activations the first stage holds, in units of one micro-batch through all L layers: 1 under 1F1B
+    (p micro-batches in flight through L/p layers each) and 1 + (p - 1)/(p v) under the interleaved schedule
+    (Korthikanti et al. 2022 §4.2.3)."""
+    if virtual_stages == 1:
+        return 1.0
+    return 1 + (pp - 1) / (pp * virtual_stages)
+
+
+def check_layout(shape: ModelShape, setup: TrainingSetup) -> list[int]:
+    """Megatron-LM's (and torchtitan's) rules for what must divide what; returns the layers of each stage.
+
+    - t divides the query and the key-value heads (each GPU holds whole heads);
+    - with sequence parallelism, t divides T; with context parallelism, 2c divides T (each GPU takes two
+      chunks of the sequence, one early and one late, to balance the causal work: Megatron-Core's CP);
+    - the stages' layers as `stage_layers`, and v divides each stage's layers (interleaved 1F1B), with p > 1;
+    - b x N_d divides the global batch; the interleaved schedule needs m to be a multiple of p;
+    - e (expert parallelism) divides the routed experts and N_d x c.
+    """
+    if shape.n_heads % setup.tp or shape.n_kv_heads % setup.tp:
+        raise UsageError(
+            f"tp ({setup.tp}) must divide the query heads ({shape.n_heads}) and the key-value heads "
+            f"({shape.n_kv_heads}) of {shape.name}"
+        )
+    if setup.sequence_parallel and setup.seq_len % setup.tp:
+        raise UsageError(f"sequence parallelism needs tp ({setup.tp}) to divide T ({setup.seq_len})")
+    if setup.cp > 1 and setup.seq_len % (2 * setup.cp):
+        raise UsageError(f"context parallelism needs 2 x cp ({2 * setup.cp}) to divide T ({setup.seq_len})")
+    stages = stage_layers(layer_count(shape), setup.pp, setup.pp_first_layers, setup.pp_last_layers)
+    v = setup.virtual_stages
+    if v > 1:
+        if setup.pp == 1:
+            raise UsageError("--virtual-stages needs pp > 1")
+        if any(layers % v for layers in stages):
+            raise UsageError(f"virtual stages ({v}) must divide every stage's layers ({stages})")
+    if setup.ep > 1:
+        if shape.moe is None:
+            raise UsageError(f"--ep needs a mixture-of-experts model; {shape.name} is dense")
+        if shape.moe.n_experts % setup.ep:
+            raise UsageError(f"ep ({setup.ep}) must divide the {shape.moe.n_experts} routed experts")
+        if (setup.data_parallel * setup.cp) % setup.ep:
+            raise UsageError(
+                f"ep ({setup.ep}) must divide data-parallel x cp ({setup.data_parallel * setup.cp}): Megatron-Core "
+                "draws the expert-parallel ranks from them"
+            )
+    replicas_batch = setup.micro_batch * setup.data_parallel
+    if setup.global_batch is not None:
+        if setup.global_batch % replicas_batch:
+            raise UsageError(
+                f"global batch ({setup.global_batch}) must be a multiple of micro-batch x data-parallel "
+                f"({setup.micro_batch} x {setup.data_parallel})"
+            )
+        if v > 1 and micro_batches(setup) % setup.pp:
+            raise UsageError(
+                f"the interleaved schedule needs the micro-batches per step ({micro_batches(setup)}) to be a "
+                f"multiple of pp ({setup.pp})"
+            )
+    return stages
+
+
+def routed_expert_params(shape: ModelShape) -> int:
+    """Parameters of every routed expert of every MoE layer: what expert parallelism splits."""
+    if shape.moe is None:
+        return 0
+    return moe_layer_count(shape) * shape.moe.n_experts * params.expert_params(shape)
+
+
+def all_to_all_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
+    """Bytes one GPU sends per MoE layer per micro-batch: each of its b T / c tokens goes to k experts and comes
+    back (dispatch and combine), forward and again backward, d-wide at the activation width; (e - 1)/e of the
+    experts live elsewhere (Megatron-Core's all-to-all token dispatcher)."""
+    if shape.moe is None or setup.ep == 1:
+        return 0
+    tokens = setup.micro_batch * setup.seq_len // setup.cp
+    element = 4 if setup.precision == "fp32" else 2
+    per_pass = tokens * shape.moe.experts_per_token * shape.d_model * element * (setup.ep - 1) // setup.ep
+    return 4 * per_pass  # dispatch + combine, forward + backward

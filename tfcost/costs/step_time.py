@@ -1,0 +1,270 @@
+"""A training step's time predicted from its parts, as NVIDIA's Calculon does (Isaev et al., SC'23): the work of
+one micro-batch on the busiest pipeline stage, summed op by op, times the micro-batches, plus the pipeline bubble,
+the data-parallel gradient sync and the optimizer step. Nothing here is fitted to a run's step time.
+
+Per layer, per micro-batch of b sequences, on one GPU (t tensor-, c context-parallel):
+- matmuls: the layer's linear FLOPs (the core's count) x 3 (forward, two backward GEMMs) / (peak x e), where e is
+  the GPU's measured largest matmul efficiency (MAMF, ml-engineering's table) times the wave-quantization
+  efficiency of the layer's GEMMs: a GEMM runs in waves of one output tile (256 x 128) per SM, and a last wave
+  that is part-full costs a whole one (NVIDIA, "Matrix Multiplication Background User's Guide" §3.2);
+- attention: QK^T and AV at the same efficiency, plus the score tensor's memory traffic (written by QK^T, read
+  and written by the fused scale-mask-softmax and by dropout with its 1-byte mask, read by AV: 13 bytes per entry
+  in 16-bit, Megatron-LM's kernels); with flash attention, the kernel at FlashAttention-2's measured efficiency,
+  backward 2.5 x forward (Dao 2023 §4.1);
+- memory-bound ops: norms, residual/bias-dropout-adds and the MLP activation, each reading and writing its
+  tensors once at the HBM bandwidth; backward twice the forward's traffic;
+- recomputation: selective redoes the attention scores; full redoes the layer's forward (compute and TP comm);
+- tensor-parallel communication: per layer 4 all-gathers/reduce-scatters forward and 6 backward with sequence
+  parallelism (the all-gather is redone for the weight gradients), or 2 + 2 all-reduces without, of the
+  b x T/c x d activations, ring cost (t-1)/t x size / bandwidth (Megatron-LM runs them unoverlapped);
+- context-parallel ring attention: c-1 exchanges of K and V forward, of K, V and their gradients backward;
+- expert parallelism: the all-to-all dispatch and combine of each MoE layer, forward and backward
+  (`parallel.all_to_all_bytes`), over NVLink while t x e fits in a node;
+- pipeline: each stage boundary sends one micro-batch's activations forward and their gradients back, split over
+  t (Narayanan et al. 2021 §4.1), over the network; bubble (p-1)/v of one micro-batch's stage time;
+- data parallelism: a ring all-reduce of the fp32 gradients once a step (reduce-scatter + all-gather under
+  ZeRO, the same volume), and ZeRO-3's weight all-gathers each forward and backward. Gradients are reduced in
+  fp32: Megatron-LM's default under --bf16 (arguments.py sets accumulate_allreduce_grads_in_fp32 unless told
+  --grad-reduce-in-bf16), NeMo's ("the default fp32 precision") and torchtitan's (mixed_precision_reduce float32).
+  By default (`dp_overlap`) these collectives run in per-layer buckets overlapped with compute, as PyTorch DDP's
+  buckets, FSDP's prefetch, Megatron-Core's --overlap-grad-reduce/--overlap-param-gather and Calculon's
+  data_par_overlap do: each layer's bucket is launched when that layer's backward (forward, for gathers) ends
+  and hides under the next layer's compute, so the last bucket is always exposed and any excess of a bucket
+  over a layer's compute adds up (`overlapped_seconds`; NeMo: the overlap "exposes only one DP communication
+  chunk"). Gradients reduce during the last micro-batch's backward (the all-gather half of ZeRO's reduce during
+  the next step's first forward, Megatron's --overlap-param-gather); ZeRO-3's gathers in every pass. Without
+  overlap (`--no-dp-overlap`, Megatron-LM's own default and its 2022 runs) all of it is exposed;
+- optimizer: reads and writes every sharded weight, gradient and state byte once at the HBM bandwidth.
+Collectives run at the bus bandwidth nccl-tests measure: 200 of NVLink 3's 300 GB/s on 8 A100s
+(NVIDIA/nccl-tests#149) and 96 of 100 GB/s over 4 HDR InfiniBand ports (NVIDIA/nccl-tests#119).
+"""
+
+from __future__ import annotations
+
+from tfcost.core import activations, flops, params
+from tfcost.core.blocks import layer_count, moe_layer_count
+from tfcost.costs import parallel, training
+from tfcost.hardware import rates as hardware
+from tfcost.schema import GpuSpec, ModelShape, TrainingSetup
+from tfcost.units import GIGA, ceil_div
+
+GEMM_TILE = (256, 128)  # cuBLAS's largest output tile on A100/H100 (NVIDIA Matrix Multiplication guide §2.3)
+FLASH_EFFICIENCY = 0.73  # FlashAttention-2 forward+backward on A100: up to 230 of 312 TFLOP/s (Dao 2023, abstract)
+FLASH_BACKWARD_FACTOR = 2.5  # FlashAttention's backward: 5 matmuls to the forward's 2 (Dao 2023 §4.1)
+NVLINK_BUS_EFFICIENCY = 200 / 300  # nccl-tests all_reduce busbw on 8 A100 SXM4 80GB (NVIDIA/nccl-tests#149)
+NETWORK_BUS_EFFICIENCY = 96 / 100  # nccl-tests all_reduce over 4 x 200 Gb/s HDR per 8 A100 (NVIDIA/nccl-tests#119)
+SCORE_BYTES_PER_ENTRY = 13  # QK^T writes 2; softmax reads 2, writes 2; dropout reads 2, writes 2 + 1 mask; AV reads 2
+MAIN_GRAD_BYTES = 4  # Megatron-LM accumulates and all-reduces gradients in fp32 (its default main_grads)
+GPUS_PER_NODE = 8  # tensor and context parallelism stay inside a node up to this many GPUs
+
+
+def wave_efficiency(rows: int, cols: int, sms: int) -> float:
+    """Share of the last wave's SMs a GEMM with a rows x cols output keeps busy: tiles / (waves x SMs)."""
+    tiles = ceil_div(rows, GEMM_TILE[0]) * ceil_div(cols, GEMM_TILE[1])
+    return tiles / (ceil_div(tiles, sms) * sms)
+
+
+def layer_gemms(shape: ModelShape, tokens: int, tp: int) -> list[tuple[int, int, int]]:
+    """(rows, inner, cols) of one layer's forward GEMMs on one GPU: fused QKV and the output projection, the MLP's
+    input (gate and up fused when gated) and output. An MoE layer's experts take tokens x k rows."""
+    q, kv = shape.n_heads * shape.head_dim, shape.n_kv_heads * shape.head_dim
+    d = shape.d_model
+    width, rows = training.mlp_hidden_width(shape), tokens
+    if shape.moe is not None:
+        width, rows = shape.moe.expert_d_ff, tokens * shape.moe.experts_per_token
+    gated = 2 if shape.mlp == "gated" else 1
+    return [
+        (tokens, d, (q + 2 * kv) // tp),
+        (tokens, q // tp, d),
+        (rows, d, gated * width // tp),
+        (rows, width // tp, d),
+    ]
+
+
+def matmul_efficiency(gpu: GpuSpec, gemms: list[tuple[int, int, int]]) -> float:
+    """The GPU's measured best matmul efficiency times the FLOP-weighted wave efficiency of these GEMMs."""
+    assert gpu.matmul_efficiency is not None and gpu.sm_count is not None
+    work = [rows * inner * cols for rows, inner, cols in gemms]
+    waves = sum(w * wave_efficiency(rows, cols, gpu.sm_count) for w, (rows, _, cols) in zip(work, gemms, strict=True))
+    return gpu.matmul_efficiency * waves / sum(work)
+
+
+def ring_seconds(size_bytes: float, ranks: int, bandwidth: float) -> float:
+    """One ring all-gather or reduce-scatter of a `size_bytes` tensor: (n-1)/n of it crosses each GPU's link."""
+    return 0.0 if ranks == 1 else (ranks - 1) / ranks * size_bytes / bandwidth
+
+
+def link_bandwidth(gpu: GpuSpec, group: int, inside_node: bool) -> float:
+    """Bytes/s a collective over `group` GPUs gets per GPU: NVLink's inside a node, the network's across."""
+    if inside_node and group <= GPUS_PER_NODE:
+        return gpu.intra_node_bandwidth_gb_per_s * GIGA * NVLINK_BUS_EFFICIENCY  # type: ignore[operator]
+    return gpu.inter_node_bandwidth_gb_per_s * GIGA * NETWORK_BUS_EFFICIENCY  # type: ignore[operator]
+
+
+def can_predict(gpu: GpuSpec, setup: TrainingSetup) -> bool:
+    """Whether the GPU table has what the prediction needs for this layout."""
+    if gpu.matmul_efficiency is None or gpu.sm_count is None:
+        return False
+    needs_intra = setup.tp * setup.cp * setup.ep > 1
+    needs_inter = setup.pp > 1 or setup.data_parallel * setup.cp > 1 or setup.tp * setup.cp > GPUS_PER_NODE
+    return (not needs_intra or gpu.intra_node_bandwidth_gb_per_s is not None) and (
+        not needs_inter or gpu.inter_node_bandwidth_gb_per_s is not None
+    )
+
+
+def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict[str, float]:
+    """One layer's forward and backward of one micro-batch on one GPU, by part (the module docstring)."""
+    t, c, b, s = setup.tp, setup.cp, setup.micro_batch, setup.seq_len
+    element = activations.ACTIVATION_BYTES[setup.precision]
+    peak = training.peak_flops_per_s(gpu, setup.precision)
+    bandwidth = hardware.bandwidth_bytes_per_s(gpu)
+    tokens = b * s // c
+    parts = flops.forward_flops_breakdown(shape, s)
+    per_gpu = b / (layer_count(shape) * t * c)  # one layer's share of a micro-batch's forward FLOPs on one GPU
+    scores = sum(v for k, v in parts.items() if k.endswith(("/scores", "/values")))  # every attention's, cross too
+    attention_flops = scores * per_gpu
+    linear_flops = sum(parts.values()) - scores - parts.get("output_head", 0)
+    efficiency = matmul_efficiency(gpu, layer_gemms(shape, tokens, t))
+    matmul_fwd = linear_flops * per_gpu / (peak * efficiency)
+
+    d, width = shape.d_model, training.mlp_hidden_width(shape)
+    d_wide = shape.block_norms * 2 * element + 2 * (
+        3 * element + activations.DROPOUT_MASK_BYTES
+    )  # norms, residual adds
+    activation = (3 if shape.mlp == "gated" else 2) * element * width
+    elementwise_fwd = tokens * (d_wide * d / (t if setup.sequence_parallel else 1) + activation / t) / bandwidth
+    if setup.flash:
+        attention_fwd = attention_flops / (peak * FLASH_EFFICIENCY)
+        attention_bwd = FLASH_BACKWARD_FACTOR * attention_fwd
+    else:
+        entries = b * shape.n_heads // t * s * s // c
+        attention_fwd = attention_flops / (peak * efficiency) + entries * SCORE_BYTES_PER_ENTRY / bandwidth
+        attention_bwd = 2 * attention_fwd
+
+    activations_bytes = tokens * d * element
+    tp_unit = ring_seconds(activations_bytes, t, link_bandwidth(gpu, t, True)) if t > 1 else 0.0
+    tp_fwd, tp_bwd = (4 * tp_unit, 6 * tp_unit) if setup.sequence_parallel else (4 * tp_unit, 4 * tp_unit)
+    kv_bytes = 2 * tokens * shape.n_kv_heads * shape.head_dim // t * element
+    cp_fwd = (c - 1) * kv_bytes / link_bandwidth(gpu, t * c, True) if c > 1 else 0.0
+
+    ep_bytes = parallel.all_to_all_bytes(shape, setup) * moe_share(shape)
+    ep_comm = ep_bytes / link_bandwidth(gpu, t * setup.ep, True) if setup.ep > 1 else 0.0
+
+    recompute = {
+        "none": 0.0,
+        "selective": attention_fwd,
+        "full": matmul_fwd + attention_fwd + elementwise_fwd + tp_fwd + cp_fwd,
+    }[setup.recompute]
+    return {
+        "matmuls": (2 if setup.lora_rank is not None else 3) * matmul_fwd,  # a frozen base has no weight grads
+        "attention": attention_fwd + attention_bwd,
+        "memory_bound": 3 * elementwise_fwd,
+        "recompute": recompute,
+        "tp_comm": tp_fwd + tp_bwd,
+        "cp_comm": 3 * cp_fwd,
+        "ep_comm": ep_comm,
+    }
+
+
+def layer_forward_seconds(parts: dict[str, float], setup: TrainingSetup) -> float:
+    """The forward share of one layer's parts (`layer_seconds`): a third of the matmuls (half under LoRA: no
+    weight gradients), 1/(1 + backward factor) of attention, a third of the memory-bound ops, the forward's
+    tensor-parallel collectives (4 of 8, or 4 of 10 with sequence parallelism), a third of the context-parallel
+    exchanges and half the expert all-to-alls. The rest, recomputation included, is the backward pass."""
+    attention_share = 1 / (1 + (FLASH_BACKWARD_FACTOR if setup.flash else 2))
+    tp_share = 4 / (10 if setup.sequence_parallel else 8)
+    return (
+        parts["matmuls"] / (2 if setup.lora_rank is not None else 3)
+        + parts["attention"] * attention_share
+        + parts["memory_bound"] / 3
+        + parts["tp_comm"] * tp_share
+        + parts["cp_comm"] / 3
+        + parts["ep_comm"] / 2
+    )
+
+
+def overlapped_seconds(bucket: float, window: float, buckets: int) -> float:
+    """Exposed time of `buckets` equal collectives, each launched as one layer's compute ends and run while the
+    next layer computes for `window` seconds: the last bucket has nothing left to hide under, and a bucket longer
+    than its window delays the next, c + max(0, (n - 1)(c - w)). Calculon's data_par_overlap (calculon/llm/llm.py:
+    every chunk but the last overlapped, the excess exposed), without its processor-usage slowdown."""
+    if bucket == 0:
+        return 0.0
+    return bucket + max(0.0, (buckets - 1) * (bucket - window))
+
+
+def moe_share(shape: ModelShape) -> float:
+    """Share of the layers that are MoE layers (the others have no all-to-all)."""
+    if shape.moe is None:
+        return 0.0
+    return moe_layer_count(shape) / layer_count(shape)
+
+
+def head_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> float:
+    """The output head's forward and backward for one micro-batch on the last stage, split over t (vocabulary
+    parallel), at the GPU's measured matmul efficiency."""
+    peak = training.peak_flops_per_s(gpu, setup.precision)
+    assert gpu.matmul_efficiency is not None
+    head = flops.forward_flops_breakdown(shape, setup.seq_len).get("output_head", 0)
+    return 3 * head * setup.micro_batch / (setup.tp * setup.cp) / (peak * gpu.matmul_efficiency)
+
+
+def step_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict[str, float]:
+    """One optimizer step, by part, on the busiest pipeline stage; "total" is their sum."""
+    stages = parallel.stage_layers(layer_count(shape), setup.pp, setup.pp_first_layers, setup.pp_last_layers)
+    layer = layer_seconds(shape, gpu, setup)
+    head = head_seconds(shape, gpu, setup)
+    per_layer = sum(layer.values())
+    times = [n * per_layer + (head if i == len(stages) - 1 else 0.0) for i, n in enumerate(stages)]
+    busiest = max(range(len(stages)), key=lambda i: times[i])
+    m, v, p = parallel.micro_batches(setup), setup.virtual_stages, setup.pp
+    element = activations.ACTIVATION_BYTES[setup.precision]
+    boundary = setup.micro_batch * setup.seq_len // setup.cp * shape.d_model * element / setup.tp
+    p2p = 2 * v * boundary / link_bandwidth(gpu, p, False) if p > 1 else 0.0
+    micro_batch = times[busiest] + p2p
+
+    n_layers = stages[busiest]
+    parts = {key: m * n_layers * value for key, value in layer.items()}
+    parts["matmuls"] += m * (head if busiest == len(stages) - 1 else 0.0)
+    parts["pp_comm"] = m * p2p
+    parts["bubble"] = parallel.bubble_fraction(p, m, v) * m * micro_batch
+
+    parts["dp_comm"] = dp_seconds(shape, gpu, setup, n_layers, layer)
+    held = training.model_state_bytes_per_gpu(
+        params.total_params(shape),
+        setup.precision,
+        setup.optimizer,
+        setup.zero,
+        setup.data_parallel * setup.cp,
+        setup.tp * p,
+    )
+    parts["optimizer"] = 2 * sum(held.values()) / hardware.bandwidth_bytes_per_s(gpu)
+    parts["total"] = sum(parts.values())
+    return parts
+
+
+def dp_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup, n_layers: int, layer: dict[str, float]) -> float:
+    """The data-parallel collectives' exposed time in one step on a stage of `n_layers` layers: its parameters in
+    one bucket a layer; per bucket a ring reduce-scatter of the fp32 gradients and a ring all-gather (together the
+    all-reduce), and under ZeRO-3 an all-gather of the weights in every forward and backward. Without overlap all
+    of it; with it (the default) `overlapped_seconds` in each pass (the module docstring)."""
+    replicas, m = setup.data_parallel * setup.cp, parallel.micro_batches(setup)
+    if replicas == 1:
+        return 0.0
+    experts = parallel.routed_expert_params(shape) if setup.ep > 1 else 0
+    params_per_gpu = (params.total_params(shape) - experts + experts / setup.ep) / (setup.tp * setup.pp)
+    bandwidth = link_bandwidth(gpu, replicas, False)
+    half = ring_seconds(params_per_gpu / n_layers * MAIN_GRAD_BYTES, replicas, bandwidth)
+    element = activations.ACTIVATION_BYTES[setup.precision]
+    gather = ring_seconds(params_per_gpu / n_layers * element, replicas, bandwidth) if setup.zero == 3 else 0.0
+    if not setup.dp_overlap:
+        return n_layers * (2 * half + 2 * m * gather)
+    forward = layer_forward_seconds(layer, setup)
+    backward = sum(layer.values()) - forward
+    deferred = half if setup.zero >= 1 else 0.0  # ZeRO's all-gather of the updated weights: next step's forward
+    first_forward = overlapped_seconds(gather + deferred, forward, n_layers)
+    last_backward = overlapped_seconds(gather + 2 * half - deferred, backward, n_layers)
+    other_passes = (m - 1) * (
+        overlapped_seconds(gather, forward, n_layers) + overlapped_seconds(gather, backward, n_layers)
+    )
+    return first_forward + last_backward + other_passes

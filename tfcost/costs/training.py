@@ -1,0 +1,338 @@
+"""Training a model: its compute, wall-clock time and cost, and the memory each GPU holds.
+
+Symbols (Korthikanti et al. 2022's, beside docs/formulas.md's): N parameters, D tokens, s = T tokens per sequence,
+b micro-batch, h = d_model, a query heads, K key-value heads, Q head_dim, F d_ff, V vocab, L layers,
+t tensor-parallel size, p pipeline-parallel size, N_d data-parallel size (gpus / (t*p)).
+FLOPs here are model FLOPs (what MFU counts, PaLM App. B) unless called hardware FLOPs (with recomputation).
+"""
+
+from __future__ import annotations
+
+from tfcost.core import activations, flops, params
+from tfcost.core.blocks import Block, layer_count
+from tfcost.costs import finetune, fit, parallel
+from tfcost.costs.precision import bytes_per_param
+from tfcost.errors import TfcostError
+from tfcost.hardware import rates as hardware
+from tfcost.schema import GpuSpec, ModelShape, Optimizer, Precision, Recompute, TrainingSetup
+from tfcost.units import ceil_div
+
+DEFAULT_MFU = 0.4  # `train` without --mfu, --hfu or --tflops-per-gpu
+CHINCHILLA_TOKENS_PER_PARAM = 20  # Hoffmann et al. 2022, Table 3: compute-optimal D is about 20 N
+DEFAULT_SEQ_LEN = 4096  # `train --seq` default, never beyond the model's own context
+SECONDS_PER_DAY = 86_400
+SECONDS_PER_HOUR = 3_600
+
+LOGIT_BYTES = 4  # the output logits are kept in fp32 for the loss (Korthikanti et al. 2022: 4sbv/t)
+
+
+def default_seq_len(shape: ModelShape) -> int:
+    """`train --seq` when not given (`default_seq_len_of` the model's context)."""
+    return default_seq_len_of(shape.max_seq_len)
+
+
+def default_seq_len_of(max_positions: int | None) -> int:
+    """4,096 tokens, or the model's context if that is shorter (4,096 when a config declares none)."""
+    return DEFAULT_SEQ_LEN if max_positions is None else min(DEFAULT_SEQ_LEN, max_positions)
+
+
+def chinchilla_optimal_tokens(shape: ModelShape) -> int:
+    """`chinchilla_optimal_tokens_of` the model's parameters."""
+    return chinchilla_optimal_tokens_of(params.total_params(shape))
+
+
+def chinchilla_optimal_tokens_of(n_params: int) -> int:
+    """D = 20 N: compute-optimal training tokens for N parameters (Hoffmann et al. 2022, Table 3)."""
+    return CHINCHILLA_TOKENS_PER_PARAM * n_params
+
+
+def check_parallel_layout(shape: ModelShape, setup: TrainingSetup) -> None:
+    """Megatron-LM's layout rules (`parallel.check_layout`)."""
+    parallel.check_layout(shape, setup)
+
+
+def compute_dtype(precision: Precision) -> str:
+    """The peak the matmuls run at: fp32 under fp32 training, fp8 under fp8 (FP8 matmuls), else bf16."""
+    return {"fp32": "fp32", "fp8": "fp8"}.get(precision, "bf16")
+
+
+def peak_flops_per_s(gpu: GpuSpec, precision: Precision) -> float:
+    """The GPU's dense peak at the training precision's compute dtype, or an error when the table has none."""
+    dtype = compute_dtype(precision)
+    peak = hardware.peak_flops_per_s(gpu, dtype)
+    if peak is None:
+        raise TfcostError(f"the GPU table has no verified {dtype} peak for {gpu.name}")
+    return peak
+
+
+def run_mfu(setup: TrainingSetup) -> float | None:
+    """The MFU a run's wall clock comes from (--mfu, else DEFAULT_MFU), or None when --hfu or --tflops-per-gpu
+    gives it instead."""
+    if setup.hfu is not None or setup.tflops_per_gpu is not None:
+        return None
+    return DEFAULT_MFU if setup.mfu is None else setup.mfu
+
+
+def defaults_notes(shape: ModelShape, setup: TrainingSetup) -> dict[str, str]:
+    """What the report says about the defaults it used: Chinchilla-optimal tokens, the default T."""
+    return defaults_notes_of(setup, chinchilla_optimal_tokens(shape), default_seq_len(shape))
+
+
+def defaults_notes_of(setup: TrainingSetup, chinchilla_tokens: int, default_seq: int) -> dict[str, str]:
+    """`defaults_notes` given the model's Chinchilla-optimal D and default T."""
+    notes = {}
+    if setup.tokens == chinchilla_tokens:
+        notes["tokens"] = f" (Chinchilla-optimal: {CHINCHILLA_TOKENS_PER_PARAM} per parameter, the default)"
+    if setup.seq_len == default_seq:
+        notes["seq_len"] = f" (the default: {DEFAULT_SEQ_LEN:,}, or the model's context if shorter)"
+    return notes
+
+
+# Compute ---------------------------------------------------------------------------------------------------
+
+
+def six_nd_flops(shape: ModelShape, tokens: int) -> int:
+    """6*N*D with N every parameter, embeddings included: how Hoffmann et al. 2022 and the nanoGPT sizing
+    notebook (model_size = params()['total']) size a run. For MoE, N counts the experts a token uses (the
+    active parameters, as torchtitan does). The exact count is `model_training_flops`."""
+    return 6 * params.active_params(shape) * tokens
+
+
+def model_training_flops(shape: ModelShape, seq_len: int, tokens: int, lora_params: int | None = None) -> int:
+    """Exact matmul FLOPs of training on D tokens in T-token sequences: 3 x forward per sequence, D/T sequences.
+    The full T x T scores are counted, as MFU conventionally does (PaLM App. B, nanoGPT, torchtitan).
+    Under LoRA, `finetune.lora_training_flops` (no weight gradients for the frozen base)."""
+    if lora_params is not None:
+        return finetune.lora_training_flops(shape, seq_len, tokens, lora_params)
+    return training_flops_over(flops.training_flops(shape, seq_len), seq_len, tokens)
+
+
+def training_flops_over(training_per_sequence: int, seq_len: int, tokens: int) -> int:
+    """One T-token sequence's training FLOPs over D tokens: D / T sequences."""
+    return training_per_sequence * tokens // seq_len
+
+
+def recompute_flops(shape: ModelShape, seq_len: int, tokens: int, recompute: Recompute) -> int:
+    """The forward work done again in the backward pass, over D tokens.
+
+    selective: QK^T and AV of every layer (Korthikanti et al. 2022's selective
+    recomputation; llm-analysis adds 4bs^2h per layer).
+    full: every layer's forward once more, but not the output head (Narayanan et al. 2021 Eq. 3: four passes
+    over the layers, three over the logits).
+    """
+    if recompute == "none":
+        return 0
+    parts = flops.forward_flops_breakdown(shape, seq_len)
+    if recompute == "selective":  # every attention's, an encoder-decoder's cross-attention too
+        per_sequence = sum(value for key, value in parts.items() if key.endswith(("/scores", "/values")))
+    else:
+        per_sequence = sum(parts.values()) - parts.get("output_head", 0)
+    return per_sequence * tokens // seq_len
+
+
+def gpu_hours(seconds: float, gpus: int) -> float:
+    """GPU-hours: every GPU is held for the whole run."""
+    return seconds * gpus / SECONDS_PER_HOUR
+
+
+def training_cost(hours: float, price_per_gpu_hour: float) -> float:
+    """What the GPU-hours cost at a price per GPU-hour."""
+    return hours * price_per_gpu_hour
+
+
+# Memory ----------------------------------------------------------------------------------------------------
+
+
+def state_bytes_per_param(precision: Precision, optimizer: Optimizer) -> dict[str, int]:
+    """Bytes each parameter costs in weights, gradients and optimizer states (`precision.bytes_per_param`)."""
+    return bytes_per_param(precision, optimizer)
+
+
+def model_state_bytes_per_gpu(
+    n_params: int,
+    precision: Precision,
+    optimizer: Optimizer,
+    zero: int,
+    data_parallel: int,
+    model_parallel: int = 1,
+) -> dict[str, int]:
+    """Weights, gradients and optimizer states on one GPU.
+
+    Tensor and pipeline parallelism give each GPU 1/(t*p) of the parameters (assumed even). ZeRO then shards
+    over the N_d data-parallel replicas (Rajbhandari et al. 2020 Fig. 1): stage 1 the optimizer states, stage 2
+    also the gradients, stage 3 also the weights. Psi = 7.5B, N_d = 64, AdamW: 120, 31.4, 16.6, 1.9 GB.
+    """
+    per_param = state_bytes_per_param(precision, optimizer)
+
+    def shard(bytes_per_param: int, sharded_from_stage: int) -> int:
+        replicas = data_parallel if zero >= sharded_from_stage else 1
+        return ceil_div(n_params * bytes_per_param, model_parallel * replicas)
+
+    return {
+        "weights": shard(per_param["weights"], 3),
+        "gradients": shard(per_param["gradients"], 2),
+        "optimizer": shard(per_param["optimizer"], 1),
+    }
+
+
+def activation_bytes_per_layer(
+    shape: ModelShape,
+    seq_len: int,
+    micro_batch: int,
+    tp: int = 1,
+    sequence_parallel: bool = False,
+    recompute: Recompute = "none",
+    flash: bool = False,
+    precision: Precision = "bf16-mixed",
+) -> int:
+    """Activations the model's largest layer stores for its backward pass (Korthikanti et al. 2022 §4, Eq. 1 and
+    Table 2), a fold over what its rows save (`activations.layer_activation_bytes`): sbh(34 + 5as/h) for GPT-3."""
+    kinds = activations.activation_bytes_by_layer_kind(
+        shape, seq_len, micro_batch, tp, sequence_parallel, recompute, flash, precision
+    )
+    return max(per_layer for _, _, per_layer in kinds)
+
+
+def mlp_hidden_width(shape: ModelShape) -> int:
+    """Hidden units a token's MLP activates: d_ff, or in an MoE block its k routed experts and the shared ones
+    (the MoE blocks' width is used for every layer, dense ones included)."""
+    if shape.moe is None:
+        return shape.d_ff
+    moe = shape.moe
+    return moe.experts_per_token * moe.expert_d_ff + moe.n_shared_experts * moe.shared_width
+
+
+def logits_bytes(shape: ModelShape, seq_len: int, micro_batch: int, tp: int) -> int:
+    """The fp32 logits of one micro-batch, split over t by the vocabulary-parallel head: 4sbV/t; none for a
+    model without a vocabulary head (a base encoder)."""
+    if shape.head == "none":
+        return 0
+    return ceil_div(LOGIT_BYTES * seq_len * micro_batch * shape.vocab_size, tp)
+
+
+def activation_bytes_per_gpu(shape: ModelShape, setup: TrainingSetup) -> int:
+    """Activations on the busiest GPU.
+
+    Under the 1F1B schedule stage i (from 0) holds min(m, p - i) micro-batches in flight, each through its own
+    layers: the first stage L layers' worth whatever p is when stages are even (Korthikanti et al. 2022; it
+    assumes at least p micro-batches per step). The interleaved schedule holds 1 + (p - 1)/(p v) times that
+    (`parallel.in_flight_factor`). Context parallelism gives each GPU T / cp of every sequence.
+    With p = 1 that GPU holds every layer, each kind's own bytes (an encoder-decoder model's both stacks), and also
+    computes the logits, 4sbV/t; with p > 1 a stage's layers are each counted as the largest kind (an upper bound
+    where kinds differ: which kinds a stage holds is not placed).
+    """
+    stages = parallel.stage_layers(layer_count(shape), setup.pp, setup.pp_first_layers, setup.pp_last_layers)
+    in_flight = min(parallel.micro_batches(setup), setup.pp) if setup.global_batch is not None else setup.pp
+    busiest = max(min(in_flight, setup.pp - i) * layers for i, layers in enumerate(stages))
+    factor = parallel.in_flight_factor(setup.pp, setup.virtual_stages)
+    kinds = activation_bytes_by_layer_kind_of(shape, setup)
+    if setup.pp == 1:
+        layers_bytes = sum(count * per_layer for _, count, per_layer in kinds)
+    else:
+        layers_bytes = max(per_layer for _, _, per_layer in kinds) * busiest
+    return round(layers_bytes * factor) + last_stage_logits_bytes(shape, setup)
+
+
+def activation_bytes_by_layer_kind_of(shape: ModelShape, setup: TrainingSetup) -> tuple[tuple[Block, int, int], ...]:
+    """`activations.activation_bytes_by_layer_kind` under a training setup: (kind, layers, bytes of one)."""
+    return activations.activation_bytes_by_layer_kind(
+        shape, setup.seq_len // setup.cp, setup.micro_batch, setup.tp, setup.sequence_parallel, setup.recompute,
+        setup.flash, setup.precision,
+    )  # fmt: skip
+
+
+def activation_bytes_per_layer_of(shape: ModelShape, setup: TrainingSetup) -> int:
+    """`activation_bytes_per_layer` under a training setup: the largest layer kind's."""
+    return max(per_layer for _, _, per_layer in activation_bytes_by_layer_kind_of(shape, setup))
+
+
+def last_stage_logits_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
+    """The logits on the busiest GPU: only when it is also the last pipeline stage (p = 1)."""
+    return logits_bytes(shape, setup.seq_len // setup.cp, setup.micro_batch, setup.tp) if setup.pp == 1 else 0
+
+
+def trainable_params(shape: ModelShape, setup: TrainingSetup) -> int:
+    """Every parameter, or under LoRA only the adapters'."""
+    if setup.lora_rank is None:
+        return params.total_params(shape)
+    return finetune.lora_params(shape, setup.lora_rank, setup.lora_targets)
+
+
+def largest_weight_params(shape: ModelShape) -> int:
+    """The biggest single weight matrix: the embedding or head (V x d), an MLP matrix (d x F) or the query
+    projection (d x H*Q). Under optimizer-in-backward only one parameter's gradient is alive at a time."""
+    return max(shape.vocab_size * shape.d_model, shape.d_model * mlp_hidden_width(shape),
+               shape.d_model * shape.n_heads * shape.head_dim)  # fmt: skip
+
+
+def zero3_gathered_bytes(layer_params: int, setup: TrainingSetup) -> int:
+    """What ZeRO-3 holds gathered besides each GPU's shard: the layer in use and the one prefetched (DeepSpeed's
+    live-parameter caps, `fit.zero3_live_params`), each GPU's 1/t of them, at the weights' bytes."""
+    live = fit.zero3_live_params(ceil_div(layer_params, setup.tp))
+    return live * bytes_per_param(setup.precision, setup.optimizer)["weights"]
+
+
+def data_parallel_memory_per_gpu(
+    n_params: int, layer_params: int, activations: int, setup: TrainingSetup
+) -> dict[str, int]:
+    """Weights, gradients, optimizer states and activations per GPU, and their total, under data parallelism alone
+    (ZeRO over all the GPUs), for a model known by its totals (the transformers engine's): N parameters, the largest
+    layer's for ZeRO-3, and its activations as measured."""
+    parts = model_state_bytes_per_gpu(n_params, setup.precision, setup.optimizer, setup.zero, setup.gpus)
+    if setup.zero == 3:
+        parts["weights"] += zero3_gathered_bytes(layer_params, setup)
+    parts["activations"] = activations
+    parts["total"] = sum(parts.values())
+    return parts
+
+
+def measured_activation_bytes(saved: int, scores: int, flash: bool) -> int:
+    """Activations measured (what autograd saved in one training forward, the transformers engine's), less the T x T
+    scores under fused attention: FlashAttention stores none of them."""
+    return saved - scores if flash else saved
+
+
+def memory_per_gpu(shape: ModelShape, setup: TrainingSetup) -> dict[str, int]:
+    """Everything the busiest GPU holds: weights, gradients, optimizer states and activations, and their total;
+    and what lives in host memory instead ("host").
+
+    Optimizer-in-backward (torchtune's optimizer_in_bwd): each parameter is stepped as soon as its gradient is
+    complete and the gradient freed, so only the largest one is alive at once. A paged optimizer's states and
+    ZeRO-Offload's optimizer states (master copy included, Ren et al. 2021) sit in host memory; offloading
+    params (ZeRO-Infinity) moves the weights there too.
+    """
+    trainable = trainable_params(shape, setup)
+    replicas = setup.data_parallel * setup.cp
+    experts = parallel.routed_expert_params(shape) if setup.ep > 1 and setup.lora_rank is None else 0
+    parts = model_state_bytes_per_gpu(
+        trainable - experts, setup.precision, setup.optimizer, setup.zero, replicas, setup.tp * setup.pp
+    )
+    if experts:  # expert parallelism: each GPU holds 1/e of the routed experts, ZeRO shards them over N_d c / e
+        sharded = model_state_bytes_per_gpu(
+            experts, setup.precision, setup.optimizer, setup.zero, replicas // setup.ep,
+            setup.tp * setup.pp * setup.ep,
+        )  # fmt: skip
+        parts = {key: parts[key] + sharded[key] for key in parts}
+    if setup.memory_convention == "deepspeed" and setup.zero in (2, 3) and setup.lora_rank is None:
+        parts = fit.deepspeed_model_states(
+            ceil_div(trainable, setup.tp * setup.pp), setup.zero, setup.data_parallel * setup.cp,
+            ceil_div(params.params_per_layer(shape), setup.tp),
+        )  # fmt: skip
+    elif setup.zero == 3:
+        parts["weights"] += zero3_gathered_bytes(params.params_per_layer(shape), setup)
+    if setup.lora_rank is not None:  # the frozen base besides the adapters' own weights
+        parts["weights"] += ceil_div(finetune.frozen_base_bytes(shape, setup.qlora), setup.tp * setup.pp)
+    if setup.optimizer_in_backward:
+        per_param = bytes_per_param(setup.precision, setup.optimizer)["gradients"]
+        parts["gradients"] = min(parts["gradients"], ceil_div(largest_weight_params(shape) * per_param, setup.tp))
+    host = 0
+    if setup.offload != "none" or setup.optimizer.startswith("paged-"):
+        host += parts["optimizer"]
+        parts["optimizer"] = 0
+    if setup.offload == "params":
+        host += parts["weights"]
+        parts["weights"] = 0
+    parts["activations"] = activation_bytes_per_gpu(shape, setup)
+    parts["total"] = sum(parts.values())
+    parts["host"] = host
+    return parts

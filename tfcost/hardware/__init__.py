@@ -1,0 +1,1 @@
+"""Hardware: the GPU table and its rates, this host's memory, timing statistics."""

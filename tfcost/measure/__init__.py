@@ -1,0 +1,1 @@
+"""Measure: torch's kernels timed on this machine (the only torch importer beside the transformers engine)."""

@@ -1,0 +1,285 @@
+"""Find and load model presets: YAML files shipped in the wheel (found by name) or the user's own (by path).
+
+Files are read with PyYAML's safe loader only, size-checked before parsing, and validated into a ModelShape; every
+failure becomes one TfcostError line that names the file and the problem.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tfcost.errors import TfcostError, UsageError, describe_validation_error
+from tfcost.readers.files import CONSTRUCTOR_ERRORS, read_json_mapping, read_yaml_mapping, safe_load
+from tfcost.schema import GpuSpec, ModelShape
+
+if TYPE_CHECKING:
+    from tfcost.readers.hf_config import ConfigReading
+
+
+def presets_dir() -> Path:
+    """The shipped presets: inside the installed package, or the repo's top-level presets/ in a checkout."""
+    package = Path(__file__).parent.parent  # tfcost/
+    packaged = package / "presets"
+    return packaged if packaged.is_dir() else package.parent / "presets"
+
+
+@cache  # the shipped files do not change while a command runs, and compare looks a name up per model
+def model_preset_paths() -> dict[str, Path]:
+    """Shipped model presets by name (the file stem), sorted."""
+    return {path.stem: path for path in sorted((presets_dir() / "models").glob("*.yaml"))}
+
+
+def looks_like_path(reference: str) -> bool:
+    return reference.endswith((".yaml", ".yml", ".json")) or "/" in reference or "\\" in reference
+
+
+def config_name(path: Path, config: dict[str, Any]) -> str:
+    """A model name for a config.json: its `_name_or_path`, else its folder (`.../llama-3-8b/config.json`)."""
+    named = config.get("_name_or_path")
+    if isinstance(named, str) and named.strip("/"):
+        return named.strip("/").rsplit("/", 1)[-1]
+    if path.stem == "config" and path.resolve().parent.name:
+        return path.resolve().parent.name
+    return path.stem
+
+
+def config_reading(path: Path, strict: bool = False, lenient: bool = False) -> ConfigReading:
+    """A Hugging Face config.json read as a preset mapping with a name and source, and what was ignored."""
+    from tfcost.readers.hf_config import read_config
+
+    config = read_json_mapping(path)
+    try:
+        reading = read_config(config, strict=strict, lenient=lenient)
+    except TfcostError as error:
+        raise TfcostError(f"{path}: {error}") from None
+    source = f"Hugging Face {reading.model_type} config.json ({path.name})"
+    reading.mapping = {"name": config_name(path, config), "source": source, **reading.mapping}
+    return reading
+
+
+def config_mapping(path: Path) -> dict[str, Any]:
+    """The preset mapping equivalent to a Hugging Face config.json, with a name and source."""
+    return config_reading(path).mapping
+
+
+def hub_reading(repo_id: str, revision: str | None, strict: bool, lenient: bool) -> ConfigReading:
+    """The config.json of a Hub model (tfcost.readers.hub fetches it), read as a preset mapping."""
+    from tfcost.readers.hf_config import read_config
+    from tfcost.readers.hub import fetch_config
+
+    fetched = fetch_config(repo_id, revision)
+    try:
+        reading = read_config(fetched.config, strict=strict, lenient=lenient)
+    except TfcostError as error:
+        raise TfcostError(f"{repo_id}: {error}") from None
+    source = f"{fetched.described(revision)}, {reading.model_type} config.json"
+    reading.mapping = {"name": repo_id.rsplit("/", 1)[-1], "source": source, **reading.mapping}
+    reading.checkpoint_bytes = fetched.checkpoint_bytes
+    return reading
+
+
+@dataclass
+class ModelSource:
+    """The model a command is asked about, and what its source said that tfcost did not use: the config keys
+    ignored, the towers of a multimodal model not priced, and a Hub checkpoint's stored bytes (a cross-check)."""
+
+    shape: ModelShape
+    ignored_fields: list[str] = field(default_factory=list)
+    not_priced: list[str] = field(default_factory=list)
+    checkpoint_bytes: int | None = None
+
+
+def is_hub_id(reference: str) -> bool:
+    """tfcost.readers.hub's test, imported only for a name with a slash: a preset name is never one."""
+    from tfcost.readers.hub import looks_like_hub_id
+
+    return looks_like_hub_id(reference)
+
+
+def path_exists(reference: str) -> bool:
+    """Whether a file or folder of this name is here; a name too long to be a path is not one."""
+    try:
+        return Path(reference).exists()
+    except (OSError, ValueError):
+        return False
+
+
+def names_hub_model(reference: str) -> bool:
+    """Whether a MODEL is a Hub id: `owner/name`, and no file or folder of that name here."""
+    return "/" in reference and not path_exists(reference) and is_hub_id(reference)
+
+
+def model_mapping(
+    reference: str, revision: str | None = None, strict: bool = False, lenient: bool = False
+) -> tuple[dict[str, Any] | ConfigReading, str, str]:
+    """(mapping or config reading, origin for errors, default name) of a preset name, a YAML preset path, a
+    config.json path or a Hub id (`owner/name`, when no such file exists)."""
+    if names_hub_model(reference):
+        return hub_reading(reference, revision, strict, lenient), reference, reference.rsplit("/", 1)[-1]
+    exists = path_exists(reference)
+    if revision is not None:
+        raise UsageError(f"--revision applies to a Hugging Face Hub id (owner/name), not to '{reference}'")
+    if reference.endswith(".json"):
+        path = Path(reference)
+        return config_reading(path, strict, lenient), str(path), path.stem
+    if looks_like_path(reference) or (exists and Path(reference).is_file()):
+        path = Path(reference)
+        return read_yaml_mapping(path), str(path), path.stem
+    known = model_preset_paths()
+    if reference not in known:
+        close = difflib.get_close_matches(reference, known, n=4, cutoff=0.5)
+        hint = f"; did you mean {', '.join(close)}?" if close else "; `tfcost list` shows them all"
+        raise TfcostError(f"unknown preset '{reference}'{hint}")
+    return read_yaml_mapping(known[reference]), str(known[reference]), reference
+
+
+def model_from_mapping(data: dict[str, Any], origin: str, default_name: str) -> ModelShape:
+    """Validate a mapping into a ModelShape; `origin` names it in errors."""
+    from pydantic import ValidationError
+
+    try:
+        return ModelShape.model_validate({"name": default_name, **data})
+    except (ValidationError, ValueError) as error:
+        raise TfcostError(f"{origin}: {describe_validation_error(error)}") from None
+
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """`key=value` -> (dotted key parts, value read as YAML: 16 is an int, true a bool, [0, 2] a list)."""
+    import yaml
+
+    key, sep, raw = text.partition("=")
+    parts = key.strip().split(".")
+    if not sep or not all(parts):
+        raise UsageError(f"--set expects KEY=VALUE (e.g. n_kv_heads=16 or bias.qkv=true), got '{text}'")
+    try:
+        return parts, safe_load(raw)
+    except (yaml.YAMLError, *CONSTRUCTOR_ERRORS, RecursionError):
+        raise UsageError(f"--set {key.strip()}: cannot read the value '{raw}'") from None
+
+
+def apply_overrides(mapping: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
+    """A copy of a preset mapping with each `key=value` set (dotted keys reach nested mappings: moe.n_experts).
+
+    The shape is then validated like any preset. A changed shape is no longer the published model: it is named
+    after its overrides and loses the published count, unless those are set too.
+    """
+    import copy
+
+    result = copy.deepcopy(mapping)
+    keys = set()
+    for text in overrides:
+        parts, value = parse_override(text)
+        keys.add(parts[0])
+        node = result
+        for depth, part in enumerate(parts[:-1]):
+            child = node.get(part)
+            if child is None:
+                child = node[part] = {}
+            if not isinstance(child, dict):
+                raise UsageError(f"--set {'.'.join(parts)}: '{'.'.join(parts[: depth + 1])}' is not a mapping")
+            node = child
+        node[parts[-1]] = value
+    if overrides:
+        if "name" not in keys:
+            result["name"] = f"{result.get('name', 'model')} ({', '.join(overrides)})"
+        if "published_params" not in keys:
+            result.pop("published_params", None)
+    return result
+
+
+def resolve_source(
+    model: str | None,
+    config: str | None = None,
+    overrides: Sequence[str] = (),
+    *,
+    strict: bool = False,
+    lenient: bool = False,
+    revision: str | None = None,
+) -> ModelSource:
+    """The model a command is asked about: a preset name or file, a config.json or a Hub id (`model`), or a
+    config.json (`config`), with `--set` overrides applied, and what its config said that was not used. `strict`
+    makes an ignored config key an error; `lenient` lets a structural-looking unknown key through (reported).
+    Every command that takes a model goes through here."""
+    if model is not None and config is not None:
+        raise UsageError(f"give a MODEL or --config PATH, not both ('{model}' and --config {config})")
+    if strict and lenient:
+        raise UsageError("--strict and --lenient contradict each other: give one")
+    found: dict[str, Any] | ConfigReading
+    if config is not None:
+        if revision is not None:
+            raise UsageError("--revision applies to a Hugging Face Hub id (owner/name), not to --config")
+        found, origin, default_name = config_reading(Path(config), strict, lenient), config, Path(config).stem
+    elif model is not None:
+        found, origin, default_name = model_mapping(model, revision, strict, lenient)
+    else:
+        raise UsageError(
+            "no model given: name a preset, a YAML preset or config.json path, a Hub id, or use --config PATH"
+        )
+    reading = None if isinstance(found, dict) else found
+    mapping = found if isinstance(found, dict) else found.mapping
+    if overrides:
+        origin = f"{origin} with --set {' '.join(overrides)}"
+    shape = model_from_mapping(apply_overrides(mapping, overrides), origin, default_name)
+    if reading is None:
+        return ModelSource(shape)
+    return ModelSource(shape, reading.ignored, reading.not_priced, reading.checkpoint_bytes)
+
+
+def resolve_model(
+    model: str | None, config: str | None = None, overrides: Sequence[str] = (), **options: Any
+) -> ModelShape:
+    """The shape alone of resolve_source (same arguments)."""
+    return resolve_source(model, config, overrides, **options).shape
+
+
+def load_model_file(path: Path) -> ModelShape:
+    """A user's own preset file."""
+    return model_from_mapping(read_yaml_mapping(path), str(path), path.stem)
+
+
+def load_model(reference: str) -> ModelShape:
+    """A preset by name (`gpt2-small`), a path to a YAML file, or a path to a Hugging Face config.json."""
+    return resolve_model(reference)
+
+
+def all_models() -> list[ModelShape]:
+    """Every shipped model preset, in name order."""
+    return [load_model_file(path) for path in model_preset_paths().values()]
+
+
+def all_gpus() -> list[GpuSpec]:
+    """The GPU spec table shipped in presets/gpus.yaml, in file order."""
+    from pydantic import ValidationError
+
+    path = presets_dir() / "gpus.yaml"
+    rows = safe_load(path.read_text(encoding="utf-8"))
+    try:
+        return [GpuSpec.model_validate(row) for row in rows]
+    except ValidationError as error:  # a broken shipped table is our bug, but still one line
+        raise TfcostError(f"{path}: {describe_validation_error(error)}") from None
+
+
+def load_gpu(name: str) -> GpuSpec:
+    """A GPU by its table name (`h100-sxm`), case-insensitive, or one line listing the close names."""
+    gpus = {gpu.name: gpu for gpu in all_gpus()}
+    key = name.strip().lower()
+    if key in gpus:
+        return gpus[key]
+    close = difflib.get_close_matches(key, gpus, n=4, cutoff=0.4)
+    hint = f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(gpus)}"
+    raise TfcostError(f"unknown GPU '{name}'; {hint}")
+
+
+def gpu_for_device_name(device_name: str) -> GpuSpec | None:
+    """The table row whose device_names pattern matches what torch calls the local GPU, if any."""
+    import re
+
+    for gpu in all_gpus():
+        if any(re.search(pattern, device_name, re.IGNORECASE) for pattern in gpu.device_names):
+            return gpu
+    return None

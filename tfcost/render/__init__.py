@@ -1,0 +1,1 @@
+"""Rendering: the only place results become text (rich), tables and charts."""

@@ -1,0 +1,239 @@
+"""Charts of a sweep: in the terminal (plotext) or to a file (matplotlib: PNG, SVG, or an HTML page around the SVG).
+
+Both libraries are the optional extra `tfcost[plot]`, imported here, only when a chart is asked for. Nothing here
+computes a cost: every value, level and crossover comes from the SweepReport; the axes' tick labels are printed
+through tfcost.units like every other number.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tfcost.costs.crossover import Crossover
+from tfcost.costs.sweep import METRICS, SweepReport, spans_decades
+from tfcost.errors import TfcostError
+from tfcost.units import human
+
+INSTALL = "pip install 'tfcost[plot]'"
+X_LABEL = "T, tokens per sequence"
+UNIT_NAMES = {"flops": "FLOPs", "bytes": "bytes, IEC", "count": "count", "fraction": "share", "ms": "ms"}
+FILE_SUFFIXES = (".png", ".svg", ".html")
+REFERENCES = {"attention_vs_6n": "6N", "kv_cache_vs_weights": "the weights", "score_matrix_vs_gpu": "GPU memory"}
+
+
+def need(module: str) -> Any:
+    """Import an optional plotting library, or fail in one line saying what to install."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise TfcostError(f"charts need {module.split('.')[0]}: {INSTALL}") from None
+
+
+@dataclass(frozen=True)
+class Line:
+    label: str
+    values: list[float]
+    crossover: Crossover | None  # the crossover to mark on this line, if it has one
+
+
+@dataclass(frozen=True)
+class Panel:
+    metric: str
+    title: str
+    y_label: str
+    lines: list[Line]
+    log_x: bool
+    log_y: bool
+
+
+def panels(report: SweepReport) -> Iterator[Panel]:
+    """One chart per metric: a line per model (and batch, where the metric depends on it)."""
+    several_batches = len(report.batches) > 1
+    for metric in report.metrics:
+        spec = METRICS[metric]
+        lines = []
+        for series in (s for s in report.series if s.metric == metric):
+            label = f"{series.model} B={series.batch}" if spec.per_batch and several_batches else series.model
+            mark = next(
+                (
+                    c
+                    for c in report.crossovers
+                    if c.name == spec.crossover
+                    and c.model == series.model
+                    and (c.batch == series.batch or c.name == "attention_vs_6n")
+                ),
+                None,
+            )
+            lines.append(Line(label, [float(v) for v in series.values], mark))
+        everything = [v for line in lines for v in line.values]
+        yield Panel(
+            metric,
+            spec.label,
+            f"{spec.label} ({UNIT_NAMES.get(spec.unit, spec.unit)})",
+            lines,
+            spans_decades(report.seq_lens),
+            spans_decades(everything) and spec.unit != "fraction",
+        )
+
+
+def ticks(values: list[float], log: bool, unit: str, count: int = 5) -> tuple[list[float], list[str]]:
+    """Tick positions across the values' range (equal ratios on a log axis), labelled in the metric's unit."""
+    low, high = min(values), max(values)
+    if high <= low:
+        return [low], [human(low, unit)]  # type: ignore[arg-type]
+    if log:
+        positions = [low * (high / low) ** (i / (count - 1)) for i in range(count)]
+    else:
+        positions = [low + (high - low) * i / (count - 1) for i in range(count)]
+    return positions, [human(p, unit) for p in positions]  # type: ignore[arg-type]
+
+
+def printable(text: str) -> str:
+    """A model name as the chart shows it: characters that would not print as themselves become escapes."""
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
+
+
+def crossover_note(c: Crossover) -> str:
+    if c.seq_len is None:
+        return f"{c.model}: {c.label}: none, {c.reason}"
+    return f"{c.model}: {c.label} at T = {c.seq_len:,} (rounded down)"
+
+
+MARKERS = ("braille", "dot", "x", "+", "o", "*", "#", "@")  # lines stay apart without colour too
+
+
+def terminal(report: SweepReport, width: int | None = None, height: int = 22, color: bool = False) -> str:
+    """The sweep's charts as text: log axes where a range spans a decade or more, a line per model, the fixed
+    cost each crosses as a horizontal line and the crossover marked with a vertical one."""
+    plt = need("plotext")
+    out = []
+    xs = [float(t) for t in report.seq_lens]
+    for panel in panels(report):
+        plt.clf()
+        plt.plotsize(width or min(plt.terminal_width() or 100, 120), height)
+        plt.theme("clear")
+        plt.title(panel.title)
+        plt.xlabel(X_LABEL)
+        plt.ylabel(UNIT_NAMES.get(METRICS[panel.metric].unit, ""))
+        if panel.log_x:
+            plt.xscale("log")
+        if panel.log_y:
+            plt.yscale("log")
+        everything = [v for line in panel.lines for v in line.values]
+        for index, line in enumerate(panel.lines):
+            plt.plot(xs, line.values, label=printable(line.label), marker=MARKERS[index % len(MARKERS)])
+        marks = []
+        for line in panel.lines:
+            c = line.crossover
+            if c is not None and c.crossing is not None and xs[0] <= c.crossing <= xs[-1]:
+                plt.vline(c.crossing)
+                marks.append(f"| {printable(line.label)}: crossover at T = {c.seq_len:,} (the vertical line)")
+                if METRICS[panel.metric].reference and min(everything) <= c.level <= max(everything):
+                    plt.hline(c.level)
+        step = max(1, (len(report.seq_lens) - 1) // 5)  # ticks at swept values: round ones, for doubling steps
+        xt = [float(t) for t in report.seq_lens[::step]]
+        plt.xticks(xt, [f"{round(x):,}" for x in xt])
+        yt, yl = ticks([v for v in everything if v > 0] or everything, panel.log_y, METRICS[panel.metric].unit)
+        plt.yticks(yt, yl)
+        chart = plt.build()
+        out.append(chart if color else plt.uncolorize(chart))
+        out.extend(marks)
+    plt.clf()
+    return "\n".join(out) + "\n"
+
+
+def figure(report: SweepReport) -> Any:
+    """A matplotlib figure of the sweep, one panel per metric, the crossovers marked with dotted lines."""
+    matplotlib = need("matplotlib")
+    matplotlib.use("Agg")  # files only: no display needed
+    pyplot = need("matplotlib.pyplot")
+    from matplotlib.ticker import FuncFormatter
+
+    charts = list(panels(report))
+    fig, axes = pyplot.subplots(len(charts), 1, figsize=(7, 3.6 * len(charts)), squeeze=False)
+    for ax, panel in zip(axes[:, 0], charts, strict=True):
+        unit = METRICS[panel.metric].unit
+        for line in panel.lines:
+            (drawn,) = ax.plot(report.seq_lens, line.values, label=line.label, linewidth=1.6)
+            c = line.crossover
+            if c is None or c.crossing is None or not report.seq_lens[0] <= c.crossing <= report.seq_lens[-1]:
+                continue
+            ax.axvline(c.crossing, color=drawn.get_color(), linestyle=":", linewidth=1)
+            at = c.level if METRICS[panel.metric].reference else line.values[0]
+            if METRICS[panel.metric].reference:
+                ax.axhline(c.level, color=drawn.get_color(), linestyle="--", linewidth=0.8)
+                ax.plot([c.crossing], [c.level], "o", color=drawn.get_color(), markersize=4)
+            ax.annotate(
+                f"T = {c.seq_len:,}",
+                (c.crossing, at),
+                xytext=(4, -10),
+                textcoords="offset points",
+                fontsize=7,
+                color=drawn.get_color(),
+            )
+        if panel.log_x:
+            ax.set_xscale("log")
+        if panel.log_y:
+            ax.set_yscale("log")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _, unit=unit: human(v, unit)))
+        ax.set_xlabel(X_LABEL)
+        ax.set_ylabel(panel.y_label, fontsize=8)
+        crossed = METRICS[panel.metric].crossover
+        legend = ""
+        if crossed is not None:
+            fixed = f"dashed: {REFERENCES[crossed]}; " if METRICS[panel.metric].reference else ""
+            legend = f"\n({fixed}dotted: the crossover)"
+        ax.set_title(panel.title + legend, fontsize=10)
+        ax.grid(True, which="major", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def check_path(path: str) -> Path:
+    """The file --plot names, refused before any work when its kind is not one tfcost writes."""
+    target = Path(path)
+    if target.suffix.lower() not in FILE_SUFFIXES:
+        raise TfcostError(f"--plot: '{printable(path)}' should end in {', '.join(FILE_SUFFIXES)}")
+    return target
+
+
+def write(report: SweepReport, path: str) -> Path:
+    """Write the chart to `path`: .png or .svg through matplotlib, .html as a page holding the SVG inline."""
+    target = check_path(path)
+    suffix = target.suffix.lower()
+    fig = figure(report)
+    try:
+        if suffix == ".html":
+            svg = io.StringIO()
+            fig.savefig(svg, format="svg")
+            text = svg.getvalue()
+            body = text[text.index("<svg") :]  # drop the XML prolog and doctype: the page is HTML
+            notes = "".join(f"<li>{html.escape(crossover_note(c))}</li>" for c in report.crossovers)
+            page = (
+                '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>tfcost sweep</title></head>\n'
+                f"<body>\n<h1>tfcost sweep: {html.escape(', '.join(report.models))}</h1>\n{body}\n"
+                f"<h2>Crossovers</h2><ul>{notes}</ul>\n</body></html>\n"
+            )
+            target.write_text(page, encoding="utf-8")
+        else:
+            png = {"dpi": 80, "pil_kwargs": {"optimize": True}} if suffix == ".png" else {}
+            fig.savefig(target, format=suffix[1:], metadata=file_metadata(suffix), **png)
+    except OSError as error:
+        raise TfcostError(f"--plot: cannot write '{path}': {error.strerror}") from None
+    finally:
+        need("matplotlib.pyplot").close(fig)
+    return target
+
+
+def file_metadata(suffix: str) -> dict[str, Any]:
+    """No creation date or software version in the file, so the same sweep always writes the same bytes."""
+    return {"Software": None} if suffix == ".png" else {"Date": None, "Creator": None}

@@ -1,0 +1,819 @@
+"""The one place results become text: rich tables for people, JSON for scripts. The only module importing rich.
+
+Nothing here computes: every number comes from a result object of the core, and each is printed through
+tfcost.units in its labelled unit (SI for counts and FLOPs, IEC for bytes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import dataclasses
+import io
+import math
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel
+
+from tfcost import __version__
+from tfcost.errors import TfcostError
+from tfcost.reports.estimate import SECTIONS, CrossoverReport, Estimate, SourceNotes
+from tfcost.reports.explain import Line
+from tfcost.schema import GpuSpec, ModelShape
+from tfcost.units import Unit, human
+
+if TYPE_CHECKING:  # imported where used: only `measure` needs its report classes built
+    from tfcost.costs.crossover import Crossover
+    from tfcost.costs.sweep import SweepReport
+    from tfcost.engines.report import CheckReport, EngineEstimate, EngineServeReport, EngineTrainReport
+    from tfcost.readers.presets import ModelSource
+    from tfcost.reports.measure import Measurement, MeasureReport
+    from tfcost.reports.serve import ServeReport
+    from tfcost.reports.train import TrainReport
+
+Report = TypeVar("Report", bound=BaseModel)
+CONVENTIONS = (
+    "FLOPs are 2*m*k*n per matmul (not MACs). Counts and FLOPs in SI units (G = 10^9), bytes in IEC units "
+    "(MiB = 2^20 B); --format json gives exact integers."
+)
+
+
+def clean(text: str) -> str:
+    """Text from outside (a model's name or source, a path, torch's words) made safe to print: every character
+    that would not print as itself (escape, C0 and C1 controls, bidi overrides, line breaks, lone surrogates) is
+    written as its Python escape, so no file can move the cursor, retitle the window, write the clipboard, reorder
+    what follows or make a line the encoder cannot write. The only place tfcost neutralises text."""
+    if text.isprintable():  # the common case, checked at C speed
+        return text
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
+
+
+NOT_FINITE = "a result is not a finite number; is an option extreme?"
+
+
+def neutral(value: Any) -> Any:
+    """A result whose every string, however deeply nested, has been through clean(), refused if it holds a number
+    that is not finite (an MFU of 5e-324 makes a time infinite), as JSON refuses it. Every renderer of text applies
+    it to what it is given, before any layout, so no format can forget a field. What needs no change is returned
+    as it is (the same object), so a clean result, the common case, is walked but never copied."""
+    if isinstance(value, str):
+        return clean(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise TfcostError(NOT_FINITE)
+        return value
+    if isinstance(value, int | bool) or value is None:
+        return value
+    if isinstance(value, BaseModel):
+        changed = changed_fields(value, type(value).model_fields)
+        return value.model_copy(update=changed) if changed else value
+    if isinstance(value, dict):
+        items = [(neutral(key), neutral(item)) for key, item in value.items()]
+        same = all(new[0] is old[0] and new[1] is old[1] for new, old in zip(items, value.items(), strict=True))
+        return value if same else dict(items)
+    if isinstance(value, list | tuple):
+        cleaned = [neutral(item) for item in value]
+        return value if all(new is old for new, old in zip(cleaned, value, strict=True)) else type(value)(cleaned)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):  # a sweep's report and its crossovers
+        changed = changed_fields(value, [field.name for field in dataclasses.fields(value)])
+        return dataclasses.replace(value, **changed) if changed else value
+    return value
+
+
+def changed_fields(value: Any, names: Iterable[str]) -> dict[str, Any]:
+    """The fields of a model or dataclass that neutral() changes, with their new values."""
+    changed = {}
+    for name in names:
+        item = getattr(value, name)
+        new = neutral(item)
+        if new is not item:
+            changed[name] = new
+    return changed
+
+
+def console(width: int | None = None) -> Any:
+    from rich.console import Console
+
+    # No markup or emoji codes: model names and sources come from users' files and print exactly as written.
+    return Console(file=sys.stdout, highlight=False, soft_wrap=False, markup=False, emoji=False, width=width)
+
+
+class MarkdownTable:
+    """A GitHub-flavoured Markdown table with the few methods of rich's Table that the tables here use, so each
+    table is built once and printed either way. A cell of several lines (a section, see add_section) becomes as
+    many rows; its first line, the section's heading, is bold."""
+
+    def __init__(self, title: str | None = None, **_: Any) -> None:
+        self.title = title
+        self.columns: list[str] = []
+        self.aligns: list[str] = []
+        self.rows: list[list[str]] = []
+
+    def add_column(self, header: str, justify: str = "left", **_: Any) -> None:
+        self.columns.append(header)
+        self.aligns.append("---:" if justify == "right" else ":---")
+
+    def add_section(self) -> None:
+        """Sections are told apart by their bold headings."""
+
+    def add_row(self, *cells: Any) -> None:
+        texts = [str(cell) for cell in cells]
+        sectioned = any(type(cell).__name__ == "Text" for cell in cells)  # add_section's stacked lines
+        lines = [text.split("\n") for text in texts]
+        for index in range(max(len(cell_lines) for cell_lines in lines)):
+            row = [cell_lines[index] if index < len(cell_lines) else "" for cell_lines in lines]
+            if sectioned and index == 0:
+                row[0] = f"**{row[0]}**"
+            self.rows.append(row)
+
+    def render(self) -> str:
+        out = [f"**{markdown_text(line)}**  " for line in (self.title or "").splitlines()]
+        out = [*out[:-1], out[-1].removesuffix("  ")] if out else []
+        if out:
+            out.append("")
+        out.append("| " + " | ".join(markdown_text(c) for c in self.columns) + " |")
+        out.append("|" + "|".join(self.aligns) + "|")
+        out.extend("| " + " | ".join(markdown_text(c, keep_bold=True) for c in row) + " |" for row in self.rows)
+        return "\n".join(out) + "\n"
+
+
+def markdown_text(text: str, keep_bold: bool = False) -> str:
+    """A cell's text made safe for a Markdown table: no line breaks, no unprintable characters (text from a file is
+    never printed raw), and the characters Markdown would read (pipes, backslashes, emphasis) escaped."""
+    bold = keep_bold and text.startswith("**") and text.endswith("**") and len(text) > 4
+    inner = text[2:-2] if bold else text
+    safe = inner
+    for char in "\\|*_`<>[]":
+        safe = safe.replace(char, "\\" + char)
+    safe = "".join(char if char.isprintable() else repr(char)[1:-1] for char in safe)
+    safe = safe.replace("  ", " &nbsp;")  # keep a breakdown's indentation
+    return f"**{safe}**" if bold else safe
+
+
+def new_table(markdown: bool, **options: Any) -> Any:
+    """A rich Table, or a MarkdownTable taking the same calls."""
+    if markdown:
+        return MarkdownTable(**options)
+    from rich.table import Table
+
+    return Table(**options)
+
+
+def print_table(table: Any, *notes: str) -> None:
+    """Print a table at its natural width, wider than the terminal if need be (a crushed table wraps or crops its
+    numbers, which is worse than a long line), then each note. A Markdown table prints as text, each note a
+    paragraph."""
+    if isinstance(table, MarkdownTable):
+        sys.stdout.write(table.render() + "".join(f"\n{markdown_text(note)}\n" for note in notes))
+        return
+    # A table that does not expand is laid out at min(natural width, console width): an unbounded console gives
+    # the natural width in one layout pass, where measuring first would lay it out twice.
+    console(width=1 << 16).print(table)
+    out = console()
+    if out.width < 1:  # COLUMNS=0 would print every note as nothing
+        out = console(width=1 << 16)
+    for note in notes:
+        out.print(note)
+
+
+def add_section(table: Any, heading: str, rows: Sequence[Sequence[str]]) -> None:
+    """A bold heading over `rows`, added as ONE table row whose cells hold a line per quantity.
+
+    rich's cost is per cell, so a row per quantity made a 13-model comparison spend 80 ms in rendering; stacked
+    lines look the same and take a quarter of that. Columns must not wrap (no_wrap=True) so the lines stay aligned.
+    """
+    from rich.text import Text
+
+    first = Text(heading, style="bold")
+    first.append("".join(f"\n{row[0]}" for row in rows))
+    others = ["".join(f"\n{row[column]}" for row in rows) for column in range(1, len(table.columns))]
+    table.add_row(first, *others)
+
+
+def quantity_rows(
+    result: BaseModel, prefix: str = "", breakdowns: bool = True
+) -> Iterator[tuple[str, str, Unit, int | None]]:
+    """(key, label, unit, value) for each reported number of a section; a breakdown is a heading (value None)
+    followed by its items, indented, or left out when `breakdowns` is false."""
+    for name, field in type(result).model_fields.items():
+        extra = field.json_schema_extra
+        if not isinstance(extra, dict):
+            continue
+        unit: Unit = extra["unit"]  # type: ignore[assignment]
+        value = getattr(result, name)
+        if value is None:  # an optional quantity not asked for (a cost without a price)
+            continue
+        if isinstance(value, dict):
+            if not breakdowns:
+                continue
+            yield f"{prefix}{name}", f"{field.description}:", unit, None
+            for item, amount in value.items():
+                yield f"{prefix}{name}.{item}", f"  {item}", unit, amount
+        else:
+            yield f"{prefix}{name}", field.description or name, unit, value
+
+
+def explain_text(line: Line) -> str:
+    """One explained quantity: quantity = formula = working = result [source] (the formula is left out where it is
+    the working itself, a quantity with no symbols)."""
+    steps = [line.quantity, line.formula, line.working, line.result]
+    if line.formula == line.working:
+        steps.remove(line.formula)
+    return f"{' = '.join(steps)}  [{line.source}]"
+
+
+def print_explain(result: BaseModel, markdown: bool = False) -> None:
+    """The --explain lines after a table, where the result has them: plain lines, or a Markdown list of code spans
+    (the transformers engine's estimate has none: it measures, it does not derive)."""
+    explained: list[Line] | None = getattr(result, "explain", None)
+    if not explained:
+        return
+    lines = [explain_text(line) for line in neutral(explained)]
+    if markdown:
+        sys.stdout.write("\n**Working** (`--explain`)\n\n" + "".join(f"- `{text}`\n" for text in lines))
+        return
+    out = console(width=1 << 16)
+    out.print("Working (--explain):")
+    for text in lines:
+        out.print(f"  {text}")
+
+
+def workload_caption(result: Estimate | EngineEstimate | CheckReport) -> str:
+    w = result.workload
+    mask = "causal-masked scores" if w.causal else "full T x T scores"
+    return f"T = {w.seq_len:,} tokens, batch {w.batch:,}, {w.dtype}, {mask}"
+
+
+def estimate_table(result: Estimate | EngineEstimate, markdown: bool = False) -> None:
+    result = neutral(result)
+    notes = [f"source: {result.source}"] if result.source else []
+    title = f"{result.model}: {workload_caption(result)}"
+    if not isinstance(result, Estimate):  # the transformers engine answered: its module is imported only then
+        from tfcost.engines.report import ENGINE_NOTE, ENGINE_SECTIONS
+
+        sections_table(result, ENGINE_SECTIONS, title, [*notes, ENGINE_NOTE], markdown)
+        return
+    crossovers = [(c.label, *crossover_cells(c)) for c in result.crossovers]
+    notes += [result.kv_cache.note] if result.kv_cache.note else []
+    notes += [f"{c.label}: none, {c.reason}." for c in result.crossovers if c.reason]
+    notes.append(CROSSOVER_NOTE)
+    sections_table(result, SECTIONS, title, [*notes, CONVENTIONS], markdown, extra={"Crossovers (T)": crossovers})
+
+
+CROSSOVER_NOTE = (
+    "Crossovers are rounded down: the largest T at which the growing cost is at most the fixed one (it is larger "
+    "from T + 1 on); 'exact' is the crossing itself, a fraction where the cost is linear in T there."
+)
+
+
+MIXED_NUMBER_DENOMINATOR = 10**6  # larger denominators are shown as decimals
+
+
+def crossover_cells(c: Crossover | CrossoverReport) -> tuple[str, str]:
+    """The value and exact cells of a crossover: T rounded down, and the crossing as a fraction or a decimal."""
+    if c.seq_len is None:
+        return "none", ""
+    if c.exact is not None:
+        numerator, denominator = (int(part) for part in c.exact.split("/"))
+        whole, rest = divmod(numerator, denominator)
+        if rest == 0:
+            exact = f"{whole:,}"
+        elif denominator <= MIXED_NUMBER_DENOMINATOR:
+            exact = f"{whole:,} {rest}/{denominator}"
+        else:  # an absurd model's fraction would be wider than the table; JSON keeps it whole
+            exact = f"{numerator / denominator:,.4f}"
+    else:
+        crossing = getattr(c, "crossing", None)  # a sweep's crossovers carry it as a float for the charts
+        exact = f"{crossing:,.4f}" if crossing is not None else ""
+    return f"{c.seq_len:,}", exact
+
+
+def check_table(result: CheckReport, markdown: bool = False) -> None:
+    """Per quantity: tfcost's value, transformers', and the difference; the verdict under it."""
+    result = neutral(result)
+    table = new_table(markdown, title=f"{result.model}: tfcost vs transformers", title_justify="left")
+    for name in ("quantity", "tfcost (analytic)", "transformers", "difference"):
+        table.add_column(name, justify="left" if name == "quantity" else "right", no_wrap=True)
+    for row in result.rows:
+        difference = "0" if row.difference == 0 else f"{row.difference:+,}"
+        table.add_row(row.quantity, exact(row.analytic), exact(row.transformers), difference)
+    verdict = "agree on every quantity" if result.agree else "DIFFER (transformers minus tfcost shown)"
+    notes = [f"source: {result.source}"] if result.source else []
+    print_table(table, workload_caption(result), *notes, f"the two engines {verdict}", CONVENTIONS)
+
+
+def compare_table(
+    results: Sequence[Estimate | EngineEstimate], breakdowns: bool = False, markdown: bool = False
+) -> None:
+    """Models as columns. The per-part breakdowns are left out unless asked for: with many models they are
+    most of the table and little of the comparison."""
+    results = neutral(list(results))
+    table = new_table(markdown, title=workload_caption(results[0]), title_justify="left")
+    table.add_column("quantity", no_wrap=True)
+    for result in results:
+        table.add_column(result.model, justify="right", no_wrap=True)
+    for section, title in SECTIONS.items():
+        table.add_section()
+        columns = [
+            {
+                key: (label, unit, value)
+                for key, label, unit, value in section_rows(getattr(r, section, None), breakdowns)
+            }
+            for r in results
+        ]
+        keys = list(dict.fromkeys(key for column in columns for key in column))
+        rows = []
+        for key in keys:
+            label = next(column[key][0] for column in columns if key in column)
+            cells = []
+            for column in columns:
+                if key not in column:
+                    cells.append("-")
+                else:
+                    _, unit, value = column[key]
+                    cells.append("" if value is None else human(value, unit))
+            rows.append([label, *cells])
+        add_section(table, title, rows)
+    notes = [CONVENTIONS] if breakdowns else ["Per-part breakdowns: --breakdown.", CONVENTIONS]
+    engines = sorted({result.model for result in results if result.engine == "transformers"})
+    if engines:
+        notes.append(f"Answered by the transformers engine (meta device, FlopCounterMode): {', '.join(engines)}.")
+    stepped = [result for result in results if isinstance(result, Estimate) and result.kv_cache.note]
+    notes += [f"{result.model}: {result.kv_cache.note}" for result in stepped]
+    print_table(table, *notes)
+
+
+def section_rows(section: BaseModel | None, breakdowns: bool) -> Iterator[tuple[str, str, Unit, int | None]]:
+    """A section's rows, or none where a result lacks the section (the transformers engine has no score matrix)."""
+    return quantity_rows(section, breakdowns=breakdowns) if section is not None else iter(())
+
+
+def models_table(models: Sequence[ModelShape], totals: Sequence[int], markdown: bool = False) -> None:
+    models = neutral(list(models))
+    table = new_table(markdown, title="model presets", title_justify="left")
+    for name, justify in (
+        ("name", "left"),
+        ("parameters", "right"),
+        ("layers", "right"),
+        ("d_model", "right"),
+        ("heads (kv)", "right"),
+        ("context", "right"),
+    ):
+        table.add_column(name, justify=justify)
+    for model, total in zip(models, totals, strict=True):
+        table.add_row(
+            model.name,
+            human(total, "count"),
+            str(model.n_layers),
+            str(model.d_model),
+            f"{model.n_heads} ({model.n_kv_heads})",
+            f"{model.max_seq_len:,}",
+        )
+    print_table(table)
+
+
+def gpus_table(gpus: Sequence[GpuSpec], markdown: bool = False) -> None:
+    gpus = neutral(list(gpus))
+    table = new_table(markdown, title="GPU spec table (dense peaks, without sparsity)", title_justify="left")
+    for name in ("name", "BF16/FP16 TFLOP/s", "FP8 TFLOP/s", "FP32 TFLOP/s", "memory", "bandwidth"):
+        table.add_column(name, justify="left" if name == "name" else "right")
+
+    def tflops(value: float | None) -> str:
+        return "-" if value is None else f"{value:g}"
+
+    for gpu in gpus:
+        table.add_row(
+            gpu.name,
+            tflops(gpu.peak_bf16_tflops),
+            tflops(gpu.peak_fp8_tflops),
+            tflops(gpu.peak_fp32_tflops),
+            f"{gpu.memory_gib:g} GiB",
+            f"{gpu.memory_bandwidth_tb_per_s:g} TB/s",
+        )
+    print_table(table, "'-': no verified figure. Sources and caveats: `tfcost gpus --format json`.")
+
+
+def exact(value: float | str) -> str:
+    """The 'exact' column: integers in full, other numbers to four decimals, words left to the value column."""
+    if isinstance(value, bool | str):
+        return ""
+    if isinstance(value, int) or value.is_integer():
+        return f"{int(value):,}"
+    return f"{value:,.4f}"
+
+
+def sections_table(
+    result: BaseModel,
+    sections: dict[str, str],
+    title: str,
+    notes: Sequence[str],
+    markdown: bool = False,
+    extra: dict[str, Sequence[Sequence[str]]] | None = None,
+) -> None:
+    """A quantity/value/exact table with one block per section ("" names the result's own quantities), then any
+    `extra` blocks of ready rows, then the notes a reader needs to check it."""
+    table = new_table(markdown, title=title, title_justify="left")
+    table.add_column("quantity", no_wrap=True)
+    table.add_column("value", justify="right", no_wrap=True)
+    table.add_column("exact", justify="right", no_wrap=True)
+    for attribute, heading in sections.items():
+        section = getattr(result, attribute) if attribute else result
+        if section is None:  # an optional section not computed (a step time when a throughput was given)
+            continue
+        table.add_section()
+        rows = [
+            [label, "", ""] if value is None else [label, human(value, unit), exact(value)]
+            for _, label, unit, value in quantity_rows(section)
+        ]
+        add_section(table, heading, rows)
+    for heading, ready in (extra or {}).items():
+        table.add_section()
+        add_section(table, heading, ready)
+    print_table(table, *notes)
+
+
+def default(setup: BaseModel, field: str) -> Any:
+    """A setup field's default, so that the report can say when the user's value is it."""
+    return type(setup).model_fields[field].default
+
+
+def train_title(result: TrainReport | EngineTrainReport) -> list[str]:
+    """The first lines above a train table: the model and GPUs, D and T (saying which are the defaults)."""
+    s = result.setup
+    tokens, seq = result.notes.get("tokens", ""), result.notes.get("seq_len", "")
+    return [
+        f"{result.model}: training on {s.gpus:,} x {result.gpu}",
+        f"D = {human(s.tokens, 'count')} tokens{tokens}",
+        f"T = {s.seq_len:,} tokens per sequence{seq}; micro-batch {s.micro_batch}",
+    ]
+
+
+def train_table(result: TrainReport, markdown: bool = False) -> None:
+    from tfcost.reports.train import TRAIN_SECTIONS
+
+    result = neutral(result)
+    s = result.setup
+    title = "\n".join(
+        [
+            *train_title(result),
+            f"{s.gpus:,} GPUs = {result.inputs.data_parallel:,} data-parallel x tp {s.tp} x pp {s.pp}"
+            f"{f' x cp {s.cp}' if s.cp > 1 else ''}; ZeRO-{s.zero}; {s.optimizer}, {s.precision}",
+            f"recompute {s.recompute}; {'sequence parallel; ' if s.sequence_parallel else ''}"
+            f"{'flash attention' if s.flash else 'no flash attention'}; {result.time.throughput_from}",
+        ]
+    )
+    notes = [
+        "Model FLOPs: matmuls only, 2*m*k*n each, full T x T scores (the MFU convention); backward = 2 x forward.",
+        "Memory per GPU: ZeRO Fig. 1 for model states, Korthikanti et al. 2022 for activations. "
+        "Every formula: README, 'tfcost train'.",
+        CONVENTIONS,
+    ]
+    sections_table(result, TRAIN_SECTIONS, title, notes, markdown)
+
+
+def serve_title(result: ServeReport | EngineServeReport, where: str) -> str:
+    """The lines above a serve table: the model and where it runs, the workload, the dtypes and the assumptions."""
+    s = result.setup
+    return "\n".join(
+        [
+            f"{result.model}: serving on {where}",
+            f"B = {s.batch:,} sequences, P = {s.prompt:,} prompt + G = {s.generate:,} generated tokens each",
+            f"weights {result.weights_format}, KV cache {s.kv_dtype}, matmuls at the {result.compute_dtype} peak",
+            f"reserve {s.reserve:.0%}, compute efficiency {s.compute_efficiency:g}, "
+            f"memory efficiency {s.memory_efficiency:g}",
+        ]
+    )
+
+
+def serve_table(result: ServeReport, markdown: bool = False) -> None:
+    from tfcost.reports.serve import SERVE_SECTIONS
+
+    result = neutral(result)
+    s = result.setup
+    title = serve_title(result, f"{s.gpus} x {result.gpu} (tensor parallel)")
+    notes = [
+        "Bound: the roofline, max(FLOPs / reachable peak, bytes / reachable bandwidth) per GPU; no engine beats it.",
+        "Expected: the kernels at the rates real kernels reach, plus a per-step floor, tensor-parallel all-reduces, "
+        "dequantization; memory in whole KV blocks plus the CUDA context and activation workspace.",
+        f"Defaults: reserve {default(s, 'reserve'):.0%} (vLLM's gpu_memory_utilization 0.9); compute and memory "
+        f"efficiency {default(s, 'compute_efficiency'):g} and {default(s, 'memory_efficiency'):g} (llm-analysis "
+        "README: up to 0.7 for inference, 0.9 an aggressive memory target). Every formula: README, 'tfcost serve'.",
+        CONVENTIONS,
+    ]
+    if result.memory.kv_cache_note:
+        notes.insert(0, result.memory.kv_cache_note)
+    sections_table(result, SERVE_SECTIONS, title, notes, markdown)
+
+
+def print_report(result: Report, output: str, table: Callable[[Report, bool], None]) -> None:
+    """A report as JSON (its --explain lines a key of it), or as its table and then its --explain lines."""
+    if output == "json":
+        print_json(result)
+    else:
+        table(result, output == "markdown")
+        print_explain(result, markdown=output == "markdown")
+
+
+def engine_train_table(result: EngineTrainReport, markdown: bool = False) -> None:
+    """`tfcost train` by the transformers engine: the title as the analytic table's, its sections and its note."""
+    from tfcost.engines.report import ENGINE_TRAIN_NOTE, ENGINE_TRAIN_SECTIONS
+
+    result = neutral(result)
+    s = result.setup
+    title = "\n".join(
+        [
+            *train_title(result),
+            f"{s.gpus:,} GPUs, data parallel; ZeRO-{s.zero}; {s.optimizer}, {s.precision}",
+            f"{'flash attention' if s.flash else 'no flash attention'}; {result.time.throughput_from}",
+        ]
+    )
+    notes = [*([f"source: {result.source}"] if result.source else []), ENGINE_TRAIN_NOTE, CONVENTIONS]
+    sections_table(result, ENGINE_TRAIN_SECTIONS, title, notes, markdown)
+
+
+def engine_serve_table(result: EngineServeReport, markdown: bool = False) -> None:
+    """`tfcost serve` by the transformers engine: the title as the analytic table's, its sections and its note."""
+    from tfcost.engines.report import ENGINE_SERVE_NOTE, ENGINE_SERVE_SECTIONS
+
+    result = neutral(result)
+    title = serve_title(result, f"1 x {result.gpu}")
+    notes = [*([f"source: {result.source}"] if result.source else []), ENGINE_SERVE_NOTE, CONVENTIONS]
+    sections_table(result, ENGINE_SERVE_SECTIONS, title, notes, markdown)
+
+
+def profiles_table(found: Sequence[Any], folder: str) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"Measured profiles ({folder})", title_justify="left")
+    for name in ("name", "device", "dtype", "copy", "decode matmul", "prefill matmul", "tiny kernel", "date"):
+        table.add_column(name)
+    for profile in found:
+        table.add_row(
+            profile.name,
+            profile.device_name,
+            profile.dtype,
+            human(profile.copy_bytes_per_s, "bytes_per_s"),
+            human(profile.matmul("decode").bytes_per_s, "bytes_per_s"),
+            human(profile.matmul("prefill").flops_per_s, "flops_per_s"),
+            human(profile.tiny_kernel_us, "count") + " us",
+            profile.date,
+        )
+    print_table(table, "Use one with `tfcost serve MODEL --profile NAME`; save one with `tfcost measure --roofline "
+                "--save-profile NAME`.")  # fmt: skip
+
+
+# The table's numbers; --format json and csv add bytes moved, bandwidth and the roofline time.
+MEASURE_COLUMNS = [
+    "median_ms",
+    "flops",
+    "tflops_per_s",
+    "peak_fraction",
+    "roofline_ratio",
+    "peak_memory_bytes",
+    "peak_memory_estimate_bytes",
+]
+
+
+def measured_cell(row: Measurement, name: str) -> str:
+    """A measured field in its labelled unit; '-' where there is no value (not run, or no GPU spec)."""
+    value = getattr(row, name)
+    extra = type(row).model_fields[name].json_schema_extra
+    unit: Unit = extra["unit"] if isinstance(extra, dict) else "count"  # type: ignore[assignment]
+    return "-" if value is None else human(value, unit)
+
+
+def measure_table(report: MeasureReport) -> None:
+    from rich.box import SIMPLE_HEAD
+    from rich.table import Table
+
+    from tfcost.reports.measure import Measurement
+
+    report = neutral(report)
+    first = report.measurements[0]
+    mask = "causal" if first.causal else "full"
+    shape = f"B={first.batch}, H={first.heads} (kv {first.kv_heads}), Q={first.head_dim}, {first.dtype}, {mask}"
+    where = report.device_name + (f" [{report.gpu}]" if report.gpu else "")
+    table = Table(
+        title=f"{report.model or 'attention'}: {shape} on {where}",
+        title_justify="left",
+        box=SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    table.add_column("T", justify="right", no_wrap=True)
+    table.add_column("pass", no_wrap=True)
+    table.add_column("backend", no_wrap=True)
+    for name in MEASURE_COLUMNS:
+        table.add_column(Measurement.model_fields[name].description or name, justify="right", no_wrap=True)
+        if name == "median_ms":
+            table.add_column("p10-p90 ms", justify="right", no_wrap=True)
+    reasons: dict[str, list[str]] = {}  # one footnote per distinct reason, naming the backends it stopped
+    for row in report.measurements:
+        backend = row.backend if row.backend_ran in (None, row.backend) else f"{row.backend}>{row.backend_ran}"
+        cells = [measured_cell(row, name) for name in MEASURE_COLUMNS]
+        spread = "-" if row.p10_ms is None else f"{measured_cell(row, 'p10_ms')}-{measured_cell(row, 'p90_ms')}"
+        cells.insert(1, spread)
+        if row.status != "ok":
+            who = reasons.setdefault(row.reason or row.status, [])
+            who.extend([] if row.backend in who else [row.backend])
+            cells[:2] = [row.status, f"[{list(reasons).index(row.reason or row.status) + 1}]"]
+        cells = [f"{row.seq:,}", "fwd" if row.direction == "forward" else "fwd+bwd", backend, *cells]
+        table.add_row(*cells)
+    problems = [f"[{n}] {', '.join(who)}: {reason}" for n, (reason, who) in enumerate(reasons.items(), 1)]
+    # torch's words may hold brackets ("[enforce fail at alloc_cpu.cpp:127]"): the console reads no markup.
+    print_table(
+        table,
+        *problems,
+        *report.notes,
+        f"FLOPs: {report.flop_convention}.",
+        f"Bytes: {report.bytes_convention}.",
+        f"Memory: {report.memory_convention}.",
+        f"Timing: {report.timing}. torch {report.torch_version}.",
+        "--format json or csv adds the bytes moved, the achieved bandwidth and the roofline time.",
+    )
+
+
+def print_csv(rows: Sequence[dict[str, Any]]) -> None:
+    """One header line, then a line per row; null is an empty cell, booleans are JSON's true and false."""
+    import json  # the JSON and CSV paths only: a table need not import it
+
+    writer = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({key: json.dumps(value) if isinstance(value, bool) else value for key, value in row.items()})
+
+
+def measure_csv(report: MeasureReport) -> None:
+    """A row per measurement, each carrying the device, GPU and torch version so a saved file stands alone."""
+    report = neutral(report)
+    context = {"device": report.device, "gpu": report.gpu, "torch_version": report.torch_version}
+    print_csv([{**context, **row.model_dump(mode="json")} for row in report.measurements])
+
+
+@contextlib.contextmanager
+def progress(total: int) -> Iterator[Callable[[str], None]]:
+    """A progress bar on stderr (never stdout, which may carry JSON or CSV), shown only on a terminal."""
+    from rich.console import Console
+    from rich.progress import Progress
+
+    err = Console(file=sys.stderr)
+    with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:
+        task = bar.add_task("measuring", total=total)
+        started = 0
+
+        def begin(label: str) -> None:
+            """Name the step starting now; the steps before it are done."""
+            nonlocal started
+            bar.update(task, completed=started, description=label)
+            started += 1
+
+        yield begin
+        bar.update(task, completed=total)
+
+
+def print_json(payload: BaseModel | Sequence[BaseModel]) -> None:
+    """Exact integers, with the tool's version so a saved file says what produced it."""
+    import json  # the JSON and CSV paths only: a table need not import it
+
+    if isinstance(payload, BaseModel):
+        document: Any = {"tfcost_version": __version__, **payload.model_dump(mode="json")}
+    else:
+        document = {"tfcost_version": __version__, "results": [item.model_dump(mode="json") for item in payload]}
+    try:
+        text = json.dumps(document, indent=2, allow_nan=False)
+    except ValueError:  # an extreme option (an efficiency of 1e-320) overflowed a float result to infinity
+        raise TfcostError(NOT_FINITE) from None
+    sys.stdout.write(text + "\n")
+
+
+def print_plain_json(payload: dict[str, Any]) -> None:
+    """measure --roofline/--step: their results as JSON, with the version (a table would repeat the same rows)."""
+    import json  # the JSON and CSV paths only: a table need not import it
+
+    print(json.dumps({"tfcost_version": __version__, **payload}, indent=2))
+
+
+def source_notes(ignored: Sequence[str], not_priced: Sequence[str]) -> list[str]:
+    """The notes on a model's source: config keys ignored, multimodal towers not priced."""
+    notes = []
+    if ignored:
+        notes.append(f"ignored config fields (tfcost does not use them; --strict refuses): {', '.join(ignored)}")
+    if not_priced:
+        notes.append(f"not priced: {', '.join(not_priced)}; every figure is the language model's")
+    return [clean(note) for note in notes]
+
+
+def print_source_notes(source: ModelSource) -> None:
+    """One `tfcost: note:` line on stderr per note, never on stdout (which may carry JSON or YAML)."""
+    for note in source_notes(source.ignored_fields, source.not_priced):
+        sys.stderr.write(f"tfcost: note: {clean(source.shape.name)}: {note}\n")
+
+
+def print_checkpoint_check(report: SourceNotes) -> None:
+    """A Hub checkpoint's stored bytes beside tfcost's figure for the same weights, on stderr."""
+    if report.checkpoint_bytes is None or report.checkpoint_bytes_estimate is None:
+        return
+    stored, estimate = report.checkpoint_bytes, report.checkpoint_bytes_estimate
+    sys.stderr.write(
+        f"tfcost: note: the checkpoint's safetensors index holds {stored:,} bytes of tensors "
+        f"({human(stored, 'bytes')}); tfcost counts {estimate:,} ({human(estimate, 'bytes')}) "
+        "for its weights as stored\n"
+    )
+
+
+def print_preset_yaml(shape: ModelShape, ignored: Sequence[str] = (), not_priced: Sequence[str] = ()) -> None:
+    """A model as a preset file: every field that differs from its default, in schema order, after a comment per
+    note on its source."""
+    import yaml
+
+    class PresetDumper(yaml.SafeDumper):
+        """Mappings as blocks, lists of layer indices on one line, as the shipped presets are written."""
+
+    PresetDumper.add_representer(
+        list, lambda dumper, items: dumper.represent_sequence("tag:yaml.org,2002:seq", items, flow_style=True)
+    )
+    document = shape.model_dump(mode="json", exclude_defaults=True)
+    sys.stdout.write("".join(f"# {note}\n" for note in source_notes(ignored, not_priced)))
+    sys.stdout.write(yaml.dump(document, Dumper=PresetDumper, sort_keys=False, default_flow_style=False, width=120))
+
+
+def print_error(message: str) -> None:
+    """One line on stderr, whatever the message quotes (a key or a name may hold a newline): characters that would
+    not print as themselves are written as escapes. No rich here, so that an error can never fail to print."""
+    sys.stderr.write(f"tfcost: error: {clean(message)}\n")
+
+
+# `tfcost sweep` ---------------------------------------------------------------------------------------------
+
+
+def crossover_line(c: Crossover) -> str:
+    """One crossover in words: T rounded down and the exact crossing, or why there is none."""
+    if c.seq_len is None:
+        return f"{c.model}: {c.label}: none, {c.reason}."
+    value, exact = crossover_cells(c)
+    crossing = f"exact {exact}" if c.exact is not None else f"crossing at about {exact}"
+    return f"{c.model}: {c.label} at T = {value} (rounded down; {crossing})."
+
+
+def sweep_table(report: SweepReport, markdown: bool = False) -> None:
+    """A table per metric: T down the side, a column per model (and batch, where the metric depends on it)."""
+    from tfcost.costs.sweep import METRICS
+
+    report = neutral(report)
+    several_batches = len(report.batches) > 1
+    for metric in report.metrics:
+        spec = METRICS[metric]
+        series = [s for s in report.series if s.metric == metric]
+        table = new_table(markdown, title=spec.label, title_justify="left")
+        table.add_column("T", justify="right", no_wrap=True)
+        for s in series:
+            name = f"{s.model} B={s.batch}" if spec.per_batch and several_batches else s.model
+            table.add_column(name, justify="right", no_wrap=True)
+        for index, seq_len in enumerate(report.seq_lens):
+            table.add_row(f"{seq_len:,}", *(human(s.values[index], spec.unit) for s in series))
+        last = metric == report.metrics[-1]
+        print_table(table, *([crossover_line(c) for c in report.crossovers] + [CROSSOVER_NOTE] if last else []))
+
+
+def sweep_csv(report: SweepReport) -> None:
+    """One row per model, batch and T, a column per metric. Written as joined lines: csv.writer's per-row cost
+    was most of a 10,000-row sweep; only the model name can need quoting, and it is quoted once per model."""
+    from tfcost.costs.sweep import METRICS
+
+    report = neutral(report)
+    by_key = {(s.model, s.batch, s.metric): s.values for s in report.series}
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerow(["model", "batch", "seq_len", *report.metrics])
+    quoted = io.StringIO()
+    first = report.batches[0]
+    for model in report.models:
+        quoted.seek(0)
+        quoted.truncate()
+        csv.writer(quoted, lineterminator="").writerow([model])
+        for batch in report.batches:
+            prefix = f"{quoted.getvalue()},{batch},"
+            columns = [
+                by_key[(model, batch if METRICS[metric].per_batch else first, metric)] for metric in report.metrics
+            ]
+            if len(columns) == 1:
+                lines = [f"{prefix}{t},{v}\n" for t, v in zip(report.seq_lens, columns[0], strict=True)]
+            else:
+                lines = [prefix + ",".join(map(str, row)) + "\n" for row in zip(report.seq_lens, *columns, strict=True)]
+            out.write("".join(lines))
+    sys.stdout.write(out.getvalue())
+
+
+def sweep_json(report: SweepReport) -> None:
+    import json  # the JSON and CSV paths only: a table need not import it
+
+    document = {"tfcost_version": __version__, **dataclasses.asdict(report)}
+    sys.stdout.write(json.dumps(document, indent=1, allow_nan=False) + "\n")
+
+
+def sweep_chart(text: str, report: SweepReport) -> None:
+    """The terminal chart (drawn by tfcost.render.plot), then the crossovers in words."""
+    report = neutral(report)
+    sys.stdout.write(text)
+    sys.stdout.write("".join(f"{crossover_line(c)}\n" for c in report.crossovers) + CROSSOVER_NOTE + "\n")

@@ -1,0 +1,219 @@
+"""The result objects the CLI renders: every number of an estimate, computed by the core, in one place.
+
+Each field's description is its label and its `unit` says how to print it, so the table, the JSON and the
+comparison all fall out of the same object. `tfcost train`'s and `tfcost serve`'s reports are in train_report.py
+and serve_report.py, so that a command builds only the report classes (and imports only the core) it prints.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+
+from tfcost.core import flops, memory, params, weights
+from tfcost.costs import crossover
+from tfcost.reports.explain import Line, estimate_lines
+from tfcost.schema import GpuSpec, ModelShape, Workload
+from tfcost.units import Unit
+
+if TYPE_CHECKING:
+    from tfcost.readers.presets import ModelSource
+
+
+def quantity(label: str, unit: Unit) -> Any:
+    """A reported number: its label and unit travel with it."""
+    return Field(description=label, json_schema_extra={"unit": unit})
+
+
+class Section(BaseModel):
+    # Validators are built on first use, so a command builds only the reports it prints (estimate: 4 ms less).
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+
+class SourceNotes(Section):
+    """What a model's config said that tfcost did not use: every report carries it."""
+
+    ignored_fields: list[str] = Field(
+        default_factory=list, description="config.json keys ignored (tfcost does not use them; --strict refuses)"
+    )
+    not_priced: list[str] = Field(
+        default_factory=list, description="parts of a multimodal model left out of every figure (its towers)"
+    )
+    checkpoint_bytes: int | None = Field(
+        default=None, description="a Hub checkpoint's stored bytes, from its model.safetensors.index.json"
+    )
+    checkpoint_bytes_estimate: int | None = Field(
+        default=None,
+        description="tfcost's bytes of the same weights as stored (16-bit, or its quantization), to set beside it",
+    )
+    explain: list[Line] | None = Field(
+        default=None,
+        description="--explain: each quantity's formula, the model's numbers and the result",
+        exclude_if=lambda lines: lines is None,  # only --explain adds the key to the JSON
+    )
+
+
+ReportT = TypeVar("ReportT", bound=SourceNotes)
+
+
+def with_source(report: ReportT, source: ModelSource) -> ReportT:
+    """The report with its model source's notes."""
+    notes: dict[str, Any] = {"ignored_fields": source.ignored_fields, "not_priced": source.not_priced}
+    if source.checkpoint_bytes is not None:
+        notes["checkpoint_bytes"] = source.checkpoint_bytes
+        notes["checkpoint_bytes_estimate"] = weights.checkpoint_weight_bytes(source.shape)
+    return report.model_copy(update=notes)
+
+
+class ParamsReport(Section):
+    total: int = quantity("total parameters", "count")
+    active: int = quantity("active per token (MoE: k of E experts)", "count")
+    embedding: int = quantity("embedding (incl. untied head)", "count")
+    non_embedding: int = quantity("non-embedding N", "count")
+    per_layer: int = quantity("per block", "count")
+    breakdown: dict[str, int] = quantity("by part", "count")
+    by_layer_kind: dict[str, int] = quantity("by layer kind (count x one layer)", "count")
+    mtp: int | None = quantity("multi-token prediction modules (not in the total)", "count")
+
+    @model_serializer(mode="wrap")
+    def _mtp_where_present(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("mtp") is None:  # a model without MTP modules has no such key
+            data.pop("mtp", None)
+        return data
+
+
+class FlopsReport(Section):
+    six_n_per_token: int = quantity("training per token, 6N", "flops")
+    attention_scores_per_token: int = quantity("attention scores per token, 6*L*T*d", "flops")
+    forward_per_sequence: int = quantity("forward, one sequence (exact matmuls)", "flops")
+    training_per_sequence: int = quantity("training, one sequence (3x forward)", "flops")
+    forward_breakdown: dict[str, int] = quantity("forward by part", "flops")
+    by_layer_kind: dict[str, int] = quantity("forward by layer kind", "flops")
+
+
+class KvCacheReport(Section):
+    bytes_per_token: int | None = quantity("KV cache per token", "bytes")  # None: the cache steps (note says so)
+    bytes: int = quantity("KV cache, batch x T tokens", "bytes")
+    state_bytes: int = quantity("recurrent state, batch (independent of T)", "bytes")
+    note: str | None = Field(
+        default=None,
+        description="why there is no per-token figure: a cache that steps every m positions (stepped_cache_note)",
+        exclude_if=lambda note: note is None,
+    )
+
+
+def stepped_cache_note(shape: ModelShape, tokens: int) -> str | None:
+    """What to say of a cache that steps every m positions (memory.cache_steps: compressed attention), whose bytes
+    per token are no fixed figure; None for every other cache."""
+    steps = memory.cache_steps(shape)
+    if not steps:
+        return None
+    every = " and ".join(f"{step:,}" for step in steps)
+    return (
+        f"The KV cache steps every {every} positions (compressed attention: one entry per window, the window not "
+        "yet closed buffered, the raw keys of the sliding window only), so it has no fixed bytes per token: the "
+        f"cache shown is what is held after {tokens:,} tokens, and the recurrent state is the fixed overlap state."
+    )
+
+
+class ScoreMatrixReport(Section):
+    entries_per_head: int = quantity("score entries per head (T^2)", "count")
+    bytes_per_layer: int = quantity("score matrices, one layer", "bytes")
+    bytes: int = quantity("score matrices, all layers", "bytes")
+
+
+class CrossoverReport(Section):
+    """A crossover (tfcost.costs.crossover.Crossover) with exact numbers only: T rounded down, the crossing as a
+    fraction
+    "p/q" where it is rational, the fixed cost it crosses, or the reason there is none."""
+
+    model: str
+    name: str
+    label: str
+    batch: int
+    seq_len: int | None
+    exact: str | None
+    level: int
+    reason: str | None
+
+
+def crossover_reports(found: list[crossover.Crossover]) -> list[CrossoverReport]:
+    return [
+        CrossoverReport(
+            model=c.model,
+            name=c.name,
+            label=c.label,
+            batch=c.batch,
+            seq_len=c.seq_len,
+            exact=c.exact,
+            level=c.level,
+            reason=c.reason,
+        )
+        for c in found
+    ]
+
+
+class Estimate(SourceNotes):
+    """Everything `tfcost estimate` reports for one model under one workload."""
+
+    model: str
+    source: str | None
+    engine: str = "analytic"  # which engine answered; the transformers engine's report says "transformers"
+    workload: Workload
+    params: ParamsReport
+    flops: FlopsReport
+    kv_cache: KvCacheReport
+    score_matrix: ScoreMatrixReport
+    crossovers: list[CrossoverReport]  # the lesson's crossovers in T (tfcost.costs.crossover), rounded down
+
+
+SECTIONS: dict[str, str] = {
+    "params": "Parameters",
+    "flops": "FLOPs",
+    "kv_cache": "KV cache",
+    "score_matrix": "Score matrix",
+}
+
+
+def estimate(shape: ModelShape, workload: Workload, gpu: GpuSpec | None = None, explained: bool = False) -> Estimate:
+    """Run the core over one model and workload; with a GPU, also the T at which a score matrix outgrows it;
+    `explained`: with every quantity's working (tfcost.reports.explain)."""
+    t, b, dtype, causal = workload.seq_len, workload.batch, workload.dtype, workload.causal
+    return Estimate(
+        explain=estimate_lines(shape, t, b, dtype, causal) if explained else None,
+        model=shape.name,
+        source=shape.source,
+        workload=workload,
+        params=ParamsReport(
+            total=params.total_params(shape),
+            active=params.active_params(shape),
+            embedding=params.embedding_params(shape),
+            non_embedding=params.non_embedding_params(shape),
+            per_layer=params.params_per_layer(shape),
+            breakdown=params.parameter_breakdown(shape),
+            by_layer_kind=params.params_by_layer_kind(shape),
+            mtp=params.mtp_params(shape) if shape.mtp_layers else None,
+        ),
+        flops=FlopsReport(
+            six_n_per_token=flops.six_n_flops_per_token(shape),
+            attention_scores_per_token=flops.attention_score_flops_per_token(shape, t),
+            forward_per_sequence=flops.forward_flops(shape, t, causal),
+            training_per_sequence=flops.training_flops(shape, t, causal),
+            forward_breakdown=flops.forward_flops_breakdown(shape, t, causal),
+            by_layer_kind=flops.flops_by_layer_kind(shape, t, causal),
+        ),
+        kv_cache=KvCacheReport(
+            bytes_per_token=None if memory.cache_steps(shape) else memory.kv_cache_bytes_per_token(shape, dtype),
+            bytes=memory.kv_cache_bytes(shape, t, b, dtype),
+            state_bytes=memory.state_bytes(shape, b, dtype),
+            note=stepped_cache_note(shape, t),
+        ),
+        score_matrix=ScoreMatrixReport(
+            entries_per_head=memory.score_matrix_entries_per_head(t),
+            bytes_per_layer=memory.score_matrix_bytes_per_layer(shape, t, b, dtype),
+            bytes=memory.score_matrix_bytes(shape, t, b, dtype),
+        ),
+        crossovers=crossover_reports(crossover.crossovers(shape, b, dtype, gpu)),
+    )

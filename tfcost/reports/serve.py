@@ -1,0 +1,307 @@
+"""`tfcost serve`'s report: memory, capacity, the roofline bound and the expected times, from the core
+(tfcost.reports.estimate holds the parts every report shares)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from tfcost.core import memory, params
+from tfcost.costs import expected, serving
+from tfcost.hardware import rates as hardware
+from tfcost.reports.estimate import Section, SourceNotes, quantity, stepped_cache_note
+from tfcost.reports.explain import serve_lines
+from tfcost.schema import GpuSpec, ModelShape, ServingSetup
+from tfcost.units import ceil_div, milliseconds
+
+
+class ServeInputs(Section):
+    parameters: int = quantity("N, parameters", "count")
+    context: int = quantity("context per sequence, P + G", "count")
+    kv_heads_per_gpu: int = quantity("key-value heads per GPU, max(K / gpus, 1)", "count")
+    peak_flops_per_s: float = quantity("reachable FLOP/s per GPU = peak x compute efficiency", "flops_per_s")
+    bandwidth_bytes_per_s: float = quantity("reachable bandwidth = peak x memory efficiency", "bytes_per_s")
+    usable_bytes_per_gpu: int = quantity("usable memory per GPU = memory x (1 - reserve)", "bytes")
+
+
+class ServeMemory(Section):
+    weights_bytes: int = quantity("weights, whole model", "bytes")
+    weights_bytes_per_gpu: int = quantity("weights per GPU = whole / gpus", "bytes")
+    # None where the cache steps every m positions (compressed attention): kv_cache_note says so.
+    kv_cache_bytes_per_token: int | None = quantity("KV cache per token, whole model, 2*L*K*Q*s", "bytes")
+    kv_cache_bytes: int = quantity("KV cache, B x (P + G) tokens, whole model", "bytes")
+    kv_cache_bytes_per_gpu: int = quantity("KV cache per GPU (its key-value heads)", "bytes")
+    state_bytes: int = quantity("recurrent state, B sequences (independent of context), whole model", "bytes")
+    state_bytes_per_gpu: int = quantity("recurrent state per GPU = whole / gpus", "bytes")
+    total_bytes_per_gpu: int = quantity("weights + KV cache + state per GPU", "bytes")
+    fits: bool = quantity("fits in the usable memory", "text")
+    kv_cache_note: str | None = Field(
+        default=None,
+        description="why there is no per-token figure: a cache that steps every m positions (stepped_cache_note)",
+        exclude_if=lambda note: note is None,
+    )
+
+
+class ServeLatency(Section):
+    prefill_flops_per_gpu: int = quantity("prefill FLOPs per GPU (causal, logits of the last token)", "flops")
+    prefill_bytes_per_gpu: int = quantity("prefill bytes per GPU = weights + KV and state written", "bytes")
+    prefill_ms: float = quantity("prefill (time to first token) = max(FLOPs/peak, bytes/bw)", "ms")
+    prefill_bound: str = quantity("prefill is", "text")
+    prefill_tokens_per_s: float = quantity("prefill throughput, B x P / prefill", "per_s")
+    decode_flops_per_gpu: int = quantity("decode step FLOPs per GPU at context P + G", "flops")
+    decode_bytes_per_gpu: int = quantity("decode step bytes per GPU = weights + KV and state read", "bytes")
+    decode_ms_per_token: float = quantity("decode step (per token) = max(FLOPs/peak, bytes/bw)", "ms")
+    decode_bound: str = quantity("decode is", "text")
+    decode_tokens_per_s: float = quantity("decode throughput, B / decode step", "per_s")
+    ttft_ms: float = quantity("time to first token (TTFT) = prefill", "ms")
+    tpot_ms: float = quantity("time per output token (TPOT) = decode step", "ms")
+    tokens_per_s_per_sequence: float = quantity("tokens/s per sequence = 1 / TPOT", "per_s")
+    tokens_per_s: float = quantity("tokens/s overall = B / TPOT", "per_s")
+
+
+class ServeExpected(ServeLatency):
+    """What an engine (vLLM, TensorRT-LLM, gpt-fast) is expected to reach: the same keys as the bound, with the
+    parts the roofline leaves out."""
+
+    prefill_kernels_ms: float = quantity("prefill kernels at the rates reached", "ms")
+    prefill_dequant_ms: float = quantity("prefill dequantization of int8/int4/fp4 weights", "ms")
+    prefill_allreduce_ms: float = quantity("prefill tensor-parallel all-reduces (2 per layer)", "ms")
+    decode_kernels_ms: float = quantity("decode kernels at the rates reached", "ms")
+    decode_dequant_ms: float = quantity("decode dequantization of int8/int4/fp4 weights", "ms")
+    decode_allreduce_ms: float = quantity("decode tensor-parallel all-reduces (2 per layer)", "ms")
+    step_floor_ms: float = quantity("per-step floor: kernels x one kernel's fixed cost", "ms")
+    stream_bytes_per_s: float = quantity("bandwidth reached streaming weights and KV", "bytes_per_s")
+    matmul_flops_per_s: float = quantity("FLOP/s reached by large matmuls", "flops_per_s")
+    kv_tokens_per_sequence: int = quantity("KV slots per sequence, rounded up to whole blocks", "count")
+    cuda_context_bytes: int = quantity("CUDA context and libraries, per GPU", "bytes")
+    workspace_bytes: int = quantity("activation workspace of the prefill, per GPU", "bytes")
+    total_bytes_per_gpu: int = quantity("weights + KV blocks + state + context + workspace per GPU", "bytes")
+    fits: bool = quantity("fits in the usable memory", "text")
+    max_batch: int = quantity("largest batch at context P + G, in whole blocks", "count")
+    max_kv_tokens: int = quantity("KV-cache capacity in tokens per GPU's share, whole blocks", "count")
+    sources: dict[str, str] = quantity("where each rate comes from", "text")
+
+
+class ServeReport(SourceNotes):
+    """Everything `tfcost serve` reports for one model, GPU and setup."""
+
+    model: str
+    source: str | None
+    gpu: str
+    setup: ServingSetup
+    compute_dtype: str
+    weights_format: str
+    inputs: ServeInputs
+    memory: ServeMemory
+    max_batch: int = quantity("largest batch at context P + G", "count")
+    max_context: int = quantity("longest context at batch B (memory only)", "count")
+    model_max_context: int = quantity("the model's own maximum context", "count")
+    latency: ServeLatency = Field(description="bound: the roofline, the best any engine could do")
+    expected: ServeExpected = Field(description="expected: what an engine reaches (rates, floor, all-reduce, ...)")
+    profile: str | None = Field(None, description="the measured profile used in place of the GPU table")
+
+
+SERVE_SECTIONS: dict[str, str] = {
+    "inputs": "Inputs",
+    "memory": "Memory",
+    "": "Capacity",
+    "latency": "Bound (roofline)",
+    "expected": "Expected (engine)",
+}
+
+
+def bound(is_compute_bound: bool) -> str:
+    return "compute-bound" if is_compute_bound else "memory-bound"
+
+
+def serve(
+    shape: ModelShape,
+    gpu: GpuSpec,
+    setup: ServingSetup,
+    rates: expected.EngineRates | None = None,
+    profile: str | None = None,
+    explained: bool = False,
+) -> ServeReport:
+    """Run the serving core over one model on `setup.gpus` GPUs of one kind. `rates` (from a measured profile)
+    replace the table-derived rates of `expected`; `explained`: with the working."""
+    setup = serving.with_weights_dtype(shape, setup)
+    t, b, kv_dtype = setup.gpus, setup.batch, setup.kv_dtype
+    serving.check_generates(shape)
+    serving.check_tensor_parallel(shape, t)
+    peak = serving.effective_peak_flops_per_s(gpu, setup.weights_dtype, setup.compute_efficiency, shape)
+    bandwidth = serving.effective_bandwidth_bytes_per_s(gpu, setup.memory_efficiency)
+    usable = serving.usable_bytes_per_gpu(gpu, setup.reserve)
+    weights = serving.served_weight_bytes(shape, setup.weights_dtype, setup.group_size)
+    weights_per_gpu = serving.share_per_gpu(weights, t)
+    tokens, encoder_tokens = serving.cached_positions(shape, setup.prompt, setup.generate)
+    kv_per_gpu = serving.kv_cache_bytes_per_gpu(shape, tokens, b, kv_dtype, t, encoder_tokens)
+    state_per_gpu = serving.state_bytes_per_gpu(shape, b, kv_dtype, t)
+    stepped = bool(memory.cache_steps(shape))  # no bytes per token: the cache at P + G, the context by bisection
+    held = serving.bytes_moved_per_gpu(weights_per_gpu, kv_per_gpu + state_per_gpu)  # what decode reads
+    budget = serving.kv_budget_bytes_per_gpu(usable, weights_per_gpu)
+    prefill = serving.prefill_roofline(shape, setup, weights_per_gpu, peak, bandwidth)
+    decode = serving.decode_roofline(shape, setup, held, peak, bandwidth)
+    rates = rates or expected.table_rates(gpu, serving.compute_dtype(setup.weights_dtype, gpu, shape))
+    lines = None
+    if explained:
+        lines = serve_lines(shape, setup, weights, weights_per_gpu, kv_per_gpu, prefill, decode, peak, bandwidth)
+    return ServeReport(
+        explain=lines,
+        model=shape.name,
+        source=shape.source,
+        gpu=gpu.name,
+        setup=setup,
+        compute_dtype=serving.compute_dtype(setup.weights_dtype, gpu, shape),
+        weights_format=serving.weights_format(shape, setup.weights_dtype),
+        inputs=ServeInputs(
+            parameters=params.total_params(shape),
+            context=setup.context,
+            kv_heads_per_gpu=serving.kv_heads_per_gpu(shape, t),
+            peak_flops_per_s=peak,
+            bandwidth_bytes_per_s=bandwidth,
+            usable_bytes_per_gpu=usable,
+        ),
+        memory=ServeMemory(
+            weights_bytes=weights,
+            weights_bytes_per_gpu=weights_per_gpu,
+            kv_cache_bytes_per_token=None if stepped else memory.kv_cache_bytes_per_token(shape, kv_dtype),
+            kv_cache_bytes=memory.kv_cache_bytes(shape, tokens, b, kv_dtype, encoder_tokens),
+            kv_cache_bytes_per_gpu=kv_per_gpu,
+            state_bytes=memory.state_bytes(shape, b, kv_dtype),
+            state_bytes_per_gpu=state_per_gpu,
+            total_bytes_per_gpu=held,
+            fits=held <= usable,
+            kv_cache_note=stepped_cache_note(shape, tokens),
+        ),
+        max_batch=serving.max_batch(
+            budget,
+            serving.kv_cache_bytes_per_gpu(shape, tokens, 1, kv_dtype, t, encoder_tokens),
+            serving.state_bytes_per_gpu(shape, 1, kv_dtype, t),
+        ),
+        max_context=serving.stepped_max_context(shape, budget, b, kv_dtype, t, state_per_gpu)
+        if stepped
+        else serving.max_context(
+            budget, serving.kv_cache_bytes_per_gpu(shape, 1, b, kv_dtype, t), state_per_gpu, shape.max_seq_len
+        ),
+        model_max_context=shape.max_seq_len,
+        latency=latency(prefill, decode, b, setup.prompt),
+        expected=serve_expected(shape, setup, rates, usable, weights_per_gpu),
+        profile=profile,
+    )
+
+
+def latency(prefill: serving.Roofline, decode: serving.Roofline, batch: int, prompt: int) -> ServeLatency:
+    """The roofline bound of a prefill and a decode step, as times and throughputs."""
+    return ServeLatency(
+        prefill_flops_per_gpu=prefill.flops_per_gpu,
+        prefill_bytes_per_gpu=prefill.bytes_per_gpu,
+        prefill_ms=milliseconds(prefill.seconds),
+        prefill_bound=bound(prefill.compute_bound),
+        prefill_tokens_per_s=hardware.achieved_per_s(batch * prompt, prefill.seconds),
+        decode_flops_per_gpu=decode.flops_per_gpu,
+        decode_bytes_per_gpu=decode.bytes_per_gpu,
+        decode_ms_per_token=milliseconds(decode.seconds),
+        decode_bound=bound(decode.compute_bound),
+        decode_tokens_per_s=hardware.achieved_per_s(batch, decode.seconds),
+        ttft_ms=milliseconds(prefill.seconds),
+        tpot_ms=milliseconds(decode.seconds),
+        tokens_per_s_per_sequence=hardware.achieved_per_s(1, decode.seconds),
+        tokens_per_s=hardware.achieved_per_s(batch, decode.seconds),
+    )
+
+
+def serve_expected(
+    shape: ModelShape, setup: ServingSetup, rates: expected.EngineRates, usable: int, weights_per_gpu: int
+) -> ServeExpected:
+    """The expected serving times and memory: tfcost.costs.expected's terms added to the kernels' time at the rates
+    reached. The KV cache is counted in whole blocks, as a paged engine allocates it."""
+    t, b, kv_dtype = setup.gpus, setup.batch, setup.kv_dtype
+    kv_tokens = expected.allocated_kv_tokens(setup.context, setup.kv_block)
+    kv_per_gpu = serving.kv_cache_bytes_per_gpu(shape, kv_tokens, b, kv_dtype, t)
+    prompt_kv = serving.kv_cache_bytes_per_gpu(shape, setup.prompt, b, kv_dtype, t)
+    read_as = serving.kernel_weights_dtype(shape, setup.weights_dtype)
+    quantized = serving.share_per_gpu(serving.quantized_params(shape, read_as), t)
+    dequant = expected.dequant_seconds(quantized, read_as, rates)
+    floor = expected.step_floor_seconds(shape, rates)
+
+    # The weights split by how a step reads them: the output head (a one-row matmul per sequence, its own
+    # roofline), the lookup tables (B rows gathered, not streamed) and the layers' matrices.
+    head_elements = expected.head_weight_elements(shape)
+    element_bytes = expected.table_element_bytes(read_as)
+    head_bytes = serving.share_per_gpu(head_elements * element_bytes, t)
+    lookup_bytes = serving.share_per_gpu(expected.lookup_table_elements(shape) * element_bytes, t)
+    layer_weights = max(weights_per_gpu - head_bytes - lookup_bytes, 0)
+    head_flops = serving.share_per_gpu(2 * head_elements * b, t)
+    decoder_only = not serving.is_encoder_decoder(shape)
+
+    prefill_flops = serving.share_per_gpu(serving.prefill_flops(shape, setup.prompt, b), t)
+    prefill_attention = serving.share_per_gpu(b * expected.attention_flops(shape, setup.prompt), t)
+    prefill_kernels = expected.phase_seconds(
+        prefill_flops - head_flops,
+        layer_weights + prompt_kv,
+        rates,
+        prefill_attention if decoder_only else 0,
+        rows=b * setup.prompt,
+    ) + expected.head_seconds(shape, head_flops, head_bytes, rates)
+    prefill_allreduce = expected.tensor_parallel_seconds(shape, b * setup.prompt, t, rates)
+    prefill_s = prefill_kernels + dequant + prefill_allreduce + floor
+    decode_flops = serving.share_per_gpu(serving.decode_step_flops(shape, setup.context, b), t)
+    one_token = expected.attention_flops(shape, setup.context) - expected.attention_flops(shape, setup.context - 1)
+    decode_attention = serving.share_per_gpu(b * one_token, t) if decoder_only else 0
+    state_per_gpu = serving.state_bytes_per_gpu(shape, b, kv_dtype, t)  # read and written once a step
+    decode_bytes = layer_weights + head_bytes + kv_per_gpu + state_per_gpu
+    decode_kernels = expected.phase_seconds(
+        decode_flops - head_flops, kv_per_gpu + state_per_gpu, rates, decode_attention,
+        weight_stream_s=expected.weights_stream_seconds(shape, layer_weights, rates), rows=b,
+    ) + expected.head_seconds(shape, head_flops, head_bytes, rates)  # fmt: skip
+    decode_allreduce = expected.tensor_parallel_seconds(shape, b, t, rates)
+    decode_s = decode_kernels + dequant + decode_allreduce + floor
+
+    workspace = serving.share_per_gpu(expected.workspace_bytes(shape, b * setup.prompt, b), t)
+    fixed = weights_per_gpu + rates.cuda_context_bytes + workspace
+    budget = serving.kv_budget_bytes_per_gpu(usable, fixed)
+    kv_per_token = serving.kv_cache_bytes_per_gpu(shape, 1, 1, kv_dtype, t)
+    block_bytes = kv_per_token * setup.kv_block
+    blocks = budget // block_bytes if block_bytes else 0  # a model with no KV cache (pure Mamba) has no blocks
+    state_per_sequence = serving.state_bytes_per_gpu(shape, 1, kv_dtype, t)
+    blocks_per_sequence = ceil_div(setup.context, setup.kv_block)
+    max_batch = serving.max_batch(budget, blocks_per_sequence * block_bytes, state_per_sequence)
+    max_kv_tokens = blocks * setup.kv_block
+    if memory.cache_steps(shape):  # no bytes per token to page in blocks: the cache at P + G, capacity by bisection
+        sequence_kv = serving.kv_cache_bytes_per_gpu(shape, setup.context, 1, kv_dtype, t)
+        max_batch = serving.max_batch(budget, sequence_kv, state_per_sequence)
+        max_kv_tokens = serving.stepped_max_context(shape, budget, 1, kv_dtype, t, state_per_sequence)
+    return ServeExpected(
+        prefill_flops_per_gpu=prefill_flops,
+        prefill_bytes_per_gpu=layer_weights + head_bytes + prompt_kv,
+        prefill_ms=milliseconds(prefill_s),
+        prefill_bound=bound(
+            prefill_flops / rates.matmul_flops_per_s >= (layer_weights + prompt_kv) / rates.stream_bytes_per_s
+        ),
+        prefill_tokens_per_s=hardware.achieved_per_s(b * setup.prompt, prefill_s),
+        decode_flops_per_gpu=decode_flops,
+        decode_bytes_per_gpu=decode_bytes,
+        decode_ms_per_token=milliseconds(decode_s),
+        decode_bound=bound(decode_flops / rates.matmul_flops_per_s >= decode_bytes / rates.stream_bytes_per_s),
+        decode_tokens_per_s=hardware.achieved_per_s(b, decode_s),
+        ttft_ms=milliseconds(prefill_s),
+        tpot_ms=milliseconds(decode_s),
+        tokens_per_s_per_sequence=hardware.achieved_per_s(1, decode_s),
+        tokens_per_s=hardware.achieved_per_s(b, decode_s),
+        prefill_kernels_ms=milliseconds(prefill_kernels),
+        prefill_dequant_ms=milliseconds(dequant),
+        prefill_allreduce_ms=milliseconds(prefill_allreduce),
+        decode_kernels_ms=milliseconds(decode_kernels),
+        decode_dequant_ms=milliseconds(dequant),
+        decode_allreduce_ms=milliseconds(decode_allreduce),
+        step_floor_ms=milliseconds(floor),
+        stream_bytes_per_s=rates.stream_bytes_per_s,
+        matmul_flops_per_s=rates.matmul_flops_per_s,
+        kv_tokens_per_sequence=kv_tokens,
+        cuda_context_bytes=rates.cuda_context_bytes,
+        workspace_bytes=workspace,
+        total_bytes_per_gpu=fixed + kv_per_gpu + state_per_gpu,
+        fits=fixed + kv_per_gpu + state_per_gpu <= usable,
+        max_batch=max_batch,
+        max_kv_tokens=max_kv_tokens,
+        sources=rates.sources,
+    )

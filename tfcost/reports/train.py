@@ -1,0 +1,197 @@
+"""`tfcost train`'s report: compute, time, the predicted step and memory per GPU, from the core (tfcost.reports.estimate
+holds the parts every report shares)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from tfcost.core import flops, params
+from tfcost.core.blocks import layer_count
+from tfcost.costs import finetune, fit, parallel, step_time, throughput, training
+from tfcost.hardware import rates as hardware
+from tfcost.reports.estimate import Section, SourceNotes, quantity
+from tfcost.reports.explain import train_lines
+from tfcost.schema import GpuSpec, ModelShape, TrainingSetup
+from tfcost.units import TERA
+
+
+class TrainInputs(Section):
+    parameters: int = quantity("N, parameters (embeddings included)", "count")
+    trainable_parameters: int = quantity("trainable parameters (LoRA: the adapters only)", "count")
+    tokens: int = quantity("D, training tokens", "count")
+    seq_len: int = quantity("T, tokens per sequence", "count")
+    training_per_sequence: int = quantity("training, one T-token sequence (3x forward)", "flops")
+    data_parallel: int = quantity("N_d, data-parallel replicas = gpus / (tp x pp x cp)", "count")
+    global_batch: int = quantity("B, sequences per step = b x N_d x m", "count")
+    micro_batches: int = quantity("m, micro-batches per replica per step", "count")
+    stage_layers: str = quantity("layers per pipeline stage", "text")
+    pipeline_bubble: float = quantity("pipeline bubble = (p - 1) / (v x m) of the busy time", "fraction")
+    bytes_per_param: dict[str, int] = quantity("bytes per parameter, before sharding", "count")
+    peak_flops_per_s: float = quantity("peak per GPU (dense)", "flops_per_s")
+    gpu_memory_bytes: int = quantity("memory per GPU", "bytes")
+
+
+class TrainFlops(Section):
+    six_nd: int = quantity("6ND", "flops")
+    total: int = quantity(
+        "model FLOPs, exact: training per sequence x D / T (LoRA: 2 x forward + 6 x adapters)", "flops"
+    )
+    recompute: int = quantity("recomputed forward work", "flops")
+    hardware: int = quantity("hardware FLOPs = model + recomputed", "flops")
+
+
+class TrainTime(Section):
+    throughput_from: str = quantity("throughput from", "text")
+    days: float = quantity("wall clock", "days")
+    days_6nd: float = quantity("wall clock from 6ND at the same MFU", "days")
+    gpu_hours: float = quantity("GPU-hours = wall clock x gpus", "hours")
+    model_utilization: float = quantity("MFU = model FLOP/s / (gpus x peak)", "fraction")
+    hardware_utilization: float = quantity("HFU = hardware FLOP/s / (gpus x peak)", "fraction")
+    achieved_flops_per_s: float = quantity("achieved per GPU, counting recomputation", "flops_per_s")
+    cost: float | None = quantity("cost = GPU-hours x price", "usd")
+
+
+class TrainStep(Section):
+    steps: float = quantity("optimizer steps = D / (B x T)", "count")
+    seconds: dict[str, float] = quantity("one step, predicted, by part (busiest pipeline stage)", "seconds")
+
+
+class TrainMemory(Section):
+    weights_bytes: int = quantity("weights = N x bytes / (tp x pp) [/ N_d, + live layers at ZeRO-3]", "bytes")
+    gradients_bytes: int = quantity("gradients = N x bytes / (tp x pp) [/ N_d at ZeRO-2+]", "bytes")
+    optimizer_bytes: int = quantity("optimizer states = N x bytes / (tp x pp) [/ N_d at ZeRO-1+]", "bytes")
+    activations_per_layer_bytes: int = quantity("activations, one layer (Korthikanti)", "bytes")
+    logits_bytes: int = quantity("logits, fp32, 4sbV/t (last stage)", "bytes")
+    activations_bytes: int = quantity("activations = one layer x L (+ logits if pp = 1)", "bytes")
+    total_bytes: int = quantity("total = weights + gradients + optimizer + activations", "bytes")
+    cuda_context_bytes: int = quantity("CUDA context (assumed; --cuda-context-gib)", "bytes")
+    allocator_reserve_bytes: int = quantity("allocator reserve (assumed share; --allocator-reserve)", "bytes")
+    fits: bool = quantity("fits: total + context + reserve <= the GPU's memory", "text")
+    host_bytes: int = quantity("host memory: paged or offloaded optimizer states (and offloaded weights)", "bytes")
+
+
+class TrainReport(SourceNotes):
+    """Everything `tfcost train` reports for one model, GPU and setup."""
+
+    model: str
+    source: str | None
+    gpu: str
+    setup: TrainingSetup
+    tokens_are_chinchilla_optimal: bool
+    seq_len_is_default: bool
+    notes: dict[str, str] = Field(default_factory=dict, exclude=True)  # what the table says about the defaults
+    inputs: TrainInputs
+    flops: TrainFlops
+    time: TrainTime
+    step: TrainStep | None
+    memory_per_gpu: TrainMemory
+
+
+TRAIN_SECTIONS: dict[str, str] = {
+    "inputs": "Inputs",
+    "flops": "Compute",
+    "time": "Time",
+    "step": "Step time, predicted (Calculon's method; README 'Step time')",
+    "memory_per_gpu": "Memory per GPU (first pipeline stage)",
+}
+
+
+def train(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup, explained: bool = False) -> TrainReport:
+    """Run the training core over one model on one kind of GPU; `explained`: with the main quantities' working."""
+    training.check_parallel_layout(shape, setup)
+    peak = training.peak_flops_per_s(gpu, setup.precision)
+    t, tokens = setup.seq_len, setup.tokens
+    adapters = None
+    if setup.lora_rank is not None:
+        finetune.check_targets(shape, setup.lora_targets)
+        adapters = finetune.lora_params(shape, setup.lora_rank, setup.lora_targets)
+    model_flops = training.model_training_flops(shape, t, tokens, adapters)
+    recomputed = training.recompute_flops(shape, t, tokens, setup.recompute)
+    six_nd = training.six_nd_flops(shape, tokens)
+    hardware_flops = model_flops + recomputed
+    step = None
+    if setup.mfu is None and setup.hfu is None and setup.tflops_per_gpu is None and step_time.can_predict(gpu, setup):
+        parts = step_time.step_seconds(shape, gpu, setup)
+        steps = tokens / (parallel.global_batch(setup) * t)
+        step = TrainStep(steps=steps, seconds=parts)
+        source, seconds = "predicted step time", steps * parts["total"]
+    else:
+        source, seconds = run_seconds(setup, model_flops, hardware_flops, peak)
+    hours = training.gpu_hours(seconds, setup.gpus)
+    mfu = throughput.utilization(model_flops, seconds, setup.gpus, peak)
+    stages = parallel.stage_layers(layer_count(shape), setup.pp, setup.pp_first_layers, setup.pp_last_layers)
+    m = parallel.micro_batches(setup)
+    held = training.memory_per_gpu(shape, setup)
+    overhead = fit.overhead_bytes(hardware.memory_bytes(gpu), setup.cuda_context_gib, setup.allocator_reserve)
+    lines = None
+    if explained:
+        assumed_mfu = training.run_mfu(setup) if step is None else None
+        lines = train_lines(
+            shape, setup, model_flops, None if assumed_mfu is None else (seconds, peak, assumed_mfu), held,
+            training.activation_bytes_by_layer_kind_of(shape, setup), training.last_stage_logits_bytes(shape, setup),
+        )  # fmt: skip
+    return TrainReport(
+        explain=lines,
+        model=shape.name,
+        source=shape.source,
+        gpu=gpu.name,
+        setup=setup,
+        tokens_are_chinchilla_optimal=tokens == training.chinchilla_optimal_tokens(shape),
+        seq_len_is_default=t == training.default_seq_len(shape),
+        notes=training.defaults_notes(shape, setup),
+        inputs=TrainInputs(
+            parameters=params.total_params(shape),
+            trainable_parameters=training.trainable_params(shape, setup),
+            tokens=tokens,
+            seq_len=t,
+            training_per_sequence=flops.training_flops(shape, t),
+            data_parallel=setup.data_parallel,
+            global_batch=parallel.global_batch(setup),
+            micro_batches=m,
+            stage_layers=" + ".join(str(layers) for layers in stages),
+            pipeline_bubble=parallel.bubble_fraction(setup.pp, m, setup.virtual_stages),
+            bytes_per_param=training.state_bytes_per_param(setup.precision, setup.optimizer),
+            peak_flops_per_s=peak,
+            gpu_memory_bytes=hardware.memory_bytes(gpu),
+        ),
+        flops=TrainFlops(six_nd=six_nd, total=model_flops, recompute=recomputed, hardware=hardware_flops),
+        time=TrainTime(
+            throughput_from=source,
+            days=seconds / training.SECONDS_PER_DAY,
+            days_6nd=throughput.seconds_at_same_utilization(seconds, six_nd, model_flops) / training.SECONDS_PER_DAY,
+            gpu_hours=hours,
+            model_utilization=mfu,
+            hardware_utilization=throughput.utilization(hardware_flops, seconds, setup.gpus, peak),
+            achieved_flops_per_s=hardware_flops / (seconds * setup.gpus),
+            cost=None if setup.price_per_gpu_hour is None else training.training_cost(hours, setup.price_per_gpu_hour),
+        ),
+        step=step,
+        memory_per_gpu=TrainMemory(
+            weights_bytes=held["weights"],
+            gradients_bytes=held["gradients"],
+            optimizer_bytes=held["optimizer"],
+            activations_per_layer_bytes=training.activation_bytes_per_layer_of(shape, setup),
+            logits_bytes=training.last_stage_logits_bytes(shape, setup),
+            activations_bytes=held["activations"],
+            total_bytes=held["total"],
+            cuda_context_bytes=overhead["cuda_context"],
+            allocator_reserve_bytes=overhead["allocator_reserve"],
+            fits=fit.fits(held["total"], overhead, hardware.memory_bytes(gpu)),
+            host_bytes=held["host"],
+        ),
+    )
+
+
+def run_seconds(setup: TrainingSetup, model_flops: int, hardware_flops: int, peak: float) -> tuple[str, float]:
+    """The run's wall clock from the one throughput the user gave (MFU, HFU or TFLOP/s per GPU), and which."""
+    if setup.hfu is not None:
+        return f"HFU {setup.hfu:g}", throughput.seconds_at_hfu(hardware_flops, setup.gpus, peak, setup.hfu)
+    if setup.tflops_per_gpu is not None:
+        achieved = setup.tflops_per_gpu * TERA
+        return f"{setup.tflops_per_gpu:g} TFLOP/s per GPU", throughput.seconds_at_achieved(
+            hardware_flops, setup.gpus, achieved
+        )
+    mfu = training.run_mfu(setup)
+    assert mfu is not None  # neither HFU nor TFLOP/s was given
+    label = f"MFU {mfu:g}" + (" (the default: the GPU table cannot predict this layout)" if setup.mfu is None else "")
+    return label, throughput.seconds_at_mfu(model_flops, setup.gpus, peak, mfu)
