@@ -711,6 +711,16 @@ def print_source_notes(source: ModelSource) -> None:
         sys.stderr.write(f"tfcost: note: {clean(source.shape.name)}: {note}\n")
 
 
+def print_report_notes(report: BaseModel) -> None:
+    """What a report's source said that was not used (config keys ignored, towers not priced), and a Hub
+    checkpoint's stored bytes: `tfcost: note:` lines on stderr, never on stdout (which may carry JSON or YAML)."""
+    if not isinstance(report, SourceNotes):  # the transformers engine's reports carry no source notes
+        return
+    for note in source_notes(report.ignored_fields, report.not_priced):
+        sys.stderr.write(f"tfcost: note: {clean(getattr(report, 'model', ''))}: {note}\n")
+    print_checkpoint_check(report)
+
+
 def print_checkpoint_check(report: SourceNotes) -> None:
     """A Hub checkpoint's stored bytes beside tfcost's figure for the same weights, on stderr."""
     if report.checkpoint_bytes is None or report.checkpoint_bytes_estimate is None:
