@@ -19,7 +19,6 @@ and its imports are made inside the functions, so `import tfcost` stays instant.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -90,6 +89,8 @@ def override_texts(overrides: Overrides | None) -> tuple[str, ...]:
     if isinstance(overrides, str):
         return (overrides,)
     if isinstance(overrides, Mapping):
+        import json  # here only: the commands' start-up need not import it
+
         from tfcost.errors import UsageError
 
         try:
