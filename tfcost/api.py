@@ -19,12 +19,13 @@ and its imports are made inside the functions, so `import tfcost` stays instant.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from types import ModuleType
+    from typing import TypeVar
 
     from pydantic import BaseModel
 
@@ -37,23 +38,28 @@ if TYPE_CHECKING:
     from tfcost.reports.train import TrainReport
     from tfcost.schema import GpuSpec, TrainingSetup
 
-BaseModelT = TypeVar("BaseModelT", bound="BaseModel")
+    BaseModelT = TypeVar("BaseModelT", bound=BaseModel)
+    # `--set` as the commands take it (["n_kv_heads=16"]) or as a mapping ({"n_kv_heads": 16}).
+    Overrides = Sequence[str] | Mapping[str, object]
 
-# `--set` as the commands take it (["n_kv_heads=16"]) or as a mapping ({"n_kv_heads": 16}).
-Overrides = Sequence[str] | Mapping[str, object]
 
-
-@dataclass(frozen=True)
 class ModelRequest:
     """The model a call is about, as every model-taking command names it: MODEL, --config, --set, --strict,
-    --lenient and --revision."""
+    --lenient and --revision. (A plain class: a dataclass would cost each command's start-up a few hundred us.)"""
 
-    model: str | None
-    config: str | None
-    overrides: tuple[str, ...]
-    strict: bool
-    lenient: bool
-    revision: str | None
+    __slots__ = ("config", "lenient", "model", "overrides", "revision", "strict")
+
+    def __init__(
+        self,
+        model: str | None,
+        config: str | None,
+        overrides: tuple[str, ...],
+        strict: bool,
+        lenient: bool,
+        revision: str | None,
+    ) -> None:
+        self.model, self.config, self.overrides = model, config, overrides
+        self.strict, self.lenient, self.revision = strict, lenient, revision
 
     def source(self) -> ModelSource:
         """The model by tfcost's own reader, with what its source said that was not used."""
