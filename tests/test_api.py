@@ -112,6 +112,13 @@ def test_overrides_as_a_mapping_or_as_the_commands_texts_are_the_same():
     assert as_texts.kv_cache.bytes == 4 * tfc.estimate("llama-3-8b").kv_cache.bytes  # 32 KV heads, not 8
 
 
+def test_none_is_the_commands_default():
+    assert tfc.train("llama-3-8b", micro_batch=None, zero=None, seq=None) == tfc.train("llama-3-8b")
+    assert tfc.serve("llama-3-8b", batch=None, weights_dtype=None) == tfc.serve("llama-3-8b")
+    assert tfc.estimate("llama-3-8b", seq=None, causal=None) == tfc.estimate("llama-3-8b")
+    assert tfc.estimate("llama-3-8b").workload.seq_len == 1024  # Workload's default, as `tfcost estimate` has it
+
+
 @pytest.mark.parametrize(
     ("call", "error", "message"),
     [

@@ -221,7 +221,7 @@ def train(
             TrainingSetup,
             tokens=wanted_tokens if wanted_tokens is not None else default_tokens,
             seq_len=seq if seq is not None else default_seq,
-            **fields,
+            **given(**fields),
         )
 
     asked = request(model, config, overrides, strict, lenient, revision)
