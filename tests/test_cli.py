@@ -146,27 +146,27 @@ def test_compare_leaves_breakdowns_to_a_flag(tfcost):
     assert full.code == 0 and re.search(r"embedding/tokens .*38\.60 M .*131\.07 M", full.stdout)
 
 
-def test_every_command_has_help_and_a_row_in_the_readme(tfcost):
+def test_every_command_has_help_and_a_row_in_the_command_table(tfcost):
     import typer.main
 
     from tfcost.cli.main import app
 
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    table = (Path(__file__).parent.parent / "docs" / "commands.md").read_text(encoding="utf-8")
     commands = sorted(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
     assert {"list", "estimate", "compare", "import", "gpus", "train", "serve", "measure"} <= set(commands)
     for command in commands:
         run = tfcost(command, "--help")
         assert run.code == 0 and "Usage" in run.stdout, command
-        assert f"| `tfcost {command}" in readme, f"{command} has no row in the README's command table"
+        assert f"| `tfcost {command}" in table, f"{command} has no row in docs/commands.md's command table"
 
 
-def test_readme_shows_the_lineup_comparison():
-    """The README's side-by-side of four 2025-26 models is what the command prints at 120 columns."""
+def test_docs_show_the_lineup_comparison():
+    """docs/commands.md's side-by-side of four 2025-26 models is what the command prints at 120 columns."""
     args = ("compare", "gpt-oss-120b", "qwen3-235b-a22b", "deepseek-v3.2", "llama-4-maverick", "--seq", "32768")
     printed = "\n".join(line.rstrip() for line in run_in_process(*args).stdout.strip().splitlines())
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-    assert f"`tfcost {' '.join(args)}`" in readme
-    assert printed in readme
+    doc = (Path(__file__).parent.parent / "docs" / "commands.md").read_text(encoding="utf-8")
+    assert f"`tfcost {' '.join(args)}`" in doc
+    assert printed in doc
 
 
 def test_the_narrowed_app_is_the_whole_app_for_its_command():

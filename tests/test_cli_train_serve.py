@@ -144,14 +144,16 @@ def test_train_and_serve_never_import_torch(args):
 
 
 @pytest.mark.parametrize("args", [TRAIN_ARGS, SERVE_ARGS])
-def test_readme_shows_the_real_reports(tfcost, args):
-    # The README's two examples are what the commands print at 120 columns, so they cannot drift.
+def test_docs_show_the_real_reports(tfcost, args):
+    # docs/training.md's and docs/serving.md's examples are what the commands print at 120 columns, so they cannot
+    # drift.
     from pathlib import Path
 
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    page = {"train": "training.md", "serve": "serving.md"}[args[0]]
+    text = (Path(__file__).parent.parent / "docs" / page).read_text(encoding="utf-8")
     printed = "\n".join(line.rstrip() for line in tfcost(*args).stdout.strip().splitlines())
-    assert printed in readme
-    assert f"`tfcost {' '.join(args)}`" in readme
+    assert printed in text
+    assert f"`tfcost {' '.join(args)}`" in text
 
 
 @pytest.mark.parametrize("throughput", [(), ("--mfu", "0.5"), ("--hfu", "0.5")])

@@ -126,10 +126,10 @@ def test_cli_explain_in_every_format(tfcost) -> None:
         assert run.code == 0 and "Working (--explain):" in run.stdout, command
 
 
-def test_readme_lines_are_the_output(tfcost) -> None:
-    """The README's excerpt of `tfcost estimate gpt2-small --explain` is lines the command prints."""
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### Every number's working: `--explain`", 1)[1]
+def test_the_docs_lines_are_the_output(tfcost) -> None:
+    """docs/commands.md's excerpt of `tfcost estimate gpt2-small --explain` is lines the command prints."""
+    doc = (Path(__file__).parent.parent / "docs" / "commands.md").read_text(encoding="utf-8")
+    section = doc.split("### Every number's working: `--explain`", 1)[1]
     excerpt = section.split("```\n", 2)[1].splitlines()
     printed = set(tfcost("estimate", "gpt2-small", "--explain").stdout.splitlines())
     assert len(excerpt) >= 5 and all(line in printed for line in excerpt)

@@ -1,4 +1,4 @@
-"""The README's architecture section shows the operation table of one Llama-3-8B layer as the code builds it.
+"""docs/architecture.md shows the operation table of one Llama-3-8B layer as the code builds it.
 
 `python tests/test_readme_architecture.py` prints the table to paste; the test fails when the two differ."""
 
@@ -39,9 +39,9 @@ def llama_layer_table() -> str:
     return "\n".join(lines)
 
 
-def test_readme_shows_the_operation_table_the_code_builds() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert llama_layer_table() in readme
+def test_the_docs_show_the_operation_table_the_code_builds() -> None:
+    doc = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    assert llama_layer_table() in doc
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The README's list of supported model_types is the readers' own (tfcost.readers.hf_config.FAMILIES), kept in step."""
+"""docs/models.md lists the supported model_types as the readers do (tfcost.readers.hf_config.FAMILIES)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ from pathlib import Path
 
 from tfcost.readers.hf_config import FAMILIES, supported_types_markdown
 
-README = Path(__file__).parent.parent / "README.md"
+MODELS_DOC = Path(__file__).parent.parent / "docs" / "models.md"
 BLOCK = re.compile(r"  <!-- model-types:begin -->\n(.*?)\n  <!-- model-types:end -->", re.DOTALL)
 
 
-def test_readme_lists_the_model_types_the_readers_support():
-    found = BLOCK.findall(README.read_text(encoding="utf-8"))
+def test_the_docs_list_the_model_types_the_readers_support():
+    found = BLOCK.findall(MODELS_DOC.read_text(encoding="utf-8"))
     assert found == [supported_types_markdown()], "regenerate with tfcost.readers.hf_config.supported_types_markdown()"
 
 

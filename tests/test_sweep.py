@@ -222,11 +222,11 @@ def test_gpt2_markdown_estimate_holds_the_lessons_figures():
         assert figure in out
 
 
-def test_readme_shows_a_chart_made_by_the_command():
+def test_the_docs_show_a_chart_made_by_the_command():
     from pathlib import Path
 
     root = Path(__file__).parent.parent
-    readme = (root / "README.md").read_text(encoding="utf-8")
-    assert "](docs/sweep.png)" in readme and "--plot docs/sweep.png" in readme
+    doc = (root / "docs" / "sweep.md").read_text(encoding="utf-8")
+    assert "](sweep.png)" in doc and "--plot docs/sweep.png" in doc
     data = (root / "docs" / "sweep.png").read_bytes()
     assert png_size(data)[0] == 560 and len(data) < 100_000  # small enough to commit

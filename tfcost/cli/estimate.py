@@ -4,18 +4,9 @@ No `from __future__ import annotations` here: typer would then eval and compile 
 string twice on each run, where real annotations cost nothing.
 """
 
-from functools import partial
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
-
-from tfcost.schema import (
-    Workload,
-)
-
-if TYPE_CHECKING:
-    from tfcost.reports.estimate import Estimate
-
 
 from tfcost.cli.app import app
 from tfcost.cli.options import (
@@ -33,8 +24,9 @@ from tfcost.cli.options import (
     SetOption,
     StrictOption,
     default,
-    load_source,
-    validated,
+)
+from tfcost.schema import (
+    Workload,
 )
 
 
@@ -59,22 +51,14 @@ def estimate(
     explain: ExplainOption = False,
 ) -> None:
     """Parameters, FLOPs, KV cache, score-matrix size and the lesson's crossovers in T of one model."""
-    from tfcost.engines.dispatch import engine_answer
-    from tfcost.readers.presets import load_gpu
+    from tfcost import api
     from tfcost.render import tables as render
-    from tfcost.reports.estimate import estimate as run_estimate
-    from tfcost.reports.estimate import with_source
 
-    workload = validated(Workload, seq_len=seq, batch=batch, dtype=dtype, causal=causal)
-
-    def analytic() -> "Estimate":
-        source = load_source(model, config, overrides, strict, lenient, revision)
-        chosen_gpu = load_gpu(gpu) if gpu is not None else None
-        found = with_source(run_estimate(source.shape, workload, chosen_gpu, explained=explain), source)
-        render.print_checkpoint_check(found)
-        return found
-
-    result = engine_answer(model, config, overrides or (), workload, engine, analytic, revision)
+    result = api.estimate(
+        model, config=config, overrides=overrides, seq=seq, batch=batch, dtype=dtype, causal=causal, gpu=gpu,
+        engine=engine, explain=explain, strict=strict, lenient=lenient, revision=revision,
+    )  # fmt: skip
+    render.print_report_notes(result)
     render.print_report(result, output, render.estimate_table)
 
 
@@ -102,27 +86,21 @@ def compare(
     output: FormatOption = "table",
 ) -> None:
     """The same quantities for several models, side by side (--set applies to each)."""
-    from tfcost.engines.dispatch import engine_answer
+    from tfcost import api
     from tfcost.errors import UsageError
     from tfcost.render import tables as render
-    from tfcost.reports.estimate import estimate as run_estimate
-    from tfcost.reports.estimate import with_source
 
     sources = [(model, None) for model in models or ()] + [(None, path) for path in configs or ()]
     if not sources:
         raise UsageError("give the models to compare: preset names, YAML or config.json paths, or --config PATH")
-    workload = validated(Workload, seq_len=seq, batch=batch, dtype=dtype, causal=causal)
-
-    def analytic(model: str | None, path: str | None) -> "Estimate":
-        source = load_source(model, path, overrides, strict, lenient, revision)
-        found = with_source(run_estimate(source.shape, workload), source)
-        render.print_checkpoint_check(found)
-        return found
-
-    results = [
-        engine_answer(model, path, overrides or (), workload, engine, partial(analytic, model, path), revision)
-        for model, path in sources
-    ]
+    results = []
+    for model, path in sources:
+        found = api.estimate(
+            model, config=path, overrides=overrides, seq=seq, batch=batch, dtype=dtype, causal=causal,
+            engine=engine, strict=strict, lenient=lenient, revision=revision,
+        )  # fmt: skip
+        render.print_report_notes(found)
+        results.append(found)
     if output == "json":
         render.print_json(results)
     else:

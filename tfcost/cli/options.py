@@ -6,10 +6,11 @@ No `from __future__ import annotations` here: typer would then eval and compile 
 string twice on each run, where real annotations cost nothing.
 """
 
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
+from tfcost.api import validated as validated  # options -> setup is the Python API's step, shared with it
 from tfcost.engines.dispatch import Engine
 from tfcost.units import Dtype
 
@@ -17,9 +18,6 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from tfcost.readers.presets import ModelSource
-
-BaseModelT = TypeVar("BaseModelT", bound="BaseModel")
-
 
 OutputFormat = Literal["table", "json", "markdown"]
 TableFormat = Literal["table", "markdown"]
@@ -121,26 +119,6 @@ def parse_tokens(text: str) -> int:
     from tfcost.units import parse_count
 
     return parse_count(text)
-
-
-def validated(schema: type[BaseModelT], **fields: object) -> BaseModelT:
-    """A setup schema built from the options; its complaints become one usage-error line naming the options."""
-    from pydantic import ValidationError
-
-    from tfcost.errors import UsageError, describe_validation_error
-
-    try:
-        return schema.model_validate(fields)
-    except ValidationError as error:
-        raise UsageError(describe_validation_error(error, option_name)) from None
-
-
-OPTION_NAMES = {"seq_len": "seq"}  # setup fields whose option is not the field's name with dashes
-
-
-def option_name(field: str) -> str:
-    """The command-line option that sets a setup field: seq_len -> --seq, micro_batch -> --micro-batch."""
-    return "--" + OPTION_NAMES.get(field, field.replace("_", "-"))
 
 
 GpuOption = Annotated[str, typer.Option("--gpu", help="GPU name from `tfcost gpus`.")]

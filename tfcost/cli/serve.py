@@ -33,9 +33,6 @@ from tfcost.cli.options import (
     SetOption,
     StrictOption,
     default,
-    load_profile_option,
-    load_source,
-    validated,
 )
 
 
@@ -102,41 +99,19 @@ def serve(
 ) -> None:
     """Serving memory, largest batch and context, and prefill and decode times: the roofline bound and the
     expected time of an engine."""
-    from tfcost.engines.dispatch import engine_model
-    from tfcost.readers.presets import load_gpu
+    from tfcost import api
     from tfcost.render import tables as render
+    from tfcost.reports.serve import ServeReport
 
-    found = engine_model(model, config, overrides or (), engine, revision)
-    measured = load_profile_option(profile)
-    setup = validated(
-        ServingSetup,
-        gpus=gpus,
-        weights_dtype=weights_dtype,
-        kv_dtype=kv_dtype,
-        batch=batch,
-        prompt=prompt,
-        generate=generate,
-        reserve=reserve,
-        memory_efficiency=1.0 if measured else memory_efficiency,
-        compute_efficiency=1.0 if measured else compute_efficiency,
-        group_size=group_size,
-        kv_block=kv_block,
-    )
-    if found is not None:
-        from tfcost.engines.dispatch import serve_report
-
-        answer = serve_report(found, measured.gpu_spec() if measured else load_gpu(gpu), setup, explained=explain)
-        render.print_report(answer, output, render.engine_serve_table)
-        return
-    from tfcost.reports.estimate import with_source
-    from tfcost.reports.serve import serve as run_serve
-
-    source = load_source(model, config, overrides, strict, lenient, revision)
-    shape = source.shape
-    if measured is None:
-        report = run_serve(shape, load_gpu(gpu), setup, explained=explain)
+    result = api.serve(
+        model, config=config, overrides=overrides, gpu=gpu, profile=profile, engine=engine, explain=explain,
+        strict=strict, lenient=lenient, revision=revision,
+        gpus=gpus, weights_dtype=weights_dtype, kv_dtype=kv_dtype, batch=batch, prompt=prompt, generate=generate,
+        reserve=reserve, compute_efficiency=compute_efficiency, memory_efficiency=memory_efficiency,
+        group_size=group_size, kv_block=kv_block,
+    )  # fmt: skip
+    render.print_report_notes(result)
+    if isinstance(result, ServeReport):
+        render.print_report(result, output, render.serve_table)
     else:
-        report = run_serve(shape, measured.gpu_spec(), setup, measured.rates(), measured.name, explained=explain)
-    result = with_source(report, source)
-    render.print_checkpoint_check(result)
-    render.print_report(result, output, render.serve_table)
+        render.print_report(result, output, render.engine_serve_table)

@@ -35,10 +35,7 @@ from tfcost.cli.options import (
     SetOption,
     StrictOption,
     default,
-    load_profile_option,
-    load_source,
     parse_tokens,
-    validated,
 )
 
 
@@ -171,63 +168,23 @@ def train(
     explain: ExplainOption = False,
 ) -> None:
     """Training compute, time, cost and memory per GPU: will it fit, and how long will it take?"""
-    from tfcost.costs import training
-    from tfcost.engines.dispatch import engine_model
-    from tfcost.readers.presets import load_gpu
+    from tfcost import api
     from tfcost.render import tables as render
+    from tfcost.reports.train import TrainReport
 
-    def make_setup(default_seq: int, default_tokens: int) -> TrainingSetup:
-        """The setup asked for, the model's defaults where an option was not given."""
-        return validated(
-            TrainingSetup,
-            tokens=tokens if tokens is not None else default_tokens,
-            seq_len=seq if seq is not None else default_seq,
-            micro_batch=micro_batch,
-            gpus=gpus,
-            mfu=mfu,
-            hfu=hfu,
-            tflops_per_gpu=tflops_per_gpu,
-            global_batch=global_batch,
-            cp=cp,
-            ep=ep,
-            virtual_stages=virtual_stages,
-            pp_first_layers=pp_first_layers,
-            pp_last_layers=pp_last_layers,
-            zero=zero,
-            tp=tp,
-            pp=pp,
-            sequence_parallel=sequence_parallel,
-            recompute=recompute,
-            optimizer=optimizer,
-            precision=precision,
-            flash=flash,
-            dp_overlap=dp_overlap,
-            offload=offload,
-            optimizer_in_backward=optimizer_in_backward,
-            price_per_gpu_hour=price_per_gpu_hour,
-            lora_rank=lora,
-            lora_targets=tuple(name.strip() for name in lora_target_list.split(",") if name.strip()),
-            qlora=qlora,
-            memory_convention=memory_convention,
-            cuda_context_gib=cuda_context_gib,
-            allocator_reserve=allocator_reserve,
-        )
-
-    found = engine_model(model, config, overrides or (), engine, revision)
-    measured = load_profile_option(profile)
-    spec = measured.gpu_spec() if measured else load_gpu(gpu)
-    if found is not None:
-        from tfcost.engines.dispatch import train_report
-
-        answer = train_report(found, spec, make_setup, explained=explain)
-        render.print_report(answer, output, render.engine_train_table)
-        return
-    from tfcost.reports.estimate import with_source
-    from tfcost.reports.train import train as run_train
-
-    source = load_source(model, config, overrides, strict, lenient, revision)
-    shape = source.shape
-    setup = make_setup(training.default_seq_len(shape), training.chinchilla_optimal_tokens(shape))
-    result = with_source(run_train(shape, spec, setup, explained=explain), source)
-    render.print_checkpoint_check(result)
-    render.print_report(result, output, render.train_table)
+    result = api.train(
+        model, config=config, overrides=overrides, tokens=tokens, seq=seq, gpu=gpu, profile=profile, engine=engine,
+        explain=explain, strict=strict, lenient=lenient, revision=revision,
+        micro_batch=micro_batch, gpus=gpus, mfu=mfu, hfu=hfu, tflops_per_gpu=tflops_per_gpu,
+        global_batch=global_batch, cp=cp, ep=ep, virtual_stages=virtual_stages, pp_first_layers=pp_first_layers,
+        pp_last_layers=pp_last_layers, zero=zero, tp=tp, pp=pp, sequence_parallel=sequence_parallel,
+        recompute=recompute, optimizer=optimizer, precision=precision, flash=flash, dp_overlap=dp_overlap,
+        offload=offload, optimizer_in_backward=optimizer_in_backward, price_per_gpu_hour=price_per_gpu_hour,
+        lora_rank=lora, lora_targets=lora_target_list, qlora=qlora, memory_convention=memory_convention,
+        cuda_context_gib=cuda_context_gib, allocator_reserve=allocator_reserve,
+    )  # fmt: skip
+    render.print_report_notes(result)
+    if isinstance(result, TrainReport):
+        render.print_report(result, output, render.train_table)
+    else:
+        render.print_report(result, output, render.engine_train_table)

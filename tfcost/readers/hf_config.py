@@ -154,7 +154,7 @@ def shape_mapping(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def supported_types_markdown(width: int = 116) -> str:
-    """The README's list of supported model_types, from the readers themselves (FAMILIES): each `name` in
+    """docs/models.md's list of supported model_types, from the readers themselves (FAMILIES): each `name` in
     backticks, comma-separated, wrapped to `width` and indented two spaces (a continuation of a list item)."""
     import textwrap
 

@@ -467,7 +467,7 @@ def train_table(result: TrainReport, markdown: bool = False) -> None:
     notes = [
         "Model FLOPs: matmuls only, 2*m*k*n each, full T x T scores (the MFU convention); backward = 2 x forward.",
         "Memory per GPU: ZeRO Fig. 1 for model states, Korthikanti et al. 2022 for activations. "
-        "Every formula: README, 'tfcost train'.",
+        "Every formula: docs/training.md.",
         CONVENTIONS,
     ]
     sections_table(result, TRAIN_SECTIONS, title, notes, markdown)
@@ -499,7 +499,7 @@ def serve_table(result: ServeReport, markdown: bool = False) -> None:
         "dequantization; memory in whole KV blocks plus the CUDA context and activation workspace.",
         f"Defaults: reserve {default(s, 'reserve'):.0%} (vLLM's gpu_memory_utilization 0.9); compute and memory "
         f"efficiency {default(s, 'compute_efficiency'):g} and {default(s, 'memory_efficiency'):g} (llm-analysis "
-        "README: up to 0.7 for inference, 0.9 an aggressive memory target). Every formula: README, 'tfcost serve'.",
+        "README: up to 0.7 for inference, 0.9 an aggressive memory target). Every formula: docs/serving.md.",
         CONVENTIONS,
     ]
     if result.memory.kv_cache_note:
@@ -709,6 +709,16 @@ def print_source_notes(source: ModelSource) -> None:
     """One `tfcost: note:` line on stderr per note, never on stdout (which may carry JSON or YAML)."""
     for note in source_notes(source.ignored_fields, source.not_priced):
         sys.stderr.write(f"tfcost: note: {clean(source.shape.name)}: {note}\n")
+
+
+def print_report_notes(report: BaseModel) -> None:
+    """What a report's source said that was not used (config keys ignored, towers not priced), and a Hub
+    checkpoint's stored bytes: `tfcost: note:` lines on stderr, never on stdout (which may carry JSON or YAML)."""
+    if not isinstance(report, SourceNotes):  # the transformers engine's reports carry no source notes
+        return
+    for note in source_notes(report.ignored_fields, report.not_priced):
+        sys.stderr.write(f"tfcost: note: {clean(getattr(report, 'model', ''))}: {note}\n")
+    print_checkpoint_check(report)
 
 
 def print_checkpoint_check(report: SourceNotes) -> None:

@@ -91,7 +91,7 @@ TRAIN_SECTIONS: dict[str, str] = {
     "inputs": "Inputs",
     "flops": "Compute",
     "time": "Time",
-    "step": "Step time, predicted (Calculon's method; README 'Step time')",
+    "step": "Step time, predicted (Calculon's method; docs/training.md)",
     "memory_per_gpu": "Memory per GPU (first pipeline stage)",
 }
 

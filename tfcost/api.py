@@ -1,0 +1,374 @@
+"""tfcost from Python: the reports the commands render, as typed pydantic models.
+
+    import tfcost
+    report = tfcost.estimate("llama-3-8b", seq=8192, batch=4)
+    report.kv_cache.total_bytes                                  # 4294967296
+    tfcost.train("llama-3-8b", gpus=64, tokens="15T", zero=1).time
+    tfcost.serve("qwen3-8b", gpu="h100-sxm", batch=32, prompt=4096).memory
+
+Each function takes what its command takes, by the option's name with underscores (`--micro-batch 2` is
+`micro_batch=2`; `--set n_kv_heads=16` is `overrides=["n_kv_heads=16"]` or `overrides={"n_kv_heads": 16}`), and
+returns the report that `tfcost <command> ... --format json` prints: `report.model_dump(mode="json")` is that JSON
+without its `tfcost_version` key. Nothing is printed: what the command writes to stderr as notes (config keys
+ignored, towers not priced, a Hub checkpoint's stored bytes) are fields of the report. Bad input raises
+`tfcost.errors.TfcostError` (`UsageError` for a bad option) carrying the command's one-line message.
+
+The commands (tfcost/cli) call these functions and render what they return; this module imports no CLI and no rich,
+and its imports are made inside the functions, so `import tfcost` stays instant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from types import ModuleType
+    from typing import TypeVar
+
+    from pydantic import BaseModel
+
+    from tfcost.costs.profiles import Profile
+    from tfcost.engines.dispatch import Engine, EngineModel
+    from tfcost.engines.report import EngineEstimate, EngineServeReport, EngineTrainReport
+    from tfcost.readers.presets import ModelSource
+    from tfcost.reports.estimate import Estimate
+    from tfcost.reports.serve import ServeReport
+    from tfcost.reports.train import TrainReport
+    from tfcost.schema import GpuSpec, TrainingSetup
+
+    BaseModelT = TypeVar("BaseModelT", bound=BaseModel)
+    # `--set` as the commands take it (["n_kv_heads=16"]) or as a mapping ({"n_kv_heads": 16}).
+    Overrides = Sequence[str] | Mapping[str, object]
+
+
+class ModelRequest:
+    """The model a call is about, as every model-taking command names it: MODEL, --config, --set, --strict,
+    --lenient and --revision. (A plain class: a dataclass would cost each command's start-up a few hundred us.)"""
+
+    __slots__ = ("config", "lenient", "model", "overrides", "revision", "strict")
+
+    def __init__(
+        self,
+        model: str | None,
+        config: str | None,
+        overrides: tuple[str, ...],
+        strict: bool,
+        lenient: bool,
+        revision: str | None,
+    ) -> None:
+        self.model, self.config, self.overrides = model, config, overrides
+        self.strict, self.lenient, self.revision = strict, lenient, revision
+
+    def source(self) -> ModelSource:
+        """The model by tfcost's own reader, with what its source said that was not used."""
+        from tfcost.readers.presets import resolve_source
+
+        return resolve_source(
+            self.model, self.config, self.overrides, strict=self.strict, lenient=self.lenient, revision=self.revision
+        )
+
+    def for_engine(self, engine: Engine) -> EngineModel | None:
+        """The model the transformers engine prices, or None where tfcost's own reader answers."""
+        from tfcost.engines.dispatch import engine_model
+
+        return engine_model(self.model, self.config, self.overrides, engine, self.revision)
+
+
+def request(
+    model: str | None,
+    config: str | None,
+    overrides: Overrides | None,
+    strict: bool,
+    lenient: bool,
+    revision: str | None,
+) -> ModelRequest:
+    return ModelRequest(model, config, override_texts(overrides), strict, lenient, revision)
+
+
+def override_texts(overrides: Overrides | None) -> tuple[str, ...]:
+    """`--set` texts: a mapping's values written as JSON, which the override reader (YAML) reads back as the same
+    value: 16, true, [0, 2], "text"."""
+    if overrides is None:
+        return ()
+    if isinstance(overrides, str):
+        return (overrides,)
+    if isinstance(overrides, Mapping):
+        import json  # here only: the commands' start-up need not import it
+
+        from tfcost.errors import UsageError
+
+        try:
+            return tuple(f"{key}={json.dumps(value)}" for key, value in overrides.items())
+        except (TypeError, ValueError) as error:
+            raise UsageError(f"overrides: {error}") from None
+    return tuple(overrides)
+
+
+OPTION_NAMES = {"seq_len": "seq", "lora_rank": "lora"}  # setup fields whose option is not the field's name
+
+
+def option_name(field: str) -> str:
+    """The command-line option that sets a setup field: seq_len -> --seq, micro_batch -> --micro-batch."""
+    return "--" + OPTION_NAMES.get(field, field.replace("_", "-"))
+
+
+def validated(schema: type[BaseModelT], **fields: object) -> BaseModelT:
+    """A setup schema built from the options; its complaints become one usage-error line naming the options."""
+    from pydantic import ValidationError
+
+    from tfcost.errors import UsageError, describe_validation_error
+
+    try:
+        return schema.model_validate(fields)
+    except ValidationError as error:
+        raise UsageError(describe_validation_error(error, option_name)) from None
+
+
+def given(**fields: object) -> dict[str, object]:
+    """The fields a caller set: None leaves a field at the schema's default."""
+    return {name: value for name, value in fields.items() if value is not None}
+
+
+def load_profile(name: str | None) -> Profile | None:
+    """The saved measured profile of that name (`tfcost profiles`), or None; read only when asked for."""
+    if name is None:
+        return None
+    from tfcost.costs import profiles
+
+    return profiles.load(name)
+
+
+def estimate(
+    model: str | None = None,
+    *,
+    config: str | None = None,
+    overrides: Overrides | None = None,
+    seq: int | None = None,
+    batch: int | None = None,
+    dtype: str | None = None,
+    causal: bool | None = None,
+    gpu: str | None = None,
+    engine: Engine = "auto",
+    explain: bool = False,
+    strict: bool = False,
+    lenient: bool = False,
+    revision: str | None = None,
+) -> Estimate | EngineEstimate:
+    """`tfcost estimate`: parameters, FLOPs, KV cache, score matrix and the crossovers in T of one model.
+
+    `model` is a preset name, a YAML preset or config.json path, or a Hub id; `config` a config.json path instead.
+    `seq`, `batch`, `dtype`, `causal` are the workload (T, B, the cache's dtype, the causal count; None: the
+    command's default); `gpu` adds the T at which one layer's score matrix outgrows that GPU. `engine`: "analytic",
+    "transformers" (needs tfcost[hf]) or "auto"; `explain` adds each quantity's formula (the report's `explain`).
+    """
+    from tfcost.schema import Workload
+
+    workload = validated(Workload, **given(seq_len=seq, batch=batch, dtype=dtype, causal=causal))
+    asked = request(model, config, overrides, strict, lenient, revision)
+    found = asked.for_engine(engine)
+    if found is not None:
+        from tfcost.engines.dispatch import transformers_estimate
+
+        return transformers_estimate(found, workload)
+    from tfcost.readers.presets import load_gpu
+    from tfcost.reports.estimate import estimate as run_estimate
+    from tfcost.reports.estimate import with_source
+
+    source = asked.source()
+    chosen_gpu = load_gpu(gpu) if gpu is not None else None
+    return with_source(run_estimate(source.shape, workload, chosen_gpu, explained=explain), source)
+
+
+def train(
+    model: str | None = None,
+    *,
+    config: str | None = None,
+    overrides: Overrides | None = None,
+    tokens: int | str | None = None,
+    seq: int | None = None,
+    gpu: str = "h100-sxm",
+    profile: str | None = None,
+    engine: Engine = "auto",
+    explain: bool = False,
+    strict: bool = False,
+    lenient: bool = False,
+    revision: str | None = None,
+    **setup: Any,
+) -> TrainReport | EngineTrainReport:
+    """`tfcost train`: training compute, time, cost and memory per GPU.
+
+    `tokens` is D (an int, or text as the command takes it: "300B", "1.4T"; None: Chinchilla-optimal, 20 N), `seq`
+    is T (None: the training default, or the model's context if shorter). Every other keyword is a field of
+    `tfcost.schema.TrainingSetup`, named as the command's option with underscores (micro_batch, gpus, zero, tp, pp,
+    cp, ep, mfu, recompute, optimizer, precision, lora_rank for --lora, lora_targets as a list or "q,k,v,o", ...);
+    a field not given keeps its default. `gpu` names a GPU from `tfcost gpus`; `profile` a saved measured profile
+    in its place.
+    """
+    from tfcost.schema import TrainingSetup
+
+    fields = dict(setup)
+    if isinstance(fields.get("lora_targets"), str):
+        fields["lora_targets"] = tuple(name.strip() for name in fields["lora_targets"].split(",") if name.strip())
+    elif fields.get("lora_targets") is not None:
+        fields["lora_targets"] = tuple(fields["lora_targets"])
+    wanted_tokens = count(tokens, "tokens") if tokens is not None else None
+
+    def make_setup(default_seq: int, default_tokens: int) -> TrainingSetup:
+        """The setup asked for, the model's defaults where T or D was not given."""
+        return validated(
+            TrainingSetup,
+            tokens=wanted_tokens if wanted_tokens is not None else default_tokens,
+            seq_len=seq if seq is not None else default_seq,
+            **given(**fields),
+        )
+
+    asked = request(model, config, overrides, strict, lenient, revision)
+    found = asked.for_engine(engine)
+    spec = gpu_or_profile(gpu, load_profile(profile))
+    if found is not None:
+        from tfcost.engines.dispatch import train_report
+
+        return train_report(found, spec, make_setup, explained=explain)
+    from tfcost.costs import training
+    from tfcost.reports.estimate import with_source
+    from tfcost.reports.train import train as run_train
+
+    source = asked.source()
+    shape = source.shape
+    chosen = make_setup(training.default_seq_len(shape), training.chinchilla_optimal_tokens(shape))
+    return with_source(run_train(shape, spec, chosen, explained=explain), source)
+
+
+def serve(
+    model: str | None = None,
+    *,
+    config: str | None = None,
+    overrides: Overrides | None = None,
+    gpu: str = "h100-sxm",
+    profile: str | None = None,
+    engine: Engine = "auto",
+    explain: bool = False,
+    strict: bool = False,
+    lenient: bool = False,
+    revision: str | None = None,
+    **setup: Any,
+) -> ServeReport | EngineServeReport:
+    """`tfcost serve`: serving memory, largest batch and context, prefill and decode times (bound and expected).
+
+    Every keyword after the model's is a field of `tfcost.schema.ServingSetup`, named as the command's option with
+    underscores (gpus, weights_dtype, kv_dtype, batch, prompt, generate, reserve, compute_efficiency,
+    memory_efficiency, group_size, kv_block); a field not given keeps its default. With a measured `profile` the
+    efficiencies are its own (1.0 over its measured rates).
+    """
+    from tfcost.schema import ServingSetup
+
+    asked = request(model, config, overrides, strict, lenient, revision)
+    found = asked.for_engine(engine)
+    measured = load_profile(profile)
+    if measured is not None:
+        setup = {**setup, "memory_efficiency": 1.0, "compute_efficiency": 1.0}
+    chosen = validated(ServingSetup, **given(**setup))
+    if found is not None:
+        from tfcost.engines.dispatch import serve_report
+
+        return serve_report(found, gpu_or_profile(gpu, measured), chosen, explained=explain)
+    from tfcost.readers.presets import load_gpu
+    from tfcost.reports.estimate import with_source
+    from tfcost.reports.serve import serve as run_serve
+
+    source = asked.source()
+    if measured is None:
+        report = run_serve(source.shape, load_gpu(gpu), chosen, explained=explain)
+    else:
+        report = run_serve(
+            source.shape, measured.gpu_spec(), chosen, measured.rates(), measured.name, explained=explain
+        )
+    return with_source(report, source)
+
+
+def plan_train(
+    model: str | None = None,
+    *,
+    config: str | None = None,
+    overrides: Overrides | None = None,
+    gpu: str = "h100-sxm",
+    strict: bool = False,
+    lenient: bool = False,
+    revision: str | None = None,
+    **options: Any,
+) -> Any:
+    """`tfcost plan train`: the training layouts that fit, fastest first. `options` are the command's (gpus, seq,
+    tokens, global_batch, precision, top, ...), passed on as `tfcost.costs.plan.plan_train(shape, gpu, **options)`
+    takes them."""
+    return plan("plan_train", request(model, config, overrides, strict, lenient, revision), gpu, options)
+
+
+def plan_serve(
+    model: str | None = None,
+    *,
+    config: str | None = None,
+    overrides: Overrides | None = None,
+    gpu: str = "h100-sxm",
+    strict: bool = False,
+    lenient: bool = False,
+    revision: str | None = None,
+    **options: Any,
+) -> Any:
+    """`tfcost plan serve`: the serving layouts that meet the latency targets, most tokens/s per GPU first.
+    `options` are the command's (gpus, prompt, generate, ttft_ms, tpot_ms, top, ...), passed on as
+    `tfcost.costs.plan.plan_serve(shape, gpu, **options)` takes them."""
+    return plan("plan_serve", request(model, config, overrides, strict, lenient, revision), gpu, options)
+
+
+def plan(search: str, asked: ModelRequest, gpu: str, options: dict[str, Any]) -> Any:
+    """One of tfcost.costs.plan's searches on a model and GPU, with its source's notes where its report has them."""
+    from tfcost.readers.presets import load_gpu
+
+    searches = plan_module()
+    source = asked.source()
+    report = getattr(searches, search)(source.shape, load_gpu(gpu), **options)
+    from tfcost.reports.estimate import SourceNotes, with_source
+
+    return with_source(report, source) if isinstance(report, SourceNotes) else report
+
+
+def plan_module() -> ModuleType:
+    """tfcost.costs.plan, imported when a plan is asked for (the search is the `tfcost plan` command's)."""
+    import importlib
+
+    from tfcost.errors import TfcostError
+
+    try:
+        return importlib.import_module("tfcost.costs.plan")
+    except ModuleNotFoundError as error:
+        if error.name != "tfcost.costs.plan":
+            raise
+        raise TfcostError("plan: this version of tfcost has no layout search (tfcost.costs.plan)") from None
+
+
+def gpu_or_profile(gpu: str, measured: Profile | None) -> GpuSpec:
+    """The GPU a run is priced on: a measured profile's, or the named one's datasheet."""
+    if measured is not None:
+        return measured.gpu_spec()
+    from tfcost.readers.presets import load_gpu
+
+    return load_gpu(gpu)
+
+
+def count(value: int | str, name: str) -> int:
+    """A token count given as a number or as people write it ("300B", "1.4T")."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    from tfcost.errors import UsageError
+    from tfcost.units import parse_count
+
+    try:
+        return parse_count(str(value))
+    except ValueError as error:
+        raise UsageError(f"{name}: {error}") from None
+
+
+# What the package offers at its top level (tfcost/__init__.py reads this, lazily).
+__all__ = ["estimate", "plan_serve", "plan_train", "serve", "train"]
