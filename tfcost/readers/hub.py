@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from tfcost.errors import TfcostError
+from tfcost.errors import TfcostError, redact_credentials
 
 # owner/name as the Hub spells repository ids: letters, digits, '-', '_', '.'; no '--' or '..' (huggingface_hub's
 # validate_repo_id says the rest).
@@ -43,7 +43,6 @@ MAX_REDIRECTS = 5
 COMMIT = re.compile(r"^[0-9a-f]{40}$")
 ETAG = re.compile(r"^[0-9a-fA-F]{8,128}$")  # git's sha1 or LFS's sha256 on the real Hub: hex, nothing else
 REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")  # a branch or tag name written as refs/<name>
-CREDENTIALS = re.compile(r"(?<=://)[^/@\s]*@")
 
 
 def looks_like_hub_id(reference: str) -> bool:
@@ -58,7 +57,7 @@ def looks_like_hub_id(reference: str) -> bool:
 
 def redact(text: str) -> str:
     """Text with the `user:password@` of every URL in it written as `***@`: HF_ENDPOINT may carry credentials."""
-    return CREDENTIALS.sub("***@", text)
+    return redact_credentials(text)
 
 
 def hub_error(message: str) -> TfcostError:
@@ -304,7 +303,6 @@ def read_capped(answer: Any, limit: int, deadline: Deadline, sock: Any, endpoint
 def bounded_get(url: str, limit: int, deadline: Deadline, what: str, headers: dict[str, str] | None = None) -> Response:
     """GET `url` with the Hub's headers (user agent, HF_TOKEN) and any `headers` (a Range), following at most
     MAX_REDIRECTS redirects, the body capped at `limit` bytes, all within `deadline`. Every failure is one line."""
-    import socket
     import ssl
     from http.client import HTTPException
 
@@ -330,7 +328,7 @@ def bounded_get(url: str, limit: int, deadline: Deadline, what: str, headers: di
             return Response(answer.status, found, body, url)
         except TfcostError:
             raise
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:
             raise hub_error(f"the Hugging Face Hub ({endpoint}) did not answer within {deadline.seconds:g} s") from None
         except ssl.SSLError as error:
             raise hub_error(f"the Hugging Face Hub ({endpoint}): TLS failed: {error.reason or 'handshake'}") from None
