@@ -531,11 +531,9 @@ def engine_serve_table(result: EngineServeReport, markdown: bool = False) -> Non
     sections_table(result, ENGINE_SERVE_SECTIONS, title, notes, markdown)
 
 
-def profiles_table(found: Sequence[Any], folder: str) -> None:
-    from rich.table import Table
-
+def profiles_table(found: Sequence[Any], folder: str, markdown: bool = False) -> None:
     found = neutral(list(found))  # a shared profile's fields are outside text
-    table = Table(title=f"Measured profiles ({clean(folder)})", title_justify="left")
+    table = new_table(markdown, title=f"Measured profiles ({clean(folder)})", title_justify="left")
     for name in ("name", "device", "dtype", "copy", "decode matmul", "prefill matmul", "tiny kernel", "date"):
         table.add_column(name)
     for profile in found:
