@@ -298,3 +298,21 @@ def test_redact_hides_every_url_password():
 
     assert redact("at https://u:p@host/x and http://token@h2") == "at https://***@host/x and http://***@h2"
     assert redact("no credentials: https://host/a@b") == "no credentials: https://host/a@b"
+
+
+@pytest.mark.parametrize("total", ["1" + "0" * 400, "-5", "1e400", '"12"', "true"])
+def test_an_overlong_or_odd_checkpoint_size_is_ignored(tmp_path, hub, total):
+    """The index's total_size is a cross-check only: one past 2^60 bytes (or not a positive integer) is dropped,
+    and the command answers as without an index."""
+
+    def answer(handler: Hostile) -> None:
+        if handler.path.endswith("/config.json"):
+            handler.send(200, QWEN3.encode(), X_Repo_Commit=COMMIT)
+        else:
+            body = ('{"metadata": {"total_size": ' + total + '}, "weight_map": {}}').encode()
+            handler.send(200, body, X_Repo_Commit=COMMIT)
+
+    url = hub(answer)
+    run = run_tfcost("estimate", "Qwen/Qwen3-8B", "-f", "json", env=env_for(tmp_path, url))
+    assert run.code == 0, run.stderr
+    assert json.loads(run.stdout)["checkpoint_bytes"] is None and "safetensors index" not in run.stderr

@@ -281,7 +281,7 @@ def read_capped(answer: Any, limit: int, deadline: Deadline, sock: Any, endpoint
     """The body, refused as soon as it passes `limit` bytes or the deadline (each read waits no longer than the
     time left, so a server that trickles a byte at a time is cut off too)."""
     declared = answer.getheader("Content-Length")
-    if declared is not None and declared.strip().isdigit() and int(declared) > limit:
+    if declared is not None and declared.strip().isascii() and declared.strip().isdigit() and int(declared) > limit:
         raise hub_error(
             f"{what}: the Hub announces {int(declared):,} bytes, more than the {limit:,} bytes tfcost reads for it"
         )
