@@ -42,3 +42,11 @@ def test_list_options_take_ascii_digits_only(option, value):
 ])  # fmt: skip
 def test_extreme_assumptions_are_bounded(argv, option):
     assert option in one_line(run_in_process(*argv), 2)
+
+
+@pytest.mark.parametrize(("argv", "option"), [
+    (["sweep", "gpt2-small", "-T", "512,1024", "--spacing", "linear"], "--spacing"),
+    (["sweep", "gpt2-small", "--gpus", "2"], "--gpus"),
+])  # fmt: skip
+def test_a_sweep_option_that_does_nothing_is_an_error(argv, option):
+    assert option in one_line(run_in_process(*argv), 2)
