@@ -114,8 +114,9 @@ def build(data: dict[str, Any]) -> Any:
 
 
 # The build budget. Building on the meta device allocates nothing, but it makes every module of every layer (a few
-# ms each here): a config with a million layers would build for hours. The largest published models have 61
-# (DeepSeek-V3) to 126 (Llama 3.1 405B) layers and widths up to 2^14 - 2^15; the limits are far past them.
+# ms each here): a config with a million layers would build for hours. The deepest shipped preset, Llama 3.1 405B,
+# has 126 layers of width 16,384 (Dubey et al. 2024, Table 3, as presets/models/llama-3.1-405b.yaml cites); the
+# limits are far past it.
 MAX_LAYERS = 1024
 MAX_WIDTH = 1 << 20
 MAX_LAYERS_X_WIDTH = 1 << 26  # 1,024 layers of 65,536, or 4,096 of 16,384 were they allowed
