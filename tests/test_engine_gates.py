@@ -50,7 +50,7 @@ def test_a_config_past_the_build_budget_is_refused_before_building(tmp_path, cha
 
 
 def test_a_config_within_the_budget_builds():
-    """The largest published depth (126 layers, Llama 3.1 405B) at its width, 16,384, is within the budget."""
+    """The deepest shipped preset (Llama 3.1 405B: 126 layers) at its width, 16,384, is within the budget."""
     config = engine_hf.hf_config({**LLAMA, "num_hidden_layers": 126, "hidden_size": 16384})
     engine_hf.check_buildable(config)  # raises if refused
 
