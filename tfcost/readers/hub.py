@@ -349,10 +349,10 @@ def unreachable(what: str, endpoint: str, error: BaseException) -> TfcostError:
 
 
 def refuse_status(response: Response, repo_id: str, filename: str, revision: str | None) -> None:
-    """One line for an answer other than 200, from the Hub's X-Error-Code where it sends one (never its text)."""
+    """One line for an answer other than 200 (or 206), from the Hub's X-Error-Code where it sends one (never its text)."""
     status, code = response.status, response.headers.get("x-error-code", "")
     at = f" at revision '{revision}'" if revision else ""
-    if status == 200:
+    if status in (200, 206):  # 206: the part a Range header asked for
         return
     if code == "GatedRepo" or (status == 403 and "gated" in response.headers.get("x-error-message", "").lower()):
         raise hub_error(
