@@ -223,14 +223,16 @@ def measure_machine(
     from tfcost.render import tables as render
     from tfcost.reports.step import check_context, step_memory_bytes
 
-    if save_profile is not None:  # before any measuring: a measurement that cannot be kept is not started
-        profiles.check_save_path(save_profile)
+    if save_profile is not None:
+        profiles.check_name(save_profile)
     if step and model is None:
         raise UsageError("--step needs a MODEL")
     shape = resolve_model(model, None, ()) if step and model is not None else None
     if shape is not None:
         check_context(shape, prompt, generate)
     measured = load_profile_option(profile)
+    if save_profile is not None:  # before any measuring: a measurement that cannot be kept is not started
+        profiles.check_save_path(save_profile)
     from tfcost.measure import kernels as measure_module  # torch is imported here, and only here
 
     payload: dict[str, Any] = {}
