@@ -349,7 +349,8 @@ def unreachable(what: str, endpoint: str, error: BaseException) -> TfcostError:
 
 
 def refuse_status(response: Response, repo_id: str, filename: str, revision: str | None) -> None:
-    """One line for an answer other than 200 (or 206), from the Hub's X-Error-Code where it sends one (never its text)."""
+    """One line for an answer other than 200 (or 206), from the Hub's X-Error-Code where it sends one (never its
+    text)."""
     status, code = response.status, response.headers.get("x-error-code", "")
     at = f" at revision '{revision}'" if revision else ""
     if status in (200, 206):  # 206: the part a Range header asked for
