@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 
@@ -35,3 +36,12 @@ def describe_validation_error(error: Exception, name: Callable[[str], str] = str
             message = item["msg"].removeprefix("Value error, ")
             problems.append(f"{where}: {message}" if where else message)
     return "; ".join(problems)
+
+
+# `user:password@` after a URL's scheme: HF_ENDPOINT, a proxy or a mirror may carry credentials.
+URL_CREDENTIALS = re.compile(r"(?<=://)[^/@\s]*@")
+
+
+def redact_credentials(text: str) -> str:
+    """Text with the `user:password@` of every URL in it written as `***@`, so that no message prints them."""
+    return URL_CREDENTIALS.sub("***@", text) if "@" in text else text

@@ -22,6 +22,13 @@ def is_size(value: object) -> TypeGuard[int]:
     return type(value) is int and 0 < value <= MAX_SIZE
 
 
+# Bounds on the assumptions a user may set: a utilization or efficiency below 0.1% (or achieved TFLOP/s below
+# 10^9 FLOP/s, or above 10^18) is a typo, and would carry a time past any range a float or a reader can use.
+MIN_UTILIZATION = 0.001
+MIN_TFLOPS = 0.001
+MAX_TFLOPS = 1e6
+
+
 class Frozen(BaseModel):
     """Base of every schema: immutable, unknown keys refused, no silent str->int coercion."""
 
@@ -686,13 +693,22 @@ class TrainingSetup(Frozen):
     micro_batch: Size = Field(1, description="b: sequences per GPU per forward/backward pass")
     gpus: Size = Field(1, description="GPUs in the run")
     mfu: float | None = Field(
-        None, gt=0, le=1, description="model FLOPs utilization (PaLM App. B): model FLOP/s / peak; default 0.4"
+        None,
+        ge=MIN_UTILIZATION,
+        le=1,
+        description="model FLOPs utilization (PaLM App. B): model FLOP/s / peak; default 0.4",
     )
     hfu: float | None = Field(
-        None, gt=0, le=1, description="hardware FLOPs utilization: model and recomputed FLOP/s / peak (PaLM App. B)"
+        None,
+        ge=MIN_UTILIZATION,
+        le=1,
+        description="hardware FLOPs utilization: model and recomputed FLOP/s / peak (PaLM App. B)",
     )
     tflops_per_gpu: float | None = Field(
-        None, gt=0, description="achieved 10^12 FLOP/s per GPU counting recomputation, as Megatron-LM reports it"
+        None,
+        ge=MIN_TFLOPS,
+        le=MAX_TFLOPS,
+        description="achieved 10^12 FLOP/s per GPU counting recomputation, as Megatron-LM reports it",
     )
     global_batch: Size | None = Field(
         None, description="sequences per optimizer step; default: one micro-batch per data-parallel replica"
@@ -731,16 +747,18 @@ class TrainingSetup(Frozen):
     dp_overlap: bool = Field(
         True, description="data-parallel collectives in per-layer buckets overlapped with compute (DDP, FSDP)"
     )
-    price_per_gpu_hour: float | None = Field(None, ge=0, description="price of one GPU-hour, for the cost line")
+    price_per_gpu_hour: float | None = Field(None, ge=0, le=1e6, description="price of one GPU-hour, for the cost line")
     lora_rank: Size | None = Field(None, description="r: fine-tune LoRA adapters of this rank on a frozen base")
     lora_targets: tuple[str, ...] = Field(("q", "k", "v", "o"), description="matrices LoRA adapts in each layer")
     qlora: bool = Field(False, description="store the frozen base in NF4 with double quantisation (QLoRA)")
     memory_convention: MemoryConvention = Field(
         "zero", description="model states as the ZeRO paper counts them, or as DeepSpeed's estimators do"
     )
-    cuda_context_gib: float = Field(0.5, ge=0, description="memory the CUDA context takes, GiB (an assumption)")
+    cuda_context_gib: float = Field(
+        0.5, ge=0, le=1024, description="memory the CUDA context takes, GiB (an assumption)"
+    )
     allocator_reserve: float = Field(
-        0.05, ge=0, lt=1, description="fraction of the GPU the allocator holds beyond live tensors (an assumption)"
+        0.05, ge=0, le=0.99, description="fraction of the GPU the allocator holds beyond live tensors (an assumption)"
     )
 
     @model_validator(mode="after")
@@ -777,9 +795,11 @@ class ServingSetup(Frozen):
     batch: Size = Field(1, description="B: sequences decoded together")
     prompt: Size = Field(2048, description="P: prompt tokens per sequence")
     generate: Size = Field(512, description="G: generated tokens per sequence")
-    reserve: float = Field(0.1, ge=0, lt=1, description="fraction of GPU memory kept free")
-    compute_efficiency: float = Field(0.7, gt=0, le=1, description="fraction of the peak FLOP/s reached")
-    memory_efficiency: float = Field(0.9, gt=0, le=1, description="fraction of the peak bandwidth reached")
+    reserve: float = Field(0.1, ge=0, le=0.99, description="fraction of GPU memory kept free")
+    compute_efficiency: float = Field(0.7, ge=MIN_UTILIZATION, le=1, description="fraction of the peak FLOP/s reached")
+    memory_efficiency: float = Field(
+        0.9, ge=MIN_UTILIZATION, le=1, description="fraction of the peak bandwidth reached"
+    )
     group_size: Size = Field(128, description="weights per quantization scale (int4, fp4)")
     kv_block: Size = Field(16, description="tokens per KV-cache block (vLLM's PagedAttention default)")
 

@@ -30,6 +30,20 @@ from tfcost.cli.options import (
 )
 
 MeasureFormat = Literal["table", "json", "csv"]
+MAX_STEP_TOKENS = 1 << 24  # --prompt and --generate: past any model's context; the model's own is checked too
+
+
+def refuse_unused(options: dict[str, tuple[object, bool]]) -> None:
+    """Every option given where it does nothing is a usage error: (value, whether this mode uses it) by name."""
+    from tfcost.errors import UsageError
+
+    unused = [name for name, (value, used) in options.items() if value is not None and not used]
+    if unused:
+        raise UsageError(
+            f"{', '.join(unused)}: not used by this mode of measure (MODEL and --seq/--backend/--heads... time "
+            "attention; --roofline the machine; --step MODEL a model step, --profile NAME in place of a roofline; "
+            "--save-profile with --roofline/--step)"
+        )
 
 
 def parse_seq_list(text: str) -> list[int]:
@@ -78,16 +92,20 @@ def measure(
     model: Annotated[
         str | None, typer.Argument(help="A preset or YAML path giving the attention shape; or use --heads.")
     ] = None,
-    seq: Annotated[str, typer.Option("--seq", "-T", help="Sequence lengths, comma-separated.")] = "1024,2048,4096",
+    seq: Annotated[
+        str | None, typer.Option("--seq", "-T", help="Sequence lengths, comma-separated [default: 1024,2048,4096].")
+    ] = None,
     batch: Batch = 1,
     dtype: Annotated[MeasureDtype, typer.Option("--dtype", help="Element type of Q, K, V.")] = "bf16",
     causal: Annotated[
-        bool, typer.Option("--causal/--no-causal", help="Causal mask (equal query and key lengths).")
-    ] = False,
+        bool | None,
+        typer.Option("--causal/--no-causal", help="Causal mask (equal query and key lengths) [default: no-causal]."),
+    ] = None,
     backward: Annotated[bool, typer.Option("--backward", help="Time forward+backward too.")] = False,
     backend: Annotated[
-        Literal[SdpaBackend, "all"], typer.Option("--backend", help="SDPA backend to force; all: each.")
-    ] = "auto",
+        Literal[SdpaBackend, "all"] | None,
+        typer.Option("--backend", help="SDPA backend to force; all: each [default: auto]."),
+    ] = None,
     device: Annotated[
         Literal["auto", MeasureDevice], typer.Option("--device", help="auto: CUDA if torch sees one.")
     ] = "auto",
@@ -114,26 +132,51 @@ def measure(
     step: Annotated[
         bool, typer.Option("--step", help="Time a real prefill and decode step of MODEL beside serve's estimates.")
     ] = False,
-    prompt: Annotated[int, typer.Option("--prompt", "-P", min=1, help="--step: prompt tokens P.")] = 128,
-    generate: Annotated[int, typer.Option("--generate", "-G", min=1, help="--step: decode at context P + G.")] = 32,
+    prompt: Annotated[
+        int | None,
+        typer.Option("--prompt", "-P", min=1, max=MAX_STEP_TOKENS, help="--step: prompt tokens P [default: 128]."),
+    ] = None,
+    generate: Annotated[
+        int | None,
+        typer.Option(
+            "--generate", "-G", min=1, max=MAX_STEP_TOKENS, help="--step: decode at context P + G [default: 32]."
+        ),
+    ] = None,
     save_profile: Annotated[
         str | None, typer.Option("--save-profile", help="Save what --roofline/--step measured as profile NAME.")
     ] = None,
     profile: ProfileOption = None,
-    output: Annotated[MeasureFormat, typer.Option("--format", "-f", help="table, json or csv.")] = "table",
+    output: Annotated[
+        MeasureFormat | None,
+        typer.Option("--format", "-f", help="table, json or csv [default: table; --roofline/--step: json]."),
+    ] = None,
 ) -> None:
     """Time torch's scaled_dot_product_attention here and set it beside the estimate (needs tfcost[measure]);
     --roofline and --step measure this machine and a whole model step."""
     from tfcost.render import tables as render
 
-    if roofline or step:
-        measure_machine(model, roofline, step, prompt, generate, batch, dtype, device, repeats,
-                        save_profile, profile, output)  # fmt: skip
+    machine = roofline or step
+    refuse_unused({
+        "--save-profile": (save_profile, machine), "--profile": (profile, step and not roofline),
+        "--prompt": (prompt, step), "--generate": (generate, step), "--seq": (seq, not machine),
+        "--causal/--no-causal": (causal, not machine), "--backend": (backend, not machine),
+        "--backward": (backward or None, not machine), "--heads": (heads, not machine),
+        "--kv-heads": (kv_heads, not machine), "--head-dim": (head_dim, not machine), "--gpu": (gpu, not machine),
+        "MODEL": (model, not roofline or step),
+    })  # fmt: skip
+    if machine:
+        if output not in (None, "json"):
+            from tfcost.errors import UsageError
+
+            raise UsageError(f"--format {output}: measure --roofline/--step print JSON (-f json)")
+        measure_machine(model, roofline, step, prompt or 128, generate or 32, batch, dtype, device, repeats,
+                        save_profile, profile)  # fmt: skip
         return
 
     shape = attention_shape(model, heads, kv_heads, head_dim)
-    seqs = parse_seq_list(seq)
-    backends = list(get_args(SdpaBackend)) if backend == "all" else [backend]
+    seqs = parse_seq_list(seq or "1024,2048,4096")
+    causal = bool(causal)
+    backends = list(get_args(SdpaBackend)) if backend == "all" else [backend or "auto"]
     from tfcost.hardware.host import no_gpu_driver
 
     if device == "cpu" or (device == "auto" and no_gpu_driver()):  # refuse before torch's import (a second or two)
@@ -169,24 +212,29 @@ def measure(
 
 def measure_machine(
     model: str | None, roofline: bool, step: bool, prompt: int, generate: int, batch: int, dtype: str,
-    device: str, repeats: int | None, save_profile: str | None, profile: str | None, output: MeasureFormat,
+    device: str, repeats: int | None, save_profile: str | None, profile: str | None,
 ) -> None:  # fmt: skip
     """measure --roofline and/or --step; a step without --profile measures the roofline first."""
     import datetime
 
     from tfcost.costs import profiles
-    from tfcost.errors import UsageError
+    from tfcost.errors import TfcostError, UsageError
     from tfcost.readers.presets import resolve_model
     from tfcost.render import tables as render
+    from tfcost.reports.step import check_context, step_memory_bytes
 
     if save_profile is not None:
         profiles.check_name(save_profile)
-    shape = resolve_model(model, None, ()) if step else None
-    if shape is None and step:
+    if step and model is None:
         raise UsageError("--step needs a MODEL")
+    shape = resolve_model(model, None, ()) if step and model is not None else None
+    if shape is not None:
+        check_context(shape, prompt, generate)
+    measured = load_profile_option(profile)
+    if save_profile is not None:  # before any measuring: a measurement that cannot be kept is not started
+        profiles.check_save_path(save_profile)
     from tfcost.measure import kernels as measure_module  # torch is imported here, and only here
 
-    measured = load_profile_option(profile)
     payload: dict[str, Any] = {}
     if roofline or measured is None:
         raw = measure_module.roofline(device, repeats)
@@ -194,12 +242,11 @@ def measure_machine(
         measured = profiles.from_roofline(raw, save_profile or "this-machine", dtype, today)
         payload["roofline"] = measured.model_dump(mode="json")
     if step and shape is not None:
-        from tfcost.reports.serve import serve as run_serve
         from tfcost.reports.step import step_report
 
         setup = validated(ServingSetup, weights_dtype=dtype, kv_dtype=dtype, batch=batch, prompt=prompt,
                           generate=generate, reserve=0.0, compute_efficiency=1.0, memory_efficiency=1.0)  # fmt: skip
-        needed = run_serve(shape, measured.gpu_spec(), setup).memory.total_bytes_per_gpu
+        needed = step_memory_bytes(shape, measured, setup, profiles.ELEMENT_BYTES[dtype])
         raw_step = measure_module.step(shape, prompt=prompt, generate=generate, batch=batch, dtype=dtype,
                                        device=device, repeats=repeats, needed_bytes=needed)  # fmt: skip
         report = step_report(shape, measured, setup, raw_step)
@@ -207,7 +254,11 @@ def measure_machine(
         if save_profile:
             measured = measured.model_copy(update={"steps": [*measured.steps, payload["step"]]})
     if save_profile:
-        payload["saved"] = str(profiles.save(measured.model_copy(update={"name": save_profile})))
+        try:
+            payload["saved"] = str(profiles.save(measured.model_copy(update={"name": save_profile})))
+        except TfcostError:
+            render.print_plain_json(payload)  # what was measured is printed, not lost, before the one-line error
+            raise
     render.print_plain_json(payload)
 
 
@@ -221,4 +272,4 @@ def list_profiles(output: FormatOption = "table") -> None:
     if output == "json":
         render.print_json(found)
     else:
-        render.profiles_table(found, str(profiles.profiles_dir()))
+        render.profiles_table(found, str(profiles.profiles_dir()), markdown=output == "markdown")

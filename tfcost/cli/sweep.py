@@ -88,6 +88,7 @@ def sweep(
         from tfcost.render import plot as plotting
 
         plotting.check_path(plot)
+    refuse_unused_options(seq, spacing, gpus, gpu)
     seq_lens = sweeping.parse_seq(seq, points, spacing)
     batches = sweeping.parse_positive_list(batch, "--batch")
     metrics = sweeping.parse_metrics(metric)
@@ -114,3 +115,14 @@ def sweep(
 
         written = plotting.write(report, plot)
         sys.stderr.write(f"tfcost: wrote {written}\n")
+
+
+def refuse_unused_options(seq: str, spacing: str, gpus: int, gpu: str | None) -> None:
+    """An option that would do nothing as given is an error: --spacing spaces a range's steps, --gpus splits the
+    serving metrics, which need --gpu."""
+    from tfcost.errors import UsageError
+
+    if spacing != "geometric" and ".." not in seq:
+        raise UsageError("--spacing: give --seq as a range LOW..HIGH")
+    if gpus != 1 and gpu is None:
+        raise UsageError("--gpus: the serving metrics it splits need --gpu")

@@ -367,6 +367,15 @@ def edges(shape: ModelShape) -> tuple[int, ...]:
     return tuple(sorted(edge for limit in limits for edge in (limit + 1, limit + 2)))
 
 
+# Fitting evaluates f a dozen times a piece, and f itself sums every row group: for a stack of W distinct windows
+# (2W pieces, about W groups) that is O(W^2). Past this many pieces f is evaluated at each T asked instead, O(W) a
+# point: a sweep asks for far fewer points than such a stack has pieces.
+MAX_FITTED_PIECES = 256
+
+
 def curve(shape: ModelShape, f: Callable[[int], int]) -> Curve:
-    """f(T), a cost of `shape` at sequence length T, as a curve."""
-    return fit(f, edges(shape), sorted(span_limits(shape)[1]))
+    """f(T), a cost of `shape` at sequence length T, as a curve (f itself past MAX_FITTED_PIECES pieces)."""
+    starts = edges(shape)
+    if len(starts) + 1 > MAX_FITTED_PIECES:
+        return Curve((), direct=f)
+    return fit(f, starts, sorted(span_limits(shape)[1]))

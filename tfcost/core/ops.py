@@ -445,14 +445,24 @@ def form_polynomial(form: Form, causal: bool) -> ClosedForm | None:
             chunked[chunk] = [
                 total + scale * coefficient for total, coefficient in zip(sums, coefficients, strict=True)
             ]
-    starts = sorted({1, *(piece[0] for _, pieces in groups for piece in pieces)})
-    out: list[Poly] = []
-    for start in starts:
-        a = b = c = 0
-        for value, pieces in groups:
-            _, pa, pb, pc, den = [piece for piece in pieces if piece[0] <= start][-1]
+    # Each group's pieces as changes at their starts (a piece replaces the one before it), summed at each start in
+    # one pass over the sorted starts: linear in the pieces, where summing every group at every start was quadratic
+    # in a stack's distinct windows.
+    changes: dict[int, list[int]] = {1: [0, 0, 0]}
+    for value, pieces in groups:
+        before = (0, 0, 0)
+        for start, pa, pb, pc, den in sorted(pieces):
             scale = value * (2 // den)  # every piece over the common denominator 2
-            a, b, c = a + scale * pa, b + scale * pb, c + scale * pc
+            now = (scale * pa, scale * pb, scale * pc)
+            change = changes.setdefault(start, [0, 0, 0])
+            for index in range(3):
+                change[index] += now[index] - before[index]
+            before = now
+    out: list[Poly] = []
+    a = b = c = 0
+    for start in sorted(changes):
+        da, db, dc = changes[start]
+        a, b, c = a + da, b + db, c + dc
         common = gcd(a, b, c, 2)
         out.append((start, a // common, b // common, c // common, 2 // common))
     terms_out: list[ChunkPoly] = []

@@ -43,6 +43,19 @@ def check_targets(shape: ModelShape, targets: tuple[str, ...]) -> None:
         raise UsageError(f"--lora-targets: {', '.join(unknown) or 'none given'} not among {', '.join(known)}")
 
 
+def check_rank(shape: ModelShape, rank: int, targets: tuple[str, ...]) -> None:
+    """A rank-r adapter B A of a d_in x d_out matrix has rank at most min(d_in, d_out): a larger r adds parameters
+    and no expressiveness (Hu et al. 2021, LoRA, §4.1: W0 + BA with B in R^(d x r), A in R^(r x k), "the rank
+    r << min(d, k)"), and is refused."""
+    known = target_shapes(shape)
+    narrowest = min(min(known[name]) for name in targets)
+    if rank > narrowest:
+        raise UsageError(
+            f"--lora {rank:,}: above the narrowest adapted matrix's width ({narrowest:,}); an adapter's rank is at "
+            "most min(d_in, d_out)"
+        )
+
+
 def lora_params(shape: ModelShape, rank: int, targets: tuple[str, ...]) -> int:
     """Trainable parameters: r (d_in + d_out) per adapted matrix, in every layer."""
     known = target_shapes(shape)

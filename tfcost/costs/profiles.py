@@ -6,71 +6,115 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from tfcost.core import flops
 from tfcost.costs import expected
-from tfcost.errors import TfcostError, UsageError
+from tfcost.errors import TfcostError, UsageError, describe_validation_error
 from tfcost.hardware import rates as hardware
 from tfcost.schema import GpuSpec
 from tfcost.units import GIB, TERA
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-PRINTABLE = r"^[^\x00-\x1f\x7f]*$"  # a shared profile's text is printed: no control characters
+# A profile is a file users share: every number must be one a machine could measure. The bounds are far past any
+# machine (a zettaFLOP/s, an exbibyte), and keep every product the estimates make finite.
+MAX_RATE = 1e21
+MAX_SIZE = 1 << 60
+MAX_MS = 1e7  # a timing of about three hours
+
+
+def printable(text: str) -> str:
+    """A shared profile's text is printed: nothing that would not print as itself (C0, C1, bidi controls)."""
+    if not text.isprintable():
+        raise ValueError("holds a character that does not print (a control or a bidi override)")
+    return text
+
+
+Text = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(printable)]
+Rate = Annotated[float, Field(gt=0, le=MAX_RATE)]
+Millis = Annotated[float, Field(gt=0, le=MAX_MS)]
+Micros = Annotated[float, Field(ge=0, le=MAX_MS * 1000)]
+Size = Annotated[int, Field(gt=0, le=MAX_SIZE)]
+ProfileDtype = Literal["bf16", "fp16", "fp32", "fp8"]
+STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class MatmulRun(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = STRICT
 
-    dtype: str
-    kind: str = Field(description="decode (one row: streams the weights) or prefill (many rows: compute)")
-    m: int
-    k: int
-    n: int
-    count: int = Field(default=1, description="matrices applied in a row (decode: more than the caches hold)")
-    median_ms: float
-    flops_per_s: float
-    bytes_per_s: float
+    dtype: ProfileDtype
+    kind: Literal["decode", "prefill"] = Field(
+        description="decode (one row: streams the weights) or prefill (many rows: compute)"
+    )
+    m: Size
+    k: Size
+    n: Size
+    count: Size = Field(default=1, description="matrices applied in a row (decode: more than the caches hold)")
+    median_ms: Millis
+    flops_per_s: Rate
+    bytes_per_s: Rate
 
 
 class AttentionRun(BaseModel):
     """One causal forward of the fused attention kernel (sdpa) at B = 1, H heads of Q, T positions."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = STRICT
 
-    dtype: str
-    heads: int
-    seq: int
-    head_dim: int
-    median_ms: float
-    flops_per_s: float
+    dtype: ProfileDtype
+    heads: Size
+    seq: Size
+    head_dim: Size
+    median_ms: Millis
+    flops_per_s: Rate
 
 
 class Profile(BaseModel):
     """One machine's measured rates."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = STRICT
 
     name: str = Field(pattern=NAME.pattern)
-    device: str = Field(pattern="^(cuda|cpu)$", description="cuda or cpu")
-    device_name: str = Field(pattern=PRINTABLE)
-    torch_version: str = Field(pattern=PRINTABLE)
-    date: str = Field(pattern=PRINTABLE)
-    dtype: str = Field(pattern=PRINTABLE, description="the element type the rates are for (serve --weights-dtype)")
-    memory_bytes: int = Field(gt=0, description="device memory (CPU: physical memory)")
-    copy_bytes_per_s: float = Field(gt=0, description="large device copy: bytes read + written per second")
-    tiny_kernel_us: float = Field(ge=0, description="one tiny kernel (an add of one element), back to back, us")
-    tiny_matmul_us: float = Field(ge=0, description="one 16 x 16 matmul, back to back, us")
-    kernels_per_layer: int = Field(gt=0, description="kernels one layer launches in the engine measured")
-    floor_layers: list[int] = Field(default_factory=list, description="depths of the narrow floor model")
-    floor_step_us: list[float] | None = Field(default=None, description="its decode step at each depth, us")
-    matmuls: list[MatmulRun]
-    attentions: list[AttentionRun] = Field(default_factory=list, description="sdpa at a prefill's shape")
-    steps: list[dict[str, object]] = Field(default_factory=list, description="measure --step results, if any")
+    device: Literal["cuda", "cpu"] = Field(description="cuda or cpu")
+    device_name: Text
+    torch_version: Text
+    date: Text
+    dtype: ProfileDtype = Field(description="the element type the rates are for (serve --weights-dtype)")
+    memory_bytes: Size = Field(description="device memory (CPU: physical memory)")
+    copy_bytes_per_s: Rate = Field(description="large device copy: bytes read + written per second")
+    tiny_kernel_us: Micros = Field(description="one tiny kernel (an add of one element), back to back, us")
+    tiny_matmul_us: Micros = Field(description="one 16 x 16 matmul, back to back, us")
+    kernels_per_layer: int = Field(gt=0, le=100_000, description="kernels one layer launches in the engine measured")
+    floor_layers: list[Annotated[int, Field(gt=0, le=100_000)]] = Field(
+        default_factory=list, max_length=2, description="depths of the narrow floor model"
+    )
+    floor_step_us: list[Micros] | None = Field(
+        default=None, max_length=2, description="its decode step at each depth, us"
+    )
+    matmuls: list[MatmulRun] = Field(min_length=1, max_length=10_000)
+    attentions: list[AttentionRun] = Field(
+        default_factory=list, max_length=10_000, description="sdpa at a prefill's shape"
+    )
+    steps: list[dict[str, object]] = Field(
+        default_factory=list, max_length=1000, description="measure --step results, if any"
+    )
+
+    @model_validator(mode="after")
+    def consistent(self) -> Profile:
+        """The fields agree: a decode and a prefill matmul in the profile's dtype, and a floor measured at two
+        different depths, a time for each."""
+        kinds = {run.kind for run in self.matmuls if run.dtype == self.dtype}
+        if kinds != {"decode", "prefill"}:
+            raise ValueError(f"matmuls: needs a decode and a prefill run in the profile's dtype {self.dtype}")
+        if self.floor_step_us is not None or self.floor_layers:
+            layers, steps = self.floor_layers, self.floor_step_us or []
+            if len(layers) != 2 or len(steps) != 2 or layers[0] >= layers[1]:
+                raise ValueError("floor_layers and floor_step_us: two increasing depths and a time for each")
+        return self
 
     def matmul(self, kind: str) -> MatmulRun:
         runs = [run for run in self.matmuls if run.kind == kind and run.dtype == self.dtype]
@@ -167,21 +211,72 @@ def check_name(name: str) -> str:
     return name
 
 
-def save(profile: Profile) -> Path:
-    path = profiles_dir() / f"{check_name(profile.name)}.yaml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(profile.model_dump(mode="json"), sort_keys=False))
+def profile_path(name: str) -> Path:
+    return profiles_dir() / f"{check_name(name)}.yaml"
+
+
+def check_save_path(name: str) -> Path:
+    """Where `--save-profile NAME` will write, checked before any measuring: a valid name, a folder that exists
+    (made if need be) and takes a new file, and no folder or other non-file in the way."""
+    path = profile_path(name)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists() and not path.is_file():
+            raise TfcostError(f"--save-profile: {path} is not a regular file")
+        handle, probe = tempfile.mkstemp(dir=path.parent, prefix=".tfcost-", suffix=".probe")
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as error:
+        raise TfcostError(f"--save-profile: cannot write in {path.parent}: {error.strerror}") from None
     return path
 
 
+def save(profile: Profile) -> Path:
+    """The profile written whole or not at all: a temporary file in the same folder, renamed over the old one, so
+    that a reader never sees half a file."""
+    path = check_save_path(profile.name)
+    text = yaml.safe_dump(profile.model_dump(mode="json"), sort_keys=False)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tfcost-", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except OSError as error:
+        Path(temporary).unlink(missing_ok=True)
+        raise TfcostError(f"--save-profile: cannot write {path}: {error.strerror}") from None
+    return path
+
+
+def refuse_aliases(text: str) -> None:
+    """A profile is plain data: no anchor or alias (a few lines of them expand to gigabytes, "billion laughs")."""
+    from tfcost.readers.files import strict_loader
+
+    for event in yaml.parse(text, Loader=strict_loader()):
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise yaml.YAMLError("anchors and aliases are refused in a profile")
+
+
 def load(name: str) -> Profile:
-    path = profiles_dir() / f"{check_name(name)}.yaml"
+    from tfcost.readers.files import CONSTRUCTOR_ERRORS, read_text, safe_load
+
+    path = profile_path(name)
     if not path.is_file():
         raise UsageError(f"no profile named {name!r} in {profiles_dir()} (`tfcost profiles` lists them)")
+    bad = f"profile {name!r} ({path}) is not a valid profile"
+    text = read_text(path, "a profile")  # size-checked (1 MiB) before it is parsed
     try:
-        return Profile.model_validate(yaml.safe_load(path.read_text()))
-    except (yaml.YAMLError, ValidationError) as error:
-        raise TfcostError(f"profile {name!r} ({path}) is not a valid profile: {type(error).__name__}") from None
+        refuse_aliases(text)
+        return Profile.model_validate(safe_load(text))
+    except yaml.YAMLError as error:
+        problem = getattr(error, "problem", None) or (str(error) if type(error) is yaml.YAMLError else "")
+        raise TfcostError(f"{bad}: malformed YAML{': ' + problem if problem else ''}") from None
+    except ValidationError as error:
+        raise TfcostError(f"{bad}: {describe_validation_error(error)}") from None
+    except CONSTRUCTOR_ERRORS:
+        raise TfcostError(f"{bad}: a value that does not fit its type") from None
+    except RecursionError:
+        raise TfcostError(f"{bad}: nested too deeply") from None
 
 
 def listing() -> list[Profile]:
@@ -216,7 +311,17 @@ def attention_run(raw: dict[str, Any]) -> AttentionRun:
 
 
 def from_roofline(raw: dict[str, Any], name: str, dtype: str, date: str) -> Profile:
-    """A profile from measure.roofline's raw timings."""
+    """A profile from measure.roofline's raw timings, refused in one line if they are not a valid profile (a timer
+    that read zero, a device name that does not print)."""
+    try:
+        return measured_profile(raw, name, dtype, date)
+    except ValidationError as error:
+        raise TfcostError(
+            f"this machine's measurements do not make a profile: {describe_validation_error(error)}"
+        ) from None
+
+
+def measured_profile(raw: dict[str, Any], name: str, dtype: str, date: str) -> Profile:
     return Profile(
         name=check_name(name),
         device=raw["device"],

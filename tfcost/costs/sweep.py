@@ -67,7 +67,11 @@ def parse_metrics(text: str) -> list[str]:
 
 def parse_positive_list(text: str, option: str) -> list[int]:
     items = [item.strip().replace("_", "") for item in text.split(",")]
-    if not all(item.isdigit() and 0 < int(item) <= MAX_SIZE for item in items):
+    # ASCII digits only ("²" is a digit to str.isdigit, and no int), and few enough that int() is within bounds
+    if not all(
+        item.isascii() and item.isdigit() and len(item) <= len(str(MAX_SIZE)) and 0 < int(item) <= MAX_SIZE
+        for item in items
+    ):
         raise UsageError(f"{option}: expected positive integers separated by commas, got '{text}'")
     return list(dict.fromkeys(int(item) for item in items))
 

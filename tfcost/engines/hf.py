@@ -106,8 +106,47 @@ def first_line(error: BaseException) -> str:
 def build(data: dict[str, Any]) -> Any:
     """The causal LM a config describes, on the meta device: shapes, no weights, in bf16 (a cache's tensors in the
     model's dtype are then counted at the asked dtype's size; one a model keeps in another, such as an fp32 SSM
-    state, at its own). See the module docstring for why eager attention and batched_mm experts."""
-    return build_from(hf_config(data), "meta")
+    state, at its own). See the module docstring for why eager attention and batched_mm experts. A config past the
+    build budget (check_buildable) is refused before anything is built."""
+    config = hf_config(data)
+    check_buildable(config)
+    return build_from(config, "meta")
+
+
+# The build budget. Building on the meta device allocates nothing, but it makes every module of every layer (a few
+# ms each here): a config with a million layers would build for hours. The deepest shipped preset, Llama 3.1 405B,
+# has 126 layers of width 16,384 (Dubey et al. 2024, Table 3, as presets/models/llama-3.1-405b.yaml cites); the
+# limits are far past it.
+MAX_LAYERS = 1024
+MAX_WIDTH = 1 << 20
+MAX_LAYERS_X_WIDTH = 1 << 26  # 1,024 layers of 65,536, or 4,096 of 16,384 were they allowed
+LAYER_FIELDS = ("num_hidden_layers", "num_layers", "n_layer", "decoder_layers", "encoder_layers", "num_decoder_layers")
+WIDTH_FIELDS = ("hidden_size", "d_model", "n_embd")
+
+
+def config_ints(config: Any, names: Sequence[str]) -> list[int]:
+    """The integer values a config (or its text_config) sets under any of `names`."""
+    found = []
+    for holder in (config, getattr(config, "text_config", None)):
+        for name in names:
+            value = getattr(holder, name, None) if holder is not None else None
+            if isinstance(value, int) and not isinstance(value, bool):
+                found.append(value)
+    return found
+
+
+def check_buildable(config: Any) -> None:
+    """Refuse, before building, a config whose model is past the build budget, or has no vocabulary."""
+    layers = max(config_ints(config, LAYER_FIELDS), default=0)
+    width = max(config_ints(config, WIDTH_FIELDS), default=0)
+    vocab = config_ints(config, ("vocab_size",))
+    if vocab and min(vocab) <= 0:
+        raise TfcostError(f"vocab_size {min(vocab)}: a language model needs a vocabulary of at least one token")
+    if layers > MAX_LAYERS or width > MAX_WIDTH or layers * width > MAX_LAYERS_X_WIDTH:
+        raise TfcostError(
+            f"{layers:,} layers of width {width:,} is past what the engine builds (at most {MAX_LAYERS:,} layers, "
+            f"width {MAX_WIDTH:,}, {MAX_LAYERS_X_WIDTH:,} layers x width); no published model comes near it"
+        )
 
 
 def build_from(config: Any, device: str) -> Any:
@@ -307,13 +346,35 @@ def cpu_run_fits(params: int) -> bool:
     return available is not None and 2 * params <= available // 2
 
 
+# A CPU run holds real activations, which grow with T (eager attention's T x T scores, quadratically): it is made
+# only up to this many tokens, whatever memory there is, so that no config and --seq can fill a machine's memory.
+CPU_RUN_MAX_TOKENS = 4096
+
+
+def cpu_run_refusal(params: int, seq_len: int) -> str | None:
+    """Why a model the meta device cannot run is not run on the CPU either, or None when it may be."""
+    if seq_len + 1 > CPU_RUN_MAX_TOKENS:  # measure_model also runs T + 1
+        return (
+            f"running it on the CPU instead holds activations that grow with T, so is done up to T = "
+            f"{CPU_RUN_MAX_TOKENS - 1:,} only"
+        )
+    if not cpu_run_fits(params):
+        available = host_available_bytes()
+        have = f"{available / 2**30:.1f} GiB available" if available is not None else "no memory figure"
+        return (
+            f"running it on the CPU instead needs its {2 * params / 2**30:.1f} GiB of bf16 weights in half the "
+            f"memory ({have})"
+        )
+    return None
+
+
 def measure_model(model: Any, model_type: str, seq_len: int, dtype: Dtype) -> EngineTotals:
     """The engine's totals for a built model (see the module docstring)."""
     params = sum(parameter.numel() for parameter in model.parameters())
     try:
         how, flops, cache = first_forward(model, seq_len)
     except RuntimeError as error:
-        model = fallback(model, params, error)
+        model = fallback(model, params, error, seq_len)
         how, flops, cache = first_forward(model, seq_len)
         if model.device.type == "cpu":
             check_data_independent(model, seq_len, how, flops)
@@ -408,6 +469,7 @@ def saved_bytes(model: Any, seq_len: int, batch: int, require_meta: bool = True)
         saved.clear()  # of an attempt that failed
         with ExitStack() as stack:
             stack.enter_context(fed(how))
+            stack.enter_context(torch.device(model.device))  # what the model makes unasked is meta too, not real
             given = inputs(seq_len, how, model.device, batch)
             stack.enter_context(torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor))
             model(**(given | {"labels": given["input_ids"], "use_cache": False}))
@@ -423,7 +485,7 @@ def saved_bytes(model: Any, seq_len: int, batch: int, require_meta: bool = True)
     )
 
 
-def fallback(model: Any, params: int, error: RuntimeError) -> Any:
+def fallback(model: Any, params: int, error: RuntimeError, seq_len: int) -> Any:
     """The model to run when no way of feeding it runs on the meta device, or `error` again.
 
     - A model that makes some weights with a legacy constructor (XLNet's attention, torch.FloatTensor: fp32 and on
@@ -438,10 +500,11 @@ def fallback(model: Any, params: int, error: RuntimeError) -> Any:
     if "expected scalar type" in str(error):
         return model.to(device="meta", dtype=torch.float32)
     gc.collect()  # an earlier CPU build, freed only by the collector (modules hold cycles), still counts as used
-    if cpu_run_fits(params):
+    refusal = cpu_run_refusal(params, seq_len)
+    if refusal is None:
         torch.manual_seed(0)
         return build_from(model.config, "cpu")
-    raise error
+    raise TfcostError(f"it does not run on the meta device ({first_line(error)}), and {refusal}")
 
 
 def check_data_independent(model: Any, seq_len: int, how: Inputs, flops: int) -> None:

@@ -412,9 +412,14 @@ def device_memory_bytes(device: str) -> int:
 
 
 def device_free_bytes(device: str) -> int:
+    """What can be allocated: CUDA's free memory, or the host's available memory (Linux's MemAvailable counts the
+    page cache the kernel gives back; the free pages alone would refuse what fits)."""
     if device == "cuda":
         return int(torch.cuda.mem_get_info()[0])
-    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES"))
+    from tfcost.hardware.host import host_available_bytes
+
+    available = host_available_bytes()
+    return available if available is not None else int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES"))
 
 
 def median(samples: list[float]) -> float:
@@ -623,14 +628,15 @@ def step(
     needed_bytes: int,
 ) -> dict[str, Any]:  # fmt: skip
     """Time one prefill of B x P tokens and one decode step at context P + G (the cache cropped back to P + G - 1
-    before each repetition). Refuses when `needed_bytes` (weights + KV cache, from the core) exceed free memory."""
+    before each repetition). Refuses when `needed_bytes` (weights, KV cache, the widest forward's activations and
+    logits: reports.step.step_memory_bytes) exceed the memory that can be allocated."""
     notes: list[str] = []
     device = pick_device(device, notes)
     free = device_free_bytes(device)
     if needed_bytes > free:
         raise TfcostError(
-            f"{shape.name} needs about {needed_bytes / 2**30:.1f} GiB for weights and KV cache; "
-            f"{device} has {free / 2**30:.1f} GiB free"
+            f"{shape.name} needs about {needed_bytes / 2**30:.1f} GiB for weights, KV cache and the prompt's "
+            f"activations and logits; {device} has {free / 2**30:.1f} GiB available"
         )
     repeats = repeats or DEFAULT_REPEATS[device]
     timer = Timer(device)

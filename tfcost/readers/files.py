@@ -127,25 +127,31 @@ def read_yaml_mapping(path: Path) -> dict[str, Any]:
 
 def read_json_mapping(path: Path) -> dict[str, Any]:
     """A JSON file that must hold an object (a Hugging Face config.json), or one line saying why not."""
+    return parse_json_mapping(read_text(path, "a config.json"), str(path))
+
+
+def parse_json_mapping(text: str, where: str) -> dict[str, Any]:
+    """JSON text that must hold an object (a file's, or a body fetched from the Hub), or one line naming `where`."""
     import json
 
     def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         mapping: dict[str, Any] = {}
         for key, value in pairs:
             if key in mapping:
-                raise TfcostError(f"{path}: key '{key}' is written twice; which one is meant?")
+                raise TfcostError(f"{where}: key '{key}' is written twice; which one is meant?")
             mapping[key] = value
         return mapping
 
-    text = read_text(path, "a config.json")
     try:
         data = json.loads(text, object_pairs_hook=unique_keys)
     except json.JSONDecodeError as error:
-        raise TfcostError(f"{path}: malformed JSON at line {error.lineno}, column {error.colno}: {error.msg}") from None
+        raise TfcostError(
+            f"{where}: malformed JSON at line {error.lineno}, column {error.colno}: {error.msg}"
+        ) from None
     except ValueError as error:  # a number of more than 4,300 digits
-        raise TfcostError(f"{path}: malformed JSON: {str(error).split(';')[0]}") from None
+        raise TfcostError(f"{where}: malformed JSON: {str(error).split(';')[0]}") from None
     except RecursionError:
-        raise TfcostError(f"{path}: JSON nested too deeply") from None
+        raise TfcostError(f"{where}: JSON nested too deeply") from None
     if not isinstance(data, dict):
-        raise TfcostError(f"{path}: a config.json must hold a JSON object, this file holds a {type(data).__name__}")
+        raise TfcostError(f"{where}: a config.json must hold a JSON object, this file holds a {type(data).__name__}")
     return data

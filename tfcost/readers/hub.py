@@ -1,27 +1,48 @@
-"""Model configs by Hugging Face Hub id (`Qwen/Qwen3-8B`), through huggingface_hub, imported here only.
+"""Model configs by Hugging Face Hub id (`Qwen/Qwen3-8B`): read from the user's Hub cache, else fetched with a
+bounded request of tfcost's own making.
 
 The user's HF cache is looked in first (HF_HOME, HF_HUB_CACHE, as huggingface_hub reads them); otherwise only
 config.json is downloaded, and model.safetensors.index.json where the repository has one (its total size is the
 checkpoint's bytes, a cross-check of the count). HF_HUB_OFFLINE=1, HF_TOKEN and HF_ENDPOINT are honoured, as
-huggingface_hub honours them. Every failure is one line: not found, gated, offline and not cached.
+huggingface_hub honours them; huggingface_hub builds the URLs and the headers, tfcost makes the request itself:
+
+- one overall deadline for everything a command fetches (a silent or a trickling server ends within it);
+- every body capped (the size the headers announce, then the bytes as they arrive), before anything is written;
+- redirects bounded, http and https only, the token never sent to another host;
+- the cache entry written by tfcost, in the Hub's layout (blobs/<etag>, snapshots/<commit>/<file>,
+  refs/<revision>), with the etag and commit from the response accepted only as hex, so that no response header
+  ever chooses a path; a cached ref is read only if it names a commit, and a cached file only if it lies in the
+  cache;
+- every failure one line, with any `user:password@` of HF_ENDPOINT redacted (docs/security.md).
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 import re
-from dataclasses import dataclass
+import tempfile
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin, urlsplit
 
-from tfcost.errors import TfcostError
+from tfcost.errors import TfcostError, redact_credentials
 
 # owner/name as the Hub spells repository ids: letters, digits, '-', '_', '.'; no '--' or '..' (huggingface_hub's
 # validate_repo_id says the rest).
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,96}$")
 CONFIG = "config.json"
 INDEX = "model.safetensors.index.json"
-MAX_CONFIG_BYTES = 1 << 20  # as for a local config.json: no config comes near it
+MAX_CONFIG_BYTES = 1 << 20  # as for a local config.json (readers.files.MAX_PRESET_BYTES): no config comes near it
+DEADLINE_S = 30.0  # everything one command fetches from the Hub; TFCOST_HUB_TIMEOUT changes it
+CONNECT_TIMEOUT_S = 10.0  # a host that does not accept the connection in this time is unreachable
+MAX_REDIRECTS = 5
+COMMIT = re.compile(r"^[0-9a-f]{40}$")
+ETAG = re.compile(r"^[0-9a-fA-F]{8,128}$")  # git's sha1 or LFS's sha256 on the real Hub: hex, nothing else
+REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")  # a branch or tag name written as refs/<name>
 
 
 def looks_like_hub_id(reference: str) -> bool:
@@ -32,6 +53,16 @@ def looks_like_hub_id(reference: str) -> bool:
         and ".." not in reference
         and "--" not in reference
     )
+
+
+def redact(text: str) -> str:
+    """Text with the `user:password@` of every URL in it written as `***@`: HF_ENDPOINT may carry credentials."""
+    return redact_credentials(text)
+
+
+def hub_error(message: str) -> TfcostError:
+    """The one error type every failure here becomes, its message redacted."""
+    return TfcostError(redact(message))
 
 
 @dataclass
@@ -50,92 +81,374 @@ class HubConfig:
         return f"Hugging Face Hub {self.repo_id}{at}"
 
 
+@dataclass
+class Deadline:
+    """One deadline for every request a command makes: the seconds left, or a one-line error once none are."""
+
+    seconds: float
+    ends: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.ends = time.monotonic() + self.seconds
+
+    def left(self, endpoint: str) -> float:
+        remaining = self.ends - time.monotonic()
+        if remaining <= 0:
+            raise hub_error(f"the Hugging Face Hub ({endpoint}) did not answer within {self.seconds:g} s")
+        return remaining
+
+
+def deadline_seconds() -> float:
+    """DEADLINE_S, or TFCOST_HUB_TIMEOUT's seconds (0.1 to 600) where it is set."""
+    text = os.environ.get("TFCOST_HUB_TIMEOUT")
+    if text is None:
+        return DEADLINE_S
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0.1 <= seconds <= 600:
+        raise TfcostError("TFCOST_HUB_TIMEOUT: expected seconds from 0.1 to 600")
+    return seconds
+
+
 def quiet() -> None:
-    """No progress bars on stderr for a file of a few KiB (set before huggingface_hub reads its settings)."""
+    """No progress bars on stderr (set before huggingface_hub reads its settings), no telemetry."""
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
 
-def cached_path(repo_id: str, filename: str, revision: str | None) -> str | None:
+def hub_settings() -> Any:
+    """huggingface_hub's constants (ENDPOINT, HF_HUB_CACHE, HF_HUB_OFFLINE), read from the environment as it reads
+    them."""
     quiet()
-    from huggingface_hub import try_to_load_from_cache
+    from huggingface_hub import constants
 
-    found = try_to_load_from_cache(repo_id, filename, revision=revision)
-    return found if isinstance(found, str) else None
+    return constants
 
 
-def download(repo_id: str, filename: str, revision: str | None) -> str:
-    """The cached copy, else a download; one-line errors for every way it fails."""
-    from huggingface_hub import hf_hub_download
-    from huggingface_hub.errors import (
-        EntryNotFoundError,
-        GatedRepoError,
-        HfHubHTTPError,
-        LocalEntryNotFoundError,
-        OfflineModeIsEnabled,
-        RepositoryNotFoundError,
-        RevisionNotFoundError,
+# The cache ------------------------------------------------------------------------------------------------------
+
+
+def repo_folder(repo_id: str) -> Path:
+    """models--owner--name in the Hub cache; the id is checked first, so that it cannot name another folder."""
+    if not looks_like_hub_id(repo_id):
+        raise hub_error(f"'{repo_id}' is not a Hugging Face Hub id (owner/name)")
+    return Path(hub_settings().HF_HUB_CACHE) / f"models--{repo_id.replace('/', '--')}"
+
+
+def inside(path: Path, folder: Path) -> bool:
+    """Whether `path`, every link followed, lies in `folder`."""
+    try:
+        path.resolve().relative_to(folder.resolve())
+    except (OSError, ValueError, RuntimeError):  # a loop of links, or outside
+        return False
+    return True
+
+
+def cached_commit(folder: Path, revision: str | None) -> str | None:
+    """The commit a revision names in the cache: itself if it is one, else what refs/<revision> holds, if that is a
+    commit (a ref holding a path is not followed)."""
+    wanted = revision or "main"
+    if COMMIT.match(wanted):
+        return wanted
+    if not REF.match(wanted):
+        return None
+    ref = folder / "refs" / wanted
+    try:
+        if not ref.is_file() or ref.stat().st_size > 256:
+            return None
+        text = ref.read_text(encoding="ascii", errors="replace").strip()
+    except OSError:
+        return None
+    return text if COMMIT.match(text) else None
+
+
+def cached_file(repo_id: str, filename: str, revision: str | None) -> tuple[Path, str] | None:
+    """(path, commit) of a file in the user's Hub cache, where it is there and lies in the cache."""
+    folder = repo_folder(repo_id)
+    commit = cached_commit(folder, revision)
+    if commit is None:
+        return None
+    path = folder / "snapshots" / commit / filename
+    try:
+        if not path.is_file():
+            return None
+    except OSError:
+        return None
+    return (path, commit) if inside(path, folder) else None
+
+
+def atomic_write(target: Path, data: bytes) -> None:
+    """`data` at `target`, through a temporary file in the same folder and a rename: never a torn file."""
+    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".tfcost-", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def blob_name(etag: str | None, data: bytes) -> str:
+    """The blob's file name: the response's etag where it is hex (the Hub's git sha1 or sha256), else the sha256 of
+    the content; nothing else a server sends can name a file."""
+    tag = (etag or "").removeprefix("W/").strip('"')
+    return tag if ETAG.match(tag) else hashlib.sha256(data).hexdigest()
+
+
+def write_cache_entry(
+    repo_id: str, filename: str, revision: str | None, commit: str, etag: str | None, data: bytes
+) -> Path:
+    """The file written in the Hub cache's layout, as huggingface_hub would read it: blobs/<etag>,
+    snapshots/<commit>/<filename> linking to it, and refs/<revision> naming the commit (for a branch or tag)."""
+    folder = repo_folder(repo_id)
+    if not COMMIT.match(commit) or filename not in (CONFIG, INDEX):
+        raise hub_error(f"{repo_id}: refusing to cache {filename} at '{commit}'")
+    blobs, snapshot, refs = folder / "blobs", folder / "snapshots" / commit, folder / "refs"
+    for made in (blobs, snapshot, refs):
+        made.mkdir(parents=True, exist_ok=True)
+    root = Path(hub_settings().HF_HUB_CACHE)
+    if not all(inside(made, root) and inside(made, folder) for made in (blobs, snapshot, refs)):
+        raise hub_error(f"{repo_id}: the cache folder {folder} leads outside {root}")
+    blob = blobs / blob_name(etag, data)
+    atomic_write(blob, data)
+    link = snapshot / filename
+    temporary = snapshot / f".tfcost-{os.getpid()}-{filename}"
+    temporary.unlink(missing_ok=True)
+    try:
+        temporary.symlink_to(Path("..") / ".." / "blobs" / blob.name)
+        os.replace(temporary, link)
+    except OSError:  # no symbolic links here (some Windows set-ups): a copy, as huggingface_hub then makes
+        temporary.unlink(missing_ok=True)
+        atomic_write(link, data)
+    name = revision or "main"
+    if name != commit and REF.match(name):
+        atomic_write(refs / name, commit.encode())
+    return link
+
+
+# The request ------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Response:
+    status: int
+    headers: dict[str, str]  # names in lower case
+    body: bytes
+    url: str
+
+
+def connection(url: str, timeout: float) -> Any:
+    """An HTTP(S) connection to the URL's host; nothing but http and https."""
+    import http.client
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise hub_error(f"the Hugging Face Hub endpoint '{parts.scheme}://{parts.hostname or ''}' is not http(s)")
+    if parts.scheme == "https":
+        return http.client.HTTPSConnection(parts.hostname, parts.port, timeout=timeout)
+    return http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
+
+
+def hub_headers() -> dict[str, str]:
+    """A user agent and the user's Hub token (HF_TOKEN, or the one `hf auth login` saved), as huggingface_hub finds
+    it. Not huggingface_hub's build_hf_headers: since 1.x it also fetches a registry of AI agents from the endpoint,
+    a request outside the deadline that writes a file."""
+    from huggingface_hub import __version__ as hub_version
+    from huggingface_hub import get_token
+
+    from tfcost import __version__
+
+    sent = {"user-agent": f"tfcost/{__version__}; hf_hub/{hub_version}"}
+    token = None if getattr(hub_settings(), "HF_HUB_DISABLE_IMPLICIT_TOKEN", False) else get_token()
+    if token:
+        sent["authorization"] = f"Bearer {token}"
+    return sent
+
+
+def credentials_header(url: str) -> dict[str, str]:
+    """Basic authentication from a `user:password@` in the URL (a mirror behind a password), never printed."""
+    parts = urlsplit(url)
+    if parts.username is None:
+        return {}
+    pair = f"{parts.username}:{parts.password or ''}".encode()
+    return {"authorization": "Basic " + base64.b64encode(pair).decode("ascii")}
+
+
+def read_capped(answer: Any, limit: int, deadline: Deadline, sock: Any, endpoint: str, what: str) -> bytes:
+    """The body, refused as soon as it passes `limit` bytes or the deadline (each read waits no longer than the
+    time left, so a server that trickles a byte at a time is cut off too)."""
+    declared = answer.getheader("Content-Length")
+    if declared is not None and declared.strip().isascii() and declared.strip().isdigit() and int(declared) > limit:
+        raise hub_error(
+            f"{what}: the Hub announces {int(declared):,} bytes, more than the {limit:,} bytes tfcost reads for it"
+        )
+    chunks, size = [], 0
+    while True:
+        if sock is not None:
+            sock.settimeout(deadline.left(endpoint))
+        chunk = answer.read1(min(65536, limit + 1 - size)) if size <= limit else b""
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            raise hub_error(f"{what}: the Hub sent more than the {limit:,} bytes tfcost reads for it")
+        deadline.left(endpoint)
+    return b"".join(chunks)
+
+
+def bounded_get(url: str, limit: int, deadline: Deadline, what: str, headers: dict[str, str] | None = None) -> Response:
+    """GET `url` with the Hub's headers (user agent, HF_TOKEN) and any `headers` (a Range), following at most
+    MAX_REDIRECTS redirects, the body capped at `limit` bytes, all within `deadline`. Every failure is one line."""
+    import ssl
+    from http.client import HTTPException
+
+    endpoint = redact(hub_settings().ENDPOINT)
+    origin = urlsplit(url).netloc
+    sent = {**credentials_header(url), **hub_headers(), **(headers or {})}  # a token wins
+    for _ in range(MAX_REDIRECTS + 1):
+        parts = urlsplit(url)
+        if parts.netloc != origin:  # the token and any password are for the endpoint only
+            sent = {k: v for k, v in sent.items() if k.lower() != "authorization"}
+        target = parts.path + (f"?{parts.query}" if parts.query else "")
+        client = connection(url, min(CONNECT_TIMEOUT_S, deadline.left(endpoint)))
+        try:
+            client.request("GET", target or "/", headers=sent)
+            sock = client.sock  # the response keeps it after the connection lets go of it (Connection: close)
+            sock.settimeout(deadline.left(endpoint))
+            answer = client.getresponse()
+            found = {name.lower(): value for name, value in answer.getheaders()}
+            if answer.status in (301, 302, 303, 307, 308) and "location" in found:
+                url = urljoin(url, found["location"])
+                continue
+            body = read_capped(answer, limit, deadline, sock, endpoint, what) if answer.status < 300 else b""
+            return Response(answer.status, found, body, url)
+        except TfcostError:
+            raise
+        except TimeoutError:
+            raise hub_error(f"the Hugging Face Hub ({endpoint}) did not answer within {deadline.seconds:g} s") from None
+        except ssl.SSLError as error:
+            raise hub_error(f"the Hugging Face Hub ({endpoint}): TLS failed: {error.reason or 'handshake'}") from None
+        except (OSError, HTTPException) as error:
+            raise unreachable(what, endpoint, error) from None
+        finally:
+            client.close()
+    raise hub_error(f"{what}: the Hub ({endpoint}) redirected more than {MAX_REDIRECTS} times")
+
+
+def unreachable(what: str, endpoint: str, error: BaseException) -> TfcostError:
+    """A connection that failed (refused, no route, no name, reset): the Hub cannot be reached."""
+    reason = getattr(error, "strerror", None) or type(error).__name__
+    return hub_error(
+        f"{what} is not in the Hugging Face cache and the Hub ({endpoint}) cannot be reached ({reason}); "
+        "download it once online"
     )
 
-    found = cached_path(repo_id, filename, revision)
-    if found is not None:
-        return found
+
+def refuse_status(response: Response, repo_id: str, filename: str, revision: str | None) -> None:
+    """One line for an answer other than 200 (or 206), from the Hub's X-Error-Code where it sends one (never its
+    text)."""
+    status, code = response.status, response.headers.get("x-error-code", "")
     at = f" at revision '{revision}'" if revision else ""
-    try:
-        return str(hf_hub_download(repo_id, filename, revision=revision))
-    except GatedRepoError:
-        raise TfcostError(
+    if status in (200, 206):  # 206: the part a Range header asked for
+        return
+    if code == "GatedRepo" or (status == 403 and "gated" in response.headers.get("x-error-message", "").lower()):
+        raise hub_error(
             f"{repo_id} is gated on the Hugging Face Hub: accept its terms on the model page and set HF_TOKEN "
             "to a token of that account"
-        ) from None
-    except RepositoryNotFoundError:
-        raise TfcostError(
+        )
+    if code == "RepoNotFound" or (status == 401 and not code):
+        raise hub_error(
             f"{repo_id}: no such model on the Hugging Face Hub (or it is private: set HF_TOKEN), and no such file"
-        ) from None
-    except RevisionNotFoundError:
-        raise TfcostError(f"{repo_id}: no revision '{revision}' on the Hugging Face Hub") from None
-    except (LocalEntryNotFoundError, OfflineModeIsEnabled):  # before EntryNotFoundError, its base class
-        raise TfcostError(
+        )
+    if code == "RevisionNotFound":
+        raise hub_error(f"{repo_id}: no revision '{revision}' on the Hugging Face Hub")
+    if code == "EntryNotFound" or status == 404:
+        raise hub_error(f"{repo_id}{at}: the repository has no {filename}")
+    if status in (301, 302, 303, 307, 308):
+        raise hub_error(f"{repo_id}: the Hugging Face Hub redirected {filename} without saying where")
+    raise hub_error(f"{repo_id}: the Hugging Face Hub answered HTTP {status} for {filename}")
+
+
+# Fetching ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Fetched:
+    data: bytes
+    commit: str | None
+
+
+def fetch_file(repo_id: str, filename: str, revision: str | None, deadline: Deadline) -> Fetched:
+    """A small file of a Hub repository: the cached copy, else a bounded download written to the cache."""
+    from huggingface_hub import hf_hub_url
+
+    settings = hub_settings()
+    found = cached_file(repo_id, filename, revision)
+    if found is not None:
+        path, commit = found
+        return Fetched(read_cached(path, repo_id, filename), commit)
+    at = f" at revision '{revision}'" if revision else ""
+    if settings.HF_HUB_OFFLINE:
+        raise hub_error(
             f"{repo_id}{at}: {filename} is not in the Hugging Face cache and the Hub cannot be reached "
             "(offline: HF_HUB_OFFLINE=1, or no network); download it once online"
-        ) from None
-    except EntryNotFoundError:
-        raise TfcostError(f"{repo_id}{at}: the repository has no {filename}") from None
-    except HfHubHTTPError as error:
-        status = error.response.status_code if error.response is not None else "?"
-        raise TfcostError(f"{repo_id}: the Hugging Face Hub answered HTTP {status}") from None
-    except OSError as error:  # a cache folder that cannot be written, a broken connection
-        raise TfcostError(f"{repo_id}: cannot fetch {filename}: {error.strerror or type(error).__name__}") from None
+        )
+    url = hf_hub_url(repo_id, filename, revision=revision, endpoint=settings.ENDPOINT)
+    response = bounded_get(url, MAX_CONFIG_BYTES, deadline, f"{repo_id}{at}: {filename}")
+    refuse_status(response, repo_id, filename, revision)
+    commit = response.headers.get("x-repo-commit", "").strip()
+    if not COMMIT.match(commit):
+        commit = revision if revision and COMMIT.match(revision) else ""
+    if commit:
+        etag = response.headers.get("x-linked-etag") or response.headers.get("etag")
+        try:
+            write_cache_entry(repo_id, filename, revision, commit, etag, response.body)
+        except OSError as error:  # a cache that cannot be written: the file is still read, not kept
+            import sys
+
+            sys.stderr.write(f"tfcost: note: cannot write the Hugging Face cache: {error.strerror}\n")
+    return Fetched(response.body, commit or None)
 
 
-def read_json(path: str, repo_id: str, filename: str) -> dict[str, Any]:
-    from tfcost.readers.files import read_json_mapping
+def read_cached(path: Path, repo_id: str, filename: str) -> bytes:
+    from tfcost.readers.files import read_text
 
     try:
-        return read_json_mapping(Path(path))
+        return read_text(path, f"a {filename}").encode()
     except TfcostError as error:
-        raise TfcostError(f"{repo_id} {filename}: {str(error).split(': ', 1)[-1]}") from None
+        raise hub_error(f"{repo_id} {filename}: {str(error).split(': ', 1)[-1]}") from None
 
 
-def checkpoint_bytes(repo_id: str, revision: str | None) -> int | None:
+def read_json(data: bytes, repo_id: str, filename: str) -> dict[str, Any]:
+    from tfcost.readers.files import parse_json_mapping
+
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise hub_error(f"{repo_id} {filename}: not UTF-8 text (byte {error.start})") from None
+    return parse_json_mapping(text, f"{repo_id} {filename}")
+
+
+def checkpoint_bytes(repo_id: str, revision: str | None, deadline: Deadline) -> int | None:
     """metadata.total_size of model.safetensors.index.json: every tensor's bytes, as the checkpoint stores them."""
-    try:  # absent (EntryNotFound), offline and not cached, or any other failure: the cross-check is skipped
-        index = read_json(download(repo_id, INDEX, revision), repo_id, INDEX)
+    try:  # absent, too large, offline and not cached, or any other failure: the cross-check is skipped
+        index = read_json(fetch_file(repo_id, INDEX, revision, deadline).data, repo_id, INDEX)
     except TfcostError:
         return None
     metadata = index.get("metadata")
     size = metadata.get("total_size") if isinstance(metadata, dict) else None
-    return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else None
-
-
-def commit_of(path: str) -> str | None:
-    """The snapshot folder a cached file sits in is named after its commit."""
-    parent = Path(path).parent.name
-    return parent if re.fullmatch(r"[0-9a-f]{40}", parent) else None
+    return size if isinstance(size, int) and not isinstance(size, bool) and 0 < size < 1 << 60 else None
 
 
 def fetch_config(repo_id: str, revision: str | None = None) -> HubConfig:
     """config.json of a Hub model, and its checkpoint size where the repository has a safetensors index."""
-    path = download(repo_id, CONFIG, revision)
-    config = read_json(path, repo_id, CONFIG)
-    return HubConfig(repo_id, config, commit_of(path), checkpoint_bytes(repo_id, revision))
+    if revision is not None and (not revision.isprintable() or len(revision) > 256):
+        raise hub_error("--revision: expected a branch, tag or commit name")
+    deadline = Deadline(deadline_seconds())
+    fetched = fetch_file(repo_id, CONFIG, revision, deadline)
+    config = read_json(fetched.data, repo_id, CONFIG)
+    return HubConfig(repo_id, config, fetched.commit, checkpoint_bytes(repo_id, revision, deadline))

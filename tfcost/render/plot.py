@@ -17,6 +17,7 @@ from typing import Any
 from tfcost.costs.crossover import Crossover
 from tfcost.costs.sweep import METRICS, SweepReport, spans_decades
 from tfcost.errors import TfcostError
+from tfcost.render import safe_text
 from tfcost.units import human
 
 INSTALL = "pip install 'tfcost[plot]'"
@@ -96,8 +97,8 @@ def ticks(values: list[float], log: bool, unit: str, count: int = 5) -> tuple[li
 
 
 def printable(text: str) -> str:
-    """A model name as the chart shows it: characters that would not print as themselves become escapes."""
-    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
+    """A model name as the terminal chart shows it (tfcost.render.safe_text.terminal)."""
+    return safe_text.terminal(text)
 
 
 def crossover_note(c: Crossover) -> str:
@@ -106,6 +107,9 @@ def crossover_note(c: Crossover) -> str:
     return f"{c.model}: {c.label} at T = {c.seq_len:,} (rounded down)"
 
 
+# Narrower than this, plotext leaves the plotting area empty (its labels take the width): a chart wider than the
+# terminal wraps, which is better than a blank one, as a table prints at its natural width.
+MIN_CHART_WIDTH = 50
 MARKERS = ("braille", "dot", "x", "+", "o", "*", "#", "@")  # lines stay apart without colour too
 
 
@@ -117,7 +121,8 @@ def terminal(report: SweepReport, width: int | None = None, height: int = 22, co
     xs = [float(t) for t in report.seq_lens]
     for panel in panels(report):
         plt.clf()
-        plt.plotsize(width or min(plt.terminal_width() or 100, 120), height)
+        plt.limitsize(False, False)  # the size asked for, not cropped to a narrow terminal
+        plt.plotsize(max(width or min(plt.terminal_width() or 100, 120), MIN_CHART_WIDTH), height)
         plt.theme("clear")
         plt.title(panel.title)
         plt.xlabel(X_LABEL)
@@ -161,7 +166,7 @@ def figure(report: SweepReport) -> Any:
     for ax, panel in zip(axes[:, 0], charts, strict=True):
         unit = METRICS[panel.metric].unit
         for line in panel.lines:
-            (drawn,) = ax.plot(report.seq_lens, line.values, label=line.label, linewidth=1.6)
+            (drawn,) = ax.plot(report.seq_lens, line.values, label=safe_text.chart(line.label), linewidth=1.6)
             c = line.crossover
             if c is None or c.crossing is None or not report.seq_lens[0] <= c.crossing <= report.seq_lens[-1]:
                 continue
@@ -199,39 +204,91 @@ def figure(report: SweepReport) -> Any:
 
 
 def check_path(path: str) -> Path:
-    """The file --plot names, refused before any work when its kind is not one tfcost writes."""
+    """The file --plot names, refused before any work (and before any table is printed) when its kind is not one
+    tfcost writes, its folder is missing or cannot be written, it is a folder, or matplotlib is not installed."""
+    import os
+
     target = Path(path)
+    shown = printable(path)
     if target.suffix.lower() not in FILE_SUFFIXES:
-        raise TfcostError(f"--plot: '{printable(path)}' should end in {', '.join(FILE_SUFFIXES)}")
+        raise TfcostError(f"--plot: '{shown}' should end in {', '.join(FILE_SUFFIXES)}")
+    folder = target.parent
+    if not folder.is_dir():
+        raise TfcostError(f"--plot: '{shown}': no folder {printable(str(folder))}")
+    if target.is_dir() or (target.exists() and not target.is_file()):
+        raise TfcostError(f"--plot: '{shown}' is not a regular file")
+    if not os.access(folder, os.W_OK | os.X_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise TfcostError(f"--plot: cannot write '{shown}': permission denied")
+    need("matplotlib")
     return target
 
 
 def write(report: SweepReport, path: str) -> Path:
     """Write the chart to `path`: .png or .svg through matplotlib, .html as a page holding the SVG inline."""
+    import warnings
+
     target = check_path(path)
     suffix = target.suffix.lower()
-    fig = figure(report)
+    # matplotlib's warnings (a glyph its font lacks, quoting the name) are counted, never printed raw.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fig = figure(report)
+        save(fig, report, target, suffix, path)
+    if caught:
+        import sys
+
+        kinds = sorted(
+            {type(item.message).__name__ if not isinstance(item.message, str) else "warning" for item in caught}
+        )
+        sys.stderr.write(
+            f"tfcost: note: matplotlib warned {len(caught)} time(s) ({', '.join(kinds)}) drawing the chart; "
+            "a name may hold characters its font lacks\n"
+        )
+    return target
+
+
+def save(fig: Any, report: SweepReport, target: Path, suffix: str, path: str) -> None:
+    """The figure written as `suffix` says, through a temporary file beside the target and a rename."""
+    import os
+    import tempfile
+
+    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".tfcost-", suffix=suffix)
+    os.close(handle)
     try:
         if suffix == ".html":
             svg = io.StringIO()
             fig.savefig(svg, format="svg")
             text = svg.getvalue()
             body = text[text.index("<svg") :]  # drop the XML prolog and doctype: the page is HTML
-            notes = "".join(f"<li>{html.escape(crossover_note(c))}</li>" for c in report.crossovers)
+            notes = "".join(f"<li>{html.escape(printable(crossover_note(c)))}</li>" for c in report.crossovers)
             page = (
                 '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>tfcost sweep</title></head>\n'
-                f"<body>\n<h1>tfcost sweep: {html.escape(', '.join(report.models))}</h1>\n{body}\n"
+                f"<body>\n<h1>tfcost sweep: {html.escape(printable(', '.join(report.models)))}</h1>\n{body}\n"
                 f"<h2>Crossovers</h2><ul>{notes}</ul>\n</body></html>\n"
             )
-            target.write_text(page, encoding="utf-8")
+            Path(temporary).write_text(page, encoding="utf-8")
         else:
             png = {"dpi": 80, "pil_kwargs": {"optimize": True}} if suffix == ".png" else {}
-            fig.savefig(target, format=suffix[1:], metadata=file_metadata(suffix), **png)
+            fig.savefig(temporary, format=suffix[1:], metadata=file_metadata(suffix), **png)
+        os.chmod(temporary, new_file_mode(target))
+        os.replace(temporary, target)
     except OSError as error:
-        raise TfcostError(f"--plot: cannot write '{path}': {error.strerror}") from None
+        raise TfcostError(f"--plot: cannot write '{printable(path)}': {error.strerror}") from None
     finally:
+        Path(temporary).unlink(missing_ok=True)
         need("matplotlib.pyplot").close(fig)
-    return target
+
+
+def new_file_mode(target: Path) -> int:
+    """The mode the file would have had if written in place: the old file's, else 0o666 less the umask (mkstemp
+    makes its file 0o600)."""
+    import os
+
+    if target.exists():
+        return target.stat().st_mode & 0o7777
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 def file_metadata(suffix: str) -> dict[str, Any]:

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel
 
 from tfcost import __version__
-from tfcost.errors import TfcostError
+from tfcost.errors import TfcostError, redact_credentials
+from tfcost.render import safe_text
 from tfcost.reports.estimate import SECTIONS, CrossoverReport, Estimate, SourceNotes
 from tfcost.reports.explain import Line
 from tfcost.schema import GpuSpec, ModelShape
@@ -41,13 +42,8 @@ CONVENTIONS = (
 
 
 def clean(text: str) -> str:
-    """Text from outside (a model's name or source, a path, torch's words) made safe to print: every character
-    that would not print as itself (escape, C0 and C1 controls, bidi overrides, line breaks, lone surrogates) is
-    written as its Python escape, so no file can move the cursor, retitle the window, write the clipboard, reorder
-    what follows or make a line the encoder cannot write. The only place tfcost neutralises text."""
-    if text.isprintable():  # the common case, checked at C speed
-        return text
-    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
+    """Text from outside made safe to print to a terminal (tfcost.render.safe_text.terminal, the one place)."""
+    return safe_text.terminal(text)
 
 
 NOT_FINITE = "a result is not a finite number; is an option extreme?"
@@ -140,16 +136,8 @@ class MarkdownTable:
 
 
 def markdown_text(text: str, keep_bold: bool = False) -> str:
-    """A cell's text made safe for a Markdown table: no line breaks, no unprintable characters (text from a file is
-    never printed raw), and the characters Markdown would read (pipes, backslashes, emphasis) escaped."""
-    bold = keep_bold and text.startswith("**") and text.endswith("**") and len(text) > 4
-    inner = text[2:-2] if bold else text
-    safe = inner
-    for char in "\\|*_`<>[]":
-        safe = safe.replace(char, "\\" + char)
-    safe = "".join(char if char.isprintable() else repr(char)[1:-1] for char in safe)
-    safe = safe.replace("  ", " &nbsp;")  # keep a breakdown's indentation
-    return f"**{safe}**" if bold else safe
+    """A cell's text made safe for a Markdown table (tfcost.render.safe_text.markdown)."""
+    return safe_text.markdown(text, keep_bold)
 
 
 def new_table(markdown: bool, **options: Any) -> Any:
@@ -543,10 +531,9 @@ def engine_serve_table(result: EngineServeReport, markdown: bool = False) -> Non
     sections_table(result, ENGINE_SERVE_SECTIONS, title, notes, markdown)
 
 
-def profiles_table(found: Sequence[Any], folder: str) -> None:
-    from rich.table import Table
-
-    table = Table(title=f"Measured profiles ({folder})", title_justify="left")
+def profiles_table(found: Sequence[Any], folder: str, markdown: bool = False) -> None:
+    found = neutral(list(found))  # a shared profile's fields are outside text
+    table = new_table(markdown, title=f"Measured profiles ({clean(folder)})", title_justify="left")
     for name in ("name", "device", "dtype", "copy", "decode matmul", "prefill matmul", "tiny kernel", "date"):
         table.add_column(name)
     for profile in found:
@@ -637,12 +624,20 @@ def measure_table(report: MeasureReport) -> None:
 
 def print_csv(rows: Sequence[dict[str, Any]]) -> None:
     """One header line, then a line per row; null is an empty cell, booleans are JSON's true and false."""
-    import json  # the JSON and CSV paths only: a table need not import it
 
     writer = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]), lineterminator="\n")
     writer.writeheader()
     for row in rows:
-        writer.writerow({key: json.dumps(value) if isinstance(value, bool) else value for key, value in row.items()})
+        writer.writerow({key: csv_value(value) for key, value in row.items()})
+
+
+def csv_value(value: Any) -> Any:
+    """A cell: booleans as JSON's, text through safe_text.csv_cell (no formula a spreadsheet would run)."""
+    import json
+
+    if isinstance(value, bool):
+        return json.dumps(value)
+    return safe_text.csv_cell(value) if isinstance(value, str) else value
 
 
 def measure_csv(report: MeasureReport) -> None:
@@ -752,7 +747,7 @@ def print_preset_yaml(shape: ModelShape, ignored: Sequence[str] = (), not_priced
 def print_error(message: str) -> None:
     """One line on stderr, whatever the message quotes (a key or a name may hold a newline): characters that would
     not print as themselves are written as escapes. No rich here, so that an error can never fail to print."""
-    sys.stderr.write(f"tfcost: error: {clean(message)}\n")
+    sys.stderr.write(f"tfcost: error: {clean(redact_credentials(message))}\n")
 
 
 # `tfcost sweep` ---------------------------------------------------------------------------------------------
@@ -801,7 +796,7 @@ def sweep_csv(report: SweepReport) -> None:
     for model in report.models:
         quoted.seek(0)
         quoted.truncate()
-        csv.writer(quoted, lineterminator="").writerow([model])
+        csv.writer(quoted, lineterminator="").writerow([safe_text.csv_cell(model)])
         for batch in report.batches:
             prefix = f"{quoted.getvalue()},{batch},"
             columns = [

@@ -58,3 +58,29 @@ def step_report(shape: ModelShape, profile: Profile, setup: ServingSetup, raw: d
         decode=phase(float(raw["decode_ms"]), result.latency.decode_ms_per_token, result.expected.decode_ms_per_token),  # type: ignore[arg-type]
         notes=list(raw["notes"]),  # type: ignore[call-overload]
     )
+
+
+def check_context(shape: ModelShape, prompt: int, generate: int) -> None:
+    """--step runs a real model: a context P + G past the model's (max_seq_len) is refused, not measured."""
+    from tfcost.errors import UsageError
+
+    if prompt + generate > shape.max_seq_len:
+        raise UsageError(
+            f"--prompt {prompt:,} + --generate {generate:,} is past {shape.name}'s context of "
+            f"{shape.max_seq_len:,} tokens"
+        )
+
+
+def step_memory_bytes(shape: ModelShape, profile: Profile, setup: ServingSetup, element_bytes: int) -> int:
+    """What measure --step holds at its peak: serve's weights + KV cache + state at context P + G, plus the
+    activation workspace of its widest forward (the B x (P + G - 1) tokens of history that fill the cache) and the
+    B rows of fp32 logits it keeps (tfcost.costs.expected.workspace_bytes; the activations, counted there at 16
+    bits, scaled to the element type measured)."""
+    from tfcost.costs import expected
+
+    held = serve(shape, profile.gpu_spec(), setup).memory.total_bytes_per_gpu
+    tokens = setup.batch * (setup.prompt + setup.generate - 1)
+    scale = max(element_bytes, expected.ACTIVATION_BYTES) / expected.ACTIVATION_BYTES
+    activations = expected.workspace_bytes(shape, tokens, 0)  # batch 0: the activations alone
+    logits = expected.workspace_bytes(shape, 0, setup.batch)  # no tokens: the fp32 logits alone
+    return held + int(activations * scale) + logits

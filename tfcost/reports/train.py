@@ -104,6 +104,7 @@ def train(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup, explained: bool
     adapters = None
     if setup.lora_rank is not None:
         finetune.check_targets(shape, setup.lora_targets)
+        finetune.check_rank(shape, setup.lora_rank, setup.lora_targets)
         adapters = finetune.lora_params(shape, setup.lora_rank, setup.lora_targets)
     model_flops = training.model_training_flops(shape, t, tokens, adapters)
     recomputed = training.recompute_flops(shape, t, tokens, setup.recompute)

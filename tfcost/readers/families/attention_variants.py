@@ -176,7 +176,7 @@ def per_layer_overrides(fields: Fields, layers: int, types: list[str]) -> dict[i
         raise fields.wrong("per_layer_config", "a mapping of layer index to sizes", given)
     overrides: dict[int, dict[str, int]] = {}
     for key, sizes_of_layer in given.items():
-        index = int(key) if isinstance(key, str) and key.isdigit() else key
+        index = int(key) if isinstance(key, str) and key.isascii() and key.isdigit() and len(key) < 10 else key
         if not isinstance(index, int) or not 0 <= index < layers or not isinstance(sizes_of_layer, dict):
             raise fields.wrong("per_layer_config", f"layer indices 0..{layers - 1} with their sizes", key)
         unknown = set(sizes_of_layer) - {"head_dim", "num_key_value_heads"}
