@@ -180,8 +180,8 @@ def virtual_stage_counts(shape: ModelShape, setup: TrainingSetup) -> list[int]:
 
 class TrainPricer:
     """Prices training layouts of one model, GPU, token count and global batch, computing once what does not change
-    between layouts (the model's FLOPs, the peak, the number of steps, the GPU's memory and overheads) and reusing a
-    layout's step time for its offloaded variants (offload does not enter it)."""
+    between layouts: the model's FLOPs, the peak, the number of steps, the GPU's memory and overheads (the core
+    caches the per-model sums the memory and the step time read: parameters, FLOPs by part, activation terms)."""
 
     def __init__(self, shape: ModelShape, gpu_spec: GpuSpec, base: TrainingSetup) -> None:
         assert base.global_batch is not None
@@ -191,7 +191,6 @@ class TrainPricer:
         self.steps = base.tokens / (base.global_batch * base.seq_len)
         self.capacity = hardware.memory_bytes(gpu_spec)
         self.overhead = fit.overhead_bytes(self.capacity, base.cuda_context_gib, base.allocator_reserve)
-        self.step_cache: dict[TrainingSetup, dict[str, float]] = {}
 
     def memory(self, setup: TrainingSetup) -> dict[str, int]:
         return training.memory_per_gpu(self.shape, setup)
@@ -199,15 +198,8 @@ class TrainPricer:
     def fits(self, held: dict[str, int]) -> bool:
         return fit.fits(held["total"], self.overhead, self.capacity)
 
-    def step(self, setup: TrainingSetup) -> dict[str, float]:
-        key = setup if setup.offload == "none" else setup.model_copy(update={"offload": "none"})
-        parts = self.step_cache.get(key)
-        if parts is None:
-            parts = self.step_cache[key] = step_time.step_seconds(self.shape, self.gpu, key)
-        return parts
-
     def price(self, setup: TrainingSetup, held: dict[str, int]) -> TrainLayout:
-        parts = self.step(setup)
+        parts = step_time.step_seconds(self.shape, self.gpu, setup)
         seconds = self.steps * parts["total"]
         price = self.base.price_per_gpu_hour
         return TrainLayout(
