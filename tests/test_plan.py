@@ -327,3 +327,31 @@ def test_a_gpu_the_step_time_cannot_price_is_refused_with_that_reason(tfcost):
     assert not step_time.can_predict(load_gpu("rtx-4090"), TrainingSetup(tokens=1, seq_len=1))
     line = one_line_error(tfcost("plan", "train", "gpt2-small", "--gpus", "2", "--gpu", "rtx-4090"), 1)
     assert plan.NO_PREDICTION in line
+
+
+def test_the_python_api_returns_what_the_command_prints(tfcost):
+    import tfcost as api
+
+    train_report = api.plan_train("llama-3-8b", gpus=8, top=2)
+    printed = json.loads(tfcost("plan", "train", "llama-3-8b", "--gpus", "8", "--top", "2", "-f", "json").stdout)
+    assert {"tfcost_version": printed["tfcost_version"], **train_report.model_dump(mode="json")} == printed
+    serve_report = api.plan_serve("llama-3.1-8b", gpus=2, ttft_ms=100, weights_dtype=["bf16"], top=3)
+    printed = json.loads(
+        tfcost(
+            "plan",
+            "serve",
+            "llama-3.1-8b",
+            "--gpus",
+            "2",
+            "--ttft-ms",
+            "100",
+            "--weights-dtype",
+            "bf16",
+            "--top",
+            "3",
+            "-f",
+            "json",
+        ).stdout
+    )
+    assert {"tfcost_version": printed["tfcost_version"], **serve_report.model_dump(mode="json")} == printed
+    assert {layout["weights_dtype"] for layout in printed["layouts"]} == {"bf16"}

@@ -22,7 +22,6 @@ from tfcost.cli.options import (
     default,
     load_source,
     parse_tokens,
-    validated,
 )
 from tfcost.schema import Optimizer, Precision, ServingSetup, TrainingSetup
 
@@ -121,26 +120,16 @@ def plan_train(
 ) -> None:
     """Training: every tp x pp x cp x dp (x ep) layout, virtual stages, ZeRO, recomputation, micro-batch and
     offload; those that fit, by predicted step time."""
-    from tfcost.costs import training
     from tfcost.readers.presets import load_gpu
     from tfcost.render import plan as render
     from tfcost.render import tables
     from tfcost.reports.plan import plan_train as run_plan
 
-    spec = load_gpu(gpu)
     shape = load_source(model, config, overrides, strict, lenient, revision).shape
-    setup = validated(
-        TrainingSetup,
-        tokens=tokens if tokens is not None else training.chinchilla_optimal_tokens(shape),
-        seq_len=seq if seq is not None else training.default_seq_len(shape),
-        gpus=gpus,
-        global_batch=global_batch,
-        precision=precision,
-        optimizer=optimizer,
-        flash=flash,
-        price_per_gpu_hour=price_per_gpu_hour,
-    )
-    report = run_plan(shape, spec, setup, top)
+    report = run_plan(
+        shape, load_gpu(gpu), gpus=gpus, seq=seq, tokens=tokens, global_batch=global_batch, precision=precision,
+        optimizer=optimizer, flash=flash, price=price_per_gpu_hour, top=top,
+    )  # fmt: skip
     if output == "json":
         tables.print_json(report)
     elif report.feasible:
@@ -204,12 +193,11 @@ def plan_serve(
         from tfcost.render import plot as plotting
 
         plotting.check_path(plot)
-    spec = load_gpu(gpu)
     shape = load_source(model, config, overrides, strict, lenient, revision).shape
-    setup = validated(ServingSetup, prompt=prompt, generate=generate, reserve=reserve)
-    weights = [validated(ServingSetup, weights_dtype=name).weights_dtype for name in split(weights_dtype)]
-    kv = [validated(ServingSetup, kv_dtype=name).kv_dtype for name in split(kv_dtype)]
-    report = run_plan(shape, spec, gpus, setup, top, ttft_ms, tpot_ms, [w for w in weights if w] or None, kv or None)
+    report = run_plan(
+        shape, load_gpu(gpu), gpus=gpus, prompt=prompt, generate=generate, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
+        weights_dtype=weights_dtype, kv_dtype=kv_dtype, reserve=reserve, top=top,
+    )  # fmt: skip
     if output == "json":
         tables.print_json(report)
     elif report.feasible and output == "chart":
@@ -221,8 +209,3 @@ def plan_serve(
     if plot is not None:
         written = render.write_chart(report, plot)
         sys.stderr.write(f"tfcost: wrote {written}\n")
-
-
-def split(names: str | None) -> list[str]:
-    """A comma-separated option's items."""
-    return [name.strip() for name in (names or "").split(",") if name.strip()]

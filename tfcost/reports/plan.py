@@ -6,16 +6,20 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
 from tfcost.costs import expected, parallel, serving, training
 from tfcost.costs import plan as search
+from tfcost.errors import UsageError, describe_validation_error
 from tfcost.reports.serve import ServeReport, serve_expected
 from tfcost.reports.suggestion import Suggestion
 from tfcost.reports.train import TrainReport
 from tfcost.schema import GpuSpec, ModelShape, ServingSetup, TrainingSetup, WeightsDtype
 from tfcost.units import Dtype
+
+SetupT = TypeVar("SetupT", TrainingSetup, ServingSetup)
 
 
 class Frozen(BaseModel):
@@ -78,7 +82,7 @@ def train_layout(layout: search.TrainLayout) -> TrainPlanLayout:
     )  # fmt: skip
 
 
-def plan_train(shape: ModelShape, gpu: GpuSpec, base: TrainingSetup, top: int) -> TrainPlanReport:
+def plan_train_setup(shape: ModelShape, gpu: GpuSpec, base: TrainingSetup, top: int) -> TrainPlanReport:
     """Search every legal layout of `base`'s GPUs (tfcost.costs.plan.search_training); the `top` fastest."""
     if base.global_batch is None:
         base = base.model_copy(update={"global_batch": search.default_global_batch(base.seq_len)})
@@ -174,7 +178,7 @@ def serve_layout(layout: search.ServeLayout, shape: ModelShape) -> ServePlanLayo
     )  # fmt: skip
 
 
-def plan_serve(
+def plan_serve_setup(
     shape: ModelShape,
     gpu: GpuSpec,
     gpus: int,
@@ -205,6 +209,75 @@ def plan_serve(
         layouts=[serve_layout(layout, shape) for layout in found.layouts[:top]],
         pareto=[serve_layout(layout, shape) for layout in found.pareto],
     )
+
+
+# The searches as the command and the Python API ask for them (tfcost.api.plan_train, plan_serve) --------------
+
+
+def validated(schema: type[SetupT], **fields: object) -> SetupT:
+    """A setup from the options given (None: the schema's default); a complaint is one line naming the option."""
+    from pydantic import ValidationError
+
+    try:
+        return schema.model_validate({name: value for name, value in fields.items() if value is not None})
+    except ValidationError as error:
+        names = {"seq_len": "--seq", "price_per_gpu_hour": "--price"}
+        raise UsageError(
+            describe_validation_error(error, lambda field: names.get(field, "--" + field.replace("_", "-")))
+        ) from None
+
+
+def names_of(value: str | Sequence[str] | None) -> list[str]:
+    """A list option given as "a,b" or as a sequence."""
+    items = value.split(",") if isinstance(value, str) else list(value or ())
+    return [item.strip() for item in items if item.strip()]
+
+
+def plan_train(
+    shape: ModelShape,
+    gpu: GpuSpec,
+    *,
+    gpus: int = 8,
+    seq: int | None = None,
+    tokens: int | None = None,
+    global_batch: int | None = None,
+    precision: str | None = None,
+    optimizer: str | None = None,
+    flash: bool | None = None,
+    price: float | None = None,
+    top: int = 10,
+) -> TrainPlanReport:
+    """`tfcost plan train`: T defaults to 4,096 (or the model's context), D to 20 N, B to 4M tokens / T."""
+    setup = validated(
+        TrainingSetup,
+        tokens=tokens if tokens is not None else training.chinchilla_optimal_tokens(shape),
+        seq_len=seq if seq is not None else training.default_seq_len(shape),
+        gpus=gpus, global_batch=global_batch, precision=precision, optimizer=optimizer, flash=flash,
+        price_per_gpu_hour=price,
+    )  # fmt: skip
+    return plan_train_setup(shape, gpu, setup, top)
+
+
+def plan_serve(
+    shape: ModelShape,
+    gpu: GpuSpec,
+    *,
+    gpus: int = 8,
+    prompt: int | None = None,
+    generate: int | None = None,
+    ttft_ms: float | None = None,
+    tpot_ms: float | None = None,
+    weights_dtype: str | Sequence[str] | None = None,
+    kv_dtype: str | Sequence[str] | None = None,
+    reserve: float | None = None,
+    top: int = 10,
+) -> ServePlanReport:
+    """`tfcost plan serve`: weights_dtype and kv_dtype list the formats to try ("bf16,fp8" or a list)."""
+    setup = validated(ServingSetup, prompt=prompt, generate=generate, reserve=reserve)
+    weights = [validated(ServingSetup, weights_dtype=name).weights_dtype for name in names_of(weights_dtype)]
+    kv = [validated(ServingSetup, kv_dtype=name).kv_dtype for name in names_of(kv_dtype)]
+    chosen = [name for name in weights if name is not None] or None
+    return plan_serve_setup(shape, gpu, gpus, setup, top, ttft_ms, tpot_ms, chosen, kv or None)
 
 
 # The suggestion under `train` and `serve` ------------------------------------------------------------------
