@@ -1,8 +1,7 @@
 """The Python API (tfcost/api.py): each call returns the report its command prints as JSON, and `import tfcost`
 loads nothing but the package itself.
 
-`tfcost.plan_train` and `tfcost.plan_serve` have no test here yet: the search they call (tfcost.costs.plan, issue
-23) is not in this tree; their tests come with it.
+`tfcost.plan_train` and `tfcost.plan_serve` are tested with the search they call, in tests/test_plan.py.
 """
 
 from __future__ import annotations

@@ -184,4 +184,9 @@ def test_the_narrowed_app_is_the_whole_app_for_its_command():
         mine, theirs = narrow.commands[name], whole.commands[name]  # type: ignore[attr-defined]
         assert [param.opts for param in mine.params] == [param.opts for param in theirs.params]
         assert mine.help == theirs.help
+    for group in app.registered_groups:  # `tfcost plan`: the group alone, with all its sub-commands
+        name = group.typer_instance.info.name
+        narrow = get_command(app_for([name, "train", "--help"]))
+        assert list(narrow.commands) == [name]  # type: ignore[attr-defined]
+        assert list(narrow.commands[name].commands) == list(whole.commands[name].commands)  # type: ignore[attr-defined]
     assert app_for(["estimat"]) is app and app_for(["--version"]) is app and app_for([]) is app

@@ -300,7 +300,7 @@ def plan_train(
     **options: Any,
 ) -> Any:
     """`tfcost plan train`: the training layouts that fit, fastest first. `options` are the command's (gpus, seq,
-    tokens, global_batch, precision, top, ...), passed on as `tfcost.costs.plan.plan_train(shape, gpu, **options)`
+    tokens, global_batch, precision, top, ...), passed on as `tfcost.reports.plan.plan_train(shape, gpu, **options)`
     takes them."""
     return plan("plan_train", request(model, config, overrides, strict, lenient, revision), gpu, options)
 
@@ -318,12 +318,12 @@ def plan_serve(
 ) -> Any:
     """`tfcost plan serve`: the serving layouts that meet the latency targets, most tokens/s per GPU first.
     `options` are the command's (gpus, prompt, generate, ttft_ms, tpot_ms, top, ...), passed on as
-    `tfcost.costs.plan.plan_serve(shape, gpu, **options)` takes them."""
+    `tfcost.reports.plan.plan_serve(shape, gpu, **options)` takes them."""
     return plan("plan_serve", request(model, config, overrides, strict, lenient, revision), gpu, options)
 
 
 def plan(search: str, asked: ModelRequest, gpu: str, options: dict[str, Any]) -> Any:
-    """One of tfcost.costs.plan's searches on a model and GPU, with its source's notes where its report has them."""
+    """One of tfcost.reports.plan's searches on a model and GPU, with its source's notes where its report has them."""
     from tfcost.readers.presets import load_gpu
 
     searches = plan_module()
@@ -335,17 +335,18 @@ def plan(search: str, asked: ModelRequest, gpu: str, options: dict[str, Any]) ->
 
 
 def plan_module() -> ModuleType:
-    """tfcost.costs.plan, imported when a plan is asked for (the search is the `tfcost plan` command's)."""
+    """tfcost.reports.plan, imported when a plan is asked for (the search, tfcost.costs.plan, is the `tfcost plan`
+    command's; the report builders that call it sit above it, in reports)."""
     import importlib
 
     from tfcost.errors import TfcostError
 
     try:
-        return importlib.import_module("tfcost.costs.plan")
+        return importlib.import_module("tfcost.reports.plan")
     except ModuleNotFoundError as error:
-        if error.name != "tfcost.costs.plan":
+        if error.name != "tfcost.reports.plan":
             raise
-        raise TfcostError("plan: this version of tfcost has no layout search (tfcost.costs.plan)") from None
+        raise TfcostError("plan: this version of tfcost has no layout search (tfcost.reports.plan)") from None
 
 
 def gpu_or_profile(gpu: str, measured: Profile | None) -> GpuSpec:

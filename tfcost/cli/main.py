@@ -16,7 +16,7 @@ import typer
 
 # Each module registers its commands on the app, in the order --help lists them.
 # isort: off
-from tfcost.cli import listing, estimate, check, train, serve, sweep, measure  # noqa: F401
+from tfcost.cli import listing, estimate, check, train, serve, sweep, measure, plan  # noqa: F401
 
 # isort: on
 from tfcost.cli.app import app
@@ -58,16 +58,23 @@ def app_for(argv: list[str] | None) -> typer.Typer:
     option first, a misspelt name) gets the whole app, and so its usual help and errors."""
     words = sys.argv[1:] if argv is None else argv
     wanted = [info for info in app.registered_commands if words and command_name(info) == words[0]]
-    if len(wanted) != 1:
+    groups = [info for info in app.registered_groups if words and group_name(info) == words[0]]
+    if len(wanted) + len(groups) != 1:
         return app
     narrow = copy.copy(app)
     narrow.registered_commands = wanted
+    narrow.registered_groups = groups  # `tfcost plan`: its sub-commands
     return narrow
 
 
 def command_name(info: Any) -> str:
     """A command's name as typed: its given name, or its function's with dashes for underscores (typer's rule)."""
     return info.name or info.callback.__name__.replace("_", "-")
+
+
+def group_name(info: Any) -> str | None:
+    """A sub-app's name as typed (`plan`)."""
+    return info.name or (info.typer_instance.info.name if info.typer_instance else None)
 
 
 def main(argv: list[str] | None = None) -> None:

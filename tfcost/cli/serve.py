@@ -110,8 +110,16 @@ def serve(
         reserve=reserve, compute_efficiency=compute_efficiency, memory_efficiency=memory_efficiency,
         group_size=group_size, kv_block=kv_block,
     )  # fmt: skip
+    if isinstance(result, ServeReport) and profile is None:  # does it fit? if not, the nearest layout that does
+        from tfcost.cli.plan import with_suggestion
+
+        result = with_suggestion(result, model, config, overrides, strict, lenient, revision, gpu)
     render.print_report_notes(result)
     if isinstance(result, ServeReport):
         render.print_report(result, output, render.serve_table)
+        if output != "json":
+            from tfcost.render.plan import print_suggestion
+
+            print_suggestion(result.suggestion, "Does not fit (expected)")
     else:
         render.print_report(result, output, render.engine_serve_table)

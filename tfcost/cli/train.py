@@ -183,8 +183,16 @@ def train(
         lora_rank=lora, lora_targets=lora_target_list, qlora=qlora, memory_convention=memory_convention,
         cuda_context_gib=cuda_context_gib, allocator_reserve=allocator_reserve,
     )  # fmt: skip
+    if isinstance(result, TrainReport) and profile is None:  # does it fit? if not, the nearest layout that does
+        from tfcost.cli.plan import with_suggestion
+
+        result = with_suggestion(result, model, config, overrides, strict, lenient, revision, gpu)
     render.print_report_notes(result)
     if isinstance(result, TrainReport):
         render.print_report(result, output, render.train_table)
+        if output != "json":
+            from tfcost.render.plan import print_suggestion
+
+            print_suggestion(result.suggestion, "Does not fit")
     else:
         render.print_report(result, output, render.engine_train_table)

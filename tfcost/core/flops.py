@@ -90,6 +90,15 @@ def block_forward_flops(
 def forward_flops_breakdown(
     shape: ModelShape, seq_len: int, causal: bool = False, decoder_len: int | None = None
 ) -> dict[str, int]:
+    """`forward_flops_breakdown_of`, a fresh dict each call (the caller may change it) from a cached fold: the
+    step-time prediction asks for the same (shape, T) at every layout `tfcost plan` tries."""
+    return dict(forward_flops_breakdown_of(shape, seq_len, causal, decoder_len))
+
+
+@lru_cache(maxsize=4096)
+def forward_flops_breakdown_of(
+    shape: ModelShape, seq_len: int, causal: bool = False, decoder_len: int | None = None
+) -> dict[str, int]:
     """Matmul FLOPs of one forward pass over one sequence of T tokens, by part, summed over layers.
 
     As the nanoGPT sizing notebook (transformer_sizing.ipynb) counts them, generalised to GQA, gated MLPs, MoE,

@@ -10,6 +10,7 @@ from tfcost.costs import expected, serving
 from tfcost.hardware import rates as hardware
 from tfcost.reports.estimate import Section, SourceNotes, quantity, stepped_cache_note
 from tfcost.reports.explain import serve_lines
+from tfcost.reports.suggestion import Suggestion
 from tfcost.schema import GpuSpec, ModelShape, ServingSetup
 from tfcost.units import ceil_div, milliseconds
 
@@ -98,6 +99,11 @@ class ServeReport(SourceNotes):
     latency: ServeLatency = Field(description="bound: the roofline, the best any engine could do")
     expected: ServeExpected = Field(description="expected: what an engine reaches (rates, floor, all-reduce, ...)")
     profile: str | None = Field(None, description="the measured profile used in place of the GPU table")
+    suggestion: Suggestion | None = Field(
+        default=None,
+        description="when the layout does not fit: the nearest that does (`tfcost plan serve`)",
+        exclude_if=lambda suggestion: suggestion is None,
+    )
 
 
 SERVE_SECTIONS: dict[str, str] = {

@@ -11,6 +11,7 @@ from tfcost.costs import finetune, fit, parallel, step_time, throughput, trainin
 from tfcost.hardware import rates as hardware
 from tfcost.reports.estimate import Section, SourceNotes, quantity
 from tfcost.reports.explain import train_lines
+from tfcost.reports.suggestion import Suggestion
 from tfcost.schema import GpuSpec, ModelShape, TrainingSetup
 from tfcost.units import TERA
 
@@ -85,6 +86,11 @@ class TrainReport(SourceNotes):
     time: TrainTime
     step: TrainStep | None
     memory_per_gpu: TrainMemory
+    suggestion: Suggestion | None = Field(
+        default=None,
+        description="when the layout does not fit: the nearest that does (`tfcost plan train`)",
+        exclude_if=lambda suggestion: suggestion is None,
+    )
 
 
 TRAIN_SECTIONS: dict[str, str] = {

@@ -1,0 +1,53 @@
+"""How fast `tfcost plan train` searches: every legal layout of Llama 3.1 405B on 16,384 H100s (issue 23's case),
+in one process on one core, reported as layouts per second.
+
+    python benchmarks/plan.py            # 5 runs after a warm-up
+    python benchmarks/plan.py --runs 1
+
+Each run is `tfcost.costs.plan.search_training` over the defaults `tfcost plan train llama-3.1-405b --gpus 16384
+--gpu h100-sxm` uses (T = 4,096, B = 1,024 sequences, Chinchilla-optimal tokens), from a fresh price cache; the
+first (warm-up) run also fills the core's per-model caches, as the command's one run does. Reported: the median
+wall time and CPU time (the CPU time is what one core spends; on a shared machine the wall time is longer), the
+layouts searched and the rate. Target: under 2 s. The exit code is 0 either way (a measurement, not a gate).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+from tfcost.costs import plan, training
+from tfcost.readers.presets import load_gpu, load_model
+from tfcost.schema import TrainingSetup
+
+TARGET_SECONDS = 2.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    runs = parser.parse_args().runs
+    shape, gpu = load_model("llama-3.1-405b"), load_gpu("h100-sxm")
+    seq = training.default_seq_len(shape)
+    base = TrainingSetup(tokens=training.chinchilla_optimal_tokens(shape), seq_len=seq, gpus=16384)
+    first_wall, first_cpu = time.perf_counter(), time.process_time()
+    found = plan.search_training(shape, gpu, base)
+    first = (time.perf_counter() - first_wall, time.process_time() - first_cpu)
+    walls, cpus = [], []
+    for _ in range(runs):
+        wall, cpu = time.perf_counter(), time.process_time()
+        plan.search_training(shape, gpu, base)
+        walls.append(time.perf_counter() - wall)
+        cpus.append(time.process_time() - cpu)
+    wall, cpu = statistics.median(walls), statistics.median(cpus)
+    print(f"plan train llama-3.1-405b --gpus 16384 --gpu h100-sxm (T = {seq:,})")
+    print(f"  searched {found.searched:,} layouts, {found.feasible:,} fit; rejected {dict(found.rejected)}")
+    print(f"  first run (cold core caches): {first[0]:.2f} s wall, {first[1]:.2f} s CPU")
+    print(f"  median of {runs}: {wall:.2f} s wall, {cpu:.2f} s CPU = {found.searched / cpu:,.0f} layouts/s")
+    verdict = "PASS" if max(first[1], cpu) < TARGET_SECONDS else "FAIL"
+    print(f"  target: every legal layout in under {TARGET_SECONDS:g} s on one core (CPU time): {verdict}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,357 @@
+"""`tfcost plan`: the search finds every layout a brute force over `train` finds, prices each as `train` and `serve`
+do, recovers the layouts practitioners published, and `train` and `serve` name the nearest layout that fits."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shlex
+
+import pytest
+from test_cli import one_line_error
+
+from tfcost.core.blocks import layer_count
+from tfcost.costs import parallel, plan, step_time, training
+from tfcost.errors import UsageError
+from tfcost.readers.presets import load_gpu, load_model
+from tfcost.reports.serve import serve
+from tfcost.reports.train import train
+from tfcost.schema import ModelShape, ServingSetup, TrainingSetup
+
+TRAIN_KEYS = {"tp", "pp", "dp", "cp", "ep", "virtual_stages", "zero", "recompute", "micro_batch", "global_batch",
+              "offload", "step_seconds", "days", "mfu", "memory_per_gpu_bytes"}  # fmt: skip
+SERVE_KEYS = {"tp", "pp", "ep", "replicas", "batch", "weights_dtype", "kv_dtype", "ttft_ms", "tpot_ms",
+              "tokens_per_s_per_gpu", "tokens_per_s_per_user", "memory_per_gpu_bytes"}  # fmt: skip
+
+
+def test_divisors_and_stage_splits():
+    assert plan.divisors(12) == [1, 2, 3, 4, 6, 12]
+    assert plan.divisors(1) == [1]
+    assert plan.stage_splits(32, 4) == [(None, None)]
+    # Llama 3 405B (Dubey et al. 2024 §3.3.2): 126 layers on 16 stages as 7 + 14 x 8 + 7; BLOOM-176B: 70 on 12 as
+    # 5 + 10 x 6 + 5 (tests/test_parallel.py holds both published layouts).
+    assert plan.stage_splits(126, 16) == [(7, 7)]
+    assert plan.stage_splits(70, 12) == [(5, 5)]
+    assert plan.stage_splits(31, 4) == [(None, 7)]  # 8 + 8 + 8 + 7: the rest is odd, the last stage lighter
+    assert plan.stage_splits(5, 1) == [(None, None)]
+    for n_layers, pp in itertools.product(range(1, 40), range(1, 17)):
+        for first, last in plan.stage_splits(n_layers, pp):
+            stages = parallel.stage_layers(n_layers, pp, first, last)  # Megatron's rule accepts every split
+            assert sum(stages) == n_layers and len(stages) == pp and min(stages) >= 1
+
+
+def test_default_global_batch_is_4m_tokens():
+    # Llama 2 (Touvron et al. 2023, Table 1): "All models are trained with a global batch-size of 4M tokens."
+    assert plan.default_global_batch(4096) * 4096 == 4 * 2**20
+    assert plan.default_global_batch(2048) == 2048
+    assert plan.default_global_batch(2**23) == 1
+
+
+def test_pareto_front():
+    points = [(10, 1), (8, 2), (9, 2), (5, 5), (1, 9), (2, 8), (1, 1)]  # (per GPU, per user)
+    front = plan.pareto_front(points, lambda p: p[0], lambda p: p[1])
+    assert front == [(10, 1), (9, 2), (5, 5), (2, 8), (1, 9)]
+    for point in points:  # every point off the front is beaten on both by a point on it
+        if point not in front:
+            assert any(f[0] >= point[0] and f[1] >= point[1] for f in front)
+
+
+def test_serving_batches():
+    assert plan.serving_batches(0) == []
+    assert plan.serving_batches(1) == [1]
+    assert plan.serving_batches(12) == [1, 2, 4, 8, 12]
+    assert plan.serving_batches(16) == [1, 2, 4, 8, 16]
+
+
+LAYOUTS = [
+    ("llama-3-8b", dict(gpus=8, tp=2, pp=2), 4096),
+    ("mixtral-8x7b", dict(gpus=16, tp=2, pp=4, ep=2), 4096),
+    ("gpt3-175b", dict(gpus=64, tp=8, pp=8, virtual_stages=3), 2048),
+]
+
+
+@pytest.mark.parametrize(("name", "layout", "seq"), LAYOUTS)
+def test_least_memory_options_hold_the_least(name, layout, seq):
+    # The search's pruning rests on this: full recomputation, ZeRO-3 and offloaded params hold the least of every
+    # option, less recomputation never holds less, and a larger micro-batch never holds less.
+    shape = load_model(name)
+    for micro_batch in (1, 2):
+        base = TrainingSetup(tokens=10**9, seq_len=seq, global_batch=64, micro_batch=micro_batch, **layout)
+        least = training.memory_per_gpu(shape, base.model_copy(update=plan.LEAST_MEMORY))["total"]
+        for zero, offload in itertools.product(plan.ZERO_STAGES, plan.OFFLOADS):
+            held = [
+                training.memory_per_gpu(
+                    shape, base.model_copy(update={"zero": zero, "offload": offload, "recompute": r})
+                )["total"]
+                for r in plan.RECOMPUTES
+            ]
+            assert held == sorted(held, reverse=True)  # none >= selective >= full
+            assert min(held) >= least
+            bigger = base.model_copy(update={"micro_batch": 2 * micro_batch, "zero": zero, "offload": offload})
+            assert training.memory_per_gpu(shape, bigger)["total"] >= held[0]
+
+
+def brute_force(shape: ModelShape, gpu_name: str, base: TrainingSetup) -> set[tuple]:
+    """Every layout the search means to try, each checked by `train` itself, keeping for each the lightest offload
+    that fits: what the search must find, found without its pruning."""
+    gpu = load_gpu(gpu_name)
+    found = set()
+    n, batch = base.gpus, base.global_batch
+    assert batch is not None
+    for tp, pp, cp in itertools.product(plan.divisors(n), repeat=3):
+        if n % (tp * pp * cp) or pp > layer_count(shape):
+            continue
+        dp = n // (tp * pp * cp)
+        for first, last in plan.stage_splits(layer_count(shape), pp):
+            stages = parallel.stage_layers(layer_count(shape), pp, first, last)
+            for b, v in itertools.product(plan.divisors(max(batch // dp, 1)), range(1, max(stages) + 1)):
+                for recompute, zero in itertools.product(plan.RECOMPUTES, plan.ZERO_STAGES):
+                    for offload in plan.OFFLOADS:
+                        try:
+                            setup = TrainingSetup.model_validate({
+                                **base.model_dump(), "tp": tp, "pp": pp, "cp": cp, "micro_batch": b,
+                                "virtual_stages": v, "pp_first_layers": first, "pp_last_layers": last,
+                                "recompute": recompute, "zero": zero, "offload": offload,
+                                "sequence_parallel": tp > 1 and base.seq_len % tp == 0,
+                            })  # fmt: skip
+                            report = train(shape, gpu, setup)
+                        except (UsageError, ValueError):
+                            break
+                        if report.memory_per_gpu.fits:
+                            assert report.step is not None
+                            key = (tp, pp, cp, b, v, recompute, zero, offload)
+                            found.add((*key, round(report.step.seconds["total"], 9)))
+                            break
+    return found
+
+
+@pytest.mark.parametrize(
+    ("name", "gpus", "gpu", "seq", "batch"),
+    [("llama-3-8b", 4, "h100-sxm", 4096, 16), ("gpt2-small", 4, "a100-40gb", 1024, 8)],
+)
+def test_the_search_finds_what_train_finds(name, gpus, gpu, seq, batch):
+    shape = load_model(name)
+    base = TrainingSetup(tokens=10**9, seq_len=seq, gpus=gpus, global_batch=batch)
+    found = plan.search_training(shape, load_gpu(gpu), base)
+    keys = {
+        (s.tp, s.pp, s.cp, s.micro_batch, s.virtual_stages, s.recompute, s.zero, s.offload, round(t, 9))
+        for s, t in ((layout.setup, layout.step_seconds) for layout in found.layouts)
+    }
+    expected = brute_force(shape, gpu, base)
+    assert expected  # the case is not empty
+    assert keys == expected
+    assert found.searched == found.feasible + sum(found.rejected.values())
+    times = [layout.step_seconds for layout in found.layouts if layout.setup.offload == "none"]
+    assert times == sorted(times)
+
+
+def test_priced_as_train_prices_them():
+    shape, gpu = load_model("llama-3.1-70b"), load_gpu("h100-sxm")
+    found = plan.search_training(shape, gpu, TrainingSetup(tokens=10**12, seq_len=4096, gpus=64, global_batch=256))
+    for layout in found.layouts[:5] + found.layouts[-3:]:
+        report = train(shape, gpu, layout.setup)
+        assert report.memory_per_gpu.fits
+        assert report.step is not None and report.step.seconds["total"] == layout.step_seconds
+        assert report.time.days == pytest.approx(layout.days, rel=1e-12)
+        assert report.time.model_utilization == pytest.approx(layout.mfu, rel=1e-12)
+        assert report.memory_per_gpu.total_bytes == layout.memory_per_gpu_bytes
+
+
+# The published layouts tests/test_step_time.py and tests/test_parallel.py already hold: each is among the layouts
+# that fit, and its predicted step time beside the best found.
+def korthikanti(name: str, d: int, heads: int, layers: int) -> ModelShape:
+    """Korthikanti et al. 2022 Table 3's models, as tests/test_step_time.py builds them (51,200-token vocabulary)."""
+    gpt = load_model("gpt3-175b").model_dump()
+    return ModelShape(**{**gpt, "name": name, "vocab_size": 51200, "d_model": d, "n_heads": heads,
+                         "n_kv_heads": heads, "head_dim": d // heads, "n_layers": layers, "d_ff": 4 * d})  # fmt: skip
+
+
+PUBLISHED = {
+    # Korthikanti et al. 2022 Table 3 / Calculon's validation: 64 A100s, t 8, p 8, v 3, B 64, b 1, selective
+    # recomputation and sequence parallelism, no FlashAttention (2022).
+    "gpt3-175b": (lambda: korthikanti("175B", 12288, 96, 96), "a100-80gb",
+                  dict(tokens=64 * 2048, seq_len=2048, gpus=64, global_batch=64, flash=False),
+                  dict(tp=8, pp=8, cp=1, virtual_stages=3, micro_batch=1, recompute="selective")),
+    # The same table's 1T: 512 A100s, t 8, p 64, v 1, B 512.
+    "gpt-1t": (lambda: korthikanti("1T", 25600, 160, 128), "a100-80gb",
+               dict(tokens=512 * 2048, seq_len=2048, gpus=512, global_batch=512, flash=False),
+               dict(tp=8, pp=64, cp=1, virtual_stages=1, micro_batch=1, recompute="selective")),
+    # Le Scao et al. 2022 §3.4: 384 A100s, t 4, p 12 (5 + 10 x 6 + 5), d 8, B 2048, b 2, ZeRO-1.
+    "bloom-176b": (lambda: load_model("bloom-176b"), "a100-80gb",
+                   dict(tokens=2048 * 2048, seq_len=2048, gpus=384, global_batch=2048),
+                   dict(tp=4, pp=12, cp=1, micro_batch=2, zero=1, pp_first_layers=5, pp_last_layers=5)),
+    # Dubey et al. 2024 §3.3.2 / Table 4: 16,384 H100s, t 8, c 16, p 16 (7 + 14 x 8 + 7), d 8, the 131,072-token
+    # stage, B 128; ZeRO-1 and full recomputation as tests/test_parallel.py runs it.
+    "llama-3.1-405b": (lambda: load_model("llama-3.1-405b"), "h100-sxm",
+                       dict(tokens=16777216, seq_len=131072, gpus=16384, global_batch=128),
+                       dict(tp=8, pp=16, cp=16, micro_batch=1, recompute="full", zero=1, pp_first_layers=7,
+                            pp_last_layers=7)),
+}  # fmt: skip
+# Published over best, as the search gives it today. Within 10% for GPT-3 175B and BLOOM. Not for the other two,
+# and the term that makes the difference is the pipeline bubble, (p - 1) / (v m) of the busiest stage's time:
+# - 1T: p 64 with m = 512 micro-batches and v = 1 is a 12% bubble (7.5 s of 68.6 s); the best layout, t 8, p 16,
+#   d 4, v 8, has 1.5% (0.9 s), paying 1.6 s of overlapped data-parallel gradient traffic instead. With v = 2 on the
+#   published t and p the ratio is 1.069.
+# - Llama 3 405B: p 16 with m = B / d = 16 micro-batches and v = 1 (v must divide the 7- and 8-layer stages)
+#   idles (p - 1)/m = 94% of the busy time (12.8 s of 26.5 s), and full recomputation adds 3.3 s; the best layout,
+#   t 8, c 16, p 2, d 64, v 63, ZeRO-3, no recomputation, has a 0.08 s bubble. Meta's schedule lifts the
+#   constraint that m be a multiple of p and balances the stages otherwise (Dubey et al. 2024 §3.3.2), which the
+#   1F1B/interleaved bubble formula here does not model; even the best options on the published t, c, p and d
+#   (ZeRO-2, no recomputation) give 1.66.
+RATIOS = {"gpt3-175b": 1.043, "gpt-1t": 1.121, "bloom-176b": 1.016, "llama-3.1-405b": 2.182}
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED))
+def test_published_layouts_are_found(name):
+    make, gpu, base, published = PUBLISHED[name]
+    found = plan.search_training(make(), load_gpu(gpu), TrainingSetup(**base))
+    matching = [
+        layout for layout in found.layouts
+        if layout.setup.offload == "none" and all(getattr(layout.setup, k) == v for k, v in published.items())
+    ]  # fmt: skip
+    assert matching, "the published layout is not among those that fit"
+    ratio = matching[0].step_seconds / found.layouts[0].step_seconds
+    assert ratio == pytest.approx(RATIOS[name], abs=0.005)
+    if name in ("gpt3-175b", "bloom-176b"):
+        assert ratio <= 1.10
+
+
+def test_plan_train_json_and_table(tfcost):
+    run = tfcost("plan", "train", "llama-3-8b", "--gpus", "16", "--top", "3", "-f", "json")
+    assert run.code == 0, run.stderr
+    report = json.loads(run.stdout)
+    assert report["searched"] == report["feasible"] + sum(report["rejected"].values())
+    assert report["feasible"] >= 3 and len(report["layouts"]) == 3
+    for layout in report["layouts"]:
+        assert TRAIN_KEYS <= set(layout)
+        assert layout["tp"] * layout["pp"] * layout["cp"] * layout["dp"] == 16
+        assert layout["global_batch"] == report["global_batch"] == 4 * 2**20 // 4096
+    steps = [layout["step_seconds"] for layout in report["layouts"]]
+    assert steps == sorted(steps)
+    table = tfcost("plan", "train", "llama-3-8b", "--gpus", "16", "--top", "3")
+    assert table.code == 0 and f"Searched {report['searched']:,} layouts; {report['feasible']:,} fit" in table.stdout
+
+
+def test_price_adds_the_cost(tfcost):
+    run = tfcost("plan", "train", "llama-3-8b", "--gpus", "8", "--top", "2", "--price", "2", "-f", "json")
+    layout = json.loads(run.stdout)["layouts"][0]
+    assert layout["cost"] == pytest.approx(layout["days"] * 24 * 8 * 2)
+
+
+def test_no_feasible_layout_is_one_line_with_the_main_reason(tfcost):
+    line = one_line_error(tfcost("plan", "train", "llama-3.1-405b", "--gpus", "2"), 1)
+    assert "no layout of 2 x h100-sxm works for llama-3.1-405b: does not fit in GPU memory" in line
+    line = one_line_error(tfcost("plan", "serve", "llama-3.1-405b", "--gpus", "1", "--weights-dtype", "bf16"), 1)
+    assert "the weights leave no room" in line
+
+
+def test_train_that_does_not_fit_names_a_layout_that_does(tfcost):
+    run = tfcost("train", "llama-3.1-70b", "--gpus", "8", "--zero", "0")
+    assert run.code == 0, run.stderr
+    last = run.stdout.strip().splitlines()[-1]
+    assert last.startswith("Does not fit; the nearest layout that fits: --")
+    options, command = last.split("the nearest layout that fits: ")[1].split(" (")[0], last.split("Every layout: ")[1]
+    assert command.startswith("tfcost plan train llama-3.1-70b --gpus 8 --gpu h100-sxm --global-batch 8")
+    # The options named do fit, as `train` itself says.
+    fixed = tfcost("train", "llama-3.1-70b", "--gpus", "8", "--zero", "0", *shlex.split(options), "-f", "json")
+    assert json.loads(fixed.stdout)["memory_per_gpu"]["fits"] is True
+    # And the plan command runs.
+    listed = tfcost(*shlex.split(command)[1:], "-f", "json")
+    assert listed.code == 0 and json.loads(listed.stdout)["feasible"] > 0
+    suggestion = json.loads(tfcost("train", "llama-3.1-70b", "--gpus", "8", "-f", "json").stdout)["suggestion"]
+    assert suggestion["command"] == command and suggestion["options"] == shlex.split(options)
+
+
+def test_train_that_fits_suggests_nothing(tfcost):
+    run = tfcost("train", "llama-3-8b", "--gpus", "8", "--zero", "3", "-f", "json")
+    assert "suggestion" not in json.loads(run.stdout)
+
+
+def test_plan_serve_meets_the_targets_as_serve_expects(tfcost):
+    run = tfcost("plan", "serve", "llama-3.1-8b", "--gpus", "4", "-P", "1024", "-G", "256", "--ttft-ms", "150",
+                 "--tpot-ms", "10", "--top", "50", "-f", "json")  # fmt: skip
+    assert run.code == 0, run.stderr
+    report = json.loads(run.stdout)
+    assert report["searched"] == report["feasible"] + sum(report["rejected"].values())
+    assert report["layouts"] and report["pareto"]
+    shape, gpu = load_model("llama-3.1-8b"), load_gpu("h100-sxm")
+    for layout in report["layouts"][:5] + report["pareto"]:
+        assert SERVE_KEYS <= set(layout)
+        assert layout["ttft_ms"] <= 150 and layout["tpot_ms"] <= 10
+        assert layout["tp"] * layout["replicas"] == 4 and (layout["pp"], layout["ep"]) == (1, 1)
+        setup = ServingSetup(gpus=layout["tp"], batch=layout["batch"], weights_dtype=layout["weights_dtype"],
+                             kv_dtype=layout["kv_dtype"], prompt=1024, generate=256)  # fmt: skip
+        expected = serve(shape, gpu, setup).expected  # the figures `serve` prints for the same layout
+        assert expected.fits and expected.ttft_ms == layout["ttft_ms"] and expected.tpot_ms == layout["tpot_ms"]
+        assert layout["tokens_per_s_per_gpu"] == pytest.approx(expected.tokens_per_s / layout["tp"])
+        assert layout["tokens_per_s_per_user"] == pytest.approx(1000 / expected.tpot_ms)
+    per_gpu = [layout["tokens_per_s_per_gpu"] for layout in report["layouts"]]
+    assert per_gpu == sorted(per_gpu, reverse=True)
+    front = report["pareto"]
+    for point in front:  # no listed layout beats a point of the front on both
+        assert not any(
+            other["tokens_per_s_per_gpu"] > point["tokens_per_s_per_gpu"]
+            and other["tokens_per_s_per_user"] > point["tokens_per_s_per_user"]
+            for other in report["layouts"]
+        )
+    assert front[0]["tokens_per_s_per_gpu"] == report["layouts"][0]["tokens_per_s_per_gpu"] or len(front) > 1
+
+
+def test_plan_serve_tries_a_quantized_checkpoint_as_stored(tfcost):
+    report = json.loads(tfcost("plan", "serve", "gpt-oss-20b", "--gpus", "1", "--top", "3", "-f", "json").stdout)
+    assert {layout["weights_dtype"] for layout in report["layouts"]} == {"mxfp4 (the checkpoint's quantization_config)"}
+
+
+def test_serve_that_does_not_fit_names_a_layout_that_does(tfcost):
+    run = tfcost("serve", "llama-3.1-70b", "--gpus", "1")
+    last = run.stdout.strip().splitlines()[-1]
+    assert last.startswith("Does not fit (expected); the nearest layout that fits: --")
+    options = last.split("the nearest layout that fits: ")[1].split(" (")[0]
+    fixed = json.loads(tfcost("serve", "llama-3.1-70b", "--gpus", "1", *shlex.split(options), "-f", "json").stdout)
+    assert fixed["expected"]["fits"] is True
+    assert "tfcost plan serve llama-3.1-70b --gpus 1" in last
+
+
+def test_plan_serve_chart_and_plot(tfcost, tmp_path):
+    chart = tfcost("plan", "serve", "llama-3.1-8b", "--gpus", "2", "-f", "chart")
+    assert chart.code == 0, chart.stderr
+    assert "tokens/s per GPU" in chart.stdout and "layouts on the front" in chart.stdout
+    target = tmp_path / "front.svg"
+    written = tfcost("plan", "serve", "llama-3.1-8b", "--gpus", "2", "--plot", str(target))
+    assert written.code == 0 and target.read_text().count("<svg") == 1
+    assert "--plot" in one_line_error(tfcost("plan", "serve", "llama-3.1-8b", "--plot", str(tmp_path / "x.txt")), 1)
+
+
+def test_a_gpu_the_step_time_cannot_price_is_refused_with_that_reason(tfcost):
+    # The GPU table has no measured matmul efficiency or SM count for the RTX 4090: no step time to rank by.
+    assert not step_time.can_predict(load_gpu("rtx-4090"), TrainingSetup(tokens=1, seq_len=1))
+    line = one_line_error(tfcost("plan", "train", "gpt2-small", "--gpus", "2", "--gpu", "rtx-4090"), 1)
+    assert plan.NO_PREDICTION in line
+
+
+def test_the_python_api_returns_what_the_command_prints(tfcost):
+    import tfcost as api
+
+    train_report = api.plan_train("llama-3-8b", gpus=8, top=2)
+    printed = json.loads(tfcost("plan", "train", "llama-3-8b", "--gpus", "8", "--top", "2", "-f", "json").stdout)
+    assert {"tfcost_version": printed["tfcost_version"], **train_report.model_dump(mode="json")} == printed
+    serve_report = api.plan_serve("llama-3.1-8b", gpus=2, ttft_ms=100, weights_dtype=["bf16"], top=3)
+    printed = json.loads(
+        tfcost(
+            "plan",
+            "serve",
+            "llama-3.1-8b",
+            "--gpus",
+            "2",
+            "--ttft-ms",
+            "100",
+            "--weights-dtype",
+            "bf16",
+            "--top",
+            "3",
+            "-f",
+            "json",
+        ).stdout
+    )
+    assert {"tfcost_version": printed["tfcost_version"], **serve_report.model_dump(mode="json")} == printed
+    assert {layout["weights_dtype"] for layout in printed["layouts"]} == {"bf16"}

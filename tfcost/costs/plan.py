@@ -1,0 +1,453 @@
+"""`tfcost plan`: search every legal layout of a run and rank those that fit, as Calculon searches training layouts
+(Isaev et al., SC'23: an exhaustive search over tp x pp x dp, the schedule, recomputation and ZeRO) and NVIDIA's
+AIConfigurator searches serving configurations against TTFT/TPOT targets. Nothing here is a new formula: each
+training layout is priced by the same functions `train` uses (training.memory_per_gpu, fit.fits,
+step_time.step_seconds); serving layouts are priced by the caller's evaluation (`serve`'s expected figures, which
+live in tfcost.reports.serve), and this module enumerates them, keeps the Pareto front and ranks.
+
+What is searched, for training on N GPUs with a fixed global batch B (sequences per step):
+- tp x pp x cp x dp = N over every divisor, pp at most the layers L; ep over the divisors of the routed experts
+  that divide dp x cp (mixture-of-experts models only);
+- pipeline stages: even when p divides L; otherwise Megatron's uneven first and last stages
+  (`--decoder-first/last-pipeline-num-layers`): the middle stages ceil(L / p) layers each and the two ends the rest,
+  split equally (Llama 3 405B: 7 + 14 x 8 + 7; BLOOM-176B: 5 + 10 x 6 + 5), or only the last stage lighter when
+  the rest is odd;
+- virtual stages v (interleaved 1F1B) over the divisors of every stage's layers, with p > 1;
+- micro-batch b over the divisors of B / dp (m = B / (b dp) micro-batches a step);
+- ZeRO stage 0-3 (3 is FSDP's full sharding), recomputation none, selective or full, offload none, optimizer or
+  params. Offload moves states to host memory and its PCIe traffic is not priced by the step time, so it is never
+  faster: it is tried only for a layout that does not fit without it (the others are counted as rejected, "fits
+  without offload");
+- sequence parallelism is on whenever tp > 1 and tp divides T (Korthikanti et al. 2022: it only removes work).
+
+A parallel shape that Megatron's rules refuse (`parallel.check_layout`) is counted once, under the rule's words,
+not once per setting of the options below it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from tfcost.core.blocks import layer_count
+from tfcost.costs import fit, parallel, serving, step_time, throughput, training
+from tfcost.errors import UsageError
+from tfcost.hardware import rates as hardware
+from tfcost.schema import GpuSpec, ModelShape, Offload, Recompute, ServingSetup, TrainingSetup, WeightsDtype
+from tfcost.units import Dtype
+
+# Llama 2 (Touvron et al. 2023, Table 1): "All models are trained with a global batch-size of 4M tokens."
+DEFAULT_GLOBAL_BATCH_TOKENS = 4 * 2**20
+RECOMPUTES: tuple[Recompute, ...] = ("none", "selective", "full")  # from holding the most to the least
+ZERO_STAGES: tuple[int, ...] = (0, 1, 2, 3)
+OFFLOADS: tuple[Offload, ...] = ("none", "optimizer", "params")
+
+OPTIONS_PER_LAYOUT = len(RECOMPUTES) * len(ZERO_STAGES) * len(OFFLOADS)
+# The options that hold the least on a GPU: memory only grows with the micro-batch and the virtual stages and only
+# shrinks with recomputation, ZeRO and offload (tests/test_plan.py checks it), so when this does not fit, none does.
+LEAST_MEMORY = {"recompute": "full", "zero": 3, "offload": "params"}
+DOES_NOT_FIT = "does not fit in GPU memory"
+FITS_WITHOUT_OFFLOAD = "fits without offload (offload is never faster: its PCIe time is not priced)"
+NO_PREDICTION = "the GPU table has no link or matmul figures to predict the step time"
+# The layout fields `train` takes as options, in the order a suggestion names them.
+LAYOUT_FIELDS = (
+    "tp",
+    "pp",
+    "cp",
+    "ep",
+    "virtual_stages",
+    "pp_first_layers",
+    "pp_last_layers",
+    "zero",
+    "recompute",
+    "micro_batch",
+    "offload",
+    "sequence_parallel",
+)
+
+
+def default_global_batch(seq_len: int) -> int:
+    """B when none is given: Llama 2's 4M tokens a step, in T-token sequences (at least one)."""
+    return max(1, DEFAULT_GLOBAL_BATCH_TOKENS // seq_len)
+
+
+def divisors(n: int) -> list[int]:
+    """Every divisor of n, ascending."""
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return sorted({*small, *(n // d for d in small)})
+
+
+def stage_splits(n_layers: int, pp: int) -> list[tuple[int | None, int | None]]:
+    """(first, last) stage layers for p stages (None: as the even split gives): the even split when p divides L,
+    else the middle stages ceil(L / p) each and the ends the rest, equally, or only the last lighter (module
+    docstring). Empty when neither works (then p cannot hold L layers)."""
+    if n_layers % pp == 0:
+        return [(None, None)]
+    if pp < 2:
+        return []
+    middle = -(-n_layers // pp)
+    ends = n_layers - (pp - 2) * middle
+    if ends % 2 == 0 and 1 <= ends // 2 <= middle:
+        return [(ends // 2, ends // 2)]
+    last = n_layers - (pp - 1) * middle
+    return [(None, last)] if 1 <= last < middle else []
+
+
+def rule_reason(error: UsageError, shape: ModelShape) -> str:
+    """A layout rule's refusal as a count key: its words without the sizes in brackets or the model's name."""
+    text = re.sub(r" \([^()]*\)", "", str(error)).replace(f" of {shape.name}", "")
+    return text.split(":")[0]
+
+
+@dataclass(frozen=True)
+class TrainLayout:
+    """One training layout that fits, priced: the setup and what `plan train` prints of it."""
+
+    setup: TrainingSetup
+    step_seconds: float
+    days: float
+    mfu: float
+    memory_per_gpu_bytes: int
+    host_bytes: int
+    main_term: str
+    cost: float | None
+
+
+@dataclass
+class Search:
+    """What a search looked at: how many layouts, why each refused one was, and those kept."""
+
+    searched: int = 0
+    rejected: Counter[str] = field(default_factory=Counter)
+    layouts: list[TrainLayout] = field(default_factory=list)
+
+    def reject(self, reason: str, count: int = 1) -> None:
+        self.searched += count
+        self.rejected[reason] += count
+
+    @property
+    def feasible(self) -> int:
+        return len(self.layouts)
+
+    def most_rejected(self) -> str | None:
+        """The reason that refused the most layouts."""
+        return self.rejected.most_common(1)[0][0] if self.rejected else None
+
+
+def expert_sizes(shape: ModelShape, replicas: int) -> list[int]:
+    """ep over the divisors of the routed experts that divide dp x cp; 1 for a dense model."""
+    if shape.moe is None:
+        return [1]
+    return [e for e in divisors(shape.moe.n_experts) if replicas % e == 0]
+
+
+def parallel_shapes(shape: ModelShape, base: TrainingSetup) -> Iterator[TrainingSetup]:
+    """Every tp x pp x cp (x ep) over the GPUs, stages split as `stage_splits`, sequence parallel where it can be;
+    micro-batch 1, one virtual stage."""
+    n_layers, gpus = layer_count(shape), base.gpus
+    for tp in divisors(gpus):
+        for pp in (p for p in divisors(gpus // tp) if p <= n_layers):
+            for first, last in stage_splits(n_layers, pp):
+                for cp in divisors(gpus // (tp * pp)):
+                    dp = gpus // (tp * pp * cp)
+                    for ep in expert_sizes(shape, dp * cp):
+                        yield base.model_copy(
+                            update={
+                                "tp": tp,
+                                "pp": pp,
+                                "cp": cp,
+                                "ep": ep,
+                                "pp_first_layers": first,
+                                "pp_last_layers": last,
+                                "virtual_stages": 1,
+                                "micro_batch": 1,
+                                "sequence_parallel": tp > 1 and base.seq_len % tp == 0,
+                            }
+                        )
+
+
+def virtual_stage_counts(shape: ModelShape, setup: TrainingSetup) -> list[int]:
+    """v over the divisors of every stage's layers (1 alone without pipeline parallelism)."""
+    if setup.pp == 1:
+        return [1]
+    stages = parallel.stage_layers(layer_count(shape), setup.pp, setup.pp_first_layers, setup.pp_last_layers)
+    return divisors(math.gcd(*stages))
+
+
+class TrainPricer:
+    """Prices training layouts of one model, GPU, token count and global batch, computing once what does not change
+    between layouts: the model's FLOPs, the peak, the number of steps, the GPU's memory and overheads (the core
+    caches the per-model sums the memory and the step time read: parameters, FLOPs by part, activation terms)."""
+
+    def __init__(self, shape: ModelShape, gpu_spec: GpuSpec, base: TrainingSetup) -> None:
+        assert base.global_batch is not None
+        self.shape, self.gpu, self.base = shape, gpu_spec, base
+        self.peak = training.peak_flops_per_s(gpu_spec, base.precision)
+        self.model_flops = training.model_training_flops(shape, base.seq_len, base.tokens)
+        self.steps = base.tokens / (base.global_batch * base.seq_len)
+        self.capacity = hardware.memory_bytes(gpu_spec)
+        self.overhead = fit.overhead_bytes(self.capacity, base.cuda_context_gib, base.allocator_reserve)
+
+    def memory(self, setup: TrainingSetup) -> dict[str, int]:
+        return training.memory_per_gpu(self.shape, setup)
+
+    def fits(self, held: dict[str, int]) -> bool:
+        return fit.fits(held["total"], self.overhead, self.capacity)
+
+    def price(self, setup: TrainingSetup, held: dict[str, int]) -> TrainLayout:
+        parts = step_time.step_seconds(self.shape, self.gpu, setup)
+        seconds = self.steps * parts["total"]
+        price = self.base.price_per_gpu_hour
+        return TrainLayout(
+            setup=setup,
+            step_seconds=parts["total"],
+            days=seconds / training.SECONDS_PER_DAY,
+            mfu=throughput.utilization(self.model_flops, seconds, setup.gpus, self.peak),
+            memory_per_gpu_bytes=held["total"],
+            host_bytes=held["host"],
+            main_term=max((key for key in parts if key != "total"), key=lambda key: parts[key]),
+            cost=None if price is None else training.training_cost(training.gpu_hours(seconds, setup.gpus), price),
+        )
+
+
+def search_training(shape: ModelShape, gpu_spec: GpuSpec, base: TrainingSetup) -> Search:
+    """Every legal training layout of `base` (its GPUs, tokens, T, global batch, precision and optimizer kept),
+    those that fit priced and ranked fastest first (module docstring)."""
+    if base.global_batch is None:
+        base = base.model_copy(update={"global_batch": default_global_batch(base.seq_len)})
+    pricer = TrainPricer(shape, gpu_spec, base)
+    found = Search()
+    batch = base.global_batch
+    assert batch is not None
+    for structure in parallel_shapes(shape, base):
+        try:
+            parallel.check_layout(shape, structure)
+        except UsageError as error:
+            found.reject(rule_reason(error, shape))
+            continue
+        if not step_time.can_predict(pricer.gpu, structure):
+            found.reject(NO_PREDICTION)
+            continue
+        too_big = False  # the micro-batches are tried smallest first: once none fits, no larger one will
+        for micro_batch in divisors(batch // structure.data_parallel):
+            for virtual in virtual_stage_counts(shape, structure):
+                setup = structure.model_copy(update={"micro_batch": micro_batch, "virtual_stages": virtual})
+                try:
+                    parallel.check_layout(shape, setup)
+                except UsageError as error:
+                    found.reject(rule_reason(error, shape))
+                    continue
+                if too_big or not pricer.fits(pricer.memory(setup.model_copy(update=LEAST_MEMORY))):
+                    found.reject(DOES_NOT_FIT, OPTIONS_PER_LAYOUT)
+                    too_big = too_big or virtual == 1
+                    continue
+                search_options(pricer, setup, found)
+    found.layouts.sort(key=lambda layout: rank(base, layout))
+    return found
+
+
+def rank(base: TrainingSetup, layout: TrainLayout) -> tuple[bool, float, int]:
+    """Fastest first, but every layout that needs offload after every one that does not: its step time leaves the
+    host traffic out, so it cannot be compared with theirs. Ties: the layout nearer the one asked for."""
+    return layout.setup.offload != "none", layout.step_seconds, distance(base, layout.setup)
+
+
+def search_options(pricer: TrainPricer, setup: TrainingSetup, found: Search) -> None:
+    """Recomputation x ZeRO x offload over one parallel layout: offload only where the layout does not fit
+    without it, the lighter offload first. Less recomputation never holds less, so the offloads a more recomputing
+    setting could not fit without are refused for a less recomputing one untried (counted all the same)."""
+    for zero in ZERO_STAGES:
+        lightest = 0  # the first offload that can fit at this ZeRO stage, from the recomputations tried so far
+        for recompute in RECOMPUTES[::-1]:
+            found.reject(DOES_NOT_FIT, lightest)
+            for index in range(lightest, len(OFFLOADS)):
+                candidate = setup.model_copy(update={"recompute": recompute, "zero": zero, "offload": OFFLOADS[index]})
+                held = pricer.memory(candidate)
+                found.searched += 1
+                if pricer.fits(held):
+                    found.layouts.append(pricer.price(candidate, held))
+                    found.reject(FITS_WITHOUT_OFFLOAD, len(OFFLOADS) - index - 1)
+                    break
+                found.rejected[DOES_NOT_FIT] += 1
+                lightest = index + 1
+
+
+def changed_fields(base: TrainingSetup, setup: TrainingSetup) -> list[str]:
+    """The layout options `setup` sets otherwise than `base` (sequence parallelism follows tp: not counted)."""
+    return [name for name in LAYOUT_FIELDS[:-1] if getattr(base, name) != getattr(setup, name)]
+
+
+def distance(base: TrainingSetup, setup: TrainingSetup) -> int:
+    """How many layout options differ: the nearest layout changes the fewest."""
+    return len(changed_fields(base, setup))
+
+
+def nearest_training_layout(shape: ModelShape, gpu_spec: GpuSpec, asked: TrainingSetup) -> TrainLayout | None:
+    """The layout that fits closest to the one asked for (fewest options changed, then fastest), with its GPUs,
+    tokens, T and global batch (as given, or as the asked layout implies: b x N_d x m); None when none fits."""
+    base = asked.model_copy(
+        update={"global_batch": parallel.global_batch(asked), "mfu": None, "hfu": None, "tflops_per_gpu": None}
+    )
+    found = search_training(shape, gpu_spec, base)
+    if not found.layouts:
+        return None
+    return min(found.layouts, key=lambda layout: (distance(asked, layout.setup), rank(asked, layout)))
+
+
+# Serving ---------------------------------------------------------------------------------------------------
+
+# A checkpoint stored at 16 bits may be served as it is or quantized: the weight formats tried unless told otherwise.
+SERVING_WEIGHTS: tuple[WeightsDtype, ...] = ("bf16", "fp8", "int8", "int4")
+SERVING_KV: tuple[Dtype, ...] = ("bf16", "fp8")
+WEIGHTS_DO_NOT_FIT = "the weights leave no room for one sequence's KV cache"
+MISSES_TTFT = "misses the time-to-first-token target"
+MISSES_TPOT = "misses the time-per-output-token target"
+
+
+@dataclass(frozen=True)
+class ServeOutcome:
+    """What `serve`'s expected figures say of one serving setup (tfcost.reports.serve.serve_expected)."""
+
+    ttft_ms: float
+    tpot_ms: float
+    tokens_per_s: float  # B / TPOT, one replica
+    tokens_per_s_per_sequence: float  # 1 / TPOT
+    memory_per_gpu_bytes: int
+    fits: bool
+    max_batch: int
+
+
+@dataclass(frozen=True)
+class ServeLayout:
+    """One serving layout that fits and meets the targets: t GPUs a replica, N / t replicas."""
+
+    setup: ServingSetup
+    replicas: int
+    outcome: ServeOutcome
+    tokens_per_s_per_gpu: float
+
+    @property
+    def tokens_per_s_per_user(self) -> float:
+        return self.outcome.tokens_per_s_per_sequence
+
+
+@dataclass
+class ServeSearch:
+    """A serving search: how many layouts, why each refused one was, those kept (best first) and their front."""
+
+    searched: int = 0
+    rejected: Counter[str] = field(default_factory=Counter)
+    layouts: list[ServeLayout] = field(default_factory=list)
+    pareto: list[ServeLayout] = field(default_factory=list)
+
+    def reject(self, reason: str, count: int = 1) -> None:
+        self.searched += count
+        self.rejected[reason] += count
+
+    @property
+    def feasible(self) -> int:
+        return len(self.layouts)
+
+    def most_rejected(self) -> str | None:
+        return self.rejected.most_common(1)[0][0] if self.rejected else None
+
+
+def serving_weights(shape: ModelShape, asked: Sequence[WeightsDtype] | None) -> list[WeightsDtype | None]:
+    """The weight formats to try: a quantized checkpoint as it is stored (None: its quantization_config), a 16-bit
+    one as `asked` or SERVING_WEIGHTS."""
+    if shape.quantization is not None:
+        return [None]
+    return list(asked or SERVING_WEIGHTS)
+
+
+def search_serving(
+    shape: ModelShape,
+    gpus: int,
+    base: ServingSetup,
+    evaluate: Callable[[ServingSetup], ServeOutcome],
+    ttft_ms: float | None = None,
+    tpot_ms: float | None = None,
+    weights: Sequence[WeightsDtype] | None = None,
+    kv_dtypes: Sequence[Dtype] | None = None,
+) -> ServeSearch:
+    """Every serving layout of `gpus` GPUs: t in tensor parallel (vLLM's rule, `serving.check_tensor_parallel`) and
+    gpus / t replicas, each weight and KV format, batches as `serving_batches`; kept when it fits and its expected
+    TTFT and TPOT meet the targets; ranked by tokens/s per GPU, with the Pareto front against tokens/s per user.
+    Pipeline and expert parallelism are not searched: `serve` prices tensor parallelism only (pp = ep = 1)."""
+    found = ServeSearch()
+    for tp in divisors(gpus):
+        try:
+            serving.check_tensor_parallel(shape, tp)
+        except UsageError as error:
+            found.reject(rule_reason(error, shape).replace("gpus", "tp"))
+            continue
+        for weights_dtype in serving_weights(shape, weights):
+            for kv_dtype in kv_dtypes or SERVING_KV:
+                first = base.model_copy(
+                    update={"gpus": tp, "weights_dtype": weights_dtype, "kv_dtype": kv_dtype, "batch": 1}
+                )
+                largest = evaluate(first).max_batch
+                if largest < 1:
+                    found.reject(WEIGHTS_DO_NOT_FIT)
+                    continue
+                for batch in serving_batches(largest):
+                    setup = first if batch == 1 else first.model_copy(update={"batch": batch})
+                    outcome = evaluate(setup)
+                    if not outcome.fits:
+                        found.reject(DOES_NOT_FIT)
+                    elif ttft_ms is not None and outcome.ttft_ms > ttft_ms:
+                        found.reject(MISSES_TTFT)
+                    elif tpot_ms is not None and outcome.tpot_ms > tpot_ms:
+                        found.reject(MISSES_TPOT)
+                    else:
+                        found.searched += 1
+                        found.layouts.append(ServeLayout(setup, gpus // tp, outcome, outcome.tokens_per_s / tp))
+    found.layouts.sort(key=lambda layout: (-layout.tokens_per_s_per_gpu, -layout.tokens_per_s_per_user))
+    found.pareto = pareto_front(found.layouts, lambda p: p.tokens_per_s_per_gpu, lambda p: p.tokens_per_s_per_user)
+    return found
+
+
+def nearest_serving_layout(
+    shape: ModelShape, asked: ServingSetup, evaluate: Callable[[ServingSetup], ServeOutcome]
+) -> ServeLayout | None:
+    """The serving layout on the same GPUs that fits closest to the one asked for: the fewest of tp, weight format,
+    KV format and batch changed, then the most tokens/s per GPU; None when none fits."""
+    found = search_serving(shape, asked.gpus, asked, evaluate)
+
+    def changes(layout: ServeLayout) -> int:
+        return sum(getattr(layout.setup, name) != getattr(asked, name) for name in SERVING_FIELDS)
+
+    return min(found.layouts, key=lambda layout: (changes(layout), -layout.tokens_per_s_per_gpu), default=None)
+
+
+SERVING_FIELDS = ("gpus", "weights_dtype", "kv_dtype", "batch")
+
+
+Point = TypeVar("Point")
+
+
+def pareto_front(
+    points: Sequence[Point], per_gpu: Callable[[Point], float], per_user: Callable[[Point], float]
+) -> list[Point]:
+    """The points no other beats on both tokens/s per GPU and tokens/s per user (AIConfigurator's front), by
+    tokens/s per user ascending: taken fastest per user first, a point is on the front when its per-GPU
+    throughput beats that of every point faster per user."""
+    ordered = sorted(points, key=lambda p: (-per_user(p), -per_gpu(p)))
+    front: list[Point] = []
+    best = -math.inf
+    for point in ordered:
+        if per_gpu(point) > best:
+            front.append(point)
+            best = per_gpu(point)
+    return front[::-1]
+
+
+def serving_batches(max_batch: int) -> list[int]:
+    """Batch sizes tried: the powers of two up to the largest batch that fits, and that largest batch."""
+    if max_batch < 1:
+        return []
+    return sorted({*(2**i for i in range(max_batch.bit_length())), max_batch})

@@ -1,0 +1,372 @@
+"""`tfcost plan train` and `tfcost plan serve`: the layouts that fit, best first, as typed reports (the search is
+tfcost.costs.plan's; serving layouts are priced by `serve`'s expected figures, tfcost.reports.serve.serve_expected).
+Also the nearest-layout suggestion `train` and `serve` print under a layout that does not fit."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from tfcost.costs import expected, parallel, serving, training
+from tfcost.costs import plan as search
+from tfcost.errors import UsageError, describe_validation_error
+from tfcost.reports.serve import ServeReport, serve_expected
+from tfcost.reports.suggestion import Suggestion
+from tfcost.reports.train import TrainReport
+from tfcost.schema import GpuSpec, ModelShape, ServingSetup, TrainingSetup, WeightsDtype
+from tfcost.units import Dtype
+
+SetupT = TypeVar("SetupT", TrainingSetup, ServingSetup)
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class TrainPlanLayout(Frozen):
+    """One training layout that fits (JSON keys as issue 23 lists them, then what reproduces and explains it)."""
+
+    tp: int
+    pp: int
+    dp: int
+    cp: int
+    ep: int
+    virtual_stages: int
+    zero: int
+    recompute: str
+    micro_batch: int
+    global_batch: int
+    offload: str
+    step_seconds: float
+    days: float
+    mfu: float
+    memory_per_gpu_bytes: int
+    pp_first_layers: int | None
+    pp_last_layers: int | None
+    sequence_parallel: bool
+    main_term: str
+    host_bytes: int
+    cost: float | None
+
+
+class TrainPlanReport(Frozen):
+    """Every legal layout of a training run searched: how many, why the refused ones were, the best that fit."""
+
+    model: str
+    gpu: str
+    gpus: int
+    tokens: int
+    seq_len: int
+    global_batch: int
+    precision: str
+    optimizer: str
+    searched: int
+    feasible: int
+    rejected: dict[str, int]
+    most_rejected: str | None
+    layouts: list[TrainPlanLayout]
+
+
+def train_layout(layout: search.TrainLayout) -> TrainPlanLayout:
+    s = layout.setup
+    return TrainPlanLayout(
+        tp=s.tp, pp=s.pp, dp=s.data_parallel, cp=s.cp, ep=s.ep, virtual_stages=s.virtual_stages, zero=s.zero,
+        recompute=s.recompute, micro_batch=s.micro_batch, global_batch=parallel.global_batch(s), offload=s.offload,
+        step_seconds=layout.step_seconds, days=layout.days, mfu=layout.mfu,
+        memory_per_gpu_bytes=layout.memory_per_gpu_bytes, pp_first_layers=s.pp_first_layers,
+        pp_last_layers=s.pp_last_layers, sequence_parallel=s.sequence_parallel, main_term=layout.main_term,
+        host_bytes=layout.host_bytes, cost=layout.cost,
+    )  # fmt: skip
+
+
+def plan_train_setup(shape: ModelShape, gpu: GpuSpec, base: TrainingSetup, top: int) -> TrainPlanReport:
+    """Search every legal layout of `base`'s GPUs (tfcost.costs.plan.search_training); the `top` fastest."""
+    if base.global_batch is None:
+        base = base.model_copy(update={"global_batch": search.default_global_batch(base.seq_len)})
+    assert base.global_batch is not None
+    found = search.search_training(shape, gpu, base)
+    return TrainPlanReport(
+        model=shape.name,
+        gpu=gpu.name,
+        gpus=base.gpus,
+        tokens=base.tokens,
+        seq_len=base.seq_len,
+        global_batch=base.global_batch,
+        precision=base.precision,
+        optimizer=base.optimizer,
+        searched=found.searched,
+        feasible=found.feasible,
+        rejected=dict(found.rejected.most_common()),
+        most_rejected=found.most_rejected(),
+        layouts=[train_layout(layout) for layout in found.layouts[:top]],
+    )
+
+
+class ServePlanLayout(Frozen):
+    """One serving layout that fits and meets the targets (JSON keys as issue 23 lists them, then the replicas'
+    total)."""
+
+    tp: int
+    pp: int
+    ep: int
+    replicas: int
+    batch: int
+    weights_dtype: str
+    kv_dtype: str
+    ttft_ms: float
+    tpot_ms: float
+    tokens_per_s_per_gpu: float
+    tokens_per_s_per_user: float
+    memory_per_gpu_bytes: int
+    tokens_per_s: float
+
+
+class ServePlanReport(Frozen):
+    """Every serving layout of the GPUs searched: how many, why the refused ones were, the best and the front."""
+
+    model: str
+    gpu: str
+    gpus: int
+    prompt: int
+    generate: int
+    ttft_ms_target: float | None
+    tpot_ms_target: float | None
+    searched: int
+    feasible: int
+    rejected: dict[str, int]
+    most_rejected: str | None
+    layouts: list[ServePlanLayout]
+    pareto: list[ServePlanLayout]
+
+
+def serving_evaluator(shape: ModelShape, gpu: GpuSpec) -> Callable[[ServingSetup], search.ServeOutcome]:
+    """`serve`'s expected figures of a serving setup on this GPU (the GPU table's rates), as the search needs them."""
+    usable_cache: dict[float, int] = {}
+
+    def evaluate(setup: ServingSetup) -> search.ServeOutcome:
+        setup = serving.with_weights_dtype(shape, setup)
+        rates = expected.table_rates(gpu, serving.compute_dtype(setup.weights_dtype, gpu, shape))
+        usable = usable_cache.setdefault(setup.reserve, serving.usable_bytes_per_gpu(gpu, setup.reserve))
+        weights = serving.share_per_gpu(
+            serving.served_weight_bytes(shape, setup.weights_dtype, setup.group_size), setup.gpus
+        )
+        result = serve_expected(shape, setup, rates, usable, weights)
+        return search.ServeOutcome(
+            ttft_ms=result.ttft_ms,
+            tpot_ms=result.tpot_ms,
+            tokens_per_s=result.tokens_per_s,
+            tokens_per_s_per_sequence=result.tokens_per_s_per_sequence,
+            memory_per_gpu_bytes=result.total_bytes_per_gpu,
+            fits=result.fits,
+            max_batch=result.max_batch,
+        )
+
+    return evaluate
+
+
+def serve_layout(layout: search.ServeLayout, shape: ModelShape) -> ServePlanLayout:
+    s, outcome = layout.setup, layout.outcome
+    return ServePlanLayout(
+        tp=s.gpus, pp=1, ep=1, replicas=layout.replicas, batch=s.batch,
+        weights_dtype=serving.weights_format(shape, s.weights_dtype), kv_dtype=s.kv_dtype, ttft_ms=outcome.ttft_ms,
+        tpot_ms=outcome.tpot_ms, tokens_per_s_per_gpu=layout.tokens_per_s_per_gpu,
+        tokens_per_s_per_user=layout.tokens_per_s_per_user, memory_per_gpu_bytes=outcome.memory_per_gpu_bytes,
+        tokens_per_s=outcome.tokens_per_s * layout.replicas,
+    )  # fmt: skip
+
+
+def plan_serve_setup(
+    shape: ModelShape,
+    gpu: GpuSpec,
+    gpus: int,
+    base: ServingSetup,
+    top: int,
+    ttft_ms: float | None = None,
+    tpot_ms: float | None = None,
+    weights: Sequence[WeightsDtype] | None = None,
+    kv_dtypes: Sequence[Dtype] | None = None,
+) -> ServePlanReport:
+    """Search every serving layout of `gpus` GPUs (tfcost.costs.plan.search_serving); the `top` best and the front."""
+    serving.check_generates(shape)
+    found = search.search_serving(
+        shape, gpus, base, serving_evaluator(shape, gpu), ttft_ms, tpot_ms, weights, kv_dtypes
+    )
+    return ServePlanReport(
+        model=shape.name,
+        gpu=gpu.name,
+        gpus=gpus,
+        prompt=base.prompt,
+        generate=base.generate,
+        ttft_ms_target=ttft_ms,
+        tpot_ms_target=tpot_ms,
+        searched=found.searched,
+        feasible=found.feasible,
+        rejected=dict(found.rejected.most_common()),
+        most_rejected=found.most_rejected(),
+        layouts=[serve_layout(layout, shape) for layout in found.layouts[:top]],
+        pareto=[serve_layout(layout, shape) for layout in found.pareto],
+    )
+
+
+# The searches as the command and the Python API ask for them (tfcost.api.plan_train, plan_serve) --------------
+
+
+def validated(schema: type[SetupT], **fields: object) -> SetupT:
+    """A setup from the options given (None: the schema's default); a complaint is one line naming the option."""
+    from pydantic import ValidationError
+
+    try:
+        return schema.model_validate({name: value for name, value in fields.items() if value is not None})
+    except ValidationError as error:
+        names = {"seq_len": "--seq", "price_per_gpu_hour": "--price"}
+        raise UsageError(
+            describe_validation_error(error, lambda field: names.get(field, "--" + field.replace("_", "-")))
+        ) from None
+
+
+def names_of(value: str | Sequence[str] | None) -> list[str]:
+    """A list option given as "a,b" or as a sequence."""
+    items = value.split(",") if isinstance(value, str) else list(value or ())
+    return [item.strip() for item in items if item.strip()]
+
+
+def plan_train(
+    shape: ModelShape,
+    gpu: GpuSpec,
+    *,
+    gpus: int = 8,
+    seq: int | None = None,
+    tokens: int | None = None,
+    global_batch: int | None = None,
+    precision: str | None = None,
+    optimizer: str | None = None,
+    flash: bool | None = None,
+    price: float | None = None,
+    top: int = 10,
+) -> TrainPlanReport:
+    """`tfcost plan train`: T defaults to 4,096 (or the model's context), D to 20 N, B to 4M tokens / T."""
+    setup = validated(
+        TrainingSetup,
+        tokens=tokens if tokens is not None else training.chinchilla_optimal_tokens(shape),
+        seq_len=seq if seq is not None else training.default_seq_len(shape),
+        gpus=gpus, global_batch=global_batch, precision=precision, optimizer=optimizer, flash=flash,
+        price_per_gpu_hour=price,
+    )  # fmt: skip
+    return plan_train_setup(shape, gpu, setup, top)
+
+
+def plan_serve(
+    shape: ModelShape,
+    gpu: GpuSpec,
+    *,
+    gpus: int = 8,
+    prompt: int | None = None,
+    generate: int | None = None,
+    ttft_ms: float | None = None,
+    tpot_ms: float | None = None,
+    weights_dtype: str | Sequence[str] | None = None,
+    kv_dtype: str | Sequence[str] | None = None,
+    reserve: float | None = None,
+    top: int = 10,
+) -> ServePlanReport:
+    """`tfcost plan serve`: weights_dtype and kv_dtype list the formats to try ("bf16,fp8" or a list)."""
+    setup = validated(ServingSetup, prompt=prompt, generate=generate, reserve=reserve)
+    weights = [validated(ServingSetup, weights_dtype=name).weights_dtype for name in names_of(weights_dtype)]
+    kv = [validated(ServingSetup, kv_dtype=name).kv_dtype for name in names_of(kv_dtype)]
+    chosen = [name for name in weights if name is not None] or None
+    return plan_serve_setup(shape, gpu, gpus, setup, top, ttft_ms, tpot_ms, chosen, kv or None)
+
+
+# The suggestion under `train` and `serve` ------------------------------------------------------------------
+
+
+def needs_suggestion(report: TrainReport | ServeReport) -> bool:
+    """Whether a report's layout does not fit (serve: in its expected memory); LoRA runs are not searched."""
+    if isinstance(report, TrainReport):
+        return not report.memory_per_gpu.fits and report.setup.lora_rank is None
+    return not report.expected.fits
+
+
+def with_suggestion(
+    report: TrainReport | ServeReport, shape: ModelShape, gpu: GpuSpec, model: Sequence[str]
+) -> TrainReport | ServeReport:
+    """The report with the nearest layout that fits (`train_suggestion`, `serve_suggestion`) when it needs one."""
+    if not needs_suggestion(report):
+        return report
+    if isinstance(report, TrainReport):
+        return report.model_copy(update={"suggestion": train_suggestion(shape, gpu, report.setup, model)})
+    return report.model_copy(update={"suggestion": serve_suggestion(shape, gpu, report.setup, model)})
+
+
+def option_words(name: str, value: object) -> list[str]:
+    """A setup field as the command-line option that sets it (`--sequence-parallel`, a flag, when true)."""
+    option = "--" + name.replace("_", "-")
+    if isinstance(value, bool):
+        return [option] if value else []
+    return [option, str(value)]
+
+
+def plan_command(kind: str, model: Sequence[str], words: Sequence[str]) -> str:
+    """`tfcost plan KIND MODEL ...`, quoted for a POSIX shell."""
+    return shlex.join(["tfcost", "plan", kind, *model, *words])
+
+
+def train_suggestion(shape: ModelShape, gpu: GpuSpec, asked: TrainingSetup, model: Sequence[str]) -> Suggestion:
+    """The nearest training layout that fits the asked one's GPUs, tokens, T and global batch, and the `plan train`
+    command (`model`: the model as given on the command line, e.g. ["llama-3-8b"] or ["--config", "c.json"])."""
+    batch = parallel.global_batch(asked)
+    given = {  # what `plan train` would not assume by itself
+        "seq": asked.seq_len if asked.seq_len != training.default_seq_len(shape) else None,
+        "tokens": asked.tokens if asked.tokens != training.chinchilla_optimal_tokens(shape) else None,
+        "global_batch": batch,
+        "precision": asked.precision if asked.precision != TrainingSetup.model_fields["precision"].default else None,
+        "optimizer": asked.optimizer if asked.optimizer != TrainingSetup.model_fields["optimizer"].default else None,
+        "no_flash": not asked.flash,
+    }
+    words = [word for name, value in given.items() if value is not None for word in option_words(name, value)]
+    command = plan_command("train", model, ["--gpus", str(asked.gpus), "--gpu", gpu.name, *words])
+    nearest = search.nearest_training_layout(shape, gpu, asked)
+    if nearest is None:
+        found = search.search_training(shape, gpu, asked.model_copy(update={"global_batch": batch}))
+        return Suggestion(options=[], reason=found.most_rejected(), command=command)
+    changed = search.changed_fields(asked, nearest.setup)
+    if nearest.setup.sequence_parallel != asked.sequence_parallel:
+        changed.append("sequence_parallel")
+    words = [word for name in changed for word in option_words(name, getattr(nearest.setup, name))]
+    return Suggestion(
+        options=words,
+        step_seconds=nearest.step_seconds,
+        memory_per_gpu_bytes=nearest.memory_per_gpu_bytes,
+        command=command,
+    )
+
+
+def serve_suggestion(shape: ModelShape, gpu: GpuSpec, asked: ServingSetup, model: Sequence[str]) -> Suggestion:
+    """The nearest serving layout on the asked GPUs that fits, and the `plan serve` command."""
+    command = plan_command(
+        "serve", model,
+        ["--gpus", str(asked.gpus), "--gpu", gpu.name, "--prompt", str(asked.prompt), "--generate",
+         str(asked.generate)],
+    )  # fmt: skip
+    evaluate = serving_evaluator(shape, gpu)
+    asked = serving.with_weights_dtype(shape, asked)
+    nearest = search.nearest_serving_layout(shape, asked, evaluate)
+    if nearest is None:
+        found = search.search_serving(shape, asked.gpus, asked, evaluate)
+        return Suggestion(options=[], reason=found.most_rejected(), command=command)
+    names = {"gpus": "gpus", "weights_dtype": "weights-dtype", "kv_dtype": "kv-dtype", "batch": "batch"}
+    words = [
+        word
+        for name, option in names.items()
+        if getattr(nearest.setup, name) != getattr(asked, name)
+        for word in (f"--{option}", str(getattr(nearest.setup, name)))
+    ]
+    return Suggestion(
+        options=words,
+        tokens_per_s_per_gpu=nearest.tokens_per_s_per_gpu,
+        memory_per_gpu_bytes=nearest.outcome.memory_per_gpu_bytes,
+        command=command,
+    )
