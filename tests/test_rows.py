@@ -129,3 +129,25 @@ def test_the_data_parallel_group_splits_into_nodes():
     assert step_time.data_parallel_split(gpu, TrainingSetup(tokens=1, seq_len=4096, gpus=64, tp=8)) == (1, 8)
     assert step_time.data_parallel_split(gpu, TrainingSetup(tokens=1, seq_len=4096, gpus=16, tp=2)) == (4, 2)
     assert step_time.data_parallel_split(load_gpu("gb200"), TrainingSetup(tokens=1, seq_len=4096, gpus=64)) == (64, 1)
+
+
+def test_mixtral_decode_at_batch_one_reads_attention_router_and_two_experts():
+    # Mixtral-8x7B (config.json): d 4096, 32 query and 8 key-value heads of 128, 8 experts of d_ff 14336, k = 2, 32
+    # layers, untied 32000-token embedding and head. One token reads per layer its attention (q, o: d x d; k, v:
+    # d x 1024), the router (d x 8), two norms and 2 of the 8 experts (3 d F each); plus the tables and final norm.
+    # Before: every expert's weights each step (46.9 GB per GPU on 2 GPUs for a batch of one).
+    from tfcost.reports.serve import serve
+    from tfcost.schema import ServingSetup
+
+    d, f = 4096, 14336
+    per_layer = 2 * d * d + 2 * d * 1024 + d * 8 + 2 * d + 2 * 3 * d * f
+    read = 32 * per_layer + 2 * 32000 * d + d
+    assert per_layer == 394_305_536
+    setup = ServingSetup(batch=1, prompt=512, generate=128)
+    report = serve(load_model("mixtral-8x7b"), load_gpu(H100), setup)
+    kv_and_state = report.memory.kv_cache_bytes_per_gpu + report.memory.state_bytes_per_gpu
+    assert report.latency.decode_bytes_per_gpu - kv_and_state == pytest.approx(2 * read, abs=8)
+    # The engine estimate reads the same, less the token table it only looks B rows up in (its KV cache in 16-token
+    # blocks is the same here: 640 positions).
+    assert report.expected is not None
+    assert report.expected.decode_bytes_per_gpu - kv_and_state == pytest.approx(2 * (read - 32000 * d), abs=8)

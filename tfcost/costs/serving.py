@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from tfcost.core import flops, memory, params, weights
+from tfcost.core.model import model_of
 from tfcost.errors import TfcostError, UsageError
 from tfcost.hardware.rates import (
     bandwidth_bytes_per_s,
@@ -82,6 +83,33 @@ def served_weight_bytes(shape: ModelShape, dtype: WeightsDtype | None, group_siz
     if dtype is None:
         return weights.checkpoint_weight_bytes(shape)
     return weight_bytes(shape, dtype, group_size)
+
+
+def routed_expert_bytes(shape: ModelShape, dtype: WeightsDtype | None, group_size: int = INT4_GROUP_SIZE) -> int:
+    """Bytes of every routed expert as served: at `dtype` (quantized below 16 bits as the blocks are), else as the
+    checkpoint's quantization stores the experts (tfcost.core.weights), else 16-bit."""
+    routed = model_of(shape).routed_expert_params()
+    if dtype is not None:
+        return quantized_bytes(routed, dtype, group_size)
+    q = shape.quantization
+    if q is not None and "experts" not in q.not_converted:
+        return weights.quantized_bytes(routed, q)
+    return routed * UNQUANTIZED_BYTES
+
+
+def unread_expert_bytes_per_gpu(
+    shape: ModelShape, dtype: WeightsDtype | None, tokens: int, gpus: int, group_size: int = INT4_GROUP_SIZE
+) -> int:
+    """Routed expert bytes one GPU does not read in a forward pass over `tokens` tokens: in each MoE layer the experts
+    no token routes to, E - E (1 - (1 - k/E)^B) of E in expectation under uniform routing (Model.untouched_expert_
+    params). A decode step of one sequence reads k of E (2 of 8 for Mixtral); a large prefill nearly all. Tensor
+    parallelism splits every expert over the t GPUs, so each GPU skips the same share."""
+    model = model_of(shape)
+    routed = model.routed_expert_params()
+    if not routed:
+        return 0
+    unread = model.untouched_expert_params(tokens) / routed * routed_expert_bytes(shape, dtype, group_size)
+    return int(unread) // gpus
 
 
 def with_weights_dtype(shape: ModelShape, setup: ServingSetup) -> ServingSetup:
@@ -324,8 +352,12 @@ def roofline(flops_per_gpu: int, bytes_per_gpu: int, peak: float, bandwidth: flo
 def prefill_roofline(
     shape: ModelShape, setup: ServingSetup, weights_per_gpu: int, peak: float, bandwidth: float
 ) -> Roofline:
-    """Prefill: the B prompts' forward pass; every weight read once and the prompts' keys and values written."""
+    """Prefill: the B prompts' forward pass; every weight read once (routed experts no prompt token picks excepted)
+    and the prompts' keys and values written."""
     gpus, batch = setup.gpus, setup.batch
+    weights_per_gpu -= unread_expert_bytes_per_gpu(
+        shape, setup.weights_dtype, batch * setup.prompt, gpus, setup.group_size
+    )
     tokens, encoder_tokens = cached_positions(shape, setup.prompt, 1 if is_encoder_decoder(shape) else 0)
     kv = kv_cache_bytes_per_gpu(shape, tokens, batch, setup.kv_dtype, gpus, encoder_tokens)
     kv += state_bytes_per_gpu(shape, batch, setup.kv_dtype, gpus)  # each prompt's final state, written once
@@ -336,8 +368,9 @@ def prefill_roofline(
 def decode_roofline(
     shape: ModelShape, setup: ServingSetup, held_per_gpu: int, peak: float, bandwidth: float
 ) -> Roofline:
-    """A decode step at the end of generation: one token per sequence, reading every weight and the whole cache
-    (what a GPU holds)."""
+    """A decode step at the end of generation: one token per sequence, reading what a GPU holds, every weight and the
+    whole cache, but the routed experts none of the B tokens picks (`unread_expert_bytes_per_gpu`)."""
     context, encoder_tokens = cached_positions(shape, setup.prompt, setup.generate)
+    held_per_gpu -= unread_expert_bytes_per_gpu(shape, setup.weights_dtype, setup.batch, setup.gpus, setup.group_size)
     work = share_per_gpu(decode_step_flops(shape, context, setup.batch, encoder_tokens), setup.gpus)
     return roofline(work, held_per_gpu, peak, bandwidth)
