@@ -292,6 +292,14 @@ def measured_activation_bytes(saved: int, scores: int, flash: bool) -> int:
     return saved - scores if flash else saved
 
 
+def frozen_base_bytes_per_gpu(shape: ModelShape, setup: TrainingSetup) -> int:
+    """The frozen base (bf16, or NF4 under QLoRA) on one GPU: split over t x p, and under ZeRO-3 / FSDP sharded over
+    the N_d x c data-parallel ranks too, as FSDP shards every parameter whether it trains or not: FSDP-QLoRA shards
+    the NF4 base, "that can train a 70b model on two 24GB GPUs" (answer.ai/posts/2024-03-06-fsdp-qlora)."""
+    shards = setup.tp * setup.pp * (setup.data_parallel * setup.cp if setup.zero == 3 else 1)
+    return ceil_div(finetune.frozen_base_bytes(shape, setup.qlora), shards)
+
+
 def memory_per_gpu(shape: ModelShape, setup: TrainingSetup) -> dict[str, int]:
     """Everything the busiest GPU holds: weights, gradients, optimizer states and activations, and their total;
     and what lives in host memory instead ("host").
@@ -321,7 +329,7 @@ def memory_per_gpu(shape: ModelShape, setup: TrainingSetup) -> dict[str, int]:
     elif setup.zero == 3:
         parts["weights"] += zero3_gathered_bytes(params.params_per_layer(shape), setup)
     if setup.lora_rank is not None:  # the frozen base besides the adapters' own weights
-        parts["weights"] += ceil_div(finetune.frozen_base_bytes(shape, setup.qlora), setup.tp * setup.pp)
+        parts["weights"] += frozen_base_bytes_per_gpu(shape, setup)
     if setup.optimizer_in_backward:
         per_param = bytes_per_param(setup.precision, setup.optimizer)["gradients"]
         parts["gradients"] = min(parts["gradients"], ceil_div(largest_weight_params(shape) * per_param, setup.tp))
