@@ -157,17 +157,10 @@ def kv_heads_per_gpu(shape: ModelShape, gpus: int) -> int:
 def kv_cache_bytes_per_gpu(
     shape: ModelShape, tokens: int, batch: int, dtype: Dtype, gpus: int, encoder_tokens: int | None = None
 ) -> int:
-    """The KV cache of B sequences of `tokens` tokens held by one of t GPUs: its share of the key-value heads.
-    MLA's latent serves every head, so each GPU holds all of it (it is replicated across tensor-parallel ranks;
+    """The KV cache of B sequences of `tokens` tokens held by one of t GPUs: each cache row's share by its heads
+    (memory.cache_per_position_on_gpu: K/t key-value heads, at least one; MLA's latent whole on every GPU,
     NVIDIA/TensorRT-LLM#15162). An encoder-decoder model also caches `encoder_tokens` cross keys and values."""
-    return kv_share_per_gpu(shape, memory.kv_cache_bytes(shape, tokens, batch, dtype, encoder_tokens), gpus)
-
-
-def kv_share_per_gpu(shape: ModelShape, total: int, gpus: int) -> int:
-    """One GPU's share of a whole-model cache: all of MLA's latent, else its key-value heads' part."""
-    if shape.mla is not None:
-        return total
-    return total * kv_heads_per_gpu(shape, gpus) // shape.n_kv_heads
+    return memory.kv_cache_bytes(shape, tokens, batch, dtype, encoder_tokens, gpus)
 
 
 def state_bytes_per_gpu(shape: ModelShape, batch: int, dtype: Dtype, gpus: int) -> int:
@@ -218,7 +211,7 @@ def stepped_max_context(
     left = kv_budget_bytes - state_bytes_of_batch
 
     def fits(tokens: int) -> bool:
-        return kv_share_per_gpu(shape, memory.kv_cache_ceiling_bytes(shape, tokens, batch, dtype), gpus) <= left
+        return memory.kv_cache_ceiling_bytes(shape, tokens, batch, dtype, gpus) <= left
 
     if left < 0 or not fits(1):
         return 0
