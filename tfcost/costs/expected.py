@@ -15,7 +15,7 @@ from itertools import pairwise
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tfcost.core import flops, params
+from tfcost.core import activations, flops, params
 from tfcost.core.blocks import blocks
 from tfcost.core.layers import head_ops, layer_ops
 from tfcost.core.ops import Op, op_flops, op_params
@@ -50,7 +50,7 @@ DEQUANT_OPS_PER_WEIGHT: dict[WeightsDtype, int] = {"int8": 2, "int4": 4, "fp4": 
 # t = 2 and 33.7 us at t = 8 (NVIDIA/nccl-tests#123), the model gives 7.8 and 15 us with the LL protocol.
 ALLREDUCE_BASE_LATENCY_S = 6.6e-6
 ALLREDUCES_PER_LAYER = 2  # Megatron-LM: one after attention's row-parallel output, one after the MLP's
-ACTIVATION_BYTES = 2  # bf16 activations travel in the all-reduce
+ACTIVATION_BYTES = activations.ACTIVATION_BYTES["bf16"]  # bf16 activations travel in the all-reduce
 # The CUDA context and library handles (cuBLAS, NCCL) take memory outside PyTorch's allocator: vLLM counts it as
 # "non-torch memory" in its profile run. 0.5 GiB is an assumption (it varies by driver and GPU); a profile may
 # record it.

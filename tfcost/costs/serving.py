@@ -23,10 +23,13 @@ from tfcost.hardware.rates import (
 from tfcost.schema import GpuSpec, ModelShape, ServingSetup, WeightsDtype
 from tfcost.units import MAX_SIZE, Dtype, ceil_div
 
-WEIGHT_BITS: dict[WeightsDtype, int] = {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4, "fp4": 4}
-INT4_GROUP_SIZE = 128  # GPTQ and AWQ's default group size: one scale per 128 weights (`--group-size`)
-GROUP_SCALE_BYTES = 2  # each group's scale is an fp16 number (zero points, where used, are not counted)
-UNQUANTIZED_BYTES = 2  # embeddings and the output head stay 16-bit under 8- and 4-bit weights
+# One weight-byte model (tfcost.core.weights): a dtype asked for here and a checkpoint's quantization_config.
+WEIGHT_BITS, INT4_GROUP_SIZE, GROUP_SCALE_BYTES = (
+    weights.WEIGHT_BITS,
+    weights.INT4_GROUP_SIZE,
+    weights.GROUP_SCALE_BYTES,
+)
+UNQUANTIZED_BYTES = weights.UNQUANTIZED_BYTES  # embeddings and the output head stay 16-bit under 8- and 4-bit weights
 
 
 def check_generates(shape: ModelShape) -> None:
@@ -52,10 +55,8 @@ def check_tensor_parallel(shape: ModelShape, gpus: int) -> None:
 
 
 def quantized_bytes(n_params: int, dtype: WeightsDtype, group_size: int = INT4_GROUP_SIZE) -> int:
-    """n * bits / 8, and for 4-bit weights (int4, fp4) one 16-bit scale per group: 4.125 bits per weight at the
-    default group of 128, 4.5 at gpt-fast's 32."""
-    scales = ceil_div(n_params, group_size) * GROUP_SCALE_BYTES if WEIGHT_BITS[dtype] == 4 else 0
-    return ceil_div(n_params * WEIGHT_BITS[dtype], 8) + scales
+    """n weights at a serving dtype (`weights.dtype_bytes`)."""
+    return weights.dtype_bytes(n_params, dtype, group_size)
 
 
 def quantized_params(shape: ModelShape, dtype: WeightsDtype) -> int:
