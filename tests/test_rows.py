@@ -151,3 +151,26 @@ def test_mixtral_decode_at_batch_one_reads_attention_router_and_two_experts():
     # blocks is the same here: 640 positions).
     assert report.expected is not None
     assert report.expected.decode_bytes_per_gpu - kv_and_state == pytest.approx(2 * (read - 32000 * d), abs=8)
+
+
+@pytest.mark.parametrize(
+    ("name", "per_token"),
+    [
+        ("llama-3-8b", 3 * 14336),  # gated: gate and up outputs read, the product written
+        ("mixtral-8x7b", 3 * 2 * 14336),  # k = 2 experts of 14336
+        ("deepseek-v3", (3 * 3 * 18432 + 58 * 3 * (8 * 2048 + 2048)) / 61),  # 3 dense layers, 58 of 8 + 1 shared
+        ("mamba-codestral-7b", 0),  # Mamba-2 blocks have no MLP
+    ],
+)
+def test_the_mlp_activation_traffic_is_the_rows(name, per_token):
+    # Before: (3 if gated else 2) x mlp_hidden_width(shape) in every layer, a layer without an MLP included.
+    assert model_of(load_model(name)).activation_elements_per_token() == pytest.approx(per_token)
+
+
+def test_pipeline_sends_stay_on_nvlink_inside_one_node():
+    # 8 H100s of one node, pp 4: each stage boundary sends b T d bf16 activations forward and their gradients back
+    # over NVLink 4 (450 GB/s a direction at 200/300 bus efficiency). Before: the 50 GB/s network.
+    shape, gpu = load_model("llama-3-8b"), load_gpu(H100)
+    setup = TrainingSetup(tokens=10**9, seq_len=4096, gpus=8, pp=4)
+    boundary = 4096 * 4096 * 2
+    assert step_time.step_seconds(shape, gpu, setup)["pp_comm"] == pytest.approx(2 * boundary / (450e9 * 2 / 3))

@@ -157,6 +157,41 @@ class Model:
                 out += [(rows, inner, cols)] * group.count
         return out
 
+    def activation_elements_per_token(self) -> float:
+        """Elements the MLP activations read and write per token, averaged over the layers: each up projection's
+        output (fan_out x uses: an MoE's k experts and its shared ones) read and the activation written, and under a
+        gated MLP the gate's output read too (3 tensors F wide, 2 for a plain MLP). Zero for a layer without an MLP
+        (Mamba blocks, Nemotron-H's mixer-only layers)."""
+        total = 0
+        for group in self.layers:
+            gates = {op.name.rsplit("/", 1)[0] for op in group.rows if op.name.endswith("/gate") and op.uses}
+            for op in group.rows:
+                if op.kind == "linear" and op.name.endswith("/up") and op.uses:
+                    tensors = 3 if op.name.rsplit("/", 1)[0] in gates else 2
+                    total += group.count * tensors * op.fan_out * op.uses
+        return total / self.n_layers if self.n_layers else 0.0
+
+    def widest_intermediate(self) -> int:
+        """Elements per token of a layer's widest intermediate: the outputs of one fused GEMM (q, k and v together;
+        gate and up together; k experts' rows for a token routed to k), over every layer's linear rows."""
+        widest = 0
+        for group in self.layers:
+            fused: list[tuple[Op, int]] = []  # (first row, outputs per token)
+            for op in group.rows:
+                if op.kind != "linear" or op.per != "token" or not op.uses:
+                    continue
+                if fused and same_input(fused[-1][0], op):
+                    fused[-1] = (fused[-1][0], fused[-1][1] + op.fan_out * op.uses)
+                else:
+                    fused.append((op, op.fan_out * op.uses))
+            widest = max([widest, *(width for _, width in fused)])
+        return widest
+
+    def largest_matrix_params(self) -> int:
+        """The biggest single weight matrix of any row: one copy (one expert) of a linear row, or a table."""
+        rows = [op for _, op in self.layer_rows()] + list(self.outside_rows())
+        return max((op.fan_in * op.fan_out for op in rows if op.kind in ("linear", "table")), default=0)
+
     def routed_expert_params(self) -> int:
         """Weights of every routed expert of every layer."""
         return sum(count * op_params(op) for count, op in self.layer_rows() if op.experts is not None)

@@ -155,11 +155,11 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
     efficiency = matmul_efficiency(gpu, gemms) if gemms else gpu.matmul_efficiency or 1.0
     matmul_fwd = gemm_flops / (peak * efficiency)
 
-    d, width = shape.d_model, training.mlp_hidden_width(shape)
+    d = shape.d_model
     d_wide = shape.block_norms * 2 * element + 2 * (
         3 * element + activations.DROPOUT_MASK_BYTES
     )  # norms, residual adds
-    activation = (3 if shape.mlp == "gated" else 2) * element * width
+    activation = element * model.activation_elements_per_token()  # the MLP rows' activations (none without an MLP)
     elementwise_fwd = tokens * (d_wide * d / (t if setup.sequence_parallel else 1) + activation / t) / bandwidth
     if setup.flash:
         attention_fwd = attention_flops / (peak * FLASH_EFFICIENCY)
@@ -251,7 +251,9 @@ def step_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict[
     m, v, p = parallel.micro_batches(setup), setup.virtual_stages, setup.pp
     element = activations.ACTIVATION_BYTES[setup.precision]
     boundary = setup.micro_batch * setup.seq_len // setup.cp * shape.d_model * element / setup.tp
-    p2p = 2 * v * boundary / link_bandwidth(gpu, p, False) if p > 1 else 0.0
+    # Pipeline stages are the outermost ranks (Megatron-LM's order tp-cp-ep-dp-pp): neighbours share a node only
+    # when the whole run fits in one, else the send crosses the network.
+    p2p = 2 * v * boundary / link_bandwidth(gpu, setup.gpus, True) if p > 1 else 0.0
     micro_batch = times[busiest] + p2p
 
     n_layers = stages[busiest]

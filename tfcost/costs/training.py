@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from tfcost.core import activations, flops, params
 from tfcost.core.blocks import Block, layer_count
+from tfcost.core.model import model_of
 from tfcost.costs import finetune, fit, parallel
 from tfcost.costs.precision import bytes_per_param
 from tfcost.errors import TfcostError
@@ -259,10 +260,9 @@ def trainable_params(shape: ModelShape, setup: TrainingSetup) -> int:
 
 
 def largest_weight_params(shape: ModelShape) -> int:
-    """The biggest single weight matrix: the embedding or head (V x d), an MLP matrix (d x F) or the query
-    projection (d x H*Q). Under optimizer-in-backward only one parameter's gradient is alive at a time."""
-    return max(shape.vocab_size * shape.d_model, shape.d_model * mlp_hidden_width(shape),
-               shape.d_model * shape.n_heads * shape.head_dim)  # fmt: skip
+    """The biggest single weight matrix (Model.largest_matrix_params: the embedding or head, an MLP matrix, one
+    expert's, the query projection). Under optimizer-in-backward only one parameter's gradient is alive at a time."""
+    return model_of(shape).largest_matrix_params()
 
 
 def zero3_gathered_bytes(layer_params: int, setup: TrainingSetup) -> int:
