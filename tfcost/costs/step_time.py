@@ -2,8 +2,9 @@
 one micro-batch on the busiest pipeline stage, summed op by op, times the micro-batches, plus the pipeline bubble,
 the data-parallel gradient sync and the optimizer step. Nothing here is fitted to a run's step time.
 
-Per layer, per micro-batch of b sequences, on one GPU (t tensor-, c context-parallel):
-- matmuls: the layer's linear FLOPs (the core's count) x 3 (forward, two backward GEMMs) / (peak x e), where e is
+Per layer, per micro-batch of b sequences, on one GPU (t tensor-, c context-parallel), each a fold over the model's
+rows (tfcost.core.model.Model), the average of its layers:
+- matmuls: the layers' linear rows as GEMMs (`layer_gemms`: their FLOPs are the core's count) x 3 (forward, two backward GEMMs) / (peak x e), where e is
   the GPU's measured largest matmul efficiency (MAMF, ml-engineering's table) times the wave-quantization
   efficiency of the layer's GEMMs: a GEMM runs in waves of one output tile (256 x 128) per SM, and a last wave
   that is part-full costs a whole one (NVIDIA, "Matrix Multiplication Background User's Guide" §3.2);
@@ -17,13 +18,17 @@ Per layer, per micro-batch of b sequences, on one GPU (t tensor-, c context-para
 - tensor-parallel communication: per layer 4 all-gathers/reduce-scatters forward and 6 backward with sequence
   parallelism (the all-gather is redone for the weight gradients), or 2 + 2 all-reduces without, of the
   b x T/c x d activations, ring cost (t-1)/t x size / bandwidth (Megatron-LM runs them unoverlapped);
-- context-parallel ring attention: c-1 exchanges of K and V forward, of K, V and their gradients backward;
+- context-parallel ring attention: c-1 exchanges of what the cache rows hold (K and V; MLA's latent) forward, of
+  them and their gradients backward;
 - expert parallelism: the all-to-all dispatch and combine of each MoE layer, forward and backward
   (`parallel.all_to_all_bytes`), over NVLink while t x e fits in a node;
 - pipeline: each stage boundary sends one micro-batch's activations forward and their gradients back, split over
-  t (Narayanan et al. 2021 §4.1), over the network; bubble (p-1)/v of one micro-batch's stage time;
-- data parallelism: a ring all-reduce of the fp32 gradients once a step (reduce-scatter + all-gather under
-  ZeRO, the same volume), and ZeRO-3's weight all-gathers each forward and backward. Gradients are reduced in
+  t (Narayanan et al. 2021 §4.1), over the network unless the whole run is one node; bubble (p-1)/v of one
+  micro-batch's stage time;
+- data parallelism: an all-reduce of the fp32 gradients once a step (reduce-scatter + all-gather under ZeRO, the
+  same volume), and ZeRO-3's weight all-gathers each forward and backward, each hierarchical: a ring inside the
+  node on its link (NVLink, xGMI, PCIe; the GPU table's gpus_per_node), then a ring across the nodes of the 1/n
+  shard each GPU holds (`hierarchical_ring_seconds`; docs/formulas.md, "Collectives"). Gradients are reduced in
   fp32: Megatron-LM's default under --bf16 (arguments.py sets accumulate_allreduce_grads_in_fp32 unless told
   --grad-reduce-in-bf16), NeMo's ("the default fp32 precision") and torchtitan's (mixed_precision_reduce float32).
   By default (`dp_overlap`) these collectives run in per-layer buckets overlapped with compute, as PyTorch DDP's
