@@ -4,10 +4,11 @@ the data-parallel gradient sync and the optimizer step. Nothing here is fitted t
 
 Per layer, per micro-batch of b sequences, on one GPU (t tensor-, c context-parallel), each a fold over the model's
 rows (tfcost.core.model.Model), the average of its layers:
-- matmuls: the layers' linear rows as GEMMs (`layer_gemms`: their FLOPs are the core's count) x 3 (forward, two backward GEMMs) / (peak x e), where e is
-  the GPU's measured largest matmul efficiency (MAMF, ml-engineering's table) times the wave-quantization
-  efficiency of the layer's GEMMs: a GEMM runs in waves of one output tile (256 x 128) per SM, and a last wave
-  that is part-full costs a whole one (NVIDIA, "Matrix Multiplication Background User's Guide" §3.2);
+- matmuls: the layers' linear rows as GEMMs (`layer_gemms`: their FLOPs are the core's count) x 3 (forward, two
+  backward GEMMs) / (peak x e), where e is the GPU's measured largest matmul efficiency (MAMF, ml-engineering's
+  table) times the wave-quantization efficiency of the layer's GEMMs: a GEMM runs in waves of one output tile
+  (256 x 128) per SM, and a last wave that is part-full costs a whole one (NVIDIA, "Matrix Multiplication
+  Background User's Guide" §3.2);
 - attention: QK^T and AV at the same efficiency, plus the score tensor's memory traffic (written by QK^T, read
   and written by the fused scale-mask-softmax and by dropout with its 1-byte mask, read by AV: 13 bytes per entry
   in 16-bit, Megatron-LM's kernels); with flash attention, the kernel at FlashAttention-2's measured efficiency,
