@@ -174,3 +174,16 @@ def test_pipeline_sends_stay_on_nvlink_inside_one_node():
     setup = TrainingSetup(tokens=10**9, seq_len=4096, gpus=8, pp=4)
     boundary = 4096 * 4096 * 2
     assert step_time.step_seconds(shape, gpu, setup)["pp_comm"] == pytest.approx(2 * boundary / (450e9 * 2 / 3))
+
+
+def test_explain_shows_the_step_terms_step_time_charges():
+    # --explain prints the GEMMs and the reduce that step_time folds (MatmulTerms, RingTerms), not a restated formula:
+    # Llama-3-8B on 8 H100s of one node reduces each layer's fp32 gradient bucket (4 N / 32 bytes) in a ring of 8 on
+    # NVLink 4 and crosses no network.
+    report = train_report("llama-3-8b", 8, global_batch=8)
+    report = train(load_model("llama-3-8b"), load_gpu(H100), report.setup.model_copy(), explained=True)
+    lines = {line.quantity: line for line in report.explain or []}
+    ring = lines["gradient reduce-scatter of one layer's bucket, seconds"]
+    assert ring.value == pytest.approx(7 / 8 * 4 * 8_030_261_248 / 32 / (450e9 * 2 / 3), rel=1e-12)
+    gemm = lines["matmuls, one layer's forward, one micro-batch on one GPU, seconds"]
+    assert "32·2·4,096·4,096·6,144" in gemm.working  # the fused QKV of 32 layers: (32 + 2·8)·128 = 6,144 wide

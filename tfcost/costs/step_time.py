@@ -47,6 +47,9 @@ Collectives run at the bus bandwidth nccl-tests measure: 200 of NVLink 3's 300 G
 
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import dataclass
+
 from tfcost.core import activations, params
 from tfcost.core.blocks import layer_count, moe_layer_count
 from tfcost.core.model import model_of
@@ -80,6 +83,34 @@ def layer_gemms(
     FLOPs, 2 x rows x inner x cols, are the core's linear FLOPs fold. `seq_len`: T (default: `tokens`, one sequence)."""
     seq = tokens * cp if seq_len is None else seq_len
     return model_of(shape).gemms(seq, tokens * cp // seq, tp, cp)
+
+
+@dataclass(frozen=True)
+class MatmulTerms:
+    """The matmul fold of one layer's forward, one micro-batch on one GPU: the layers' distinct GEMMs (count, rows,
+    inner, cols), their FLOPs per layer Σ count·2·rows·inner·cols / L, and the time at peak x efficiency."""
+
+    gemms: tuple[tuple[int, int, int, int], ...]
+    layers: int
+    flops_per_layer: float
+    peak: float
+    efficiency: float
+
+    @property
+    def seconds(self) -> float:
+        return self.flops_per_layer / (self.peak * self.efficiency)
+
+
+def matmul_terms(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> MatmulTerms:
+    """One layer's forward GEMMs (`layer_gemms`) and their time: what layer_seconds charges and --explain shows."""
+    t, c, s = setup.tp, setup.cp, setup.seq_len
+    gemms = layer_gemms(shape, setup.micro_batch * s // c, t, s, c)
+    layers = model_of(shape).n_layers
+    counted = Counter(gemms)
+    flops = sum(count * 2 * rows * inner * cols for (rows, inner, cols), count in counted.items()) / layers
+    efficiency = matmul_efficiency(gpu, gemms) if gemms else gpu.matmul_efficiency or 1.0
+    distinct = tuple((count, *gemm) for gemm, count in counted.items())
+    return MatmulTerms(distinct, layers, flops, training.peak_flops_per_s(gpu, setup.precision), efficiency)
 
 
 def matmul_efficiency(gpu: GpuSpec, gemms: list[tuple[int, int, int]]) -> float:
@@ -121,15 +152,48 @@ def data_parallel_split(gpu: GpuSpec, setup: TrainingSetup) -> tuple[int, int]:
     return inside, replicas // inside
 
 
-def hierarchical_ring_seconds(size_bytes: float, gpu: GpuSpec, setup: TrainingSetup) -> float:
+@dataclass(frozen=True)
+class RingTerms:
+    """One hierarchical reduce-scatter (or all-gather) of `size` bytes: a ring of `inside` ranks on the node's link at
+    `intra` bytes/s, then a ring of `nodes` over the size / inside shard at `inter` bytes/s (0: not crossed)."""
+
+    size: float
+    inside: int
+    nodes: int
+    intra: float
+    inter: float
+
+    @property
+    def seconds(self) -> float:
+        intra = ring_seconds(self.size, self.inside, self.intra) if self.inside > 1 else 0.0
+        inter = ring_seconds(self.size / self.inside, self.nodes, self.inter) if self.nodes > 1 else 0.0
+        return intra + inter
+
+
+def hierarchical_ring_terms(size_bytes: float, gpu: GpuSpec, setup: TrainingSetup) -> RingTerms:
     """One reduce-scatter (or all-gather) of `size_bytes` over the data-parallel group, hierarchically: a ring inside
     each node over its intra-node link, then a ring across the nodes of the 1/n_in shard each GPU then holds, every
     GPU of a node on its own network port at once (NCCL's and Horovod's hierarchical all-reduce; the bandwidth term of
     Calculon's two-level data-parallel network). All inside one node: the intra-node ring alone."""
     inside, nodes = data_parallel_split(gpu, setup)
-    intra = ring_seconds(size_bytes, inside, link_bandwidth(gpu, inside, True)) if inside > 1 else 0.0
-    inter = ring_seconds(size_bytes / inside, nodes, link_bandwidth(gpu, nodes, False)) if nodes > 1 else 0.0
-    return intra + inter
+    intra = link_bandwidth(gpu, inside, True) if inside > 1 else 0.0
+    inter = link_bandwidth(gpu, nodes, False) if nodes > 1 else 0.0
+    return RingTerms(size_bytes, inside, nodes, intra, inter)
+
+
+def hierarchical_ring_seconds(size_bytes: float, gpu: GpuSpec, setup: TrainingSetup) -> float:
+    """`hierarchical_ring_terms`' time."""
+    return hierarchical_ring_terms(size_bytes, gpu, setup).seconds
+
+
+def gradient_bucket_bytes(shape: ModelShape, setup: TrainingSetup, n_layers: int) -> float:
+    """One layer's bucket of fp32 gradients on one GPU: what is trained (the adapters alone under LoRA), routed
+    experts split over e, the rest over t x p, over the stage's layers."""
+    experts = parallel.routed_expert_params(shape) if setup.ep > 1 else 0
+    params_per_gpu = (params.total_params(shape) - experts + experts / setup.ep) / (setup.tp * setup.pp)
+    if setup.lora_rank is not None:
+        params_per_gpu = training.trainable_params(shape, setup) / (setup.tp * setup.pp)
+    return params_per_gpu / n_layers * MAIN_GRAD_BYTES
 
 
 def can_predict(gpu: GpuSpec, setup: TrainingSetup) -> bool:
@@ -156,10 +220,8 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
     tokens = b * s // c
     per_gpu = b / (n_layers * t * c)  # one layer's share of a micro-batch's forward FLOPs on one GPU
     attention_flops = model.attention_flops(s) * per_gpu  # QK^T, AV (cross-attention's too) and an indexer's
-    gemms = layer_gemms(shape, tokens, t, s, c)
-    gemm_flops = sum(2 * rows * inner * cols for rows, inner, cols in gemms) / n_layers
-    efficiency = matmul_efficiency(gpu, gemms) if gemms else gpu.matmul_efficiency or 1.0
-    matmul_fwd = gemm_flops / (peak * efficiency)
+    gemm = matmul_terms(shape, gpu, setup)
+    efficiency, matmul_fwd = gemm.efficiency, gemm.seconds
 
     d = shape.d_model
     d_wide = shape.block_norms * 2 * element + 2 * (
@@ -294,10 +356,7 @@ def dp_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup, n_layers: 
         return 0.0
     experts = parallel.routed_expert_params(shape) if setup.ep > 1 else 0
     params_per_gpu = (params.total_params(shape) - experts + experts / setup.ep) / (setup.tp * setup.pp)
-    trained_per_gpu = (
-        params_per_gpu if setup.lora_rank is None else training.trainable_params(shape, setup) / (setup.tp * setup.pp)
-    )
-    half = hierarchical_ring_seconds(trained_per_gpu / n_layers * MAIN_GRAD_BYTES, gpu, setup)
+    half = hierarchical_ring_seconds(gradient_bucket_bytes(shape, setup, n_layers), gpu, setup)
     element = activations.ACTIVATION_BYTES[setup.precision]
     gather = hierarchical_ring_seconds(params_per_gpu / n_layers * element, gpu, setup) if setup.zero == 3 else 0.0
     if not setup.dp_overlap:
