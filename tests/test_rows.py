@@ -180,8 +180,8 @@ def test_explain_shows_the_step_terms_step_time_charges():
     # --explain prints the GEMMs and the reduce that step_time folds (MatmulTerms, RingTerms), not a restated formula:
     # Llama-3-8B on 8 H100s of one node reduces each layer's fp32 gradient bucket (4 N / 32 bytes) in a ring of 8 on
     # NVLink 4 and crosses no network.
-    report = train_report("llama-3-8b", 8, global_batch=8)
-    report = train(load_model("llama-3-8b"), load_gpu(H100), report.setup.model_copy(), explained=True)
+    setup = TrainingSetup(tokens=10**9, seq_len=4096, gpus=8)
+    report = train(load_model("llama-3-8b"), load_gpu(H100), setup, explained=True)
     lines = {line.quantity: line for line in report.explain or []}
     ring = lines["gradient reduce-scatter of one layer's bucket, seconds"]
     assert ring.value == pytest.approx(7 / 8 * 4 * 8_030_261_248 / 32 / (450e9 * 2 / 3), rel=1e-12)
