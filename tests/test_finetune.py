@@ -109,3 +109,55 @@ def test_qlora_paper_double_quantisation_saves_3_gb_on_65b():
     assert saved_bits == pytest.approx(0.37, abs=0.005)
     saved_bytes = finetune.quantised_linear_params(llama) * saved_bits / 8
     assert saved_bytes / 3e9 == pytest.approx(1.007, abs=0.001)  # 3.02 GB
+
+
+def test_lora_targets_are_found_in_the_rows_of_an_moe_and_an_mla_model():
+    # Mixtral-8x7B (config.json: d 4096, 8 key-value heads of 128, 8 experts of d_ff 14336, 32 layers): q,k,v,o at
+    # r = 16 adapt q_proj and o_proj (4096 x 4096) and k_proj, v_proj (4096 x 1024); "experts" adds one adapter
+    # to each expert's w1, w3 (4096 -> 14336) and w2 (14336 -> 4096).
+    mixtral = load_model("mixtral-8x7b")
+    attention = 2 * 16 * (4096 + 4096) + 2 * 16 * (4096 + 1024)
+    experts = 8 * 3 * 16 * (4096 + 14336)
+    assert finetune.lora_params(mixtral, 16, ("q", "k", "v", "o")) == 32 * attention
+    assert finetune.lora_params(mixtral, 16, ("q_proj", "k_proj", "v_proj", "o_proj", "experts")) == 32 * (
+        attention + experts
+    )
+    # DeepSeek-V3 (config.json: d 7168, q_lora_rank 1536, kv_lora_rank 512, qk_rope 64, 128 heads of qk 192 and v 128,
+    # 61 layers): MLA's q_a_proj 7168 -> 1536, q_b_proj 1536 -> 128 x 192, kv_a_proj_with_mqa 7168 -> 576,
+    # kv_b_proj 512 -> 128 x 256, o_proj 128 x 128 -> 7168. The roles q,k,v,o cover all five.
+    deepseek = load_model("deepseek-v3")
+    mla = (7168 + 1536) + (1536 + 128 * 192) + (7168 + 576) + (512 + 128 * 256) + (128 * 128 + 7168)
+    assert finetune.lora_params(deepseek, 8, ("q", "k", "v", "o")) == 61 * 8 * mla
+    names = ("q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj")
+    assert finetune.lora_params(deepseek, 8, names) == 61 * 8 * mla
+
+
+@pytest.mark.parametrize("name", ["mixtral-8x7b", "deepseek-v3"])
+@pytest.mark.parametrize("qlora", [(), ("--qlora",)])
+def test_lora_and_qlora_price_moe_and_mla_presets(tfcost, name, qlora):
+    run = tfcost("train", name, "--lora", "16", *qlora, "--lora-targets", "q,k,v,o,experts", "--gpus", "64",
+                 "--zero", "3", "--tokens", "1e9", "-f", "json")  # fmt: skip
+    assert run.code == 0, run.stderr
+    out = json.loads(run.stdout)
+    assert out["inputs"]["trainable_parameters"] == finetune.lora_params(
+        load_model(name), 16, ("q", "k", "v", "o", "experts")
+    )
+    assert out["time"]["days"] > 0
+
+
+def test_lora_under_zero3_shards_the_frozen_base(tfcost):
+    # FSDP / ZeRO-3 shards every parameter, the frozen base too: Llama-3.1-70B's bf16 base (2 x 70.55 B bytes) on 8
+    # GPUs is 1/8 per GPU. Before: divided by tp x pp only, 133 GiB of weights per GPU.
+    run = tfcost("train", "llama-3.1-70b", "--lora", "16", "--zero", "3", "--gpus", "8", "-f", "json")
+    assert run.code == 0, run.stderr
+    weights = json.loads(run.stdout)["memory_per_gpu"]["weights_bytes"]
+    base = finetune.frozen_base_bytes(load_model("llama-3.1-70b"), qlora=False)
+    assert base == 2 * params.total_params(load_model("llama-3.1-70b"))
+    assert base / 8 < weights < base / 8 * 1.2  # plus the adapters and the gathered layers ZeRO-3 holds
+    unsharded = tfcost("train", "llama-3.1-70b", "--lora", "16", "--zero", "2", "--gpus", "8", "-f", "json")
+    assert json.loads(unsharded.stdout)["memory_per_gpu"]["weights_bytes"] > base
+
+
+def test_lora_bad_targets_name_the_models_modules(tfcost):
+    message = one_line_error(tfcost("train", "mixtral-8x7b", "--lora", "8", "--lora-targets", "q,gate_proj"), 2)
+    assert "gate_proj" in message and "experts" in message

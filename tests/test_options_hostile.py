@@ -20,7 +20,7 @@ def one_line(run, code: int) -> str:
 def test_a_lora_rank_above_the_layer_width_is_refused():
     """gpt2-small's adapted q, k, v, o are 768 x 768: rank 768 is the most an adapter can use."""
     shape = load_model("gpt2-small")
-    assert min(min(finetune.target_shapes(shape)[name]) for name in ("q", "k", "v", "o")) == 768
+    assert min(min(op.fan_in, op.fan_out) for _, op in finetune.target_rows(shape, ("q", "k", "v", "o"))) == 768
     assert run_in_process("train", "gpt2-small", "--tokens", "1e9", "--lora", "768").code == 0
     line = one_line(run_in_process("train", "gpt2-small", "--tokens", "1e9", "--lora", "769"), 2)
     assert "--lora 769" in line and "768" in line

@@ -198,7 +198,12 @@ PUBLISHED = {
 #   constraint that m be a multiple of p and balances the stages otherwise (Dubey et al. 2024 §3.3.2), which the
 #   1F1B/interleaved bubble formula here does not model; even the best options on the published t, c, p and d
 #   (ZeRO-2, no recomputation) give 1.66.
-RATIOS = {"gpt3-175b": 1.043, "gpt-1t": 1.121, "bloom-176b": 1.016, "llama-3.1-405b": 2.182}
+# - GPT-3 175B: since the data-parallel and context-parallel traffic is priced on the NVLink it crosses (issue 21),
+#   the best layout found is t 2, c 4, p 8, v 6: context parallelism, which Korthikanti et al. 2022 do not use
+#   (their runs combine tensor, sequence and pipeline parallelism). Among the layouts without it (c 1), the best is
+#   t 4, p 8, v 12, ZeRO-2, selective recomputation, and the published layout is within 1.074 of it.
+RATIOS = {"gpt3-175b": 1.112, "gpt-1t": 1.121, "bloom-176b": 1.042, "llama-3.1-405b": 2.182}
+RATIOS_WITHOUT_CP = {"gpt3-175b": 1.074, "bloom-176b": 1.042}
 
 
 @pytest.mark.parametrize("name", sorted(PUBLISHED))
@@ -212,8 +217,10 @@ def test_published_layouts_are_found(name):
     assert matching, "the published layout is not among those that fit"
     ratio = matching[0].step_seconds / found.layouts[0].step_seconds
     assert ratio == pytest.approx(RATIOS[name], abs=0.005)
-    if name in ("gpt3-175b", "bloom-176b"):
-        assert ratio <= 1.10
+    if name in RATIOS_WITHOUT_CP:  # the techniques the published run used: no context parallelism
+        best_without_cp = next(layout for layout in found.layouts if layout.setup.cp == 1)
+        ratio = matching[0].step_seconds / best_without_cp.step_seconds
+        assert ratio == pytest.approx(RATIOS_WITHOUT_CP[name], abs=0.005) and ratio <= 1.10
 
 
 def test_plan_train_json_and_table(tfcost):

@@ -667,6 +667,9 @@ class GpuSpec(Frozen):
     inter_node_bandwidth_gb_per_s: float | None = Field(
         None, gt=0, description="per GPU, one direction, 10^9 B/s, over the network between nodes"
     )
+    gpus_per_node: int | None = Field(
+        None, gt=0, description="GPUs one node joins by the intra-node link (8 on an HGX/DGX board, 72 in an NVL72)"
+    )
     sm_count: int | None = Field(None, gt=0, description="streaming multiprocessors (compute units): GEMM waves")
     matmul_efficiency: float | None = Field(
         None, gt=0, le=1, description="largest measured BF16 matmul FLOP/s over the peak (MAMF, ml-engineering)"

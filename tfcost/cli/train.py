@@ -147,7 +147,11 @@ def train(
         int | None, typer.Option("--lora", help="Fine-tune LoRA adapters of rank r on a frozen base.")
     ] = None,
     lora_target_list: Annotated[
-        str, typer.Option("--lora-targets", help="Comma-separated matrices: q,k,v,o,gate,up,down.")
+        str,
+        typer.Option(
+            "--lora-targets",
+            help="PEFT module names (q_proj, gate_proj, experts, q_a_proj, ...) or roles q,k,v,o,gate,up,down.",
+        ),
     ] = ",".join(default(TrainingSetup, "lora_targets")),
     qlora: Annotated[bool, typer.Option("--qlora", help="Frozen base in NF4 with double quantisation.")] = default(
         TrainingSetup, "qlora"

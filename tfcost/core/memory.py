@@ -9,25 +9,36 @@ from functools import lru_cache
 
 from tfcost.core.blocks import blocks
 from tfcost.core.layers import layer_ops
-from tfcost.core.ops import Form, collect, evaluate, op_cache_per_position, op_state_elements, rate_multiplicity
+from tfcost.core.ops import Form, Op, collect, evaluate, op_cache_per_position, op_state_elements, rate_multiplicity
 from tfcost.schema import ModelShape
 from tfcost.units import DTYPE_BYTES, Dtype
 
 
-def kv_cache_elements(shape: ModelShape, tokens: int, encoder_tokens: int | None = None) -> int:
+def kv_cache_elements(shape: ModelShape, tokens: int, encoder_tokens: int | None = None, tp: int = 1) -> int:
     """The cache fold: every cache row's elements for one sequence after T tokens, over all layers. Keys and
     values, 2*K*Q a position per layer (the lesson's "Costs" section; GQA K < H), or MLA's latent d_c + d_h^R;
     a sliding or chunked layer holds at most W (C) positions; an encoder-decoder's decoder also caches the
-    encoder positions' cross-attention keys and values (encoder_tokens, default T). Encoders keep none."""
+    encoder positions' cross-attention keys and values (encoder_tokens, default T). Encoders keep none.
+    `tp`: what one of t tensor-parallel GPUs holds (`cache_form`)."""
     source = tokens if encoder_tokens is None else encoder_tokens
-    return evaluate(cache_form(shape), tokens, source, True)
+    return evaluate(cache_form(shape, tp), tokens, source, True)
+
+
+def cache_per_position_on_gpu(op: Op, tp: int) -> int:
+    """A cache row's elements per position on one of t GPUs: its fan_out heads split over t, at least one each (a
+    head is replicated when t > heads: vLLM, llm-analysis), so fan_in x max(heads / t, 1) / heads; a row of one head
+    (MLA's latent, an indexer's key, compressed attention's shared entry) is held whole on every GPU
+    (NVIDIA/TensorRT-LLM#15162)."""
+    heads = max(op.fan_out, 1)
+    return op_cache_per_position(op) * max(heads // tp, 1) // heads
 
 
 @lru_cache(maxsize=4096)
-def cache_form(shape: ModelShape) -> Form:
-    """The cache fold of every layer, collected by span."""
+def cache_form(shape: ModelShape, tp: int = 1) -> Form:
+    """The cache fold of every layer, collected by span: the whole cache, or one of t GPUs' share of it."""
     return collect(
-        [(count, op) for block, count in blocks(shape) for op in layer_ops(shape, block)], op_cache_per_position
+        [(count, op) for block, count in blocks(shape) for op in layer_ops(shape, block)],
+        lambda op: cache_per_position_on_gpu(op, tp),
     )
 
 
@@ -43,12 +54,12 @@ def cache_steps(shape: ModelShape) -> tuple[int, ...]:
     return tuple(sorted({span.compress or 1 for per, span, _ in cache_form(shape) if per in STEPPED_RATES}))
 
 
-def kv_cache_ceiling_bytes(shape: ModelShape, tokens: int, batch: int, dtype: Dtype) -> int:
+def kv_cache_ceiling_bytes(shape: ModelShape, tokens: int, batch: int, dtype: Dtype, tp: int = 1) -> int:
     """A bound of the cache at every length up to T, nondecreasing in T: kv_cache_bytes with each unclosed window
     counted full, min(T, m - 1) positions where the cache holds T mod m (its other rows never shrink). Equal to
     kv_cache_bytes for a cache that does not step."""
     elements = 0
-    for per, span, value in cache_form(shape):
+    for per, span, value in cache_form(shape, tp):
         if per == "compressed_tail":
             elements += value * min(tokens, (span.compress or 1) - 1)
         else:
@@ -62,10 +73,13 @@ def kv_cache_bytes_per_token(shape: ModelShape, dtype: Dtype) -> int:
     return kv_cache_elements(shape, 1) * DTYPE_BYTES[dtype]
 
 
-def kv_cache_bytes(shape: ModelShape, tokens: int, batch: int, dtype: Dtype, encoder_tokens: int | None = None) -> int:
+def kv_cache_bytes(
+    shape: ModelShape, tokens: int, batch: int, dtype: Dtype, encoder_tokens: int | None = None, tp: int = 1
+) -> int:
     """The KV cache of B sequences of T tokens: linear in both, except that a sliding-window layer holds at most
-    W tokens. An encoder-decoder model caches T decoder tokens and the encoder tokens' cross keys and values."""
-    return kv_cache_elements(shape, tokens, encoder_tokens) * cached_element_bytes(batch, dtype)
+    W tokens. An encoder-decoder model caches T decoder tokens and the encoder tokens' cross keys and values.
+    `tp`: what one of t tensor-parallel GPUs holds."""
+    return kv_cache_elements(shape, tokens, encoder_tokens, tp) * cached_element_bytes(batch, dtype)
 
 
 def cached_element_bytes(batch: int, dtype: Dtype) -> int:

@@ -25,6 +25,20 @@ from typing import Literal, NamedTuple
 from tfcost.units import Dtype
 
 OpKind = Literal["linear", "scores", "values", "index", "norm", "table", "cache", "state"]
+# The kind of work a row is, for the scenarios (training step time, serving, LoRA): a matmul over tokens, the
+# grouped matmul of routed experts (each token through k of E copies), attention's scores and values over score
+# entries (an indexer's scores too), an elementwise row (norms), a gather (embedding and other tables), or storage
+# (cache and state rows: memory, no work).
+Work = Literal["matmul", "grouped_matmul", "attention", "elementwise", "gather", "storage"]
+# How tensor parallelism splits a linear row (Megatron-LM, Shoeybi et al. 2019 §3): column-parallel rows split their
+# outputs (q, k, v, up, gate: fan_out / t each), row-parallel ones their inputs (the output projection and down: fan_in
+# / t each), so each pair needs one all-reduce. Rows that read a whole tensor-parallel output are the row-parallel
+# ones: their names end so (ROW_PARALLEL_ENDINGS).
+TpSplit = Literal["column", "row", "replicated"]
+ROW_PARALLEL_ENDINGS = ("/o", "/o_groups", "/down", "/out_proj", "/o_proj", "/projection")
+# Rows no weight quantization touches (GPTQ/AWQ/fp8 checkpoints keep them 16-bit, as core/weights.part_kind): the
+# router and a shared-expert gate; norms, tables and biases are not linear weights at all.
+UNQUANTIZED_LINEAR = ("router", "shared_gate")
 
 # What a row's multiplicity counts, per sequence:
 #   token         the layer's own positions, T (a decoder's in an encoder-decoder model)
@@ -120,6 +134,26 @@ class Saved:
 
 
 @dataclass(frozen=True)
+class ExpertGroup:
+    """The routed experts a row belongs to: E experts, k of them per token, beside `shared` always-used ones
+    (DeepSeekMoE, Dai et al. 2024). Under uniform routing B tokens touch E (1 - (1 - k/E)^B) distinct experts in
+    expectation (`distinct_experts`)."""
+
+    experts: int
+    active: int
+    shared: int = 0
+    zero: int = 0  # identity experts the router may also pick (LongCat-Flash): they hold no weights
+
+    def distinct_experts(self, tokens: float) -> float:
+        """Expected distinct experts B tokens route to, each picking k of E without replacement, uniformly: an
+        expert is missed by one token with probability 1 - k/E, by all B independently with (1 - k/E)^B. With Z
+        identity experts among the choices, a weighted expert is picked with probability k/(E + Z)."""
+        if tokens <= 0:
+            return 0.0
+        return self.experts * (1 - (1 - self.active / (self.experts + self.zero)) ** tokens)
+
+
+@dataclass(frozen=True)
 class Op:
     """One row of an operation table.
 
@@ -146,10 +180,49 @@ class Op:
     span: Span = Span()
     dtype: Dtype | None = None  # a state row kept at a fixed dtype (fp32 recurrent states); None: the asked dtype
     saves: tuple[Saved, ...] = ()  # what it keeps for the backward pass (training activations, tfcost.core.activations)
+    experts: ExpertGroup | None = None  # a routed expert row's group (tfcost.core.layers.moe)
 
     @property
     def params_key(self) -> str:
         return self.part or self.name
+
+    @property
+    def work(self) -> Work:
+        """The kind of work the row is (see Work)."""
+        match self.kind:
+            case "linear":
+                return "grouped_matmul" if self.experts is not None else "matmul"
+            case "scores" | "values" | "index":
+                return "attention"
+            case "norm":
+                return "elementwise"
+            case "table":
+                return "gather"
+            case _:
+                return "storage"
+
+    @property
+    def quantizable(self) -> bool:
+        """Whether a weight quantization stores this row's weights below 16 bits: a linear row's, but a router's
+        or a shared-expert gate's (see UNQUANTIZED_LINEAR)."""
+        return self.kind == "linear" and not any(word in self.name for word in UNQUANTIZED_LINEAR)
+
+    @property
+    def tp_split(self) -> TpSplit:
+        """How tensor parallelism splits the row (see TpSplit): linear rows by column or by row, attention over its
+        heads (column-like: each GPU its fan_out / t heads), everything else replicated. A cache or state row's heads
+        are `fan_out`: each GPU holds max(fan_out / t, 1) of them (`tp_share`)."""
+        if self.kind == "linear":
+            return "row" if self.name.endswith(ROW_PARALLEL_ENDINGS) else "column"
+        if self.kind in ("scores", "values", "index"):
+            return "column"
+        return "replicated"
+
+    def tp_share(self, tp: int) -> float:
+        """The share of a cache or state row one of t GPUs holds: its heads split over t, at least one each (a head
+        is replicated when t > heads: vLLM, llm-analysis); a row of one head (MLA's latent) is held whole."""
+        heads = max(self.fan_out, 1)
+        return max(heads // tp, 1) / heads
 
 
 def score_entries(

@@ -22,7 +22,7 @@ ship; biases, where a model has them, are counted with their matrix.
 from __future__ import annotations
 
 from tfcost.core import params
-from tfcost.schema import ModelShape, Quantization, QuantizedPart
+from tfcost.schema import ModelShape, Quantization, QuantizedPart, WeightsDtype
 from tfcost.units import ceil_div
 
 UNQUANTIZED_BYTES = 2  # what a quantized checkpoint keeps at 16 bits (bf16 or fp16)
@@ -31,6 +31,20 @@ FP32_SCALE_BYTES = 4
 FORMAT_GROUP = {"mxfp4": 32, "nvfp4": 16}  # fixed by each format's specification
 BNB_BLOCK = 64  # bitsandbytes' 4-bit blocksize
 BNB_NESTED_BLOCK = 256  # double quantization: 8-bit absmax constants grouped by 256, each group with an fp32 scale
+
+
+# Weights at a dtype asked for (`serve --weights-dtype`), the serving engines' weight-only formats: n x bits / 8,
+# and for 4-bit weights (int4, fp4) one fp16 scale per group of g (zero points, where used, are not counted):
+# 4.125 bits per weight at GPTQ's and AWQ's default group of 128, 4.5 at gpt-fast's 32.
+WEIGHT_BITS: dict[WeightsDtype, int] = {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4, "fp4": 4}
+INT4_GROUP_SIZE = 128  # GPTQ and AWQ's default group size: one scale per 128 weights (`--group-size`)
+GROUP_SCALE_BYTES = FP16_SCALE_BYTES
+
+
+def dtype_bytes(n: int, dtype: WeightsDtype, group_size: int = INT4_GROUP_SIZE) -> int:
+    """n weights at a serving dtype: ceil(n x bits / 8), plus ceil(n / g) fp16 scales for 4-bit weights."""
+    scales = ceil_div(n, group_size) * GROUP_SCALE_BYTES if WEIGHT_BITS[dtype] == 4 else 0
+    return ceil_div(n * WEIGHT_BITS[dtype], 8) + scales
 
 
 def scale_bytes(n: int, q: Quantization) -> int:

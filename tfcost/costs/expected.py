@@ -15,9 +15,10 @@ from itertools import pairwise
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tfcost.core import flops, params
+from tfcost.core import activations, flops, params
 from tfcost.core.blocks import blocks
 from tfcost.core.layers import head_ops, layer_ops
+from tfcost.core.model import model_of
 from tfcost.core.ops import Op, op_flops, op_params
 from tfcost.costs.serving import UNQUANTIZED_BYTES, WEIGHT_BITS
 from tfcost.hardware.rates import bandwidth_bytes_per_s, peak_flops_per_s
@@ -50,7 +51,7 @@ DEQUANT_OPS_PER_WEIGHT: dict[WeightsDtype, int] = {"int8": 2, "int4": 4, "fp4": 
 # t = 2 and 33.7 us at t = 8 (NVIDIA/nccl-tests#123), the model gives 7.8 and 15 us with the LL protocol.
 ALLREDUCE_BASE_LATENCY_S = 6.6e-6
 ALLREDUCES_PER_LAYER = 2  # Megatron-LM: one after attention's row-parallel output, one after the MLP's
-ACTIVATION_BYTES = 2  # bf16 activations travel in the all-reduce
+ACTIVATION_BYTES = activations.ACTIVATION_BYTES["bf16"]  # bf16 activations travel in the all-reduce
 # The CUDA context and library handles (cuBLAS, NCCL) take memory outside PyTorch's allocator: vLLM counts it as
 # "non-torch memory" in its profile run. 0.5 GiB is an assumption (it varies by driver and GPU); a profile may
 # record it.
@@ -247,10 +248,7 @@ def allocated_kv_tokens(tokens: int, block: int) -> int:
 def workspace_bytes(shape: ModelShape, tokens: int, batch: int) -> int:
     """Activation workspace of one forward over `tokens` tokens in flight (B x P in a prefill): the widest
     intermediate of a layer, held once (llm-analysis: in inference the activation memory of a layer is the max of
-    its parts, and layers reuse it): the residual plus max(QKV output, MLP hidden), 16-bit; plus fp32 logits of
-    the B sampled positions."""
-    head_dim = shape.head_dim
-    qkv = (shape.n_heads + 2 * shape.n_kv_heads) * head_dim
-    mlp_width = shape.d_ff * (2 if shape.mlp == "gated" else 1)
-    widest = shape.d_model + max(qkv, mlp_width)
+    its parts, and layers reuse it): the residual plus the widest fused GEMM output of the model's rows (QKV, gate
+    and up, a token's k experts: Model.widest_intermediate), 16-bit; plus fp32 logits of the B sampled positions."""
+    widest = shape.d_model + model_of(shape).widest_intermediate()
     return tokens * widest * ACTIVATION_BYTES + batch * shape.vocab_size * LOGITS_BYTES

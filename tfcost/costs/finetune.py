@@ -12,10 +12,25 @@ head out).
 from __future__ import annotations
 
 from tfcost.core import flops, params
+from tfcost.core.model import model_of, peft_name
+from tfcost.core.ops import Op
 from tfcost.errors import UsageError
 from tfcost.schema import ModelShape
 
-LORA_TARGETS = ("q", "k", "v", "o", "gate", "up", "down")
+# Targets are PEFT's module names (tfcost.core.model.PEFT_NAMES: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj,
+# down_proj, experts, MLA's q_a_proj, q_b_proj, kv_a_proj_with_mqa, kv_b_proj, Mamba's in_proj, x_proj, dt_proj,
+# out_proj), or tfcost's short role names, each the modules that play that role: a query, key or value projection is
+# MLA's low-rank pair where the model has one, so the default q,k,v,o adapts every attention projection of any kind.
+ROLE_TARGETS: dict[str, tuple[str, ...]] = {
+    "q": ("q_proj", "q_a_proj", "q_b_proj"),
+    "k": ("k_proj", "kv_a_proj_with_mqa", "kv_b_proj"),
+    "v": ("v_proj", "kv_a_proj_with_mqa", "kv_b_proj"),
+    "o": ("o_proj",),
+    "gate": ("gate_proj",),
+    "up": ("up_proj",),
+    "down": ("down_proj",),
+}
+LORA_TARGETS = tuple(ROLE_TARGETS)
 NF4_BITS = 4  # QLoRA §3: 4-bit NormalFloat
 NF4_BLOCK = 64  # weights per first-level quantisation constant
 DOUBLE_QUANT_BLOCK = 256  # first-level constants per second-level fp32 constant
@@ -24,31 +39,30 @@ FP32_BITS = 32
 BASE_BYTES = 2  # a LoRA base kept in bf16
 
 
-def target_shapes(shape: ModelShape) -> dict[str, tuple[int, int]]:
-    """(d_in, d_out) of each matrix LoRA can adapt in one layer. A plain MLP's two matrices are `up` and `down`."""
-    d, q, kv, f = shape.d_model, shape.n_heads * shape.head_dim, shape.n_kv_heads * shape.head_dim, shape.d_ff
-    targets = {"q": (d, q), "k": (d, kv), "v": (d, kv), "o": (q, d), "up": (d, f), "down": (f, d)}
-    if shape.mlp == "gated":
-        targets["gate"] = (d, f)
-    return targets
+def target_rows(shape: ModelShape, targets: tuple[str, ...]) -> list[tuple[int, Op]]:
+    """The rows LoRA adapts, with their layer counts: every linear row whose PEFT module name (tfcost.core.model) is a
+    target or plays a target's role (ROLE_TARGETS), each once."""
+    names = {module for target in targets for module in ROLE_TARGETS.get(target, (target,))}
+    return [(count, op) for count, op in model_of(shape).layer_rows() if peft_name(op) in names]
 
 
 def check_targets(shape: ModelShape, targets: tuple[str, ...]) -> None:
-    """Every target must be a matrix of this model's layers (dense attention and MLP: no MoE or MLA adapters)."""
-    if shape.moe is not None or shape.mla is not None or shape.architecture != "decoder":
-        raise UsageError(f"--lora: only dense decoder models are supported, not {shape.name}")
-    known = target_shapes(shape)
-    unknown = [name for name in targets if name not in known]
+    """Every target must name a module of this model's layers (any layer kind: attention, MLA, MLP, experts, Mamba)."""
+    known = sorted(model_of(shape).peft_rows())
+    found = {peft_name(op) for _, op in target_rows(shape, targets)}
+    unknown = [t for t in targets if not found.intersection(ROLE_TARGETS.get(t, (t,)))]
     if unknown or not targets:
-        raise UsageError(f"--lora-targets: {', '.join(unknown) or 'none given'} not among {', '.join(known)}")
+        raise UsageError(
+            f"--lora-targets: {', '.join(unknown) or 'none given'} not among {shape.name}'s modules: "
+            f"{', '.join(known) or 'none'} (or the roles {', '.join(ROLE_TARGETS)})"
+        )
 
 
 def check_rank(shape: ModelShape, rank: int, targets: tuple[str, ...]) -> None:
     """A rank-r adapter B A of a d_in x d_out matrix has rank at most min(d_in, d_out): a larger r adds parameters
     and no expressiveness (Hu et al. 2021, LoRA, §4.1: W0 + BA with B in R^(d x r), A in R^(r x k), "the rank
     r << min(d, k)"), and is refused."""
-    known = target_shapes(shape)
-    narrowest = min(min(known[name]) for name in targets)
+    narrowest = min(min(op.fan_in, op.fan_out) for _, op in target_rows(shape, targets))
     if rank > narrowest:
         raise UsageError(
             f"--lora {rank:,}: above the narrowest adapted matrix's width ({narrowest:,}); an adapter's rank is at "
@@ -57,9 +71,9 @@ def check_rank(shape: ModelShape, rank: int, targets: tuple[str, ...]) -> None:
 
 
 def lora_params(shape: ModelShape, rank: int, targets: tuple[str, ...]) -> int:
-    """Trainable parameters: r (d_in + d_out) per adapted matrix, in every layer."""
-    known = target_shapes(shape)
-    return shape.n_layers * sum(rank * sum(known[name]) for name in targets)
+    """Trainable parameters: r (d_in + d_out) per adapted matrix, in every layer; a routed expert row has one adapter
+    per expert (its copies: Mixtral's experts are E separate w1/w2/w3 modules, each adapted)."""
+    return sum(count * op.copies * rank * (op.fan_in + op.fan_out) for count, op in target_rows(shape, targets))
 
 
 def quantised_linear_params(shape: ModelShape) -> int:

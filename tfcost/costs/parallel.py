@@ -8,7 +8,7 @@ c context-parallel size.
 
 from __future__ import annotations
 
-from tfcost.core import params
+from tfcost.core import activations, params
 from tfcost.core.blocks import layer_count, moe_layer_count
 from tfcost.errors import UsageError
 from tfcost.schema import ModelShape, TrainingSetup
@@ -140,6 +140,6 @@ def all_to_all_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
     if shape.moe is None or setup.ep == 1:
         return 0
     tokens = setup.micro_batch * setup.seq_len // setup.cp
-    element = 4 if setup.precision == "fp32" else 2
+    element = activations.ACTIVATION_BYTES[setup.precision]
     per_pass = tokens * shape.moe.experts_per_token * shape.d_model * element * (setup.ep - 1) // setup.ep
     return 4 * per_pass  # dispatch + combine, forward + backward

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from tfcost.core import flops, memory, params, weights
+from tfcost.core.model import model_of
 from tfcost.errors import TfcostError, UsageError
 from tfcost.hardware.rates import (
     bandwidth_bytes_per_s,
@@ -22,10 +23,13 @@ from tfcost.hardware.rates import (
 from tfcost.schema import GpuSpec, ModelShape, ServingSetup, WeightsDtype
 from tfcost.units import MAX_SIZE, Dtype, ceil_div
 
-WEIGHT_BITS: dict[WeightsDtype, int] = {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4, "fp4": 4}
-INT4_GROUP_SIZE = 128  # GPTQ and AWQ's default group size: one scale per 128 weights (`--group-size`)
-GROUP_SCALE_BYTES = 2  # each group's scale is an fp16 number (zero points, where used, are not counted)
-UNQUANTIZED_BYTES = 2  # embeddings and the output head stay 16-bit under 8- and 4-bit weights
+# One weight-byte model (tfcost.core.weights): a dtype asked for here and a checkpoint's quantization_config.
+WEIGHT_BITS, INT4_GROUP_SIZE, GROUP_SCALE_BYTES = (
+    weights.WEIGHT_BITS,
+    weights.INT4_GROUP_SIZE,
+    weights.GROUP_SCALE_BYTES,
+)
+UNQUANTIZED_BYTES = weights.UNQUANTIZED_BYTES  # embeddings and the output head stay 16-bit under 8- and 4-bit weights
 
 
 def check_generates(shape: ModelShape) -> None:
@@ -51,10 +55,8 @@ def check_tensor_parallel(shape: ModelShape, gpus: int) -> None:
 
 
 def quantized_bytes(n_params: int, dtype: WeightsDtype, group_size: int = INT4_GROUP_SIZE) -> int:
-    """n * bits / 8, and for 4-bit weights (int4, fp4) one 16-bit scale per group: 4.125 bits per weight at the
-    default group of 128, 4.5 at gpt-fast's 32."""
-    scales = ceil_div(n_params, group_size) * GROUP_SCALE_BYTES if WEIGHT_BITS[dtype] == 4 else 0
-    return ceil_div(n_params * WEIGHT_BITS[dtype], 8) + scales
+    """n weights at a serving dtype (`weights.dtype_bytes`)."""
+    return weights.dtype_bytes(n_params, dtype, group_size)
 
 
 def quantized_params(shape: ModelShape, dtype: WeightsDtype) -> int:
@@ -82,6 +84,33 @@ def served_weight_bytes(shape: ModelShape, dtype: WeightsDtype | None, group_siz
     if dtype is None:
         return weights.checkpoint_weight_bytes(shape)
     return weight_bytes(shape, dtype, group_size)
+
+
+def routed_expert_bytes(shape: ModelShape, dtype: WeightsDtype | None, group_size: int = INT4_GROUP_SIZE) -> int:
+    """Bytes of every routed expert as served: at `dtype` (quantized below 16 bits as the blocks are), else as the
+    checkpoint's quantization stores the experts (tfcost.core.weights), else 16-bit."""
+    routed = model_of(shape).routed_expert_params()
+    if dtype is not None:
+        return quantized_bytes(routed, dtype, group_size)
+    q = shape.quantization
+    if q is not None and "experts" not in q.not_converted:
+        return weights.quantized_bytes(routed, q)
+    return routed * UNQUANTIZED_BYTES
+
+
+def unread_expert_bytes_per_gpu(
+    shape: ModelShape, dtype: WeightsDtype | None, tokens: int, gpus: int, group_size: int = INT4_GROUP_SIZE
+) -> int:
+    """Routed expert bytes one GPU does not read in a forward pass over `tokens` tokens: in each MoE layer the experts
+    no token routes to, E - E (1 - (1 - k/E)^B) of E in expectation under uniform routing (Model.untouched_expert_
+    params). A decode step of one sequence reads k of E (2 of 8 for Mixtral); a large prefill nearly all. Tensor
+    parallelism splits every expert over the t GPUs, so each GPU skips the same share."""
+    model = model_of(shape)
+    routed = model.routed_expert_params()
+    if not routed:
+        return 0
+    unread = model.untouched_expert_params(tokens) / routed * routed_expert_bytes(shape, dtype, group_size)
+    return int(unread) // gpus
 
 
 def with_weights_dtype(shape: ModelShape, setup: ServingSetup) -> ServingSetup:
@@ -129,17 +158,10 @@ def kv_heads_per_gpu(shape: ModelShape, gpus: int) -> int:
 def kv_cache_bytes_per_gpu(
     shape: ModelShape, tokens: int, batch: int, dtype: Dtype, gpus: int, encoder_tokens: int | None = None
 ) -> int:
-    """The KV cache of B sequences of `tokens` tokens held by one of t GPUs: its share of the key-value heads.
-    MLA's latent serves every head, so each GPU holds all of it (it is replicated across tensor-parallel ranks;
+    """The KV cache of B sequences of `tokens` tokens held by one of t GPUs: each cache row's share by its heads
+    (memory.cache_per_position_on_gpu: K/t key-value heads, at least one; MLA's latent whole on every GPU,
     NVIDIA/TensorRT-LLM#15162). An encoder-decoder model also caches `encoder_tokens` cross keys and values."""
-    return kv_share_per_gpu(shape, memory.kv_cache_bytes(shape, tokens, batch, dtype, encoder_tokens), gpus)
-
-
-def kv_share_per_gpu(shape: ModelShape, total: int, gpus: int) -> int:
-    """One GPU's share of a whole-model cache: all of MLA's latent, else its key-value heads' part."""
-    if shape.mla is not None:
-        return total
-    return total * kv_heads_per_gpu(shape, gpus) // shape.n_kv_heads
+    return memory.kv_cache_bytes(shape, tokens, batch, dtype, encoder_tokens, gpus)
 
 
 def state_bytes_per_gpu(shape: ModelShape, batch: int, dtype: Dtype, gpus: int) -> int:
@@ -190,7 +212,7 @@ def stepped_max_context(
     left = kv_budget_bytes - state_bytes_of_batch
 
     def fits(tokens: int) -> bool:
-        return kv_share_per_gpu(shape, memory.kv_cache_ceiling_bytes(shape, tokens, batch, dtype), gpus) <= left
+        return memory.kv_cache_ceiling_bytes(shape, tokens, batch, dtype, gpus) <= left
 
     if left < 0 or not fits(1):
         return 0
@@ -324,8 +346,12 @@ def roofline(flops_per_gpu: int, bytes_per_gpu: int, peak: float, bandwidth: flo
 def prefill_roofline(
     shape: ModelShape, setup: ServingSetup, weights_per_gpu: int, peak: float, bandwidth: float
 ) -> Roofline:
-    """Prefill: the B prompts' forward pass; every weight read once and the prompts' keys and values written."""
+    """Prefill: the B prompts' forward pass; every weight read once (routed experts no prompt token picks excepted)
+    and the prompts' keys and values written."""
     gpus, batch = setup.gpus, setup.batch
+    weights_per_gpu -= unread_expert_bytes_per_gpu(
+        shape, setup.weights_dtype, batch * setup.prompt, gpus, setup.group_size
+    )
     tokens, encoder_tokens = cached_positions(shape, setup.prompt, 1 if is_encoder_decoder(shape) else 0)
     kv = kv_cache_bytes_per_gpu(shape, tokens, batch, setup.kv_dtype, gpus, encoder_tokens)
     kv += state_bytes_per_gpu(shape, batch, setup.kv_dtype, gpus)  # each prompt's final state, written once
@@ -336,8 +362,9 @@ def prefill_roofline(
 def decode_roofline(
     shape: ModelShape, setup: ServingSetup, held_per_gpu: int, peak: float, bandwidth: float
 ) -> Roofline:
-    """A decode step at the end of generation: one token per sequence, reading every weight and the whole cache
-    (what a GPU holds)."""
+    """A decode step at the end of generation: one token per sequence, reading what a GPU holds, every weight and the
+    whole cache, but the routed experts none of the B tokens picks (`unread_expert_bytes_per_gpu`)."""
     context, encoder_tokens = cached_positions(shape, setup.prompt, setup.generate)
+    held_per_gpu -= unread_expert_bytes_per_gpu(shape, setup.weights_dtype, setup.batch, setup.gpus, setup.group_size)
     work = share_per_gpu(decode_step_flops(shape, context, setup.batch, encoder_tokens), setup.gpus)
     return roofline(work, held_per_gpu, peak, bandwidth)

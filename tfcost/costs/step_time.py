@@ -2,11 +2,13 @@
 one micro-batch on the busiest pipeline stage, summed op by op, times the micro-batches, plus the pipeline bubble,
 the data-parallel gradient sync and the optimizer step. Nothing here is fitted to a run's step time.
 
-Per layer, per micro-batch of b sequences, on one GPU (t tensor-, c context-parallel):
-- matmuls: the layer's linear FLOPs (the core's count) x 3 (forward, two backward GEMMs) / (peak x e), where e is
-  the GPU's measured largest matmul efficiency (MAMF, ml-engineering's table) times the wave-quantization
-  efficiency of the layer's GEMMs: a GEMM runs in waves of one output tile (256 x 128) per SM, and a last wave
-  that is part-full costs a whole one (NVIDIA, "Matrix Multiplication Background User's Guide" §3.2);
+Per layer, per micro-batch of b sequences, on one GPU (t tensor-, c context-parallel), each a fold over the model's
+rows (tfcost.core.model.Model), the average of its layers:
+- matmuls: the layers' linear rows as GEMMs (`layer_gemms`: their FLOPs are the core's count) x 3 (forward, two
+  backward GEMMs) / (peak x e), where e is the GPU's measured largest matmul efficiency (MAMF, ml-engineering's
+  table) times the wave-quantization efficiency of the layer's GEMMs: a GEMM runs in waves of one output tile
+  (256 x 128) per SM, and a last wave that is part-full costs a whole one (NVIDIA, "Matrix Multiplication
+  Background User's Guide" §3.2);
 - attention: QK^T and AV at the same efficiency, plus the score tensor's memory traffic (written by QK^T, read
   and written by the fused scale-mask-softmax and by dropout with its 1-byte mask, read by AV: 13 bytes per entry
   in 16-bit, Megatron-LM's kernels); with flash attention, the kernel at FlashAttention-2's measured efficiency,
@@ -17,13 +19,17 @@ Per layer, per micro-batch of b sequences, on one GPU (t tensor-, c context-para
 - tensor-parallel communication: per layer 4 all-gathers/reduce-scatters forward and 6 backward with sequence
   parallelism (the all-gather is redone for the weight gradients), or 2 + 2 all-reduces without, of the
   b x T/c x d activations, ring cost (t-1)/t x size / bandwidth (Megatron-LM runs them unoverlapped);
-- context-parallel ring attention: c-1 exchanges of K and V forward, of K, V and their gradients backward;
+- context-parallel ring attention: c-1 exchanges of what the cache rows hold (K and V; MLA's latent) forward, of
+  them and their gradients backward;
 - expert parallelism: the all-to-all dispatch and combine of each MoE layer, forward and backward
   (`parallel.all_to_all_bytes`), over NVLink while t x e fits in a node;
 - pipeline: each stage boundary sends one micro-batch's activations forward and their gradients back, split over
-  t (Narayanan et al. 2021 §4.1), over the network; bubble (p-1)/v of one micro-batch's stage time;
-- data parallelism: a ring all-reduce of the fp32 gradients once a step (reduce-scatter + all-gather under
-  ZeRO, the same volume), and ZeRO-3's weight all-gathers each forward and backward. Gradients are reduced in
+  t (Narayanan et al. 2021 §4.1), over the network unless the whole run is one node; bubble (p-1)/v of one
+  micro-batch's stage time;
+- data parallelism: an all-reduce of the fp32 gradients once a step (reduce-scatter + all-gather under ZeRO, the
+  same volume), and ZeRO-3's weight all-gathers each forward and backward, each hierarchical: a ring inside the
+  node on its link (NVLink, xGMI, PCIe; the GPU table's gpus_per_node), then a ring across the nodes of the 1/n
+  shard each GPU holds (`hierarchical_ring_seconds`; docs/formulas.md, "Collectives"). Gradients are reduced in
   fp32: Megatron-LM's default under --bf16 (arguments.py sets accumulate_allreduce_grads_in_fp32 unless told
   --grad-reduce-in-bf16), NeMo's ("the default fp32 precision") and torchtitan's (mixed_precision_reduce float32).
   By default (`dp_overlap`) these collectives run in per-layer buckets overlapped with compute, as PyTorch DDP's
@@ -41,8 +47,12 @@ Collectives run at the bus bandwidth nccl-tests measure: 200 of NVLink 3's 300 G
 
 from __future__ import annotations
 
-from tfcost.core import activations, flops, params
+from collections import Counter
+from dataclasses import dataclass
+
+from tfcost.core import activations, params
 from tfcost.core.blocks import layer_count, moe_layer_count
+from tfcost.core.model import model_of
 from tfcost.costs import parallel, training
 from tfcost.hardware import rates as hardware
 from tfcost.schema import GpuSpec, ModelShape, TrainingSetup
@@ -64,21 +74,43 @@ def wave_efficiency(rows: int, cols: int, sms: int) -> float:
     return tiles / (ceil_div(tiles, sms) * sms)
 
 
-def layer_gemms(shape: ModelShape, tokens: int, tp: int) -> list[tuple[int, int, int]]:
-    """(rows, inner, cols) of one layer's forward GEMMs on one GPU: fused QKV and the output projection, the MLP's
-    input (gate and up fused when gated) and output. An MoE layer's experts take tokens x k rows."""
-    q, kv = shape.n_heads * shape.head_dim, shape.n_kv_heads * shape.head_dim
-    d = shape.d_model
-    width, rows = training.mlp_hidden_width(shape), tokens
-    if shape.moe is not None:
-        width, rows = shape.moe.expert_d_ff, tokens * shape.moe.experts_per_token
-    gated = 2 if shape.mlp == "gated" else 1
-    return [
-        (tokens, d, (q + 2 * kv) // tp),
-        (tokens, q // tp, d),
-        (rows, d, gated * width // tp),
-        (rows, width // tp, d),
-    ]
+def layer_gemms(
+    shape: ModelShape, tokens: int, tp: int, seq_len: int | None = None, cp: int = 1
+) -> list[tuple[int, int, int]]:
+    """(rows, inner, cols) of every layer's forward GEMMs on one GPU over `tokens` = b T / c positions, read from the
+    model's linear rows (`Model.gemms`: q, k, v fused, gate and up fused, a routed expert row tokens x k rows of one
+    expert's width, column rows split by t in their columns, row-parallel rows in their inner dimension). Their
+    FLOPs, 2 x rows x inner x cols, are the core's linear FLOPs fold. `seq_len`: T (default: `tokens`, one sequence)."""
+    seq = tokens * cp if seq_len is None else seq_len
+    return model_of(shape).gemms(seq, tokens * cp // seq, tp, cp)
+
+
+@dataclass(frozen=True)
+class MatmulTerms:
+    """The matmul fold of one layer's forward, one micro-batch on one GPU: the layers' distinct GEMMs (count, rows,
+    inner, cols), their FLOPs per layer Σ count·2·rows·inner·cols / L, and the time at peak x efficiency."""
+
+    gemms: tuple[tuple[int, int, int, int], ...]
+    layers: int
+    flops_per_layer: float
+    peak: float
+    efficiency: float
+
+    @property
+    def seconds(self) -> float:
+        return self.flops_per_layer / (self.peak * self.efficiency)
+
+
+def matmul_terms(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> MatmulTerms:
+    """One layer's forward GEMMs (`layer_gemms`) and their time: what layer_seconds charges and --explain shows."""
+    t, c, s = setup.tp, setup.cp, setup.seq_len
+    gemms = layer_gemms(shape, setup.micro_batch * s // c, t, s, c)
+    layers = model_of(shape).n_layers
+    counted = Counter(gemms)
+    flops = sum(count * 2 * rows * inner * cols for (rows, inner, cols), count in counted.items()) / layers
+    efficiency = matmul_efficiency(gpu, gemms) if gemms else gpu.matmul_efficiency or 1.0
+    distinct = tuple((count, *gemm) for gemm, count in counted.items())
+    return MatmulTerms(distinct, layers, flops, training.peak_flops_per_s(gpu, setup.precision), efficiency)
 
 
 def matmul_efficiency(gpu: GpuSpec, gemms: list[tuple[int, int, int]]) -> float:
@@ -94,57 +126,123 @@ def ring_seconds(size_bytes: float, ranks: int, bandwidth: float) -> float:
     return 0.0 if ranks == 1 else (ranks - 1) / ranks * size_bytes / bandwidth
 
 
+def node_size(gpu: GpuSpec) -> int:
+    """GPUs one node joins by its intra-node link (NVLink/NVSwitch, xGMI, PCIe): the GPU table's, else
+    GPUS_PER_NODE (an HGX/DGX board of 8, the most common server)."""
+    return gpu.gpus_per_node or GPUS_PER_NODE
+
+
 def link_bandwidth(gpu: GpuSpec, group: int, inside_node: bool) -> float:
-    """Bytes/s a collective over `group` GPUs gets per GPU: NVLink's inside a node, the network's across."""
-    if inside_node and group <= GPUS_PER_NODE:
-        return gpu.intra_node_bandwidth_gb_per_s * GIGA * NVLINK_BUS_EFFICIENCY  # type: ignore[operator]
+    """Bytes/s a collective over `group` GPUs gets per GPU: the intra-node link's inside a node (when the group fits
+    in one), the network's across."""
+    if inside_node and group <= node_size(gpu) and gpu.intra_node_bandwidth_gb_per_s is not None:
+        return gpu.intra_node_bandwidth_gb_per_s * GIGA * NVLINK_BUS_EFFICIENCY
     return gpu.inter_node_bandwidth_gb_per_s * GIGA * NETWORK_BUS_EFFICIENCY  # type: ignore[operator]
+
+
+def data_parallel_split(gpu: GpuSpec, setup: TrainingSetup) -> tuple[int, int]:
+    """(ranks inside one node, nodes) of the group the gradients are reduced over (N_d x c ranks: Megatron-LM reduces
+    over data and context parallel together). Megatron-LM orders the ranks tensor first, then context, then data
+    parallel (parallel_state's order "tp-cp-ep-dp-pp"), so a node of n GPUs holds n / t of that group's ranks and
+    the group spans the rest in nodes."""
+    replicas = setup.data_parallel * setup.cp
+    inside = max(1, min(replicas, node_size(gpu) // setup.tp))
+    while replicas % inside:
+        inside -= 1
+    return inside, replicas // inside
+
+
+@dataclass(frozen=True)
+class RingTerms:
+    """One hierarchical reduce-scatter (or all-gather) of `size` bytes: a ring of `inside` ranks on the node's link at
+    `intra` bytes/s, then a ring of `nodes` over the size / inside shard at `inter` bytes/s (0: not crossed)."""
+
+    size: float
+    inside: int
+    nodes: int
+    intra: float
+    inter: float
+
+    @property
+    def seconds(self) -> float:
+        intra = ring_seconds(self.size, self.inside, self.intra) if self.inside > 1 else 0.0
+        inter = ring_seconds(self.size / self.inside, self.nodes, self.inter) if self.nodes > 1 else 0.0
+        return intra + inter
+
+
+def hierarchical_ring_terms(size_bytes: float, gpu: GpuSpec, setup: TrainingSetup) -> RingTerms:
+    """One reduce-scatter (or all-gather) of `size_bytes` over the data-parallel group, hierarchically: a ring inside
+    each node over its intra-node link, then a ring across the nodes of the 1/n_in shard each GPU then holds, every
+    GPU of a node on its own network port at once (NCCL's and Horovod's hierarchical all-reduce; the bandwidth term of
+    Calculon's two-level data-parallel network). All inside one node: the intra-node ring alone."""
+    inside, nodes = data_parallel_split(gpu, setup)
+    intra = link_bandwidth(gpu, inside, True) if inside > 1 else 0.0
+    inter = link_bandwidth(gpu, nodes, False) if nodes > 1 else 0.0
+    return RingTerms(size_bytes, inside, nodes, intra, inter)
+
+
+def hierarchical_ring_seconds(size_bytes: float, gpu: GpuSpec, setup: TrainingSetup) -> float:
+    """`hierarchical_ring_terms`' time."""
+    return hierarchical_ring_terms(size_bytes, gpu, setup).seconds
+
+
+def gradient_bucket_bytes(shape: ModelShape, setup: TrainingSetup, n_layers: int) -> float:
+    """One layer's bucket of fp32 gradients on one GPU: what is trained (the adapters alone under LoRA), routed
+    experts split over e, the rest over t x p, over the stage's layers."""
+    experts = parallel.routed_expert_params(shape) if setup.ep > 1 else 0
+    params_per_gpu = (params.total_params(shape) - experts + experts / setup.ep) / (setup.tp * setup.pp)
+    if setup.lora_rank is not None:
+        params_per_gpu = training.trainable_params(shape, setup) / (setup.tp * setup.pp)
+    return params_per_gpu / n_layers * MAIN_GRAD_BYTES
 
 
 def can_predict(gpu: GpuSpec, setup: TrainingSetup) -> bool:
     """Whether the GPU table has what the prediction needs for this layout."""
     if gpu.matmul_efficiency is None or gpu.sm_count is None:
         return False
-    needs_intra = setup.tp * setup.cp * setup.ep > 1
-    needs_inter = setup.pp > 1 or setup.data_parallel * setup.cp > 1 or setup.tp * setup.cp > GPUS_PER_NODE
+    inside, nodes = data_parallel_split(gpu, setup)
+    needs_intra = setup.tp * setup.cp * setup.ep > 1 or inside > 1
+    needs_inter = setup.pp > 1 or nodes > 1 or setup.tp * setup.cp > node_size(gpu)
     return (not needs_intra or gpu.intra_node_bandwidth_gb_per_s is not None) and (
         not needs_inter or gpu.inter_node_bandwidth_gb_per_s is not None
     )
 
 
 def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict[str, float]:
-    """One layer's forward and backward of one micro-batch on one GPU, by part (the module docstring)."""
+    """One layer's forward and backward of one micro-batch on one GPU, by part (the module docstring): the average
+    of the model's layers, each part a fold over their rows (`tfcost.core.model.Model`)."""
     t, c, b, s = setup.tp, setup.cp, setup.micro_batch, setup.seq_len
+    model = model_of(shape)
+    n_layers = model.n_layers
     element = activations.ACTIVATION_BYTES[setup.precision]
     peak = training.peak_flops_per_s(gpu, setup.precision)
     bandwidth = hardware.bandwidth_bytes_per_s(gpu)
     tokens = b * s // c
-    parts = flops.forward_flops_breakdown(shape, s)
-    per_gpu = b / (layer_count(shape) * t * c)  # one layer's share of a micro-batch's forward FLOPs on one GPU
-    scores = sum(v for k, v in parts.items() if k.endswith(("/scores", "/values")))  # every attention's, cross too
-    attention_flops = scores * per_gpu
-    linear_flops = sum(parts.values()) - scores - parts.get("output_head", 0)
-    efficiency = matmul_efficiency(gpu, layer_gemms(shape, tokens, t))
-    matmul_fwd = linear_flops * per_gpu / (peak * efficiency)
+    per_gpu = b / (n_layers * t * c)  # one layer's share of a micro-batch's forward FLOPs on one GPU
+    attention_flops = model.attention_flops(s) * per_gpu  # QK^T, AV (cross-attention's too) and an indexer's
+    gemm = matmul_terms(shape, gpu, setup)
+    efficiency, matmul_fwd = gemm.efficiency, gemm.seconds
 
-    d, width = shape.d_model, training.mlp_hidden_width(shape)
+    d = shape.d_model
     d_wide = shape.block_norms * 2 * element + 2 * (
         3 * element + activations.DROPOUT_MASK_BYTES
     )  # norms, residual adds
-    activation = (3 if shape.mlp == "gated" else 2) * element * width
+    activation = element * model.activation_elements_per_token()  # the MLP rows' activations (none without an MLP)
     elementwise_fwd = tokens * (d_wide * d / (t if setup.sequence_parallel else 1) + activation / t) / bandwidth
     if setup.flash:
         attention_fwd = attention_flops / (peak * FLASH_EFFICIENCY)
         attention_bwd = FLASH_BACKWARD_FACTOR * attention_fwd
-    else:
-        entries = b * shape.n_heads // t * s * s // c
+    else:  # the score entries each scores row's heads materialise, split over t by heads and c by queries
+        entries = b * model.score_entries(s) / (n_layers * t * c)
         attention_fwd = attention_flops / (peak * efficiency) + entries * SCORE_BYTES_PER_ENTRY / bandwidth
         attention_bwd = 2 * attention_fwd
 
     activations_bytes = tokens * d * element
     tp_unit = ring_seconds(activations_bytes, t, link_bandwidth(gpu, t, True)) if t > 1 else 0.0
     tp_fwd, tp_bwd = (4 * tp_unit, 6 * tp_unit) if setup.sequence_parallel else (4 * tp_unit, 4 * tp_unit)
-    kv_bytes = 2 * tokens * shape.n_kv_heads * shape.head_dim // t * element
+    # Ring attention passes each GPU's cached keys and values (what the cache rows hold: 2 K Q for GQA, MLA's
+    # latent) around the c ranks: the cache width of one layer, its share on one of t GPUs.
+    kv_bytes = tokens * model.cache_width(t) / n_layers * element
     cp_fwd = (c - 1) * kv_bytes / link_bandwidth(gpu, t * c, True) if c > 1 else 0.0
 
     ep_bytes = parallel.all_to_all_bytes(shape, setup) * moe_share(shape)
@@ -201,12 +299,13 @@ def moe_share(shape: ModelShape) -> float:
 
 
 def head_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> float:
-    """The output head's forward and backward for one micro-batch on the last stage, split over t (vocabulary
-    parallel), at the GPU's measured matmul efficiency."""
+    """The matmuls outside the layers (the output head, and an embedding projection or pooler where a model has
+    them) forward and backward for one micro-batch, on the last stage, split over t (vocabulary parallel), at the
+    GPU's measured matmul efficiency."""
     peak = training.peak_flops_per_s(gpu, setup.precision)
     assert gpu.matmul_efficiency is not None
-    head = flops.forward_flops_breakdown(shape, setup.seq_len).get("output_head", 0)
-    return 3 * head * setup.micro_batch / (setup.tp * setup.cp) / (peak * gpu.matmul_efficiency)
+    outside = model_of(shape).outside_linear_flops(setup.seq_len)
+    return 3 * outside * setup.micro_batch / (setup.tp * setup.cp) / (peak * gpu.matmul_efficiency)
 
 
 def step_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict[str, float]:
@@ -220,7 +319,9 @@ def step_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict[
     m, v, p = parallel.micro_batches(setup), setup.virtual_stages, setup.pp
     element = activations.ACTIVATION_BYTES[setup.precision]
     boundary = setup.micro_batch * setup.seq_len // setup.cp * shape.d_model * element / setup.tp
-    p2p = 2 * v * boundary / link_bandwidth(gpu, p, False) if p > 1 else 0.0
+    # Pipeline stages are the outermost ranks (Megatron-LM's order tp-cp-ep-dp-pp): neighbours share a node only
+    # when the whole run fits in one, else the send crosses the network.
+    p2p = 2 * v * boundary / link_bandwidth(gpu, setup.gpus, True) if p > 1 else 0.0
     micro_batch = times[busiest] + p2p
 
     n_layers = stages[busiest]
@@ -245,18 +346,19 @@ def step_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict[
 
 def dp_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup, n_layers: int, layer: dict[str, float]) -> float:
     """The data-parallel collectives' exposed time in one step on a stage of `n_layers` layers: its parameters in
-    one bucket a layer; per bucket a ring reduce-scatter of the fp32 gradients and a ring all-gather (together the
-    all-reduce), and under ZeRO-3 an all-gather of the weights in every forward and backward. Without overlap all
-    of it; with it (the default) `overlapped_seconds` in each pass (the module docstring)."""
+    one bucket a layer; per bucket a reduce-scatter of the fp32 gradients of what is trained (the adapters alone
+    under LoRA) and an all-gather (together the all-reduce), and under ZeRO-3 an all-gather of every weight in
+    every forward and backward, each hierarchical (inside the node on its link, then across nodes:
+    `hierarchical_ring_seconds`). Without overlap all of it; with it (the default) `overlapped_seconds` in each
+    pass (the module docstring)."""
     replicas, m = setup.data_parallel * setup.cp, parallel.micro_batches(setup)
     if replicas == 1:
         return 0.0
     experts = parallel.routed_expert_params(shape) if setup.ep > 1 else 0
     params_per_gpu = (params.total_params(shape) - experts + experts / setup.ep) / (setup.tp * setup.pp)
-    bandwidth = link_bandwidth(gpu, replicas, False)
-    half = ring_seconds(params_per_gpu / n_layers * MAIN_GRAD_BYTES, replicas, bandwidth)
+    half = hierarchical_ring_seconds(gradient_bucket_bytes(shape, setup, n_layers), gpu, setup)
     element = activations.ACTIVATION_BYTES[setup.precision]
-    gather = ring_seconds(params_per_gpu / n_layers * element, replicas, bandwidth) if setup.zero == 3 else 0.0
+    gather = hierarchical_ring_seconds(params_per_gpu / n_layers * element, gpu, setup) if setup.zero == 3 else 0.0
     if not setup.dp_overlap:
         return n_layers * (2 * half + 2 * m * gather)
     forward = layer_forward_seconds(layer, setup)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from tfcost.core import activations, flops, params
 from tfcost.core.blocks import Block, layer_count
+from tfcost.core.model import model_of
 from tfcost.costs import finetune, fit, parallel
 from tfcost.costs.precision import bytes_per_param
 from tfcost.errors import TfcostError
@@ -259,10 +260,9 @@ def trainable_params(shape: ModelShape, setup: TrainingSetup) -> int:
 
 
 def largest_weight_params(shape: ModelShape) -> int:
-    """The biggest single weight matrix: the embedding or head (V x d), an MLP matrix (d x F) or the query
-    projection (d x H*Q). Under optimizer-in-backward only one parameter's gradient is alive at a time."""
-    return max(shape.vocab_size * shape.d_model, shape.d_model * mlp_hidden_width(shape),
-               shape.d_model * shape.n_heads * shape.head_dim)  # fmt: skip
+    """The biggest single weight matrix (Model.largest_matrix_params: the embedding or head, an MLP matrix, one
+    expert's, the query projection). Under optimizer-in-backward only one parameter's gradient is alive at a time."""
+    return model_of(shape).largest_matrix_params()
 
 
 def zero3_gathered_bytes(layer_params: int, setup: TrainingSetup) -> int:
@@ -290,6 +290,14 @@ def measured_activation_bytes(saved: int, scores: int, flash: bool) -> int:
     """Activations measured (what autograd saved in one training forward, the transformers engine's), less the T x T
     scores under fused attention: FlashAttention stores none of them."""
     return saved - scores if flash else saved
+
+
+def frozen_base_bytes_per_gpu(shape: ModelShape, setup: TrainingSetup) -> int:
+    """The frozen base (bf16, or NF4 under QLoRA) on one GPU: split over t x p, and under ZeRO-3 / FSDP sharded over
+    the N_d x c data-parallel ranks too, as FSDP shards every parameter whether it trains or not: FSDP-QLoRA shards
+    the NF4 base, "that can train a 70b model on two 24GB GPUs" (answer.ai/posts/2024-03-06-fsdp-qlora)."""
+    shards = setup.tp * setup.pp * (setup.data_parallel * setup.cp if setup.zero == 3 else 1)
+    return ceil_div(finetune.frozen_base_bytes(shape, setup.qlora), shards)
 
 
 def memory_per_gpu(shape: ModelShape, setup: TrainingSetup) -> dict[str, int]:
@@ -321,7 +329,7 @@ def memory_per_gpu(shape: ModelShape, setup: TrainingSetup) -> dict[str, int]:
     elif setup.zero == 3:
         parts["weights"] += zero3_gathered_bytes(params.params_per_layer(shape), setup)
     if setup.lora_rank is not None:  # the frozen base besides the adapters' own weights
-        parts["weights"] += ceil_div(finetune.frozen_base_bytes(shape, setup.qlora), setup.tp * setup.pp)
+        parts["weights"] += frozen_base_bytes_per_gpu(shape, setup)
     if setup.optimizer_in_backward:
         per_param = bytes_per_param(setup.precision, setup.optimizer)["gradients"]
         parts["gradients"] = min(parts["gradients"], ceil_div(largest_weight_params(shape) * per_param, setup.tp))

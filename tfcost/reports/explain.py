@@ -30,9 +30,10 @@ from tfcost.core.ops import (
     op_flops,
     op_params,
     op_score_term_per_position,
+    rate_multiplicity,
 )
 from tfcost.costs import crossover, serving
-from tfcost.schema import ModelShape, ServingSetup, TrainingSetup
+from tfcost.schema import GpuSpec, ModelShape, ServingSetup, TrainingSetup
 from tfcost.units import DTYPE_BYTES, Dtype, Unit, human
 
 PARAMS = "docs/formulas.md, Parameters"
@@ -41,6 +42,8 @@ SIX_N = "docs/formulas.md, FLOPs (Kaplan et al. 2020 §2.1)"
 MEMORY = "docs/formulas.md, Memory of inference"
 TRAINING = "docs/formulas.md, Training"
 SERVING = "docs/formulas.md, Serving"
+ROWS = "docs/formulas.md, One model, built once"
+LINKS = "docs/formulas.md, Collectives on the link they cross"
 ENGINE = "docs/formulas.md, Train and serve through the transformers engine"
 
 
@@ -520,10 +523,12 @@ def train_lines(
     held: dict[str, int],
     activations_by_kind: tuple[tuple[Block, int, int], ...],
     logits: int,
+    gpu: GpuSpec | None = None,
 ) -> list[Line]:
     """`tfcost train`'s main quantities: 6ND, the exact model FLOPs (3 x forward per sequence, x D / T), the wall
-    clock at an MFU, and the memory per GPU by part. `seconds_from_mfu` is (seconds, peak FLOP/s, MFU) when the
-    time comes from an MFU; `held` is training.memory_per_gpu."""
+    clock at an MFU, the predicted step's matmuls and gradient reduce (when `gpu` is given: the step is predicted),
+    and the memory per GPU by part. `seconds_from_mfu` is (seconds, peak FLOP/s, MFU) when the time comes from an
+    MFU; `held` is training.memory_per_gpu."""
     from tfcost.costs import training  # train only: estimate need not import them
 
     t, d = setup.seq_len, setup.tokens
@@ -532,7 +537,47 @@ def train_lines(
     out += forward_lines(shape, t, False)
     per_sequence = flops.training_flops(shape, t)
     out += run_lines(setup, per_sequence if setup.lora_rank is None else None, model_flops, seconds_from_mfu)
+    if gpu is not None:
+        out += step_lines(shape, gpu, setup)
     out += train_memory_lines(shape, setup, held, activations_by_kind, logits)
+    return out
+
+
+def step_lines(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> list[Line]:
+    """The predicted step's terms as step_time computes them (its MatmulTerms and RingTerms, not a restatement):
+    one layer's forward GEMMs from the rows, and the hierarchical reduce-scatter of one layer's gradient bucket."""
+    from tfcost.costs import step_time  # train only
+
+    gemm = step_time.matmul_terms(shape, gpu, setup)
+    sums = " + ".join(f"{number(count)}·2·{number(r)}·{number(i)}·{number(c)}" for count, r, i, c in gemm.gemms)
+    out = [
+        line(
+            "matmuls, one layer's forward, one micro-batch on one GPU, seconds",
+            "Σ GEMMs of the rows: layers·2·rows·inner·cols / L / (peak x measured x wave efficiency)",
+            f"({sums or 0}) / {gemm.layers} / ({real(gemm.peak)}·{real(gemm.efficiency)})",
+            gemm.seconds,
+            "seconds",
+            ROWS,
+        )
+    ]
+    if setup.data_parallel * setup.cp > 1 and setup.pp == 1:
+        ring = step_time.hierarchical_ring_terms(step_time.gradient_bucket_bytes(shape, setup, gemm.layers), gpu, setup)
+        intra = f"({ring.inside} - 1)/{ring.inside}·{real(ring.size)}/{real(ring.intra)}" if ring.inside > 1 else "0"
+        inter = (
+            f"({ring.nodes} - 1)/{ring.nodes}·{real(ring.size)}/{ring.inside}/{real(ring.inter)}"
+            if ring.nodes > 1
+            else "0"
+        )
+        out.append(
+            line(
+                "gradient reduce-scatter of one layer's bucket, seconds",
+                "(n_in - 1)/n_in x S / B_node + (n_nodes - 1)/n_nodes x S/n_in / B_network",
+                f"{intra} + {inter}",
+                ring.seconds,
+                "seconds",
+                LINKS,
+            )
+        )
     return out
 
 
@@ -722,19 +767,33 @@ def serve_lines(
     tokens, encoder_tokens = serving.cached_positions(shape, setup.prompt, setup.generate)
     if encoder_tokens is None:
         out += kv_lines(shape, tokens, setup.batch, setup.kv_dtype)
-        if shape.mla is None:
-            total_kv = memory.kv_cache_bytes(shape, tokens, setup.batch, setup.kv_dtype)
-            heads = serving.kv_heads_per_gpu(shape, t)
-            out.append(
-                line(
-                    "KV cache per GPU",
-                    "KV cache x max(K / gpus, 1) / K",
-                    f"{number(total_kv)}·{heads} // {shape.n_kv_heads}",
-                    kv_per_gpu,
-                    "bytes",
-                    SERVING,
-                )
+        form = memory.cache_form(shape, t)
+        terms = " + ".join(
+            f"{number(value)}·{number(rate_multiplicity(per, span, tokens, tokens, True))}" for per, span, value in form
+        )
+        out.append(
+            line(
+                "KV cache per GPU",
+                "Σ cache rows: layers x fan_in x max(heads / gpus, 1) / heads x positions, x B x s",
+                f"({terms or 0})·{setup.batch}·{DTYPE_BYTES[setup.kv_dtype]}",
+                kv_per_gpu,
+                "bytes",
+                ROWS,
             )
+        )
+    unread = serving.unread_expert_bytes_per_gpu(shape, setup.weights_dtype, setup.batch, t, setup.group_size)
+    if unread:
+        kv_and_state = kv_per_gpu + serving.state_bytes_per_gpu(shape, setup.batch, setup.kv_dtype, t)
+        out.append(
+            line(
+                "decode step bytes per GPU",
+                "weights per GPU - routed experts no token picks + KV cache and state",
+                f"{number(weights_per_gpu)} - {number(unread)} + {number(kv_and_state)}",
+                decode.bytes_per_gpu,
+                "bytes",
+                ROWS,
+            )
+        )
     return out + roofline_lines(prefill, decode, peak, bandwidth)
 
 

@@ -239,11 +239,16 @@ def serve_expected(
     head_flops = serving.share_per_gpu(2 * head_elements * b, t)
     decoder_only = not serving.is_encoder_decoder(shape)
 
+    # Routed experts no token picks are not read (uniform routing): a decode step of B tokens, a prefill of B x P.
+    decode_unread = serving.unread_expert_bytes_per_gpu(shape, setup.weights_dtype, b, t, setup.group_size)
+    prefill_unread = serving.unread_expert_bytes_per_gpu(
+        shape, setup.weights_dtype, b * setup.prompt, t, setup.group_size
+    )
     prefill_flops = serving.share_per_gpu(serving.prefill_flops(shape, setup.prompt, b), t)
     prefill_attention = serving.share_per_gpu(b * expected.attention_flops(shape, setup.prompt), t)
     prefill_kernels = expected.phase_seconds(
         prefill_flops - head_flops,
-        layer_weights + prompt_kv,
+        layer_weights - prefill_unread + prompt_kv,
         rates,
         prefill_attention if decoder_only else 0,
         rows=b * setup.prompt,
@@ -254,10 +259,10 @@ def serve_expected(
     one_token = expected.attention_flops(shape, setup.context) - expected.attention_flops(shape, setup.context - 1)
     decode_attention = serving.share_per_gpu(b * one_token, t) if decoder_only else 0
     state_per_gpu = serving.state_bytes_per_gpu(shape, b, kv_dtype, t)  # read and written once a step
-    decode_bytes = layer_weights + head_bytes + kv_per_gpu + state_per_gpu
+    decode_bytes = layer_weights - decode_unread + head_bytes + kv_per_gpu + state_per_gpu
     decode_kernels = expected.phase_seconds(
         decode_flops - head_flops, kv_per_gpu + state_per_gpu, rates, decode_attention,
-        weight_stream_s=expected.weights_stream_seconds(shape, layer_weights, rates), rows=b,
+        weight_stream_s=expected.weights_stream_seconds(shape, layer_weights - decode_unread, rates), rows=b,
     ) + expected.head_seconds(shape, head_flops, head_bytes, rates)  # fmt: skip
     decode_allreduce = expected.tensor_parallel_seconds(shape, b, t, rates)
     decode_s = decode_kernels + dequant + decode_allreduce + floor
@@ -278,10 +283,11 @@ def serve_expected(
         max_kv_tokens = serving.stepped_max_context(shape, budget, 1, kv_dtype, t, state_per_sequence)
     return ServeExpected(
         prefill_flops_per_gpu=prefill_flops,
-        prefill_bytes_per_gpu=layer_weights + head_bytes + prompt_kv,
+        prefill_bytes_per_gpu=layer_weights - prefill_unread + head_bytes + prompt_kv,
         prefill_ms=milliseconds(prefill_s),
         prefill_bound=bound(
-            prefill_flops / rates.matmul_flops_per_s >= (layer_weights + prompt_kv) / rates.stream_bytes_per_s
+            prefill_flops / rates.matmul_flops_per_s
+            >= (layer_weights - prefill_unread + prompt_kv) / rates.stream_bytes_per_s
         ),
         prefill_tokens_per_s=hardware.achieved_per_s(b * setup.prompt, prefill_s),
         decode_flops_per_gpu=decode_flops,

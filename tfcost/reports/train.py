@@ -136,6 +136,7 @@ def train(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup, explained: bool
         lines = train_lines(
             shape, setup, model_flops, None if assumed_mfu is None else (seconds, peak, assumed_mfu), held,
             training.activation_bytes_by_layer_kind_of(shape, setup), training.last_stage_logits_bytes(shape, setup),
+            None if step is None else gpu,
         )  # fmt: skip
     return TrainReport(
         explain=lines,

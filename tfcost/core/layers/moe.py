@@ -10,7 +10,7 @@ from dataclasses import replace
 from tfcost.core.blocks import Block
 from tfcost.core.layers.mlp import dropout_mask, mlp_ops, mlp_rows
 from tfcost.core.layers.norms import norm_op, one_norm_feeds_both
-from tfcost.core.ops import Op, Saved
+from tfcost.core.ops import ExpertGroup, Op, Saved
 from tfcost.schema import ModelShape
 
 
@@ -36,6 +36,8 @@ def moe_ops(shape: ModelShape, block: Block) -> list[Op]:
         "the k experts' outputs (the routing weights' other operands)", moe.experts_per_token * d, split=False
     )
     routed[-1] = replace(routed[-1], saves=(*routed[-1].saves, outputs))
+    group = ExpertGroup(moe.n_experts, moe.experts_per_token, shared, moe.n_zero_experts)
+    routed = [replace(op, experts=group) for op in routed]
     rows = [
         Op(
             "moe/router",
