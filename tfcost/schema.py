@@ -728,6 +728,9 @@ class TrainingSetup(Frozen):
         "none", description="ZeRO-Offload: optimizer states (and master) to the host; params: the weights too"
     )
     flash: bool = Field(True, description="fused attention (FlashAttention): the T x T scores are never stored")
+    fp8_attention: bool = Field(
+        False, description="under fp8, attention runs in FP8 too (else BF16, as Transformer Engine and torchao do)"
+    )
     dp_overlap: bool = Field(
         True, description="data-parallel collectives in per-layer buckets overlapped with compute (DDP, FSDP)"
     )
@@ -782,6 +785,9 @@ class ServingSetup(Frozen):
     memory_efficiency: float = Field(0.9, gt=0, le=1, description="fraction of the peak bandwidth reached")
     group_size: Size = Field(128, description="weights per quantization scale (int4, fp4)")
     kv_block: Size = Field(16, description="tokens per KV-cache block (vLLM's PagedAttention default)")
+    fp8_attention: bool = Field(
+        False, description="with FP8 compute, attention runs in FP8 too (else BF16, the engines' default kernels)"
+    )
 
     @property
     def context(self) -> int:

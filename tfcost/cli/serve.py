@@ -95,6 +95,12 @@ def serve(
     kv_block: Annotated[
         int, typer.Option("--kv-block", min=1, help="Tokens per KV-cache block (vLLM's default 16).")
     ] = default(ServingSetup, "kv_block"),
+    fp8_attention: Annotated[
+        bool,
+        typer.Option(
+            "--fp8-attention", help="With FP8 weights, the engine runs attention in FP8 too (default: BF16 attention)."
+        ),
+    ] = default(ServingSetup, "fp8_attention"),
     profile: ProfileOption = None,
     engine: EngineOption = "auto",
     output: FormatOption = "table",
@@ -121,6 +127,7 @@ def serve(
         compute_efficiency=1.0 if measured else compute_efficiency,
         group_size=group_size,
         kv_block=kv_block,
+        fp8_attention=fp8_attention,
     )
     if found is not None:
         from tfcost.engines.dispatch import serve_report

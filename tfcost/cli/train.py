@@ -129,6 +129,10 @@ def train(
     flash: Annotated[
         bool, typer.Option("--flash/--no-flash", help="Fused attention: the T x T scores are never stored.")
     ] = default(TrainingSetup, "flash"),
+    fp8_attention: Annotated[
+        bool,
+        typer.Option("--fp8-attention", help="Under --precision fp8, attention runs in FP8 too (default: BF16)."),
+    ] = default(TrainingSetup, "fp8_attention"),
     dp_overlap: Annotated[
         bool,
         typer.Option(
@@ -201,6 +205,7 @@ def train(
             optimizer=optimizer,
             precision=precision,
             flash=flash,
+            fp8_attention=fp8_attention,
             dp_overlap=dp_overlap,
             offload=offload,
             optimizer_in_backward=optimizer_in_backward,

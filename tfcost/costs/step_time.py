@@ -44,6 +44,7 @@ from __future__ import annotations
 from tfcost.core import activations, flops, params
 from tfcost.core.blocks import layer_count, moe_layer_count
 from tfcost.costs import parallel, training
+from tfcost.costs.efficiency import attention_peak_flops_per_s, fp8_matmul_scale
 from tfcost.hardware import rates as hardware
 from tfcost.schema import GpuSpec, ModelShape, TrainingSetup
 from tfcost.units import GIGA, ceil_div
@@ -125,7 +126,9 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
     attention_flops = scores * per_gpu
     linear_flops = sum(parts.values()) - scores - parts.get("output_head", 0)
     efficiency = matmul_efficiency(gpu, layer_gemms(shape, tokens, t))
-    matmul_fwd = linear_flops * per_gpu / (peak * efficiency)
+    linear_efficiency = efficiency * (fp8_matmul_scale(gpu) if setup.precision == "fp8" else 1.0)
+    matmul_fwd = linear_flops * per_gpu / (peak * linear_efficiency)
+    attention_peak = attention_peak_flops_per_s(gpu, training.compute_dtype(setup.precision), setup.fp8_attention)
 
     d, width = shape.d_model, training.mlp_hidden_width(shape)
     d_wide = shape.block_norms * 2 * element + 2 * (
@@ -134,11 +137,11 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
     activation = (3 if shape.mlp == "gated" else 2) * element * width
     elementwise_fwd = tokens * (d_wide * d / (t if setup.sequence_parallel else 1) + activation / t) / bandwidth
     if setup.flash:
-        attention_fwd = attention_flops / (peak * FLASH_EFFICIENCY)
+        attention_fwd = attention_flops / (attention_peak * FLASH_EFFICIENCY)
         attention_bwd = FLASH_BACKWARD_FACTOR * attention_fwd
     else:
         entries = b * shape.n_heads // t * s * s // c
-        attention_fwd = attention_flops / (peak * efficiency) + entries * SCORE_BYTES_PER_ENTRY / bandwidth
+        attention_fwd = attention_flops / (attention_peak * efficiency) + entries * SCORE_BYTES_PER_ENTRY / bandwidth
         attention_bwd = 2 * attention_fwd
 
     activations_bytes = tokens * d * element

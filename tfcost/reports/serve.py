@@ -140,7 +140,9 @@ def serve(
     budget = serving.kv_budget_bytes_per_gpu(usable, weights_per_gpu)
     prefill = serving.prefill_roofline(shape, setup, weights_per_gpu, peak, bandwidth)
     decode = serving.decode_roofline(shape, setup, held, peak, bandwidth)
-    rates = rates or expected.table_rates(gpu, serving.compute_dtype(setup.weights_dtype, gpu, shape))
+    rates = rates or expected.table_rates(
+        gpu, serving.compute_dtype(setup.weights_dtype, gpu, shape), setup.fp8_attention
+    )
     lines = None
     if explained:
         lines = serve_lines(shape, setup, weights, weights_per_gpu, kv_per_gpu, prefill, decode, peak, bandwidth)
