@@ -41,3 +41,19 @@ def test_serving_fp8_prefill_prices_attention_at_the_bf16_peak(capsys: pytest.Ca
     assert "attention" in fp8["sources"] and "attention" not in fp8_attention["sources"]
     # The matmuls: 0.5 of the FP8 peak (0.7 x 1.43 of the BF16 one): a compute-bound prefill gains under 1.43x.
     assert 1.0 < bf16["prefill_ms"] / fp8["prefill_ms"] < 0.5 * 1978.9 / (0.7 * 989.4)
+
+
+def test_vllm_budgets_from_the_memory_the_driver_reports(capsys: pytest.CaptureFixture[str]) -> None:
+    """vLLM's log on an H100 80GB: total_gpu_memory (79.22GiB) x gpu_memory_utilization (vllm#12126): the expected
+    KV capacity comes from that, the roofline's from the 80 GiB as sold."""
+    from tfcost.costs.engine_memory import reported_memory_bytes
+    from tfcost.readers.presets import load_gpu
+
+    assert reported_memory_bytes(load_gpu("h100-sxm")) == round(79.22 * 2**30)
+    assert reported_memory_bytes(load_gpu("a100-80gb")) == 80 * 2**30  # no reported figure: as sold
+    report = run(["serve", "llama-3.1-8b", "--gpu", "h100-sxm", "-P", "4096", "-G", "1"], capsys)
+    assert report["inputs"]["usable_bytes_per_gpu"] == int(80 * 2**30 * 0.9)
+    kv_token = report["memory"]["kv_cache_bytes_per_token"]
+    fixed = report["memory"]["weights_bytes_per_gpu"] + report["expected"]["cuda_context_bytes"]
+    room = int(79.22 * 2**30 * 0.9) - fixed - report["expected"]["workspace_bytes"]
+    assert report["expected"]["max_kv_tokens"] == room // (16 * kv_token) * 16

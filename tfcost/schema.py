@@ -665,6 +665,9 @@ class GpuSpec(Frozen):
         None, gt=0, le=1, description="largest measured BF16 matmul FLOP/s over the peak (MAMF, ml-engineering)"
     )
     interconnect_source: str | None = Field(None, description="where the link, SM and matmul figures were read")
+    reported_memory_gib: float | None = Field(
+        None, gt=0, description="device memory the driver reports (what vLLM budgets from), GiB; null: memory_gib"
+    )
     notes: str | None = Field(None, description="caveats: conflicting sources, unverified figures")
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from tfcost.core import memory, params
-from tfcost.costs import expected, serving
+from tfcost.costs import engine_memory, expected, serving
 from tfcost.hardware import rates as hardware
 from tfcost.reports.estimate import Section, SourceNotes, quantity, stepped_cache_note
 from tfcost.reports.explain import serve_lines
@@ -186,7 +186,9 @@ def serve(
         ),
         model_max_context=shape.max_seq_len,
         latency=latency(prefill, decode, b, setup.prompt),
-        expected=serve_expected(shape, setup, rates, usable, weights_per_gpu),
+        expected=serve_expected(
+            shape, setup, rates, engine_memory.engine_usable_bytes(gpu, setup.reserve), weights_per_gpu
+        ),
         profile=profile,
     )
 
