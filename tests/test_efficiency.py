@@ -57,3 +57,32 @@ def test_vllm_budgets_from_the_memory_the_driver_reports(capsys: pytest.CaptureF
     fixed = report["memory"]["weights_bytes_per_gpu"] + report["expected"]["cuda_context_bytes"]
     room = int(79.22 * 2**30 * 0.9) - fixed - report["expected"]["workspace_bytes"]
     assert report["expected"]["max_kv_tokens"] == room // (16 * kv_token) * 16
+
+
+def test_eager_norms_keep_an_fp32_copy_of_their_input(capsys: pytest.CaptureFixture[str]) -> None:
+    """transformers' LlamaRMSNorm upcasts to fp32 and keeps it for the backward, besides the 16-bit normalized
+    tensor: 4 more bytes per element per norm, 8d per token for Llama's two; nothing under full recomputation."""
+    lora = [
+        "train",
+        "llama-2-7b",
+        "--gpu",
+        "a100-40gb",
+        "-T",
+        "1304",
+        "-b",
+        "1",
+        "--lora",
+        "8",
+        "--lora-targets",
+        "q,v",
+    ]
+    fused = run(lora, capsys)["memory_per_gpu"]
+    eager = run([*lora, "--kernels", "eager"], capsys)["memory_per_gpu"]
+    assert eager["activations_bytes"] - fused["activations_bytes"] == 32 * 1304 * 8 * 4096
+    assert eager["total_bytes"] - fused["total_bytes"] == 32 * 1304 * 8 * 4096
+    # Korthikanti's fold keeps 34d per token and layer with flash attention and dropout (34 + 5as/h less the
+    # scores): eager norms add 8d, a quarter of the fold without its 2 dropout masks.
+    layers = fused["activations_bytes"] - fused["logits_bytes"]
+    assert 1.2 < (layers + 32 * 1304 * 8 * 4096) / layers < 1.3
+    full = [*lora, "--recompute", "full"]
+    assert run([*full, "--kernels", "eager"], capsys)["memory_per_gpu"] == run(full, capsys)["memory_per_gpu"]

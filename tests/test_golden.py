@@ -60,8 +60,8 @@ ADDED |= {f"latency.{key}" for key in ("ttft_ms", "tpot_ms", "tokens_per_s_per_s
 # Serving's recurrent state (issue 14): 0 for the attention-only presets pinned here.
 ADDED |= {"memory.state_bytes", "memory.state_bytes_per_gpu"}
 
-# Issue 22: attention priced in BF16 under FP8 matmuls unless --fp8-attention (false, and bf16, for these presets).
-ADDED |= {"setup.fp8_attention"}
+# Issue 22: attention in BF16 under FP8 matmuls unless --fp8-attention; norms fused unless --kernels eager.
+ADDED |= {"setup.fp8_attention", "setup.kernels"}  # --kernels: fused (the default) or eager norms
 
 PINNED: dict[str, Any] = json.loads(GOLDEN.read_text())
 

@@ -674,6 +674,7 @@ class GpuSpec(Frozen):
 Recompute = Literal["none", "selective", "full"]
 Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "adafactor", "sgd", "muon"]
 Precision = Literal["bf16-mixed", "fp8", "bf16", "fp32"]
+Kernels = Literal["fused", "eager"]  # how the norms run: fused (compiled) or eager PyTorch (fp32 copies kept)
 Offload = Literal["none", "optimizer", "params"]
 MemoryConvention = Literal["zero", "deepspeed"]
 
@@ -733,6 +734,9 @@ class TrainingSetup(Frozen):
     flash: bool = Field(True, description="fused attention (FlashAttention): the T x T scores are never stored")
     fp8_attention: bool = Field(
         False, description="under fp8, attention runs in FP8 too (else BF16, as Transformer Engine and torchao do)"
+    )
+    kernels: Kernels = Field(
+        "fused", description="fused: compiled or fused norms keep their 16-bit input; eager: unfused PyTorch norms"
     )
     dp_overlap: bool = Field(
         True, description="data-parallel collectives in per-layer buckets overlapped with compute (DDP, FSDP)"

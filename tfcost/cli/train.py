@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from tfcost.schema import (
+    Kernels,
     MemoryConvention,
     Offload,
     Optimizer,
@@ -133,6 +134,13 @@ def train(
         bool,
         typer.Option("--fp8-attention", help="Under --precision fp8, attention runs in FP8 too (default: BF16)."),
     ] = default(TrainingSetup, "fp8_attention"),
+    kernels: Annotated[
+        Kernels,
+        typer.Option(
+            "--kernels",
+            help="fused: norms fused or compiled; eager: unfused PyTorch norms keep an fp32 copy (activations +4d).",
+        ),
+    ] = default(TrainingSetup, "kernels"),
     dp_overlap: Annotated[
         bool,
         typer.Option(
@@ -206,6 +214,7 @@ def train(
             precision=precision,
             flash=flash,
             fp8_attention=fp8_attention,
+            kernels=kernels,
             dp_overlap=dp_overlap,
             offload=offload,
             optimizer_in_backward=optimizer_in_backward,
