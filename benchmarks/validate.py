@@ -217,6 +217,10 @@ def markdown(cases: list[dict[str, Any]], predictions: dict[str, float | str]) -
     for name, held_out in HALVES:
         lines += [f"## {name.capitalize()} cases", "", overall(cases, predictions, held_out) + ".", ""]
         lines += half_lines(table, held_out)
+        lines += ["", "Outside 25%:", ""]
+        for category in CATEGORIES:
+            for id_, ratio, why in table[category, held_out]["outside_25"]:
+                lines.append(f"- #{id_} ({category}), ratio {ratio:.2f}: {why or 'reason not known'}")
         lines.append("")
     lines += [
         "## Every case",
