@@ -62,6 +62,8 @@ ADDED |= {"memory.state_bytes", "memory.state_bytes_per_gpu"}
 
 # Issue 23: a layout that does not fit names the nearest one that does (`tfcost plan`).
 ADDED |= {"suggestion"}
+# Issue 22: attention in BF16 under FP8 matmuls unless --fp8-attention; norms fused unless --kernels eager.
+ADDED |= {"setup.fp8_attention", "setup.kernels"}  # --kernels: fused (the default) or eager norms
 
 PINNED: dict[str, Any] = json.loads(GOLDEN.read_text())
 

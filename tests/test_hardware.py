@@ -13,11 +13,13 @@ ISSUE_GPUS = {"h100-sxm", "h100-pcie", "h200", "b200", "a100-40gb", "a100-80gb",
 # Issue 12's additions (sources on each row; figures a secondary gave are marked UNVERIFIED in the row).
 ISSUE_12_GPUS = {"h800", "h20", "b300", "gb200", "rtx-a6000", "rtx-5090", "mi325x", "mi355x", "gaudi3", "tpu-v4",
                  "tpu-v5e", "tpu-v5p", "tpu-v6e"}  # fmt: skip
+# Issue 22: torchtitan's Grand Teton H100 (96 GB HBM2e at 2.4 TB/s, 500 W), which its benchmarks ran on.
+ISSUE_22_GPUS = {"h100-96gb-500w"}
 
 
 def test_table_has_every_gpu_with_a_source():
     gpus = all_gpus()
-    assert {gpu.name for gpu in gpus} == ISSUE_GPUS | ISSUE_12_GPUS
+    assert {gpu.name for gpu in gpus} == ISSUE_GPUS | ISSUE_12_GPUS | ISSUE_22_GPUS
     assert all(gpu.source for gpu in gpus)
 
 
@@ -38,6 +40,9 @@ def test_units():
     assert memory_bytes(h100) == 80 * 2**30
     assert bandwidth_bytes_per_s(h100) == pytest.approx(3.35e12)
     assert peak_flops_per_s(load_gpu("a100-80gb"), "fp8") is None
+    # torchtitan's benchmark notes: "96GB HBM2e with 2.4 TB/sec peak memory bandwidth"
+    grand_teton = load_gpu("h100-96gb-500w")
+    assert (memory_bytes(grand_teton), bandwidth_bytes_per_s(grand_teton)) == (96 * 2**30, pytest.approx(2.4e12))
 
 
 @pytest.mark.parametrize(

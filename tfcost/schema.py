@@ -675,12 +675,16 @@ class GpuSpec(Frozen):
         None, gt=0, le=1, description="largest measured BF16 matmul FLOP/s over the peak (MAMF, ml-engineering)"
     )
     interconnect_source: str | None = Field(None, description="where the link, SM and matmul figures were read")
+    reported_memory_gib: float | None = Field(
+        None, gt=0, description="device memory the driver reports (what vLLM budgets from), GiB; null: memory_gib"
+    )
     notes: str | None = Field(None, description="caveats: conflicting sources, unverified figures")
 
 
 Recompute = Literal["none", "selective", "full"]
 Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "adafactor", "sgd", "muon"]
 Precision = Literal["bf16-mixed", "fp8", "bf16", "fp32"]
+Kernels = Literal["fused", "eager"]  # how the norms run: fused (compiled) or eager PyTorch (fp32 copies kept)
 Offload = Literal["none", "optimizer", "params"]
 MemoryConvention = Literal["zero", "deepspeed"]
 
@@ -747,6 +751,12 @@ class TrainingSetup(Frozen):
         "none", description="ZeRO-Offload: optimizer states (and master) to the host; params: the weights too"
     )
     flash: bool = Field(True, description="fused attention (FlashAttention): the T x T scores are never stored")
+    fp8_attention: bool = Field(
+        False, description="under fp8, attention runs in FP8 too (else BF16, as Transformer Engine and torchao do)"
+    )
+    kernels: Kernels = Field(
+        "fused", description="fused: compiled or fused norms keep their 16-bit input; eager: unfused PyTorch norms"
+    )
     dp_overlap: bool = Field(
         True, description="data-parallel collectives in per-layer buckets overlapped with compute (DDP, FSDP)"
     )
@@ -805,6 +815,9 @@ class ServingSetup(Frozen):
     )
     group_size: Size = Field(128, description="weights per quantization scale (int4, fp4)")
     kv_block: Size = Field(16, description="tokens per KV-cache block (vLLM's PagedAttention default)")
+    fp8_attention: bool = Field(
+        False, description="with FP8 compute, attention runs in FP8 too (else BF16, the engines' default kernels)"
+    )
 
     @property
     def context(self) -> int:

@@ -92,6 +92,12 @@ def serve(
     kv_block: Annotated[
         int, typer.Option("--kv-block", min=1, help="Tokens per KV-cache block (vLLM's default 16).")
     ] = default(ServingSetup, "kv_block"),
+    fp8_attention: Annotated[
+        bool,
+        typer.Option(
+            "--fp8-attention", help="With FP8 weights, the engine runs attention in FP8 too (default: BF16 attention)."
+        ),
+    ] = default(ServingSetup, "fp8_attention"),
     profile: ProfileOption = None,
     engine: EngineOption = "auto",
     output: FormatOption = "table",
@@ -108,7 +114,7 @@ def serve(
         strict=strict, lenient=lenient, revision=revision,
         gpus=gpus, weights_dtype=weights_dtype, kv_dtype=kv_dtype, batch=batch, prompt=prompt, generate=generate,
         reserve=reserve, compute_efficiency=compute_efficiency, memory_efficiency=memory_efficiency,
-        group_size=group_size, kv_block=kv_block,
+        group_size=group_size, kv_block=kv_block, fp8_attention=fp8_attention,
     )  # fmt: skip
     if isinstance(result, ServeReport) and profile is None:  # does it fit? if not, the nearest layout that does
         from tfcost.cli.plan import with_suggestion

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from tfcost.schema import (
+    Kernels,
     MemoryConvention,
     Offload,
     Optimizer,
@@ -126,6 +127,17 @@ def train(
     flash: Annotated[
         bool, typer.Option("--flash/--no-flash", help="Fused attention: the T x T scores are never stored.")
     ] = default(TrainingSetup, "flash"),
+    fp8_attention: Annotated[
+        bool,
+        typer.Option("--fp8-attention", help="Under --precision fp8, attention runs in FP8 too (default: BF16)."),
+    ] = default(TrainingSetup, "fp8_attention"),
+    kernels: Annotated[
+        Kernels,
+        typer.Option(
+            "--kernels",
+            help="fused: norms fused or compiled; eager: unfused PyTorch norms keep an fp32 copy (activations +4d).",
+        ),
+    ] = default(TrainingSetup, "kernels"),
     dp_overlap: Annotated[
         bool,
         typer.Option(
@@ -185,7 +197,8 @@ def train(
         recompute=recompute, optimizer=optimizer, precision=precision, flash=flash, dp_overlap=dp_overlap,
         offload=offload, optimizer_in_backward=optimizer_in_backward, price_per_gpu_hour=price_per_gpu_hour,
         lora_rank=lora, lora_targets=lora_target_list, qlora=qlora, memory_convention=memory_convention,
-        cuda_context_gib=cuda_context_gib, allocator_reserve=allocator_reserve,
+        cuda_context_gib=cuda_context_gib, allocator_reserve=allocator_reserve, fp8_attention=fp8_attention,
+        kernels=kernels,
     )  # fmt: skip
     if isinstance(result, TrainReport) and profile is None:  # does it fit? if not, the nearest layout that does
         from tfcost.cli.plan import with_suggestion

@@ -20,6 +20,7 @@ from tfcost.core.blocks import blocks
 from tfcost.core.layers import head_ops, layer_ops
 from tfcost.core.model import model_of
 from tfcost.core.ops import Op, op_flops, op_params
+from tfcost.costs import efficiency
 from tfcost.costs.serving import UNQUANTIZED_BYTES, WEIGHT_BITS
 from tfcost.hardware.rates import bandwidth_bytes_per_s, peak_flops_per_s
 from tfcost.schema import GpuSpec, ModelShape, WeightsDtype
@@ -85,14 +86,18 @@ class EngineRates(BaseModel):
     sources: dict[str, str]
 
 
-def table_rates(gpu: GpuSpec, compute_dtype: str) -> EngineRates:
-    """Rates from the GPU table's datasheet figures and the published fractions above."""
+def table_rates(gpu: GpuSpec, compute_dtype: str, fp8_attention: bool = False) -> EngineRates:
+    """Rates from the GPU table's datasheet figures and the published fractions above; FP8 matmuls at the share
+    of the FP8 peak of tfcost.costs.efficiency, and attention in BF16 unless `fp8_attention`."""
     peak = peak_flops_per_s(gpu, compute_dtype) or peak_flops_per_s(gpu, "bf16")
     assert peak is not None  # the bf16 peak is a required field
+    fp8 = compute_dtype == "fp8" and peak_flops_per_s(gpu, "fp8") is not None
     link = gpu.intra_node_bandwidth_gb_per_s
     return EngineRates(
         stream_bytes_per_s=bandwidth_bytes_per_s(gpu) * BANDWIDTH_FRACTION,
-        matmul_flops_per_s=peak * MATMUL_FRACTION,
+        matmul_flops_per_s=peak * (efficiency.FP8_MATMUL_FRACTION if fp8 else MATMUL_FRACTION),
+        attention_flops_per_s=efficiency.attention_peak_flops_per_s(gpu, compute_dtype, fp8_attention)
+        * MATMUL_FRACTION,
         dequant_ops_per_s=peak_flops_per_s(gpu, "fp32"),
         kernel_floor_s=KERNEL_FLOOR_S,
         kernels_per_layer=KERNELS_PER_LAYER,
@@ -101,14 +106,15 @@ def table_rates(gpu: GpuSpec, compute_dtype: str) -> EngineRates:
         cuda_context_bytes=CUDA_CONTEXT_BYTES,
         sources={
             "stream": BANDWIDTH_FRACTION_SOURCE,
-            "matmul": MATMUL_FRACTION_SOURCE,
+            "matmul": efficiency.FP8_MATMUL_SOURCE if fp8 else MATMUL_FRACTION_SOURCE,
             "dequant": "the FP32 (CUDA-core) peak of the GPU table"
             if gpu.peak_fp32_tflops
             else "not counted: no verified FP32 peak",
             "kernel_floor": KERNEL_FLOOR_SOURCE,
             "allreduce": f"{gpu.intra_node_link or 'no link in the table'}; NCCL tuning.cc latency model",
             "cuda_context": "0.5 GiB (assumed)",
-        },
+        }
+        | ({"attention": efficiency.BF16_ATTENTION_SOURCE} if fp8 and not fp8_attention else {}),
     )
 
 

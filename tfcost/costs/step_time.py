@@ -54,6 +54,7 @@ from tfcost.core import activations, params
 from tfcost.core.blocks import layer_count, moe_layer_count
 from tfcost.core.model import model_of
 from tfcost.costs import parallel, training
+from tfcost.costs.efficiency import attention_peak_flops_per_s, fp8_matmul_scale
 from tfcost.hardware import rates as hardware
 from tfcost.schema import GpuSpec, ModelShape, TrainingSetup
 from tfcost.units import GIGA, ceil_div
@@ -94,11 +95,12 @@ class MatmulTerms:
     layers: int
     flops_per_layer: float
     peak: float
-    efficiency: float
+    efficiency: float  # measured x wave efficiency, as BF16 GEMMs reach it (attention's matmuls too)
+    linear_efficiency: float  # the linear layers': `efficiency` at their precision (FP8: costs/efficiency.py)
 
     @property
     def seconds(self) -> float:
-        return self.flops_per_layer / (self.peak * self.efficiency)
+        return self.flops_per_layer / (self.peak * self.linear_efficiency)
 
 
 def matmul_terms(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> MatmulTerms:
@@ -110,7 +112,9 @@ def matmul_terms(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> Matmu
     flops = sum(count * 2 * rows * inner * cols for (rows, inner, cols), count in counted.items()) / layers
     efficiency = matmul_efficiency(gpu, gemms) if gemms else gpu.matmul_efficiency or 1.0
     distinct = tuple((count, *gemm) for gemm, count in counted.items())
-    return MatmulTerms(distinct, layers, flops, training.peak_flops_per_s(gpu, setup.precision), efficiency)
+    precision_scale = fp8_matmul_scale(gpu) if setup.precision == "fp8" else 1.0  # costs/efficiency.py
+    peak = training.peak_flops_per_s(gpu, setup.precision)
+    return MatmulTerms(distinct, layers, flops, peak, efficiency, efficiency * precision_scale)
 
 
 def matmul_efficiency(gpu: GpuSpec, gemms: list[tuple[int, int, int]]) -> float:
@@ -215,13 +219,13 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
     model = model_of(shape)
     n_layers = model.n_layers
     element = activations.ACTIVATION_BYTES[setup.precision]
-    peak = training.peak_flops_per_s(gpu, setup.precision)
     bandwidth = hardware.bandwidth_bytes_per_s(gpu)
     tokens = b * s // c
     per_gpu = b / (n_layers * t * c)  # one layer's share of a micro-batch's forward FLOPs on one GPU
     attention_flops = model.attention_flops(s) * per_gpu  # QK^T, AV (cross-attention's too) and an indexer's
     gemm = matmul_terms(shape, gpu, setup)
     efficiency, matmul_fwd = gemm.efficiency, gemm.seconds
+    attention_peak = attention_peak_flops_per_s(gpu, training.compute_dtype(setup.precision), setup.fp8_attention)
 
     d = shape.d_model
     d_wide = shape.block_norms * 2 * element + 2 * (
@@ -230,11 +234,11 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
     activation = element * model.activation_elements_per_token()  # the MLP rows' activations (none without an MLP)
     elementwise_fwd = tokens * (d_wide * d / (t if setup.sequence_parallel else 1) + activation / t) / bandwidth
     if setup.flash:
-        attention_fwd = attention_flops / (peak * FLASH_EFFICIENCY)
+        attention_fwd = attention_flops / (attention_peak * FLASH_EFFICIENCY)
         attention_bwd = FLASH_BACKWARD_FACTOR * attention_fwd
     else:  # the score entries each scores row's heads materialise, split over t by heads and c by queries
         entries = b * model.score_entries(s) / (n_layers * t * c)
-        attention_fwd = attention_flops / (peak * efficiency) + entries * SCORE_BYTES_PER_ENTRY / bandwidth
+        attention_fwd = attention_flops / (attention_peak * efficiency) + entries * SCORE_BYTES_PER_ENTRY / bandwidth
         attention_bwd = 2 * attention_fwd
 
     activations_bytes = tokens * d * element

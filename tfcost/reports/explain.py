@@ -554,7 +554,7 @@ def step_lines(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> list[Li
         line(
             "matmuls, one layer's forward, one micro-batch on one GPU, seconds",
             "Σ GEMMs of the rows: layers·2·rows·inner·cols / L / (peak x measured x wave efficiency)",
-            f"({sums or 0}) / {gemm.layers} / ({real(gemm.peak)}·{real(gemm.efficiency)})",
+            f"({sums or 0}) / {gemm.layers} / ({real(gemm.peak)}·{real(gemm.linear_efficiency)})",
             gemm.seconds,
             "seconds",
             ROWS,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from tfcost.core import memory, params
-from tfcost.costs import expected, serving
+from tfcost.costs import engine_memory, expected, serving
 from tfcost.hardware import rates as hardware
 from tfcost.reports.estimate import Section, SourceNotes, quantity, stepped_cache_note
 from tfcost.reports.explain import serve_lines
@@ -146,7 +146,9 @@ def serve(
     budget = serving.kv_budget_bytes_per_gpu(usable, weights_per_gpu)
     prefill = serving.prefill_roofline(shape, setup, weights_per_gpu, peak, bandwidth)
     decode = serving.decode_roofline(shape, setup, held, peak, bandwidth)
-    rates = rates or expected.table_rates(gpu, serving.compute_dtype(setup.weights_dtype, gpu, shape))
+    rates = rates or expected.table_rates(
+        gpu, serving.compute_dtype(setup.weights_dtype, gpu, shape), setup.fp8_attention
+    )
     lines = None
     if explained:
         lines = serve_lines(shape, setup, weights, weights_per_gpu, kv_per_gpu, prefill, decode, peak, bandwidth)
@@ -190,7 +192,9 @@ def serve(
         ),
         model_max_context=shape.max_seq_len,
         latency=latency(prefill, decode, b, setup.prompt),
-        expected=serve_expected(shape, setup, rates, usable, weights_per_gpu),
+        expected=serve_expected(
+            shape, setup, rates, engine_memory.engine_usable_bytes(gpu, setup.reserve), weights_per_gpu
+        ),
         profile=profile,
     )
 

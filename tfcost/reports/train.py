@@ -7,7 +7,7 @@ from pydantic import Field
 
 from tfcost.core import flops, params
 from tfcost.core.blocks import layer_count
-from tfcost.costs import finetune, fit, parallel, step_time, throughput, training
+from tfcost.costs import engine_memory, finetune, fit, parallel, step_time, throughput, training
 from tfcost.hardware import rates as hardware
 from tfcost.reports.estimate import Section, SourceNotes, quantity
 from tfcost.reports.explain import train_lines
@@ -128,7 +128,7 @@ def train(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup, explained: bool
     mfu = throughput.utilization(model_flops, seconds, setup.gpus, peak)
     stages = parallel.stage_layers(layer_count(shape), setup.pp, setup.pp_first_layers, setup.pp_last_layers)
     m = parallel.micro_batches(setup)
-    held = training.memory_per_gpu(shape, setup)
+    held = engine_memory.with_eager_norms(training.memory_per_gpu(shape, setup), shape, setup)
     overhead = fit.overhead_bytes(hardware.memory_bytes(gpu), setup.cuda_context_gib, setup.allocator_reserve)
     lines = None
     if explained:

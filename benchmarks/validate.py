@@ -1,0 +1,264 @@
+"""How close are tfcost's predictions to published measurements it was never tuned on? (issue 22)
+
+    python benchmarks/validate.py            # print per category, fitted and held-out halves apart
+    python benchmarks/validate.py --write    # also regenerate docs/validation.md and validation/predictions.json
+
+Each case of validation/cases.yaml names a published measurement, its source and quoted row, the tfcost command
+that reproduces its setup (an argv, run in-process through tfcost.cli.main.main) and the field of the command's
+JSON output to compare (`predicted_field`, an arithmetic expression over dotted paths). held_out is true iff
+id % 3 == 0, fixed before any constant was set: constants are fitted on the other cases only.
+
+Error of one case: |ln(predicted / measured)|. Per category and half: the geometric-mean error
+exp(mean |ln ratio|) - 1, and the share of cases within 10% and within 25% (|ratio - 1| <= 0.10, <= 0.25).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import io
+import json
+import math
+import operator
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+CASES = ROOT / "validation" / "cases.yaml"
+PREDICTIONS = ROOT / "validation" / "predictions.json"
+DOC = ROOT / "docs" / "validation.md"
+CATEGORIES = ["serving", "training_memory", "step_time", "kv_capacity", "flops"]
+HALVES = [("fitted", False), ("held out", True)]
+
+OPERATORS: dict[type, Callable[[float, float], float]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.Pow: operator.pow,
+}
+
+
+def load_cases() -> list[dict[str, Any]]:
+    with CASES.open() as file:
+        return yaml.safe_load(file)
+
+
+def lookup(output: dict[str, Any], path: str) -> float:
+    value: Any = output
+    for key in path.split("."):
+        if not isinstance(value, dict) or key not in value:
+            raise KeyError(f"no field {path!r} in the output")
+        value = value[key]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"field {path!r} is {value!r}, not a number")
+    return float(value)
+
+
+def evaluate(expression: str, output: dict[str, Any]) -> float:
+    """The value of `expression`: numbers, dotted paths into `output`, + - * / ** and parentheses."""
+
+    def walk(node: ast.AST) -> float:
+        if isinstance(node, ast.Expression):
+            return walk(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+            return float(node.value)
+        if isinstance(node, ast.BinOp) and type(node.op) in OPERATORS:
+            return OPERATORS[type(node.op)](walk(node.left), walk(node.right))
+        if isinstance(node, ast.Name | ast.Attribute):
+            return lookup(output, ast.unparse(node))
+        raise ValueError(f"unsupported expression {ast.unparse(node)!r}")
+
+    return walk(ast.parse(expression, mode="eval"))
+
+
+def run_tfcost(argv: list[str]) -> dict[str, Any]:
+    """tfcost's JSON output for `argv`, run in this process (from the repository root, for relative paths)."""
+    from tfcost.cli.main import main
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    here = Path.cwd()
+    os.chdir(ROOT)
+    try:
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            try:
+                main(list(argv))
+            except SystemExit as exit_:
+                if exit_.code:
+                    raise RuntimeError(stderr.getvalue().strip() or f"exit {exit_.code}") from None
+    finally:
+        os.chdir(here)
+    return json.loads(stdout.getvalue())
+
+
+def with_batch(argv: list[str], batch: int) -> list[str]:
+    out = list(argv)
+    out[out.index("-B") + 1] = str(batch)
+    return out
+
+
+def predict(case: dict[str, Any]) -> float:
+    """The case's prediction: run its command (twice for `batch: max`) and evaluate its predicted_field."""
+    argv = [str(word) for word in case["command"]]
+    output = run_tfcost(argv)
+    if case.get("batch") == "max":
+        output = run_tfcost(with_batch(argv, int(lookup(output, "expected.max_batch"))))
+    return evaluate(case["predicted_field"], output)
+
+
+def predict_all(cases: list[dict[str, Any]], held_out_only: bool = False) -> dict[str, float | str]:
+    """Every supported case's prediction by id (a string where tfcost refused the command)."""
+    out: dict[str, float | str] = {}
+    for case in cases:
+        if "command" not in case or (held_out_only and not case["held_out"]):
+            continue
+        try:
+            out[str(case["id"])] = predict(case)
+        except (RuntimeError, KeyError, ValueError, ZeroDivisionError) as error:
+            out[str(case["id"])] = f"error: {error}"
+    return out
+
+
+def summary(cases: list[dict[str, Any]], predictions: dict[str, float | str]) -> dict[tuple[str, bool], dict]:
+    """Per (category, held_out): cases, geometric-mean error, shares within 10% and 25%, and the outliers."""
+    table: dict[tuple[str, bool], dict] = {}
+    for category in CATEGORIES:
+        for _, held_out in HALVES:
+            rows = [c for c in cases if c["category"] == category and c["held_out"] == held_out]
+            logs, outside = [], []
+            for case in rows:
+                value = predictions.get(str(case["id"]))
+                if not isinstance(value, float) or value <= 0:
+                    continue
+                ratio = value / float(case["measured"])
+                logs.append(abs(math.log(ratio)))
+                if abs(ratio - 1) > 0.25:
+                    outside.append((case["id"], ratio, case.get("known_error", "")))
+            n = len(logs)
+            table[category, held_out] = {
+                "cases": len(rows),
+                "supported": sum("command" in c for c in rows),
+                "compared": n,
+                "geomean_error": math.exp(sum(logs) / n) - 1 if n else math.nan,
+                "within_10": sum(x <= math.log(1.1) for x in logs) / n if n else math.nan,
+                "within_25": sum(x <= math.log(1.25) for x in logs) / n if n else math.nan,
+                "outside_25": outside,
+                "failed": [c["id"] for c in rows if isinstance(predictions.get(str(c["id"])), str)],
+            }
+    return table
+
+
+def percent(x: float) -> str:
+    return "-" if math.isnan(x) else f"{100 * x:.0f}%"
+
+
+def half_lines(table: dict[tuple[str, bool], dict], held_out: bool) -> list[str]:
+    lines = [
+        "| category | cases | unsupported | compared | geo-mean error | within 10% | within 25% |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for category in CATEGORIES:
+        row = table[category, held_out]
+        lines.append(
+            f"| {category} | {row['cases']} | {row['cases'] - row['supported']} | {row['compared']} | "
+            f"{percent(row['geomean_error'])} | {percent(row['within_10'])} | {percent(row['within_25'])} |"
+        )
+    return lines
+
+
+def overall(cases: list[dict[str, Any]], predictions: dict[str, float | str], held_out: bool) -> str:
+    logs = [
+        abs(math.log(v / float(c["measured"])))
+        for c in cases
+        if c["held_out"] == held_out and isinstance(v := predictions.get(str(c["id"])), float) and v > 0
+    ]
+    if not logs:
+        return "no cases"
+    geo = math.exp(sum(logs) / len(logs)) - 1
+    within = sum(x <= math.log(1.25) for x in logs)
+    return f"{len(logs)} cases, geo-mean error {percent(geo)}, {within} of {len(logs)} within 25%"
+
+
+def report(cases: list[dict[str, Any]], predictions: dict[str, float | str]) -> str:
+    table = summary(cases, predictions)
+    out = []
+    for name, held_out in HALVES:
+        out.append(f"{name}: {overall(cases, predictions, held_out)}")
+        out.extend(half_lines(table, held_out))
+        for category in CATEGORIES:
+            row = table[category, held_out]
+            for id_, ratio, why in row["outside_25"]:
+                out.append(f"  outside 25%: {category} #{id_} ratio {ratio:.2f}{' (' + why + ')' if why else ''}")
+            for id_ in row["failed"]:
+                out.append(f"  failed: {category} #{id_}: {predictions[str(id_)]}")
+        out.append("")
+    return "\n".join(out)
+
+
+def markdown(cases: list[dict[str, Any]], predictions: dict[str, float | str]) -> str:
+    """docs/validation.md, made from the cases and the recorded predictions only (so a test can rebuild it)."""
+    table = summary(cases, predictions)
+    lines = [
+        "# Validation against published measurements",
+        "",
+        "Generated by `python benchmarks/validate.py --write` from `validation/cases.yaml` (each case: its source,",
+        "the quoted row, the setup and the tfcost command) and `validation/predictions.json`; do not edit by hand.",
+        "A case is held out iff its id is divisible by 3, a rule fixed before any constant was set; constants are",
+        "fitted on the other cases only. Error: geometric mean of |ln(predicted / measured)|, shown as",
+        "exp(mean) - 1. Unsupported cases (a setup tfcost cannot express) are kept in the file and counted apart.",
+        "",
+    ]
+    for name, held_out in HALVES:
+        lines += [f"## {name.capitalize()} cases", "", overall(cases, predictions, held_out) + ".", ""]
+        lines += half_lines(table, held_out)
+        lines += ["", "Outside 25%:", ""]
+        for category in CATEGORIES:
+            for id_, ratio, why in table[category, held_out]["outside_25"]:
+                lines.append(f"- #{id_} ({category}), ratio {ratio:.2f}: {why or 'reason not known'}")
+        lines.append("")
+    lines += [
+        "## Every case",
+        "",
+        "| id | half | category | source | measured | unit | predicted | ratio | note |",
+        "|---:|---|---|---|---:|---|---:|---:|---|",
+    ]
+    for case in cases:
+        value = predictions.get(str(case["id"]))
+        title = str(case["source"]["title"]).replace("|", "/")
+        source = f"[{title}]({case['source']['url']})"
+        half = "held out" if case["held_out"] else "fitted"
+        if isinstance(value, float):
+            shown, ratio = f"{value:.4g}", f"{value / float(case['measured']):.2f}"
+            note = case.get("known_error", "")
+        else:
+            shown, ratio = "-", "-"
+            note = f"unsupported: {case['unsupported']}" if "unsupported" in case else str(value)
+        lines.append(
+            f"| {case['id']} | {half} | {case['category']} | {source} | {case['measured']} | {case['unit']} | "
+            f"{shown} | {ratio} | {note.replace('|', '/')} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help="regenerate docs/validation.md and predictions.json")
+    args = parser.parse_args()
+    sys.path.insert(0, str(ROOT))
+    cases = load_cases()
+    predictions = predict_all(cases)
+    print(report(cases, predictions))
+    if args.write:
+        PREDICTIONS.write_text(json.dumps(predictions, indent=1, sort_keys=True) + "\n")
+        DOC.write_text(markdown(cases, predictions))
+        print(f"wrote {PREDICTIONS.relative_to(ROOT)} and {DOC.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

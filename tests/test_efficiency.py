@@ -1,0 +1,88 @@
+"""Achieved fractions by precision (tfcost.costs.efficiency, issue 22): FP8 matmuls well short of 2x, attention
+kept in BF16 unless --fp8-attention."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tfcost.cli.main import main
+
+TRAIN = ["train", "llama-3.1-70b", "--gpu", "h100-sxm", "--gpus", "256", "--tp", "8", "-T", "8192", "--zero", "3"]
+SERVE = ["serve", "llama-3.1-8b", "--gpu", "h100-sxm", "-B", "8", "-P", "8192", "-G", "1"]
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict:
+    with pytest.raises(SystemExit) as done:  # typer exits 0 after a command
+        main([*argv, "--format", "json"])
+    assert not done.value.code
+    return json.loads(capsys.readouterr().out)
+
+
+def test_fp8_matmuls_gain_less_than_published_end_to_end_and_attention_stays_bf16(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    bf16 = run([*TRAIN, "--precision", "bf16-mixed"], capsys)["step"]["seconds"]
+    fp8 = run([*TRAIN, "--precision", "fp8"], capsys)["step"]["seconds"]
+    fp8_attention = run([*TRAIN, "--precision", "fp8", "--fp8-attention"], capsys)["step"]["seconds"]
+    # FP8 GEMMs reach 0.59-0.74 of the FP8 peak at K = 2048-4096 (tilelang, H800) before the casts; torchao's best
+    # end-to-end float8 gain on Llama 3.1 70B/405B is 1.51x: the matmuls alone gain more than 1x, well under 2x.
+    assert 1.1 < bf16["matmuls"] / fp8["matmuls"] < 1.51
+    assert fp8["attention"] == bf16["attention"]  # Transformer Engine and torchao keep attention in BF16
+    assert fp8_attention["attention"] == pytest.approx(bf16["attention"] * 989.4 / 1978.9)  # H100 BF16/FP8 peaks
+
+
+def test_serving_fp8_prefill_prices_attention_at_the_bf16_peak(capsys: pytest.CaptureFixture[str]) -> None:
+    bf16 = run(SERVE, capsys)["expected"]
+    fp8 = run([*SERVE, "--weights-dtype", "fp8"], capsys)["expected"]
+    fp8_attention = run([*SERVE, "--weights-dtype", "fp8", "--fp8-attention"], capsys)["expected"]
+    assert fp8_attention["prefill_ms"] < fp8["prefill_ms"] < bf16["prefill_ms"]
+    assert "attention" in fp8["sources"] and "attention" not in fp8_attention["sources"]
+    # The matmuls: 0.5 of the FP8 peak (0.7 x 1.43 of the BF16 one): a compute-bound prefill gains under 1.43x.
+    assert 1.0 < bf16["prefill_ms"] / fp8["prefill_ms"] < 0.5 * 1978.9 / (0.7 * 989.4)
+
+
+def test_vllm_budgets_from_the_memory_the_driver_reports(capsys: pytest.CaptureFixture[str]) -> None:
+    """vLLM's log on an H100 80GB: total_gpu_memory (79.22GiB) x gpu_memory_utilization (vllm#12126): the expected
+    KV capacity comes from that, the roofline's from the 80 GiB as sold."""
+    from tfcost.costs.engine_memory import reported_memory_bytes
+    from tfcost.readers.presets import load_gpu
+
+    assert reported_memory_bytes(load_gpu("h100-sxm")) == round(79.22 * 2**30)
+    assert reported_memory_bytes(load_gpu("a100-80gb")) == 80 * 2**30  # no reported figure: as sold
+    report = run(["serve", "llama-3.1-8b", "--gpu", "h100-sxm", "-P", "4096", "-G", "1"], capsys)
+    assert report["inputs"]["usable_bytes_per_gpu"] == int(80 * 2**30 * 0.9)
+    kv_token = report["memory"]["kv_cache_bytes_per_token"]
+    fixed = report["memory"]["weights_bytes_per_gpu"] + report["expected"]["cuda_context_bytes"]
+    room = int(79.22 * 2**30 * 0.9) - fixed - report["expected"]["workspace_bytes"]
+    assert report["expected"]["max_kv_tokens"] == room // (16 * kv_token) * 16
+
+
+def test_eager_norms_keep_an_fp32_copy_of_their_input(capsys: pytest.CaptureFixture[str]) -> None:
+    """transformers' LlamaRMSNorm upcasts to fp32 and keeps it for the backward, besides the 16-bit normalized
+    tensor: 4 more bytes per element per norm, 8d per token for Llama's two; nothing under full recomputation."""
+    lora = [
+        "train",
+        "llama-2-7b",
+        "--gpu",
+        "a100-40gb",
+        "-T",
+        "1304",
+        "-b",
+        "1",
+        "--lora",
+        "8",
+        "--lora-targets",
+        "q,v",
+    ]
+    fused = run(lora, capsys)["memory_per_gpu"]
+    eager = run([*lora, "--kernels", "eager"], capsys)["memory_per_gpu"]
+    assert eager["activations_bytes"] - fused["activations_bytes"] == 32 * 1304 * 8 * 4096
+    assert eager["total_bytes"] - fused["total_bytes"] == 32 * 1304 * 8 * 4096
+    # Korthikanti's fold keeps 34d per token and layer with flash attention and dropout (34 + 5as/h less the
+    # scores): eager norms add 8d, a quarter of the fold without its 2 dropout masks.
+    layers = fused["activations_bytes"] - fused["logits_bytes"]
+    assert 1.2 < (layers + 32 * 1304 * 8 * 4096) / layers < 1.3
+    full = [*lora, "--recompute", "full"]
+    assert run([*full, "--kernels", "eager"], capsys)["memory_per_gpu"] == run(full, capsys)["memory_per_gpu"]

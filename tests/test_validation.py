@@ -1,0 +1,67 @@
+"""The validation suite (issue 22): held-out predictions are recorded, and the docs table is their table.
+
+A held-out case's prediction cannot change unless validation/predictions.json and docs/validation.md are
+regenerated with it (`python benchmarks/validate.py --write`), so the held-out figures the docs report are
+always today's."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+spec = importlib.util.spec_from_file_location("validate", ROOT / "benchmarks" / "validate.py")
+assert spec is not None and spec.loader is not None
+validate = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(validate)
+
+CASES = validate.load_cases()
+RECORDED = json.loads(validate.PREDICTIONS.read_text())
+
+
+def test_held_out_follows_the_id_rule_written_in_the_file() -> None:
+    assert "held_out is true iff id % 3 == 0" in validate.CASES.read_text()
+    assert [case["id"] for case in CASES] == list(range(1, len(CASES) + 1))  # ids stable, appended only
+    assert all(case["held_out"] == (case["id"] % 3 == 0) for case in CASES)
+    assert sum(case["held_out"] for case in CASES) == len(CASES) // 3
+
+
+def test_every_case_has_a_command_or_says_why_not() -> None:
+    for case in CASES:
+        assert ("command" in case) != ("unsupported" in case), case["id"]
+        assert case["source"]["url"] and case["quote"] and case["measured"] > 0
+        if "command" in case:
+            assert case["command"][-2:] == ["--format", "json"] and case["predicted_field"]
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c["held_out"] and "command" in c], ids=lambda c: str(c["id"]))
+def test_held_out_prediction_is_the_recorded_one(case: dict) -> None:
+    recorded = RECORDED[str(case["id"])]
+    try:
+        now: float | str = validate.predict(case)
+    except (RuntimeError, KeyError, ValueError, ZeroDivisionError) as error:
+        now = f"error: {error}"
+    if isinstance(recorded, str):
+        assert now == recorded
+    else:
+        assert isinstance(now, float) and math.isclose(now, recorded, rel_tol=1e-9), (
+            f"held-out case {case['id']} changed from {recorded} to {now}: run benchmarks/validate.py --write"
+        )
+
+
+def test_docs_table_is_generated_from_the_recorded_predictions() -> None:
+    assert set(RECORDED) == {str(c["id"]) for c in CASES if "command" in c}
+    assert (ROOT / "docs" / "validation.md").read_text() == validate.markdown(CASES, RECORDED)
+
+
+def test_expression_reads_paths_and_refuses_anything_else() -> None:
+    output = {"memory": {"bytes": 2**31}, "setup": {"gpus": 4}}
+    assert validate.evaluate("memory.bytes / 2**30 / setup.gpus", output) == 0.5
+    with pytest.raises(ValueError):
+        validate.evaluate("__import__('os')", output)
+    with pytest.raises(KeyError):
+        validate.evaluate("memory.missing", output)

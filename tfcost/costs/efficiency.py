@@ -1,0 +1,44 @@
+"""Achieved fractions of a GPU's datasheet peaks, by precision and kind of work (issue 22), each with its source.
+
+The step-time and serving costs price work at a datasheet peak times the fraction that real kernels reach. These
+are the fractions that differ from the BF16 dense case the GPU table's matmul_efficiency (MAMF) describes:
+
+- FP8 matmuls: FP8 GEMMs reach a smaller share of the FP8 peak than BF16 GEMMs of the BF16 peak, and a
+  training or serving engine adds the casts and scale (amax) kernels of dynamic quantization around each one.
+  Published: the FP8 GEMM itself reaches 1,174-1,343 TFLOP/s at K = 2048 and 1,378-1,467 at K = 4096 of the
+  1,979 TFLOP/s FP8 peak on H800 (tilelang benchmark/matmul_fp8/README.md, M = N = 8192), 0.59-0.74; end to end,
+  FP8 training gains 1.34-1.51x over BF16 on Llama 3.1 70B and 405B (torchao README, "float8 training"), 1.35x on
+  a 13B GPT with Transformer Engine (NVIDIA/Megatron-LM#396), not the 2x of the peaks. FP8_MATMUL_FRACTION is the
+  share of the FP8 peak an FP8 linear layer reaches, quantization kernels included; fitted to the fitted half of
+  validation/cases.yaml only (never to a held-out case), inside the published range above.
+- Attention under FP8: Transformer Engine's FP8 recipe, torchao's float8 training (it swaps nn.Linear only) and
+  the serving engines' default kernels run scaled-dot-product attention in BF16, so attention is priced at the
+  BF16 peak unless the user says the engine runs FP8 attention (`--fp8-attention`, FlashAttention-3's FP8 path).
+"""
+
+from __future__ import annotations
+
+from tfcost.hardware import rates as hardware
+from tfcost.schema import GpuSpec
+
+FP8_MATMUL_FRACTION = 0.5
+FP8_MATMUL_SOURCE = (
+    "0.5 of the FP8 dense peak, quantization kernels included (fitted on validation's fitted half; published: FP8 "
+    "GEMMs 0.59-0.74 of peak at K 2048-4096, tilelang; 1.34-1.51x end to end over BF16, torchao)"
+)
+BF16_ATTENTION_SOURCE = "attention in BF16 (Transformer Engine, torchao float8 and serving engines keep SDPA in BF16)"
+
+
+def fp8_matmul_scale(gpu: GpuSpec) -> float:
+    """What the GPU's BF16 matmul efficiency (MAMF) is multiplied by for FP8 GEMMs: FP8_MATMUL_FRACTION over it,
+    so that FP8 matmuls reach FP8_MATMUL_FRACTION of the FP8 peak (times the shapes' wave efficiency)."""
+    assert gpu.matmul_efficiency is not None
+    return FP8_MATMUL_FRACTION / gpu.matmul_efficiency
+
+
+def attention_peak_flops_per_s(gpu: GpuSpec, compute_dtype: str, fp8_attention: bool) -> float:
+    """The dense peak attention runs at: the BF16 peak when the matmuls are FP8 and attention is not."""
+    dtype = compute_dtype if compute_dtype != "fp8" or fp8_attention else "bf16"
+    peak = hardware.peak_flops_per_s(gpu, dtype) or hardware.peak_flops_per_s(gpu, "bf16")
+    assert peak is not None  # the bf16 peak is a required field
+    return peak
