@@ -92,6 +92,7 @@ class ModelSource:
     ignored_fields: list[str] = field(default_factory=list)
     not_priced: list[str] = field(default_factory=list)
     checkpoint_bytes: int | None = None
+    notes: list[str] = field(default_factory=list)  # quantization_config entries tfcost could not price
 
 
 def is_hub_id(reference: str) -> bool:
@@ -227,7 +228,7 @@ def resolve_source(
     shape = model_from_mapping(apply_overrides(mapping, overrides), origin, default_name)
     if reading is None:
         return ModelSource(shape)
-    return ModelSource(shape, reading.ignored, reading.not_priced, reading.checkpoint_bytes)
+    return ModelSource(shape, reading.ignored, reading.not_priced, reading.checkpoint_bytes, reading.notes)
 
 
 def resolve_model(

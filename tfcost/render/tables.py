@@ -350,22 +350,26 @@ def section_rows(section: BaseModel | None, breakdowns: bool) -> Iterator[tuple[
     return quantity_rows(section, breakdowns=breakdowns) if section is not None else iter(())
 
 
-def models_table(models: Sequence[ModelShape], totals: Sequence[int], markdown: bool = False) -> None:
+def models_table(
+    models: Sequence[ModelShape], totals: Sequence[int], actives: Sequence[int], markdown: bool = False
+) -> None:
     models = neutral(list(models))
     table = new_table(markdown, title="model presets", title_justify="left")
     for name, justify in (
         ("name", "left"),
         ("parameters", "right"),
+        ("active", "right"),
         ("layers", "right"),
         ("d_model", "right"),
         ("heads (kv)", "right"),
         ("context", "right"),
     ):
         table.add_column(name, justify=justify)
-    for model, total in zip(models, totals, strict=True):
+    for model, total, active in zip(models, totals, actives, strict=True):
         table.add_row(
             model.name,
             human(total, "count"),
+            human(active, "count"),
             str(model.n_layers),
             str(model.d_model),
             f"{model.n_heads} ({model.n_kv_heads})",
@@ -707,7 +711,7 @@ def source_notes(ignored: Sequence[str], not_priced: Sequence[str]) -> list[str]
 
 def print_source_notes(source: ModelSource) -> None:
     """One `tfcost: note:` line on stderr per note, never on stdout (which may carry JSON or YAML)."""
-    for note in source_notes(source.ignored_fields, source.not_priced):
+    for note in [*source_notes(source.ignored_fields, source.not_priced), *map(clean, source.notes)]:
         sys.stderr.write(f"tfcost: note: {clean(source.shape.name)}: {note}\n")
 
 

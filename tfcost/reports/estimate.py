@@ -69,6 +69,7 @@ def with_source(report: ReportT, source: ModelSource) -> ReportT:
 class ParamsReport(Section):
     total: int = quantity("total parameters", "count")
     active: int = quantity("active per token (MoE: k of E experts)", "count")
+    active_non_embedding: int = quantity("active less input embeddings (cards)", "count")
     embedding: int = quantity("embedding (incl. untied head)", "count")
     non_embedding: int = quantity("non-embedding N", "count")
     per_layer: int = quantity("per block", "count")
@@ -189,6 +190,7 @@ def estimate(shape: ModelShape, workload: Workload, gpu: GpuSpec | None = None, 
         params=ParamsReport(
             total=params.total_params(shape),
             active=params.active_params(shape),
+            active_non_embedding=params.active_params_less_input_embeddings(shape),
             embedding=params.embedding_params(shape),
             non_embedding=params.non_embedding_params(shape),
             per_layer=params.params_per_layer(shape),
