@@ -102,7 +102,9 @@ def test_a_module_list_that_is_no_list_is_still_refused():
 def test_notes_reach_the_user_on_stderr(tfcost, tmp_path):
     config = json.loads((CONFIGS / "llama-3-8b.json").read_text())
     path = tmp_path / "config.json"
-    path.write_text(json.dumps({**config, "quantization_config": {"quant_method": "awq", "ignore": ["model.layers.3.mlp"]}}))
+    path.write_text(
+        json.dumps({**config, "quantization_config": {"quant_method": "awq", "ignore": ["model.layers.3.mlp"]}})
+    )
     result = tfcost("estimate", str(path), "-f", "json")
     assert "leaves the mlp of layer 3 unconverted" in result.stderr
     assert json.loads(result.stdout)["params"]["total"] == 8_030_261_248

@@ -130,13 +130,17 @@ def serve(
         return
     from tfcost.reports.estimate import with_source
     from tfcost.reports.serve import serve as run_serve
+    from tfcost.reports.stored import stored_report
 
     source = load_source(model, config, overrides, strict, lenient, revision)
     shape = source.shape
+    files = stored_report(source.stored, shape).served_bytes if source.stored is not None else None
     if measured is None:
-        report = run_serve(shape, load_gpu(gpu), setup, explained=explain)
+        report = run_serve(shape, load_gpu(gpu), setup, explained=explain, stored_bytes=files)
     else:
-        report = run_serve(shape, measured.gpu_spec(), setup, measured.rates(), measured.name, explained=explain)
+        report = run_serve(
+            shape, measured.gpu_spec(), setup, measured.rates(), measured.name, explained=explain, stored_bytes=files
+        )
     result = with_source(report, source)
     render.print_checkpoint_check(result)
     render.print_report(result, output, render.serve_table)

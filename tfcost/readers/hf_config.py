@@ -16,7 +16,7 @@ tfcost.readers.hub's. The family readers themselves live in tfcost.readers.famil
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfcost.errors import TfcostError
 from tfcost.readers.families import attention_variants, base, deepseek_v4, flags, linear, mla, ssm
@@ -29,6 +29,9 @@ from tfcost.readers.families.base import (
     quantization,
     refusal_check,
 )
+
+if TYPE_CHECKING:
+    from tfcost.readers.safetensors import StoredFiles
 
 # Every model_type tfcost reads, each family module's rows joined.
 FAMILIES: dict[str, Family] = {
@@ -56,6 +59,7 @@ class ConfigReading:
     not_priced: list[str] = field(default_factory=list)
     checkpoint_bytes: int | None = None  # a Hub checkpoint's stored bytes (tfcost.readers.hub), for a cross-check
     notes: list[str] = field(default_factory=list)  # what quantization_config's module lists left unpriced
+    stored: StoredFiles | None = None  # a local model's files, read from their headers (tfcost.readers.safetensors)
 
 
 def leftovers(fields: Fields, family: Family, lenient: bool) -> tuple[list[str], list[str]]:

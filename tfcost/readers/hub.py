@@ -12,9 +12,12 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfcost.errors import TfcostError
+
+if TYPE_CHECKING:
+    from tfcost.readers.safetensors import StoredFiles
 
 # owner/name as the Hub spells repository ids: letters, digits, '-', '_', '.'; no '--' or '..' (huggingface_hub's
 # validate_repo_id says the rest).
@@ -139,3 +142,76 @@ def fetch_config(repo_id: str, revision: str | None = None) -> HubConfig:
     path = download(repo_id, CONFIG, revision)
     config = read_json(path, repo_id, CONFIG)
     return HubConfig(repo_id, config, commit_of(path), checkpoint_bytes(repo_id, revision))
+
+
+# Stored bytes by HTTP range requests (as hf-mem reads them): the first 8 bytes of each safetensors file, then its
+# JSON header, never its tensors. Each request is bounded in time; a header in size (safetensors' own limit).
+RANGE_TIMEOUT_S = 20.0
+RANGE_DEADLINE_S = 120.0  # all the shards of one model together
+
+
+def range_get(url: str, start: int, stop: int, token: str | None, repo_id: str) -> bytes:
+    """Bytes start..stop-1 of a Hub file by one HTTP Range request, read no further than asked (a server that
+    ignores the range and sends the whole file is cut off there)."""
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(url, headers={"Range": f"bytes={start}-{stop - 1}", "User-Agent": "tfcost"})
+    if token:  # not sent on to the CDN a resolve URL redirects to: the redirect carries its own signature
+        request.add_unredirected_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=RANGE_TIMEOUT_S) as response:
+            data: bytes = response.read(stop - start)
+    except urllib.error.HTTPError as error:
+        if error.code in (401, 403):
+            raise TfcostError(
+                f"{repo_id} is gated on the Hugging Face Hub: accept its terms on the model page and set HF_TOKEN "
+                "to a token of that account"
+            ) from None
+        name = url.rsplit("/", 1)[-1]
+        raise TfcostError(f"{repo_id}: the Hugging Face Hub answered HTTP {error.code} for {name}") from None
+    except (urllib.error.URLError, OSError) as error:
+        reason = getattr(error, "reason", None) or getattr(error, "strerror", None) or type(error).__name__
+        raise TfcostError(f"{repo_id}: cannot reach the Hugging Face Hub ({reason})") from None
+    if len(data) != stop - start:
+        raise TfcostError(f"{repo_id}: {url.rsplit('/', 1)[-1]} ends inside its safetensors header")
+    return data
+
+
+def fetch_stored(repo_id: str, revision: str | None = None) -> StoredFiles:
+    """The tensors of a Hub model's safetensors files, from their headers alone: the shards its index names (or
+    model.safetensors), two range requests each."""
+    import time
+    import urllib.parse
+
+    from tfcost.readers.safetensors import StoredFiles, header_length, parse_header
+
+    quiet()
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+        raise TfcostError(f"{repo_id}: HF_HUB_OFFLINE is set; the files' headers are read from the Hub")
+    from huggingface_hub import get_token
+
+    index_path = None
+    try:
+        index_path = download(repo_id, INDEX, revision)
+    except TfcostError as error:
+        if "has no" not in str(error):  # a repository without an index holds one model.safetensors
+            raise
+    names = ["model.safetensors"]
+    if index_path is not None:
+        weight_map = read_json(index_path, repo_id, INDEX).get("weight_map")
+        if not isinstance(weight_map, dict) or not all(isinstance(name, str) for name in weight_map.values()):
+            raise TfcostError(f"{repo_id} {INDEX}: weight_map should map tensor names to file names")
+        names = sorted(set(weight_map.values()))
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
+    at = urllib.parse.quote(revision or "main", safe="")
+    token = get_token()
+    deadline = time.monotonic() + RANGE_DEADLINE_S
+    tensors = []
+    for name in names:
+        if time.monotonic() > deadline:
+            raise TfcostError(f"{repo_id}: reading {len(names)} headers took over {RANGE_DEADLINE_S:.0f} s")
+        url = f"{endpoint}/{repo_id}/resolve/{at}/{urllib.parse.quote(name)}"
+        length = header_length(range_get(url, 0, 8, token, repo_id), f"{repo_id} {name}")
+        tensors += parse_header(range_get(url, 8, 8 + length, token, repo_id), name)
+    return StoredFiles(tensors, names)

@@ -19,6 +19,7 @@ from tfcost.schema import GpuSpec, ModelShape
 
 if TYPE_CHECKING:
     from tfcost.readers.hf_config import ConfigReading
+    from tfcost.readers.safetensors import StoredFiles
 
 
 def presets_dir() -> Path:
@@ -83,6 +84,27 @@ def hub_reading(repo_id: str, revision: str | None, strict: bool, lenient: bool)
     return reading
 
 
+def folder_reading(folder: Path, strict: bool = False, lenient: bool = False) -> ConfigReading:
+    """A local model folder: its config.json, and the tensors its safetensors files store (their headers only)."""
+    from tfcost.readers.safetensors import read_folder
+
+    if not (folder / "config.json").is_file():
+        raise TfcostError(f"{folder}: a model folder needs a config.json")
+    reading = config_reading(folder / "config.json", strict, lenient)
+    if any(folder.glob("*.safetensors")):
+        reading.stored = read_folder(folder)
+    return reading
+
+
+def gguf_reading(path: Path) -> ConfigReading:
+    """A GGUF file: its model's shape from its metadata, and its tensors, from its header only."""
+    from tfcost.readers.hf_config import ConfigReading
+    from tfcost.readers.safetensors import gguf_mapping, read_gguf
+
+    stored = read_gguf(path)
+    return ConfigReading(gguf_mapping(stored), "gguf", stored=stored)
+
+
 @dataclass
 class ModelSource:
     """The model a command is asked about, and what its source said that tfcost did not use: the config keys
@@ -93,6 +115,7 @@ class ModelSource:
     not_priced: list[str] = field(default_factory=list)
     checkpoint_bytes: int | None = None
     notes: list[str] = field(default_factory=list)  # quantization_config entries tfcost could not price
+    stored: StoredFiles | None = None  # the tensors a local model's files store (tfcost.readers.safetensors)
 
 
 def is_hub_id(reference: str) -> bool:
@@ -125,6 +148,10 @@ def model_mapping(
     exists = path_exists(reference)
     if revision is not None:
         raise UsageError(f"--revision applies to a Hugging Face Hub id (owner/name), not to '{reference}'")
+    if exists and Path(reference).is_dir():
+        return folder_reading(Path(reference), strict, lenient), reference, Path(reference).name
+    if reference.endswith(".gguf"):
+        return gguf_reading(Path(reference)), reference, Path(reference).stem
     if reference.endswith(".json"):
         path = Path(reference)
         return config_reading(path, strict, lenient), str(path), path.stem
@@ -228,7 +255,8 @@ def resolve_source(
     shape = model_from_mapping(apply_overrides(mapping, overrides), origin, default_name)
     if reading is None:
         return ModelSource(shape)
-    return ModelSource(shape, reading.ignored, reading.not_priced, reading.checkpoint_bytes, reading.notes)
+    stored = None if overrides else reading.stored  # a shape changed by --set is no longer the files' model
+    return ModelSource(shape, reading.ignored, reading.not_priced, reading.checkpoint_bytes, reading.notes, stored)
 
 
 def resolve_model(
@@ -284,3 +312,26 @@ def gpu_for_device_name(device_name: str) -> GpuSpec | None:
         if any(re.search(pattern, device_name, re.IGNORECASE) for pattern in gpu.device_names):
             return gpu
     return None
+
+
+def inspected(reference: str, revision: str | None = None) -> tuple[StoredFiles, ModelSource | None]:
+    """What `tfcost inspect` reads: a checkpoint's stored tensors (their headers only) and, where its files say
+    what model they hold (a folder's config.json, a GGUF file's metadata, a Hub id's config.json), that model."""
+    from tfcost.readers.safetensors import read_stored
+
+    if names_hub_model(reference):
+        from tfcost.readers.hub import fetch_stored
+
+        source = resolve_source(reference, revision=revision)
+        return fetch_stored(reference, revision), source
+    if revision is not None:
+        raise UsageError(f"--revision applies to a Hugging Face Hub id (owner/name), not to '{reference}'")
+    path = Path(reference)
+    if not path_exists(reference):
+        raise TfcostError(f"{reference}: no such file or folder (nor a Hub id: owner/name)")
+    if (path.is_dir() and (path / "config.json").is_file()) or path.suffix == ".gguf":
+        source = resolve_source(reference)
+        if source.stored is None:
+            raise TfcostError(f"{reference}: no .safetensors files beside its config.json")
+        return source.stored, source
+    return read_stored(path), None

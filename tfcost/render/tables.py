@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # imported where used: only `measure` needs its report classe
     from tfcost.readers.presets import ModelSource
     from tfcost.reports.measure import Measurement, MeasureReport
     from tfcost.reports.serve import ServeReport
+    from tfcost.reports.stored import InspectReport
     from tfcost.reports.train import TrainReport
 
 Report = TypeVar("Report", bound=BaseModel)
@@ -509,6 +510,20 @@ def serve_table(result: ServeReport, markdown: bool = False) -> None:
     if result.memory.kv_cache_note:
         notes.insert(0, result.memory.kv_cache_note)
     sections_table(result, SERVE_SECTIONS, title, notes, markdown)
+
+
+def inspect_table(result: InspectReport, markdown: bool = False) -> None:
+    """`tfcost inspect`: the stored bytes, with the model the files hold and the tensors outside the op tables."""
+    result = neutral(result)
+    stored = result.stored
+    title = f"{result.checkpoint}: {len(stored.files):,} file{'s' if len(stored.files) != 1 else ''}, headers only"
+    notes = [f"source: {result.source}"] if result.source else ["no config: the model is not priced"]
+    if result.parameters is not None:
+        notes.append(f"tfcost counts {result.parameters:,} parameters for {result.model}")
+    if stored.unaccounted:
+        shown = ", ".join(stored.unaccounted)
+        notes.append(f"outside the op tables ({human(stored.unaccounted_bytes, 'bytes')}): {shown}")
+    sections_table(result, {"stored": "Stored bytes (the files' headers)"}, title, [*notes, CONVENTIONS], markdown)
 
 
 def print_report(result: Report, output: str, table: Callable[[Report, bool], None]) -> None:

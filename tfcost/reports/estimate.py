@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 from tfcost.core import flops, memory, params, weights
 from tfcost.costs import crossover
 from tfcost.reports.explain import Line, estimate_lines
+from tfcost.reports.stored import StoredReport, stored_report
 from tfcost.schema import GpuSpec, ModelShape, Workload
 from tfcost.units import Unit
 
@@ -47,6 +48,11 @@ class SourceNotes(Section):
         default=None,
         description="tfcost's bytes of the same weights as stored (16-bit, or its quantization), to set beside it",
     )
+    stored: StoredReport | None = Field(
+        default=None,
+        description="a local model's stored bytes, from its files' headers (tfcost.reports.stored)",
+        exclude_if=lambda stored: stored is None,
+    )
     explain: list[Line] | None = Field(
         default=None,
         description="--explain: each quantity's formula, the model's numbers and the result",
@@ -63,6 +69,8 @@ def with_source(report: ReportT, source: ModelSource) -> ReportT:
     if source.checkpoint_bytes is not None:
         notes["checkpoint_bytes"] = source.checkpoint_bytes
         notes["checkpoint_bytes_estimate"] = weights.checkpoint_weight_bytes(source.shape)
+    if source.stored is not None:
+        notes["stored"] = stored_report(source.stored, source.shape)
     return report.model_copy(update=notes)
 
 
@@ -175,6 +183,7 @@ SECTIONS: dict[str, str] = {
     "flops": "FLOPs",
     "kv_cache": "KV cache",
     "score_matrix": "Score matrix",
+    "stored": "Stored bytes (the files' headers)",
 }
 
 

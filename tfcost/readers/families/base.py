@@ -611,8 +611,8 @@ def not_converted(model_type: str, names: Any, n_layers: int | None = None) -> U
         named = list(MODULE_PARTS[word]) if placed else []
         if any(part.endswith("Attention") for part in components):  # compressed-tensors names a class
             word, named = "attention", ["attention"]
-        layers = [int(part) for part in components if part.isdigit()]
-        if layers and n_layers is not None and min(layers) >= n_layers:
+        indices = [int(part) for part in components if part.isdigit()]
+        if indices and n_layers is not None and min(indices) >= n_layers:
             continue  # a layer past the last (DeepSeek-V3's layer 61: its multi-token-prediction module)
         if not named:
             unknown.append(name)
@@ -620,8 +620,8 @@ def not_converted(model_type: str, names: Any, n_layers: int | None = None) -> U
         if any(part in PROJECTIONS for part in components):
             partial.append(name)
             continue
-        if layers:
-            by_layer.setdefault(word, (named, set()))[1].update(layers)
+        if indices:
+            by_layer.setdefault(word, (named, set()))[1].update(indices)
             continue
         parts += [kind for kind in named if kind not in parts]
     notes = []
@@ -652,11 +652,11 @@ def compressed_tensors(where: str, config: dict[str, Any]) -> dict[str, Any]:
     float weights are fp8 (per block, channel or tensor); 4-bit float weights in groups of 16 are nvfp4."""
     groups = config.get("config_groups")
     weights = [
-        group.get("weights") for group in (groups.values() if isinstance(groups, dict) else ()) if isinstance(group, dict)
+        group.get("weights")
+        for group in (groups.values() if isinstance(groups, dict) else ())
+        if isinstance(group, dict)
     ]
-    kinds = {
-        (w.get("type"), w.get("num_bits"), w.get("group_size")) for w in weights if isinstance(w, dict)
-    }
+    kinds = {(w.get("type"), w.get("num_bits"), w.get("group_size")) for w in weights if isinstance(w, dict)}
     if len(kinds) != 1:
         raise TfcostError(f"{where}: config_groups should give one weight format (found {len(kinds)})")
     kind, bits, group = kinds.pop()
