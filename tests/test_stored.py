@@ -116,7 +116,7 @@ class CountingReader(io.RawIOBase):
     """A file whose every byte read is counted (seeks too): the proof that no tensor data is read."""
 
     def __init__(self, path: Path, counts: dict[str, int]) -> None:
-        self.inner, self.counts, self.name = open(path, "rb"), counts, path.name  # noqa: SIM115
+        self.inner, self.counts, self.name = open(path, "rb"), counts, path.name
 
     def readable(self) -> bool:
         return True
@@ -309,7 +309,7 @@ class RangeHub(BaseHTTPRequestHandler):
     files: ClassVar[dict[str, bytes]] = {}
     sent: ClassVar[dict[str, int]] = {}
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+    def do_GET(self) -> None:
         prefix = "/acme/tiny-fp8/resolve/main/"
         if not self.path.startswith(prefix) or self.path[len(prefix) :] not in self.files:
             self.send_response(404)
@@ -331,7 +331,7 @@ class RangeHub(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    do_HEAD = do_GET  # noqa: N815
+    do_HEAD = do_GET
 
     def log_message(self, *args: Any) -> None:
         pass
@@ -396,3 +396,29 @@ def test_transformers_saves_longcat_zero_experts_the_checkpoint_does_not_hold(tm
     assert stored["unaccounted_bytes"] == 4 * layers * z * 2 * f * d  # saved as float32
     # What is left is the parameters, and the router's e_score_correction_bias (a buffer of E + Z per MoE layer).
     assert stored["total_bytes"] - stored["unaccounted_bytes"] == 4 * (result["parameters"] + layers * 12)
+
+
+def test_hub_failures_are_one_line_each(tmp_path, tfcost, range_hub):
+    env = {"HF_HOME": str(tmp_path / "home"), "HF_ENDPOINT": range_hub, "HF_HUB_DISABLE_TELEMETRY": "1"}
+    del RangeHub.files["model-00002-of-00002.safetensors"]  # the index names a shard the server does not have
+    missing = tfcost("inspect", "acme/tiny-fp8", env=env)
+    assert missing.code == 1 and missing.stderr.count("\n") == 1 and "HTTP 404" in missing.stderr
+    offline = tfcost("inspect", "acme/tiny-fp8", env={**env, "HF_HUB_OFFLINE": "1"})
+    assert offline.code == 1 and offline.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [(b"GGML" + bytes(20), "not a GGUF file"), (b"GGUF" + struct.pack("<I", 9) + bytes(16), "GGUF version 9")],
+)
+def test_a_broken_gguf_file_is_one_line(tmp_path, tfcost, content, expected):
+    pytest.importorskip("gguf")
+    path = tmp_path / "broken.gguf"
+    path.write_bytes(content)
+    run = tfcost("inspect", str(path))
+    assert run.code == 1 and run.stderr.count("\n") == 1 and expected in run.stderr
+
+
+def test_inspect_of_nothing_is_one_line(tmp_path, tfcost):
+    run = tfcost("inspect", str(tmp_path / "nothing-here"))
+    assert run.code == 1 and "no such file or folder" in run.stderr

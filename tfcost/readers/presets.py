@@ -89,7 +89,7 @@ def folder_reading(folder: Path, strict: bool = False, lenient: bool = False) ->
     from tfcost.readers.safetensors import read_folder
 
     if not (folder / "config.json").is_file():
-        raise TfcostError(f"{folder}: a model folder needs a config.json")
+        raise TfcostError(f"{folder}: is a directory without a config.json (a model folder needs one)")
     reading = config_reading(folder / "config.json", strict, lenient)
     if any(folder.glob("*.safetensors")):
         reading.stored = read_folder(folder)
