@@ -422,3 +422,11 @@ def test_a_broken_gguf_file_is_one_line(tmp_path, tfcost, content, expected):
 def test_inspect_of_nothing_is_one_line(tmp_path, tfcost):
     run = tfcost("inspect", str(tmp_path / "nothing-here"))
     assert run.code == 1 and "no such file or folder" in run.stderr
+
+
+def test_a_folder_whose_config_tfcost_cannot_read_still_reports_its_bytes(tiny_folder, tfcost):
+    (tiny_folder / "config.json").write_text(json.dumps({**TINY, "model_type": "no_such_family"}))
+    run = tfcost("inspect", str(tiny_folder), "-f", "json")
+    assert run.code == 0 and "the model is not priced" in run.stderr and "no_such_family" in run.stderr
+    result = json.loads(run.stdout)
+    assert result["parameters"] is None and result["stored"]["total_bytes"] == sum(expected_bytes().values())

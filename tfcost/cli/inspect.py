@@ -31,7 +31,9 @@ def inspect(
     from tfcost.render import tables as render
     from tfcost.reports.stored import inspect_report
 
-    files, source = inspected(checkpoint, revision)
+    files, source, unread = inspected(checkpoint, revision)
     if source is not None:
         render.print_source_notes(source)
+    if unread is not None:
+        render.print_note(f"the model is not priced: {unread}")
     render.print_report(inspect_report(checkpoint, files, source), output, render.inspect_table)

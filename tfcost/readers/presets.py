@@ -314,24 +314,29 @@ def gpu_for_device_name(device_name: str) -> GpuSpec | None:
     return None
 
 
-def inspected(reference: str, revision: str | None = None) -> tuple[StoredFiles, ModelSource | None]:
+def inspected(reference: str, revision: str | None = None) -> tuple[StoredFiles, ModelSource | None, str | None]:
     """What `tfcost inspect` reads: a checkpoint's stored tensors (their headers only) and, where its files say
-    what model they hold (a folder's config.json, a GGUF file's metadata, a Hub id's config.json), that model."""
-    from tfcost.readers.safetensors import read_stored
+    what model they hold (a folder's config.json, a GGUF file's metadata, a Hub id's config.json), that model; when
+    that model cannot be read, why not (the bytes are reported all the same)."""
+    from tfcost.readers.safetensors import read_folder, read_stored
+
+    def model() -> tuple[ModelSource | None, str | None]:
+        try:
+            return resolve_source(reference, revision=revision), None
+        except TfcostError as error:
+            return None, str(error)
 
     if names_hub_model(reference):
         from tfcost.readers.hub import fetch_stored
 
-        source = resolve_source(reference, revision=revision)
-        return fetch_stored(reference, revision), source
+        stored = fetch_stored(reference, revision)
+        return (stored, *model())
     if revision is not None:
         raise UsageError(f"--revision applies to a Hugging Face Hub id (owner/name), not to '{reference}'")
     path = Path(reference)
     if not path_exists(reference):
         raise TfcostError(f"{reference}: no such file or folder (nor a Hub id: owner/name)")
     if (path.is_dir() and (path / "config.json").is_file()) or path.suffix == ".gguf":
-        source = resolve_source(reference)
-        if source.stored is None:
-            raise TfcostError(f"{reference}: no .safetensors files beside its config.json")
-        return source.stored, source
-    return read_stored(path), None
+        stored = read_folder(path) if path.is_dir() else read_stored(path)
+        return (stored, *model())
+    return read_stored(path), None, None

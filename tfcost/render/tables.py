@@ -316,6 +316,8 @@ def compare_table(
     for result in results:
         table.add_column(result.model, justify="right", no_wrap=True)
     for section, title in SECTIONS.items():
+        if section == "stored" and all(r.stored is None for r in results):  # only a local model has files
+            continue
         table.add_section()
         columns = [
             {
@@ -728,6 +730,11 @@ def print_source_notes(source: ModelSource) -> None:
     """One `tfcost: note:` line on stderr per note, never on stdout (which may carry JSON or YAML)."""
     for note in [*source_notes(source.ignored_fields, source.not_priced), *map(clean, source.notes)]:
         sys.stderr.write(f"tfcost: note: {clean(source.shape.name)}: {note}\n")
+
+
+def print_note(note: str) -> None:
+    """One `tfcost: note:` line on stderr."""
+    sys.stderr.write(f"tfcost: note: {clean(note)}\n")
 
 
 def print_checkpoint_check(report: SourceNotes) -> None:
