@@ -316,7 +316,7 @@ def compare_table(
     for result in results:
         table.add_column(result.model, justify="right", no_wrap=True)
     for section, title in SECTIONS.items():
-        if section == "stored" and all(r.stored is None for r in results):  # only a local model has files
+        if section == "stored" and all(getattr(r, "stored", None) is None for r in results):  # files: local only
             continue
         table.add_section()
         columns = [
