@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from conftest import run_tfcost
 
 from tfcost.core.params import parameter_breakdown, total_params
 from tfcost.core.stored import stored_bytes, tensor_part
@@ -348,7 +349,8 @@ def range_hub(tiny_folder: Path) -> Iterator[str]:
     server.shutdown()
 
 
-def test_a_hub_id_is_read_by_range_requests_for_its_headers_only(tmp_path, tfcost, range_hub, tiny_folder):
+def test_a_hub_id_is_read_by_range_requests_for_its_headers_only(tmp_path, range_hub, tiny_folder):
+    tfcost = run_tfcost  # a fresh interpreter: huggingface_hub reads HF_ENDPOINT once, when first imported
     env = {"HF_HOME": str(tmp_path / "home"), "HF_ENDPOINT": range_hub, "HF_HUB_DISABLE_TELEMETRY": "1"}
     run = tfcost("inspect", "acme/tiny-fp8", "-f", "json", env=env)
     assert run.code == 0, run.stderr
@@ -398,7 +400,8 @@ def test_transformers_saves_longcat_zero_experts_the_checkpoint_does_not_hold(tm
     assert stored["total_bytes"] - stored["unaccounted_bytes"] == 4 * (result["parameters"] + layers * 12)
 
 
-def test_hub_failures_are_one_line_each(tmp_path, tfcost, range_hub):
+def test_hub_failures_are_one_line_each(tmp_path, range_hub):
+    tfcost = run_tfcost  # a fresh interpreter: huggingface_hub reads HF_ENDPOINT once, when first imported
     env = {"HF_HOME": str(tmp_path / "home"), "HF_ENDPOINT": range_hub, "HF_HUB_DISABLE_TELEMETRY": "1"}
     del RangeHub.files["model-00002-of-00002.safetensors"]  # the index names a shard the server does not have
     missing = tfcost("inspect", "acme/tiny-fp8", env=env)
