@@ -14,6 +14,7 @@ from tests.golden import GOLDEN, commands, run
 
 # Keys the layer-stack core added to the JSON contract (present in today's output, absent from the pin).
 ADDED = {"params.by_layer_kind", "params.mtp", "flops.by_layer_kind", "kv_cache.state_bytes"}
+ADDED |= {"params.active_non_embedding"}  # issue 24: the active count as model cards give it
 # Keys issues 10 and 13 added: the crossovers; what a source ignored or did not price, a checkpoint's bytes.
 ADDED |= {
     "crossovers",

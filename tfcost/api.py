@@ -277,14 +277,17 @@ def serve(
     from tfcost.readers.presets import load_gpu
     from tfcost.reports.estimate import with_source
     from tfcost.reports.serve import serve as run_serve
+    from tfcost.reports.stored import stored_report
 
     source = asked.source()
+    files = stored_report(source.stored, source.shape).served_bytes if source.stored is not None else None
     if measured is None:
-        report = run_serve(source.shape, load_gpu(gpu), chosen, explained=explain)
+        report = run_serve(source.shape, load_gpu(gpu), chosen, explained=explain, stored_bytes=files)
     else:
         report = run_serve(
-            source.shape, measured.gpu_spec(), chosen, measured.rates(), measured.name, explained=explain
-        )
+            source.shape, measured.gpu_spec(), chosen, measured.rates(), measured.name, explained=explain,
+            stored_bytes=files,
+        )  # fmt: skip
     return with_source(report, source)
 
 

@@ -25,13 +25,14 @@ def list_presets(
         TableFormat, typer.Option("--format", "-f", help="table for people, markdown for documents.")
     ] = "table",
 ) -> None:
-    """List the built-in model presets with their size."""
-    from tfcost.core.params import total_params
+    """List the built-in model presets with their size: total and active parameters."""
+    from tfcost.core.params import active_params, total_params
     from tfcost.readers.presets import all_models
     from tfcost.render.tables import models_table
 
     models = all_models()
-    models_table(models, [total_params(model) for model in models], markdown=output == "markdown")
+    totals, actives = [total_params(model) for model in models], [active_params(model) for model in models]
+    models_table(models, totals, actives, markdown=output == "markdown")
 
 
 @app.command()

@@ -16,7 +16,7 @@ import typer
 
 # Each module registers its commands on the app, in the order --help lists them.
 # isort: off
-from tfcost.cli import listing, estimate, check, train, serve, sweep, measure, plan  # noqa: F401
+from tfcost.cli import listing, estimate, check, train, serve, sweep, measure, plan, inspect  # noqa: F401
 
 # isort: on
 from tfcost.cli.app import app

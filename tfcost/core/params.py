@@ -126,3 +126,21 @@ def active_params(shape: ModelShape) -> int:
 def active_non_embedding_params(shape: ModelShape) -> int:
     """Active non-embedding parameters: the N that the 6N rule uses for an MoE model."""
     return non_embedding_params(shape) - inactive_params(shape)
+
+
+# What a token only looks up a row of: the input tables. An untied output head is a matmul over all of it.
+INPUT_TABLES = ("embedding/tokens", "embedding/positions", "embedding/token_types", "embedding/per_layer")
+
+
+def active_params_less_input_embeddings(shape: ModelShape) -> int:
+    """Active parameters as model cards count them: active_params less the input embedding tables (token,
+    position, token-type and per-layer tables), of which a token reads one row. The output head stays in, a
+    matmul over the whole vocabulary; a tied table is that head, so it stays in too.
+
+    The gpt-oss model card's convention (OpenAI 2025, "gpt-oss-120b & gpt-oss-20b Model Card", arXiv:2508.10925:
+    gpt-oss-20b 20.9B total, 3.6B active; gpt-oss-120b 116.8B, 5.1B active): tfcost's 4.19 B and 5.71 B active
+    less their 0.58 B token table are 3.61 B and 5.13 B. DeepSeek-V3's card counts its 37B activated with the
+    embeddings (active_params, 37.55 B); both are reported."""
+    parts = parameter_breakdown(shape)
+    tables = [name for name in INPUT_TABLES if not (name == "embedding/tokens" and shape.tied_embeddings)]
+    return active_params(shape) - sum(parts.get(name, 0) for name in tables)

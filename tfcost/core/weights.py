@@ -10,7 +10,8 @@ ship; biases, where a model has them, are counted with their matrix.
 - nvfp4: NVIDIA, "Introducing NVFP4" (2025): 4-bit E2M1 elements, one FP8 E4M3 scale per 16 (the one fp32
   scale per tensor is not counted).
 - fp8: one byte per weight (E4M3); with a block (DeepSeek-V3 §3.3.2; transformers' FineGrainedFP8), one fp32
-  scale per 128 x 128 block; per-tensor scales are not counted.
+  scale per 128 x 128 block; per-tensor and per-channel scales (compressed-tensors' "channel" strategy: one per
+  output row) are not counted.
 - awq, gptq: b-bit weights, and per group of g one fp16 scale and one b-bit zero point (AutoAWQ's and
   AutoGPTQ's packed qzeros); GPTQ's per-column g_idx is not counted. A group_size of -1 (per channel) counts no
   scales.

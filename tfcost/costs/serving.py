@@ -78,9 +78,14 @@ def weight_bytes_of(total: int, embedding: int, dtype: WeightsDtype, group_size:
     return quantized_bytes(total - embedding, dtype, group_size) + embedding * UNQUANTIZED_BYTES
 
 
-def served_weight_bytes(shape: ModelShape, dtype: WeightsDtype | None, group_size: int = INT4_GROUP_SIZE) -> int:
-    """The weights as served: at `dtype` when one is asked for, else as the model's quantized checkpoint stores
-    them (tfcost.core.weights), else 16-bit."""
+def served_weight_bytes(
+    shape: ModelShape, dtype: WeightsDtype | None, group_size: int = INT4_GROUP_SIZE, stored: int | None = None
+) -> int:
+    """The weights as served: the bytes the files store (`stored`, tfcost.core.stored) when they were read, else
+    at `dtype` when one is asked for, else as the model's quantized checkpoint stores them (tfcost.core.weights),
+    else 16-bit."""
+    if stored is not None:
+        return stored
     if dtype is None:
         return weights.checkpoint_weight_bytes(shape)
     return weight_bytes(shape, dtype, group_size)
@@ -136,8 +141,10 @@ def kernel_weights_dtype(shape: ModelShape, dtype: WeightsDtype | None) -> Weigh
     return "int4" if q.bits <= 4 else "int8"
 
 
-def weights_format(shape: ModelShape, dtype: WeightsDtype | None) -> str:
+def weights_format(shape: ModelShape, dtype: WeightsDtype | None, from_files: bool = False) -> str:
     """What the weights are stored as, in words for the report."""
+    if from_files:
+        return "as the files store them (their headers' bytes)"
     if dtype is not None:
         return dtype
     q = shape.quantization

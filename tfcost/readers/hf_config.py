@@ -16,7 +16,7 @@ tfcost.readers.hub's. The family readers themselves live in tfcost.readers.famil
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfcost.errors import TfcostError
 from tfcost.readers.families import attention_variants, base, deepseek_v4, flags, linear, mla, ssm
@@ -29,6 +29,9 @@ from tfcost.readers.families.base import (
     quantization,
     refusal_check,
 )
+
+if TYPE_CHECKING:
+    from tfcost.readers.safetensors import StoredFiles
 
 # Every model_type tfcost reads, each family module's rows joined.
 FAMILIES: dict[str, Family] = {
@@ -55,6 +58,8 @@ class ConfigReading:
     ignored: list[str] = field(default_factory=list)
     not_priced: list[str] = field(default_factory=list)
     checkpoint_bytes: int | None = None  # a Hub checkpoint's stored bytes (tfcost.readers.hub), for a cross-check
+    notes: list[str] = field(default_factory=list)  # what quantization_config's module lists left unpriced
+    stored: StoredFiles | None = None  # a local model's files, read from their headers (tfcost.readers.safetensors)
 
 
 def leftovers(fields: Fields, family: Family, lenient: bool) -> tuple[list[str], list[str]]:
@@ -120,6 +125,11 @@ def read_config(config: dict[str, Any], *, strict: bool = False, lenient: bool =
     text, wrapper = config.get("text_config"), config.get("model_type")
     if isinstance(text, dict) and isinstance(wrapper, str) and wrapper not in FAMILIES:  # a non-string: one error
         inner = read_config(text, strict=strict, lenient=lenient)
+        outer = config.get("quantization_config")  # a wrapper's (Llama 4 FP8) covers its language model
+        if outer is not None and "quantization" not in inner.mapping:
+            inner.mapping["quantization"], inner.notes = quantization(
+                inner.model_type, outer, inner.mapping.get("n_layers")
+            )
         inner.not_priced = towers(config) or [f"the parts of {wrapper!r} around its language model"]
         inner.ignored = [f"text_config.{key}" for key in inner.ignored]
         return inner
@@ -127,8 +137,11 @@ def read_config(config: dict[str, Any], *, strict: bool = False, lenient: bool =
     family = FAMILIES[model_type]
     fields = Fields(config, model_type)
     mapping = family.read(fields)
+    notes: list[str] = []
     if fields.config.get("quantization_config") is not None:
-        mapping["quantization"] = quantization(model_type, fields.raw("quantization_config", None))
+        mapping["quantization"], notes = quantization(
+            model_type, fields.raw("quantization_config", None), mapping.get("n_layers")
+        )
     fields.read.add("quantization_config")
     for refusal in family.refused:
         refusal_check(fields, refusal)
@@ -145,7 +158,7 @@ def read_config(config: dict[str, Any], *, strict: bool = False, lenient: bool =
         problems.append(f"--strict: ignored field{'s' if len(reported) > 1 else ''} {', '.join(map(repr, reported))}")
     if problems:
         raise TfcostError(f"{model_type} config: {'; '.join(problems)}")
-    return ConfigReading(mapping, model_type, reported)
+    return ConfigReading(mapping, model_type, reported, notes=notes)
 
 
 def shape_mapping(config: dict[str, Any]) -> dict[str, Any]:

@@ -26,10 +26,13 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
 from tfcost.errors import TfcostError, redact_credentials
+
+if TYPE_CHECKING:
+    from tfcost.readers.safetensors import StoredFiles
 
 # owner/name as the Hub spells repository ids: letters, digits, '-', '_', '.'; no '--' or '..' (huggingface_hub's
 # validate_repo_id says the rest).
@@ -452,3 +455,45 @@ def fetch_config(repo_id: str, revision: str | None = None) -> HubConfig:
     fetched = fetch_file(repo_id, CONFIG, revision, deadline)
     config = read_json(fetched.data, repo_id, CONFIG)
     return HubConfig(repo_id, config, fetched.commit, checkpoint_bytes(repo_id, revision, deadline))
+
+
+# Stored bytes by HTTP range requests (as hf-mem reads them): the first 8 bytes of each safetensors file, then its
+# JSON header, never its tensors, through the same bounded requests as a config (one deadline for the command).
+def range_get(url: str, start: int, stop: int, deadline: Deadline, repo_id: str, name: str) -> bytes:
+    """Bytes start..stop-1 of a Hub file by one HTTP Range request; a server that ignores the range and announces
+    or sends more is refused (bounded_get), as is one that sends less."""
+    response = bounded_get(url, stop - start, deadline, f"{repo_id}: {name}", {"Range": f"bytes={start}-{stop - 1}"})
+    refuse_status(response, repo_id, name, None)
+    if len(response.body) != stop - start:
+        raise hub_error(f"{repo_id}: {name} ends inside its safetensors header")
+    return response.body
+
+
+def fetch_stored(repo_id: str, revision: str | None = None) -> StoredFiles:
+    """The tensors of a Hub model's safetensors files, from their headers alone: the shards its index names (or
+    model.safetensors), two range requests each."""
+    from huggingface_hub import hf_hub_url
+
+    from tfcost.readers.safetensors import StoredFiles, header_length, parse_header
+
+    settings = hub_settings()
+    if settings.HF_HUB_OFFLINE:
+        raise hub_error(f"{repo_id}: HF_HUB_OFFLINE is set; the files' headers are read from the Hub")
+    deadline = Deadline(deadline_seconds())
+    names = ["model.safetensors"]
+    try:
+        index = read_json(fetch_file(repo_id, INDEX, revision, deadline).data, repo_id, INDEX)
+    except TfcostError as error:
+        if "has no" not in str(error):  # a repository without an index holds one model.safetensors
+            raise
+    else:
+        weight_map = index.get("weight_map")
+        if not isinstance(weight_map, dict) or not all(isinstance(name, str) for name in weight_map.values()):
+            raise hub_error(f"{repo_id} {INDEX}: weight_map should map tensor names to file names")
+        names = sorted(set(weight_map.values()))
+    tensors = []
+    for name in names:
+        url = hf_hub_url(repo_id, name, revision=revision, endpoint=settings.ENDPOINT)
+        length = header_length(range_get(url, 0, 8, deadline, repo_id, name), f"{repo_id} {name}")
+        tensors += parse_header(range_get(url, 8, 8 + length, deadline, repo_id, name), name)
+    return StoredFiles(tensors, names)

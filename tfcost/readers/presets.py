@@ -19,6 +19,7 @@ from tfcost.schema import GpuSpec, ModelShape
 
 if TYPE_CHECKING:
     from tfcost.readers.hf_config import ConfigReading
+    from tfcost.readers.safetensors import StoredFiles
 
 
 def presets_dir() -> Path:
@@ -83,6 +84,27 @@ def hub_reading(repo_id: str, revision: str | None, strict: bool, lenient: bool)
     return reading
 
 
+def folder_reading(folder: Path, strict: bool = False, lenient: bool = False) -> ConfigReading:
+    """A local model folder: its config.json, and the tensors its safetensors files store (their headers only)."""
+    from tfcost.readers.safetensors import read_folder
+
+    if not (folder / "config.json").is_file():
+        raise TfcostError(f"{folder}: is a directory without a config.json (a model folder needs one)")
+    reading = config_reading(folder / "config.json", strict, lenient)
+    if any(folder.glob("*.safetensors")):
+        reading.stored = read_folder(folder)
+    return reading
+
+
+def gguf_reading(path: Path) -> ConfigReading:
+    """A GGUF file: its model's shape from its metadata, and its tensors, from its header only."""
+    from tfcost.readers.hf_config import ConfigReading
+    from tfcost.readers.safetensors import gguf_mapping, read_gguf
+
+    stored = read_gguf(path)
+    return ConfigReading(gguf_mapping(stored), "gguf", stored=stored)
+
+
 @dataclass
 class ModelSource:
     """The model a command is asked about, and what its source said that tfcost did not use: the config keys
@@ -92,6 +114,8 @@ class ModelSource:
     ignored_fields: list[str] = field(default_factory=list)
     not_priced: list[str] = field(default_factory=list)
     checkpoint_bytes: int | None = None
+    notes: list[str] = field(default_factory=list)  # quantization_config entries tfcost could not price
+    stored: StoredFiles | None = None  # the tensors a local model's files store (tfcost.readers.safetensors)
 
 
 def is_hub_id(reference: str) -> bool:
@@ -124,6 +148,10 @@ def model_mapping(
     exists = path_exists(reference)
     if revision is not None:
         raise UsageError(f"--revision applies to a Hugging Face Hub id (owner/name), not to '{reference}'")
+    if exists and Path(reference).is_dir():
+        return folder_reading(Path(reference), strict, lenient), reference, Path(reference).name
+    if reference.endswith(".gguf"):
+        return gguf_reading(Path(reference)), reference, Path(reference).stem
     if reference.endswith(".json"):
         path = Path(reference)
         return config_reading(path, strict, lenient), str(path), path.stem
@@ -227,7 +255,8 @@ def resolve_source(
     shape = model_from_mapping(apply_overrides(mapping, overrides), origin, default_name)
     if reading is None:
         return ModelSource(shape)
-    return ModelSource(shape, reading.ignored, reading.not_priced, reading.checkpoint_bytes)
+    stored = None if overrides else reading.stored  # a shape changed by --set is no longer the files' model
+    return ModelSource(shape, reading.ignored, reading.not_priced, reading.checkpoint_bytes, reading.notes, stored)
 
 
 def resolve_model(
@@ -283,3 +312,31 @@ def gpu_for_device_name(device_name: str) -> GpuSpec | None:
         if any(re.search(pattern, device_name, re.IGNORECASE) for pattern in gpu.device_names):
             return gpu
     return None
+
+
+def inspected(reference: str, revision: str | None = None) -> tuple[StoredFiles, ModelSource | None, str | None]:
+    """What `tfcost inspect` reads: a checkpoint's stored tensors (their headers only) and, where its files say
+    what model they hold (a folder's config.json, a GGUF file's metadata, a Hub id's config.json), that model; when
+    that model cannot be read, why not (the bytes are reported all the same)."""
+    from tfcost.readers.safetensors import read_folder, read_stored
+
+    def model() -> tuple[ModelSource | None, str | None]:
+        try:
+            return resolve_source(reference, revision=revision), None
+        except TfcostError as error:
+            return None, str(error)
+
+    if names_hub_model(reference):
+        from tfcost.readers.hub import fetch_stored
+
+        stored = fetch_stored(reference, revision)
+        return (stored, *model())
+    if revision is not None:
+        raise UsageError(f"--revision applies to a Hugging Face Hub id (owner/name), not to '{reference}'")
+    path = Path(reference)
+    if not path_exists(reference):
+        raise TfcostError(f"{reference}: no such file or folder (nor a Hub id: owner/name)")
+    if (path.is_dir() and (path / "config.json").is_file()) or path.suffix == ".gguf":
+        stored = read_folder(path) if path.is_dir() else read_stored(path)
+        return (stored, *model())
+    return read_stored(path), None, None

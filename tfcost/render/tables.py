@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # imported where used: only `measure` needs its report classe
     from tfcost.readers.presets import ModelSource
     from tfcost.reports.measure import Measurement, MeasureReport
     from tfcost.reports.serve import ServeReport
+    from tfcost.reports.stored import InspectReport
     from tfcost.reports.train import TrainReport
 
 Report = TypeVar("Report", bound=BaseModel)
@@ -303,6 +304,8 @@ def compare_table(
     for result in results:
         table.add_column(result.model, justify="right", no_wrap=True)
     for section, title in SECTIONS.items():
+        if section == "stored" and all(getattr(r, "stored", None) is None for r in results):  # files: local only
+            continue
         table.add_section()
         columns = [
             {
@@ -338,22 +341,26 @@ def section_rows(section: BaseModel | None, breakdowns: bool) -> Iterator[tuple[
     return quantity_rows(section, breakdowns=breakdowns) if section is not None else iter(())
 
 
-def models_table(models: Sequence[ModelShape], totals: Sequence[int], markdown: bool = False) -> None:
+def models_table(
+    models: Sequence[ModelShape], totals: Sequence[int], actives: Sequence[int], markdown: bool = False
+) -> None:
     models = neutral(list(models))
     table = new_table(markdown, title="model presets", title_justify="left")
     for name, justify in (
         ("name", "left"),
         ("parameters", "right"),
+        ("active", "right"),
         ("layers", "right"),
         ("d_model", "right"),
         ("heads (kv)", "right"),
         ("context", "right"),
     ):
         table.add_column(name, justify=justify)
-    for model, total in zip(models, totals, strict=True):
+    for model, total, active in zip(models, totals, actives, strict=True):
         table.add_row(
             model.name,
             human(total, "count"),
+            human(active, "count"),
             str(model.n_layers),
             str(model.d_model),
             f"{model.n_heads} ({model.n_kv_heads})",
@@ -493,6 +500,20 @@ def serve_table(result: ServeReport, markdown: bool = False) -> None:
     if result.memory.kv_cache_note:
         notes.insert(0, result.memory.kv_cache_note)
     sections_table(result, SERVE_SECTIONS, title, notes, markdown)
+
+
+def inspect_table(result: InspectReport, markdown: bool = False) -> None:
+    """`tfcost inspect`: the stored bytes, with the model the files hold and the tensors outside the op tables."""
+    result = neutral(result)
+    stored = result.stored
+    title = f"{result.checkpoint}: {len(stored.files):,} file{'s' if len(stored.files) != 1 else ''}, headers only"
+    notes = [f"source: {result.source}"] if result.source else ["no config: the model is not priced"]
+    if result.parameters is not None:
+        notes.append(f"tfcost counts {result.parameters:,} parameters for {result.model}")
+    if stored.unaccounted:
+        shown = ", ".join(stored.unaccounted)
+        notes.append(f"outside the op tables ({human(stored.unaccounted_bytes, 'bytes')}): {shown}")
+    sections_table(result, {"stored": "Stored bytes (the files' headers)"}, title, [*notes, CONVENTIONS], markdown)
 
 
 def print_report(result: Report, output: str, table: Callable[[Report, bool], None]) -> None:
@@ -702,7 +723,7 @@ def source_notes(ignored: Sequence[str], not_priced: Sequence[str]) -> list[str]
 
 def print_source_notes(source: ModelSource) -> None:
     """One `tfcost: note:` line on stderr per note, never on stdout (which may carry JSON or YAML)."""
-    for note in source_notes(source.ignored_fields, source.not_priced):
+    for note in [*source_notes(source.ignored_fields, source.not_priced), *map(clean, source.notes)]:
         sys.stderr.write(f"tfcost: note: {clean(source.shape.name)}: {note}\n")
 
 
@@ -711,9 +732,14 @@ def print_report_notes(report: BaseModel) -> None:
     checkpoint's stored bytes: `tfcost: note:` lines on stderr, never on stdout (which may carry JSON or YAML)."""
     if not isinstance(report, SourceNotes):  # the transformers engine's reports carry no source notes
         return
-    for note in source_notes(report.ignored_fields, report.not_priced):
+    for note in [*source_notes(report.ignored_fields, report.not_priced), *map(clean, report.quantization_notes)]:
         sys.stderr.write(f"tfcost: note: {clean(getattr(report, 'model', ''))}: {note}\n")
     print_checkpoint_check(report)
+
+
+def print_note(note: str) -> None:
+    """One `tfcost: note:` line on stderr."""
+    sys.stderr.write(f"tfcost: note: {clean(note)}\n")
 
 
 def print_checkpoint_check(report: SourceNotes) -> None:

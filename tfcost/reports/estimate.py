@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 from tfcost.core import flops, memory, params, weights
 from tfcost.costs import crossover
 from tfcost.reports.explain import Line, estimate_lines
+from tfcost.reports.stored import StoredReport, stored_report
 from tfcost.schema import GpuSpec, ModelShape, Workload
 from tfcost.units import Unit
 
@@ -40,12 +41,22 @@ class SourceNotes(Section):
     not_priced: list[str] = Field(
         default_factory=list, description="parts of a multimodal model left out of every figure (its towers)"
     )
+    quantization_notes: list[str] = Field(
+        default_factory=list,
+        description="quantization_config module-list entries tfcost could not place (priced as converted)",
+        exclude_if=lambda notes: not notes,
+    )
     checkpoint_bytes: int | None = Field(
         default=None, description="a Hub checkpoint's stored bytes, from its model.safetensors.index.json"
     )
     checkpoint_bytes_estimate: int | None = Field(
         default=None,
         description="tfcost's bytes of the same weights as stored (16-bit, or its quantization), to set beside it",
+    )
+    stored: StoredReport | None = Field(
+        default=None,
+        description="a local model's stored bytes, from its files' headers (tfcost.reports.stored)",
+        exclude_if=lambda stored: stored is None,
     )
     explain: list[Line] | None = Field(
         default=None,
@@ -59,16 +70,23 @@ ReportT = TypeVar("ReportT", bound=SourceNotes)
 
 def with_source(report: ReportT, source: ModelSource) -> ReportT:
     """The report with its model source's notes."""
-    notes: dict[str, Any] = {"ignored_fields": source.ignored_fields, "not_priced": source.not_priced}
+    notes: dict[str, Any] = {
+        "ignored_fields": source.ignored_fields,
+        "not_priced": source.not_priced,
+        "quantization_notes": source.notes,
+    }
     if source.checkpoint_bytes is not None:
         notes["checkpoint_bytes"] = source.checkpoint_bytes
         notes["checkpoint_bytes_estimate"] = weights.checkpoint_weight_bytes(source.shape)
+    if source.stored is not None:
+        notes["stored"] = stored_report(source.stored, source.shape)
     return report.model_copy(update=notes)
 
 
 class ParamsReport(Section):
     total: int = quantity("total parameters", "count")
     active: int = quantity("active per token (MoE: k of E experts)", "count")
+    active_non_embedding: int = quantity("active less input embeddings (cards)", "count")
     embedding: int = quantity("embedding (incl. untied head)", "count")
     non_embedding: int = quantity("non-embedding N", "count")
     per_layer: int = quantity("per block", "count")
@@ -174,6 +192,7 @@ SECTIONS: dict[str, str] = {
     "flops": "FLOPs",
     "kv_cache": "KV cache",
     "score_matrix": "Score matrix",
+    "stored": "Stored bytes (the files' headers)",
 }
 
 
@@ -189,6 +208,7 @@ def estimate(shape: ModelShape, workload: Workload, gpu: GpuSpec | None = None, 
         params=ParamsReport(
             total=params.total_params(shape),
             active=params.active_params(shape),
+            active_non_embedding=params.active_params_less_input_embeddings(shape),
             embedding=params.embedding_params(shape),
             non_embedding=params.non_embedding_params(shape),
             per_layer=params.params_per_layer(shape),

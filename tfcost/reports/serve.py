@@ -110,6 +110,7 @@ SERVE_SECTIONS: dict[str, str] = {
     "inputs": "Inputs",
     "memory": "Memory",
     "": "Capacity",
+    "stored": "Stored bytes (the files' headers)",
     "latency": "Bound (roofline)",
     "expected": "Expected (engine)",
 }
@@ -126,9 +127,12 @@ def serve(
     rates: expected.EngineRates | None = None,
     profile: str | None = None,
     explained: bool = False,
+    stored_bytes: int | None = None,
 ) -> ServeReport:
     """Run the serving core over one model on `setup.gpus` GPUs of one kind. `rates` (from a measured profile)
     replace the table-derived rates of `expected`; `explained`: with the working."""
+    # The files' own bytes (tfcost.core.stored) stand for the weights unless a --weights-dtype re-prices them.
+    from_files = stored_bytes is not None and setup.weights_dtype is None
     setup = serving.with_weights_dtype(shape, setup)
     t, b, kv_dtype = setup.gpus, setup.batch, setup.kv_dtype
     serving.check_generates(shape)
@@ -136,7 +140,9 @@ def serve(
     peak = serving.effective_peak_flops_per_s(gpu, setup.weights_dtype, setup.compute_efficiency, shape)
     bandwidth = serving.effective_bandwidth_bytes_per_s(gpu, setup.memory_efficiency)
     usable = serving.usable_bytes_per_gpu(gpu, setup.reserve)
-    weights = serving.served_weight_bytes(shape, setup.weights_dtype, setup.group_size)
+    weights = serving.served_weight_bytes(
+        shape, setup.weights_dtype, setup.group_size, stored_bytes if from_files else None
+    )
     weights_per_gpu = serving.share_per_gpu(weights, t)
     tokens, encoder_tokens = serving.cached_positions(shape, setup.prompt, setup.generate)
     kv_per_gpu = serving.kv_cache_bytes_per_gpu(shape, tokens, b, kv_dtype, t, encoder_tokens)
@@ -159,7 +165,7 @@ def serve(
         gpu=gpu.name,
         setup=setup,
         compute_dtype=serving.compute_dtype(setup.weights_dtype, gpu, shape),
-        weights_format=serving.weights_format(shape, setup.weights_dtype),
+        weights_format=serving.weights_format(shape, setup.weights_dtype, from_files),
         inputs=ServeInputs(
             parameters=params.total_params(shape),
             context=setup.context,

@@ -540,49 +540,158 @@ MODULE_PARTS: dict[str, tuple[str, ...]] = {
     "block_sparse_moe": ("experts",), "experts": ("experts",),
     "shared_expert": ("shared_experts",), "shared_experts": ("shared_experts",),
 }  # fmt: skip
-# Names of what no format converts anyway (tfcost.core.weights keeps them at 16 bits).
-NEVER_CONVERTED = frozenset({"lm_head", "embed_tokens", "wte", "wpe", "norm", "router", "gate", "shared_expert_gate"})
+# Names of what no format converts anyway: tfcost.core.weights keeps embeddings, norms, routers (a MoE `gate`,
+# its `e_score_correction_bias`), biases and the output head at their own dtype whatever a list says, so a list
+# that names them changes no byte. Matched against each component of a name, a component containing "norm" or
+# ending in "bias" included (input_layernorm, q_norm, e_score_correction_bias).
+NEVER_CONVERTED = frozenset(
+    {
+        "lm_head", "embed_tokens", "wte", "wpe", "embedding", "embeddings", "norm", "router", "gate",
+        "shared_expert_gate", "global_gate_stats", "bias", "biases", "sinks",
+    }
+)  # fmt: skip
+# Multimodal towers and projectors: never part of the language model whose bytes the quantization prices.
+TOWER_PARTS = frozenset(
+    {
+        "vision_model", "vision_tower", "visual", "vision", "multi_modal_projector", "mm_projector", "audio_tower",
+        "audio_model", "vision_encoder", "image_newline", "patch_embed", "merger",
+    }
+)  # fmt: skip
+# The projections of one part: an entry naming one of them keeps only part of that part at 16 bits.
+PROJECTIONS = frozenset(
+    {"q_proj", "k_proj", "v_proj", "o_proj", "qkv_proj", "gate_proj", "up_proj", "down_proj", "gate_up_proj", "w1",
+     "w2", "w3", "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj"}
+)  # fmt: skip
 
 
-def not_converted(model_type: str, names: Any) -> list[str]:
-    """The block parts a modules_to_not_convert-style list keeps at 16 bits. A name tfcost cannot place, or one
-    naming single layers, is refused rather than guessed."""
+def harmless_component(part: str) -> bool:
+    """A module-name component that names what stays at its own dtype anyway (a norm, a bias, a router)."""
+    return part in NEVER_CONVERTED or "norm" in part or part.endswith("_bias") or part in TOWER_PARTS
+
+
+def module_components(name: str) -> list[str]:
+    """The words of a module name or pattern: `re:.*mlp\\.gate$` and `model.layers.*.mlp.gate` both give
+    ['mlp', 'gate'] (after 'model', 'layers'); digits stay, as layer indices."""
+    body = name.removeprefix("re:")
+    return [part for part in re.split(r"[^A-Za-z0-9_]+", body) if part]
+
+
+@dataclass
+class Unconverted:
+    """What a quantization_config's module lists leave at 16 bits, as tfcost prices it: whole parts of every
+    block, and notes on the entries that might change the bytes but that tfcost cannot place or price."""
+
+    parts: list[str]
+    notes: list[str]
+
+
+def not_converted(model_type: str, names: Any, n_layers: int | None = None) -> Unconverted:
+    """The block parts a modules_to_not_convert-style list keeps at 16 bits.
+
+    Entries naming norms, biases, routers or gates, embeddings, the output head or a multimodal tower change no
+    byte tfcost counts (they stay at their dtype anyway) and are passed over. An entry naming a part in every layer
+    (`model.layers.*.self_attn`, or the same part listed once per layer) keeps that part at 16 bits. An entry that
+    names only some layers' part, one projection of a part, or no weight tfcost knows could change the bytes: it
+    is noted, and the part is priced converted like the rest. Never an error but for a list that is no list."""
     if names is None:
-        return []
+        return Unconverted([], [])
     if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
         raise TfcostError(f"{model_type} config: quantization_config's module list should be a list of names")
     parts: list[str] = []
+    by_layer: dict[str, tuple[list[str], set[int]]] = {}  # the part's word -> (its kinds, the layers named)
+    partial: list[str] = []
+    unknown: list[str] = []
     for name in names:
-        components = [part for part in re.split(r"[.*]+", name) if part]
-        if any(part.isdigit() for part in components):
-            raise TfcostError(
-                f"{model_type} config: quantization_config leaves single layers unconverted ({name!r}); tfcost "
-                "quantizes every layer alike"
-            )
-        if NEVER_CONVERTED & set(components):
+        components = module_components(name)
+        if not components or any(harmless_component(part) for part in components):
             continue
-        named = [kind for part in components for kind in MODULE_PARTS.get(part, ())]
+        # The innermost part named decides (`feed_forward.shared_expert` is the shared expert, not all the MLP).
+        placed = [part for part in components if part in MODULE_PARTS]
+        word = placed[-1] if placed else ""
+        named = list(MODULE_PARTS[word]) if placed else []
+        if any(part.endswith("Attention") for part in components):  # compressed-tensors names a class
+            word, named = "attention", ["attention"]
+        indices = [int(part) for part in components if part.isdigit()]
+        if indices and n_layers is not None and min(indices) >= n_layers:
+            continue  # a layer past the last (DeepSeek-V3's layer 61: its multi-token-prediction module)
         if not named:
-            raise TfcostError(f"{model_type} config: quantization_config: cannot tell which weights {name!r} names")
+            unknown.append(name)
+            continue
+        if any(part in PROJECTIONS for part in components):
+            partial.append(name)
+            continue
+        if indices:
+            by_layer.setdefault(word, (named, set()))[1].update(indices)
+            continue
         parts += [kind for kind in named if kind not in parts]
-    return parts
+    notes = []
+    for word, (kinds, layers) in by_layer.items():
+        if n_layers is not None and layers >= set(range(n_layers)):
+            parts += [kind for kind in kinds if kind not in parts]
+        elif not set(kinds) <= set(parts):
+            shown = ", ".join(map(str, sorted(layers)[:8])) + (", ..." if len(layers) > 8 else "")
+            notes.append(
+                f"quantization_config leaves the {word} of layer{'s' if len(layers) > 1 else ''} {shown} "
+                "unconverted; tfcost prices every layer alike, converted"
+            )
+    if partial:
+        notes.append(
+            f"quantization_config leaves single projections unconverted ({', '.join(map(repr, partial[:4]))}"
+            f"{', ...' if len(partial) > 4 else ''}); tfcost prices their parts converted"
+        )
+    if unknown:
+        notes.append(
+            f"quantization_config names module{'s' if len(unknown) > 1 else ''} tfcost cannot place "
+            f"({', '.join(map(repr, unknown[:4]))}{', ...' if len(unknown) > 4 else ''}); priced as converted"
+        )
+    return Unconverted(parts, notes)
 
 
-def quantization(model_type: str, config: Any) -> dict[str, Any]:
-    """The schema's quantization from a checkpoint's quantization_config (transformers' quantizers' keys)."""
+def compressed_tensors(where: str, config: dict[str, Any]) -> dict[str, Any]:
+    """The schema's quantization of a compressed-tensors (llm-compressor) or modelopt `config_groups` block: 8-bit
+    float weights are fp8 (per block, channel or tensor); 4-bit float weights in groups of 16 are nvfp4."""
+    groups = config.get("config_groups")
+    weights = [
+        group.get("weights")
+        for group in (groups.values() if isinstance(groups, dict) else ())
+        if isinstance(group, dict)
+    ]
+    kinds = {(w.get("type"), w.get("num_bits"), w.get("group_size")) for w in weights if isinstance(w, dict)}
+    if len(kinds) != 1:
+        raise TfcostError(f"{where}: config_groups should give one weight format (found {len(kinds)})")
+    kind, bits, group = kinds.pop()
+    if (kind, bits) == ("float", 8):
+        block = next((w.get("block_structure") for w in weights if isinstance(w, dict)), None)
+        return {"method": "fp8", "bits": 8, **({"block": block} if block is not None else {})}
+    if (kind, bits) == ("float", 4):
+        return {"method": "nvfp4", "bits": 4, "group_size": group or 16}
+    raise TfcostError(f"{where}: config_groups weights of type {kind!r} with {bits!r} bits are not supported")
+
+
+def quantization(model_type: str, config: Any, n_layers: int | None = None) -> tuple[dict[str, Any], list[str]]:
+    """The schema's quantization from a checkpoint's quantization_config (transformers' quantizers' keys, and
+    compressed-tensors' and modelopt's `config_groups`), and the notes on its module lists (not_converted)."""
     where = f"{model_type} config: quantization_config"
     if not isinstance(config, dict):
         raise TfcostError(f"{where} should be a mapping")
     method = config.get("quant_method")
     algo = str(config.get("quant_algo", "")).upper()
-    skip = config.get("modules_to_not_convert", config.get("exclude_modules"))
+    skip: Any = None
+    for key in ("modules_to_not_convert", "exclude_modules", "ignore", "ignored_layers"):
+        listed = config.get(key)
+        if listed is not None:  # a list joins the others; anything else is refused by not_converted
+            skip = [*skip, *listed] if isinstance(skip, list) and isinstance(listed, list) else listed
     if method == "mxfp4":
         result: dict[str, Any] = {"method": "mxfp4", "bits": 4, "group_size": 32}
     elif method in ("fp8", "finegrained_fp8", "fbgemm_fp8") or (method == "modelopt" and algo == "FP8"):
         block = config.get("weight_block_size")
         result = {"method": "fp8", "bits": 8, **({"block": block} if block is not None else {})}
     elif method == "modelopt" and algo == "NVFP4":
-        result = {"method": "nvfp4", "bits": 4, "group_size": config.get("group_size", 16)}
+        group = config.get("group_size")
+        result = compressed_tensors(where, config) if group is None and "config_groups" in config else {}
+        result = result or {"method": "nvfp4", "bits": 4, "group_size": group or 16}
+    elif method == "compressed-tensors":
+        result = compressed_tensors(where, config)
     elif method in ("awq", "gptq"):
         group = config.get("group_size", config.get("q_group_size", 128))
         result = {"method": method, "bits": config.get("bits", config.get("w_bit", 4))}
@@ -595,10 +704,13 @@ def quantization(model_type: str, config: Any) -> dict[str, Any]:
             result["double_quant"] = True
         skip = config.get("llm_int8_skip_modules", skip)
     else:
-        supported = "mxfp4, fp8 (finegrained_fp8, fbgemm_fp8), modelopt FP8/NVFP4, awq, gptq, bitsandbytes"
+        supported = (
+            "mxfp4, fp8 (finegrained_fp8, fbgemm_fp8), modelopt FP8/NVFP4, compressed-tensors float 8/4-bit, awq, "
+            "gptq, bitsandbytes"
+        )
         raise TfcostError(f"{where}: quant_method {method!r} is not supported ({supported})")
-    parts = not_converted(model_type, skip)
-    return {**result, **({"not_converted": parts} if parts else {})}
+    unconverted = not_converted(model_type, skip, n_layers)
+    return {**result, **({"not_converted": unconverted.parts} if unconverted.parts else {})}, unconverted.notes
 
 
 # Per family, as data ------------------------------------------------------------------------------------------
