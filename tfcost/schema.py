@@ -308,6 +308,43 @@ class LayerGroup(Frozen):
     repeat: Size = Field(1, description="how many times the pattern repeats")
 
 
+class TowerRow(Frozen):
+    """One piece of a tower outside its encoder layers: the patch embedding, a position table, a class token, a
+    norm or a projector matmul, as transformers builds it. `over`: what it runs over, per image: the encoder's
+    positions (patches, plus a class token), the patches, or the tokens handed to the language model (after a
+    pooling or patch merge); `weights` rows do no matmul."""
+
+    name: str = Field(description="the part, e.g. 'patch_embedding' or 'projector/linear_1'")
+    kind: Literal["linear", "norm", "table"] = Field(description="a matmul, a norm's vectors, or a table")
+    fan_in: Size = Field(description="linear: input width; norm: width; table: rows")
+    fan_out: Size = Field(description="linear: output width; norm: vectors (LayerNorm 2, RMSNorm 1); table: columns")
+    bias: bool = Field(False, description="linear: out biases")
+    over: Literal["positions", "patches", "tokens", "weights"] = Field("weights", description="what it runs over")
+
+
+class Tower(Frozen):
+    """A vision (or audio) tower of a multimodal model: a bidirectional encoder of `n_layers` layers, each priced
+    by the model's own op tables (an attention and an MLP of this tower's sizes), and the rows around it (patch
+    embedding, positions, norms, projector into the language model's width). One image is split into
+    (image_size / patch_size)^2 patches; the language model reads `tokens_per_image` tokens for it."""
+
+    name: str = Field(description="'vision' or 'audio'")
+    model_type: str = Field(description="transformers' model_type of the tower's config")
+    d_model: Size = Field(description="the encoder's width")
+    n_layers: Size = Field(description="encoder layers")
+    n_heads: Size = Field(description="attention heads (as many key-value heads)")
+    head_dim: Size | None = Field(None, description="width of one head (default d_model / n_heads)")
+    d_ff: Size = Field(description="the encoder MLP's hidden width")
+    mlp: Literal["plain", "gated"] = Field("plain", description="plain fc1/fc2, or gated (Pixtral)")
+    norm: Literal["layernorm", "rmsnorm"] = Field("layernorm", description="the encoder's norms")
+    bias: bool = Field(True, description="biases on q, k, v, o and the MLP's matrices")
+    image_size: Size = Field(description="pixels on a side of one image (or tile) as the tower takes it")
+    patch_size: Size = Field(description="pixels on a side of one patch")
+    class_token: bool = Field(False, description="a class token before the patches (Llama 4)")
+    tokens_per_image: Size = Field(description="tokens the language model reads for one image")
+    rows: tuple[TowerRow, ...] = Field((), strict=False, description="the pieces outside the encoder layers")
+
+
 class ModelShape(Frozen):
     """The architecture of a transformer, as far as its costs depend on it.
 
@@ -451,6 +488,12 @@ class ModelShape(Frozen):
     )
     compressed_attention: CompressedAttention | None = Field(
         None, description="the sizes of the model's compressed-attention layers (DeepSeek-V4)"
+    )
+    towers: tuple[Tower, ...] = Field(
+        (),
+        strict=False,
+        description="vision and audio towers of a multimodal model (*ForConditionalGeneration), in the total; "
+        "tfcost.core.layers.towers",
     )
     head: Literal["lm", "mlm", "none"] = Field(
         "lm",

@@ -1,0 +1,143 @@
+"""Multimodal towers against transformers 5.24's own build: the whole *ForConditionalGeneration model on the meta
+device has exactly tfcost's total, and its vision tower and projector exactly tfcost's towers (the whole model
+less the language model's causal LM). Real releases (tests/data/hf_configs, sources in SOURCES.md), every
+wrapper's default config in both forms transformers writes, and shrunk releases; one image's tower FLOPs against
+FlopCounterMode over transformers' image-feature path.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+WHY = "the truth tests need torch and transformers: pip install -e '.[test]'"
+torch = pytest.importorskip("torch", reason=WHY)
+pytest.importorskip("transformers", reason=WHY)
+
+from truth_harness import FlopCounterMode, build, config_from_dict, parameter_count, saved_forms  # noqa: E402
+
+from tfcost.core.layers.towers import patches, tower_flops_per_image, tower_params  # noqa: E402
+from tfcost.core.params import language_model_params, total_params, towers_params  # noqa: E402
+from tfcost.readers.families.towers import TOWER_READERS  # noqa: E402
+from tfcost.readers.hf_config import read_config  # noqa: E402
+from tfcost.readers.presets import model_from_mapping  # noqa: E402
+from tfcost.schema import ModelShape, Tower  # noqa: E402
+
+CONFIGS = Path(__file__).parent / "data" / "hf_configs"
+# Release: (whole model as transformers builds it, its vision tower and projector). The whole counts are the
+# published ones (SOURCES.md); the tower is the whole less the language model's causal LM.
+RELEASES = {
+    "gemma-3-4b": (4_300_079_472, 419_816_304),
+    "gemma-3-12b": (12_187_325_040, 421_290_864),
+    "gemma-3-27b": (27_432_406_640, 423_060_336),
+    "llama-4-scout": (108_641_793_536, 871_932_416),
+    "llama-4-maverick": (401_583_781_376, 871_932_416),
+    "mistral-small-3.1-24b": (24_011_361_280, 438_958_080),
+    "qwen3.5-35b-a3b": (35_107_181_936, 446_571_248),
+}
+# The smallest, by default; the rest in the thorough profile.
+QUICK = ("gemma-3-4b",)
+
+
+def fixture(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((CONFIGS / f"{name}.json").read_text())
+    return data
+
+
+def shape_of(data: dict[str, Any]) -> ModelShape:
+    reading = read_config(data)
+    assert reading.not_priced == []
+    return model_from_mapping(reading.mapping, "test", "test")
+
+
+def whole_and_towers(data: dict[str, Any]) -> tuple[int, int]:
+    """transformers' whole model built on the meta device, and the parameters outside its language model and
+    output head: the towers and projectors."""
+    model = build(config_from_dict(data), whole=True)
+    towers = sum(p.numel() for name, p in model.named_parameters() if not name.startswith(LANGUAGE_MODEL))
+    return parameter_count(model), towers
+
+
+LANGUAGE_MODEL = ("model.language_model.", "language_model.", "lm_head.")
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=() if n in QUICK else pytest.mark.thorough) for n in sorted(RELEASES)]
+)
+def test_a_release_prices_as_transformers_builds_it_whole(name):
+    whole, tower = RELEASES[name]
+    shape = shape_of(fixture(name))
+    assert whole_and_towers(fixture(name)) == (whole, tower)
+    assert (total_params(shape), towers_params(shape)) == (whole, tower)
+    assert language_model_params(shape) == parameter_count(build(config_from_dict(fixture(name))))
+
+
+def shrunk(data: dict[str, Any]) -> dict[str, Any]:
+    """A release with 2 language-model layers and 2 tower layers: every row kind, built in a second."""
+    text = dict(data["text_config"])
+    text["num_hidden_layers"] = 2
+    for key in ("layer_types", "moe_layers", "no_rope_layers", "mlp_only_layers"):
+        text.pop(key, None)
+    vision = dict(data.get("vision_config") or {})
+    vision["depth" if "qwen" in data["model_type"] else "num_hidden_layers"] = 2
+    return {**data, "text_config": text, "vision_config": vision}
+
+
+@pytest.mark.parametrize("name", sorted(RELEASES))
+def test_a_shrunk_release_prices_as_transformers_builds_it(name):
+    data = shrunk(fixture(name))
+    shape = shape_of(data)
+    assert (total_params(shape), towers_params(shape)) == whole_and_towers(data)
+
+
+# The wrappers whose language model tfcost reads (qwen3_vl's text models have no reader yet: its tower is checked
+# alone, below).
+WHOLE = ("gemma3", "llama4", "mistral3", "qwen3_5", "qwen3_5_moe")
+
+
+@pytest.mark.parametrize(("wrapper", "form"), [(w, f) for w in WHOLE for f in ("saved", "full")])
+def test_a_wrappers_default_config_prices_as_transformers_builds_it(wrapper, form):
+    """The config classes' defaults (qwen3_vl: three deepstack mergers), as save_pretrained and to_dict write
+    them."""
+    data = saved_forms(wrapper)[form]
+    data["model_type"] = wrapper
+    shape = shape_of(data)
+    assert (total_params(shape), towers_params(shape)) == whole_and_towers(data)
+
+
+@pytest.mark.parametrize("wrapper", ["qwen3_vl", "qwen3_vl_moe"])
+def test_qwen3_vl_vision_tower_with_its_deepstack_mergers_prices_as_transformers_builds_it(wrapper):
+    data = saved_forms(wrapper)["full"]
+    data["model_type"] = wrapper
+    tower = Tower(**TOWER_READERS[wrapper](data, data["text_config"], data["text_config"]["hidden_size"])[0])
+    visual = build(config_from_dict(data), whole=True).model.visual
+    assert len(visual.deepstack_merger_list) == 3
+    assert tower_params(tower) == parameter_count(visual)
+
+
+def image_flops(model: Any, shape: ModelShape, wrapper: str) -> int:
+    """FlopCounterMode over transformers' image path for one image at the tower's size: get_image_features, and
+    Llama 4's projector, which its forward applies after it."""
+    side = shape.towers[0].image_size
+    pixels = torch.zeros(1, 3, side, side, dtype=torch.bfloat16, device="meta")
+    owner = model.model if hasattr(model, "model") else model  # Llama 4 holds its towers itself
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        features = owner.get_image_features(pixels)
+        if wrapper == "llama4":
+            owner.multi_modal_projector(features if isinstance(features, torch.Tensor) else features[0])
+    return int(counter.get_total_flops())
+
+
+# Mistral 3's patch merger and Qwen's rotary grid read tensor values, which the meta device does not hold.
+@pytest.mark.parametrize("name", ["gemma-3-4b", "gemma-3-27b", "llama-4-scout"])
+def test_one_images_tower_flops_equal_flop_counter_mode(name):
+    """The patch embedding, every encoder layer's matmuls over P positions and P^2 score entries, and the
+    projector's matmuls over the patches or merged tokens: what transformers runs for one image."""
+    data = shrunk(fixture(name))
+    shape = shape_of(data)
+    model = build(config_from_dict(data), whole=True)
+    assert patches(shape.towers[0]) > 1
+    assert tower_flops_per_image(shape.towers[0]) == image_flops(model, shape, data["model_type"])

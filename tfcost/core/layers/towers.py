@@ -1,0 +1,119 @@
+"""Vision and audio towers of multimodal models: a bidirectional encoder priced by the same op tables as the
+language model's layers, and the rows around it (patch embedding, positions, class token, norms, projector).
+
+A ViT (Dosovitskiy et al. 2021, §3.1) cuts an image of S x S pixels into P = (S/p)^2 patches of p x p pixels,
+embeds each (a p x p x C convolution with stride p: one C p^2 -> d matmul per patch), adds positions and runs L
+encoder layers over the P positions (plus a class token, where it has one) with full, unmasked attention: each
+layer's q, k, v, o and MLP matmuls once per position and QK^T, AV over all P^2 score entries. The projector
+maps the encoder's output into the language model's width, over the patches or over the tokens left after a
+pooling or patch merge (Gemma 3: 4,096 patches pooled to 256 tokens).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import NamedTuple
+
+from tfcost.core.blocks import Block
+from tfcost.core.layers.attention import attention_ops
+from tfcost.core.layers.mlp import mlp_ops
+from tfcost.core.layers.norms import block_norm_names, norm_op
+from tfcost.core.ops import Op, Rate, op_flops, op_params
+from tfcost.schema import Biases, ModelShape, Tower, TowerRow
+
+# The encoder layer: full attention over every position of the image, and its dense MLP.
+ENCODER_LAYER = Block("encoder", causal=False, cross_attention=False, moe=False, window=None)
+
+
+class TowerOp(NamedTuple):
+    """One row of a tower's operation table, done `count` times (the encoder's layers) over `over` per image."""
+
+    times: int
+    op: Op
+    over: str  # positions | patches | tokens | weights
+
+
+@lru_cache(maxsize=256)
+def encoder_shape(tower: Tower) -> ModelShape:
+    """The tower's encoder as a model shape, so that its layers are the core's own attention and MLP rows."""
+    return ModelShape(
+        name=f"{tower.name} tower",
+        vocab_size=1,
+        d_model=tower.d_model,
+        n_layers=tower.n_layers,
+        n_heads=tower.n_heads,
+        n_kv_heads=tower.n_heads,
+        head_dim=tower.head_dim or tower.d_model // tower.n_heads,
+        d_ff=tower.d_ff,
+        mlp=tower.mlp,
+        norm=tower.norm,
+        bias=Biases(qkv=tower.bias, attn_out=tower.bias, mlp=tower.bias),
+        tied_embeddings=False,
+        position="none",
+        max_seq_len=positions(tower),
+        architecture="encoder",
+        head="none",
+    )
+
+
+def encoder_layer_ops(tower: Tower) -> list[Op]:
+    """One encoder layer: attention (q, k, v, scores, values, o), the MLP and the two norms before them."""
+    shape = encoder_shape(tower)
+    ops = attention_ops(shape, ENCODER_LAYER) + mlp_ops(shape, ENCODER_LAYER)
+    return ops + [norm_op(shape, name) for name in block_norm_names(shape.block_norms)]
+
+
+def patches(tower: Tower) -> int:
+    """P = (S/p)^2 patches of one image (or tile)."""
+    return (tower.image_size // tower.patch_size) ** 2
+
+
+def positions(tower: Tower) -> int:
+    """The encoder's positions for one image: the patches and a class token where the tower has one."""
+    return patches(tower) + int(tower.class_token)
+
+
+def row_op(row: TowerRow, name: str) -> Op:
+    """A schema row as an op-table row: `weights` rows (tables, norms) have no per-position work."""
+    per: Rate = "weights" if row.kind != "linear" else "token"
+    return Op(f"{name}/{row.name}", row.kind, row.fan_in, row.fan_out, per, row.bias)
+
+
+@lru_cache(maxsize=256)
+def tower_ops(tower: Tower) -> tuple[TowerOp, ...]:
+    """The whole tower: the rows before and after the encoder (in the order the config gives them) and one encoder
+    layer's rows, n_layers times, over the encoder's positions."""
+    name = tower.name
+    ops = [TowerOp(1, row_op(row, name), row.over) for row in tower.rows]
+    layer = [TowerOp(tower.n_layers, Op(f"{name}/encoder/{op.name}", op.kind, op.fan_in, op.fan_out, op.per, op.bias,
+                                        op.copies, op.uses, span=op.span), "positions")
+             for op in encoder_layer_ops(tower) if op.kind != "cache"]  # fmt: skip
+    return tuple(ops + layer)
+
+
+def tower_params_by_part(tower: Tower) -> dict[str, int]:
+    """Parameters of the tower by part ("vision/encoder/attention/q", "vision/projector/linear_1", ...)."""
+    parts: dict[str, int] = {}
+    for count, op, _ in tower_ops(tower):
+        parts[op.name] = parts.get(op.name, 0) + count * op_params(op)
+    return parts
+
+
+def tower_params(tower: Tower) -> int:
+    """Every parameter of the tower."""
+    return sum(tower_params_by_part(tower).values())
+
+
+def units(tower: Tower, over: str) -> int:
+    """How many positions, patches or tokens of one image a row runs over."""
+    return {"positions": positions(tower), "patches": patches(tower), "tokens": tower.tokens_per_image}.get(over, 0)
+
+
+def tower_flops_per_image(tower: Tower) -> int:
+    """Forward matmul FLOPs of one image through the tower: 2 in out per position, patch or token of each linear
+    row, and QK^T and AV over the P^2 score entries of every head in every encoder layer (full, unmasked)."""
+    total = 0
+    for count, op, over in tower_ops(tower):
+        n = units(tower, over)
+        total += count * op_flops(op, n, n, False)
+    return total
