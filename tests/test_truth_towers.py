@@ -19,7 +19,7 @@ pytest.importorskip("transformers", reason=WHY)
 
 from truth_harness import FlopCounterMode, build, config_from_dict, parameter_count, saved_forms  # noqa: E402
 
-from tfcost.core.layers.towers import patches, tower_flops_per_image, tower_params  # noqa: E402
+from tfcost.core.layers.towers import image_input, patches, tower_flops_per_image, tower_params  # noqa: E402
 from tfcost.core.params import language_model_params, total_params, towers_params  # noqa: E402
 from tfcost.readers.families.towers import TOWER_READERS  # noqa: E402
 from tfcost.readers.hf_config import read_config  # noqa: E402
@@ -141,3 +141,43 @@ def test_one_images_tower_flops_equal_flop_counter_mode(name):
     model = build(config_from_dict(data), whole=True)
     assert patches(shape.towers[0]) > 1
     assert tower_flops_per_image(shape.towers[0]) == image_flops(model, shape, data["model_type"])
+
+
+def tiny_text(data: dict[str, Any]) -> dict[str, Any]:
+    """A shrunk release whose language model is a few thousand parameters wide, so that the whole model runs on
+    the CPU (Mistral 3's patch merger and Qwen's rotary grid read tensor values, which the meta device lacks)."""
+    data = shrunk(data)
+    small = {"hidden_size": 64, "intermediate_size": 64, "vocab_size": 256, "num_attention_heads": 2,
+             "num_key_value_heads": 1, "head_dim": 32, "moe_intermediate_size": 32,
+             "shared_expert_intermediate_size": 32, "num_experts": 4, "num_experts_per_tok": 2,
+             "linear_num_key_heads": 2, "linear_num_value_heads": 2, "linear_key_head_dim": 16,
+             "linear_value_head_dim": 16}  # fmt: skip
+    text = {key: small.get(key, value) for key, value in data["text_config"].items()}
+    text.update({key: small[key] for key in ("hidden_size", "vocab_size")})
+    vision = data["vision_config"]
+    if "out_hidden_size" in vision:
+        vision["out_hidden_size"] = 64
+    return {**data, "text_config": text, "vision_config": vision}
+
+
+@pytest.mark.parametrize(("name", "side"), [("mistral-small-3.1-24b", 224), ("mistral-small-3.1-24b", 200),
+                                            ("qwen3.5-35b-a3b", 256)])  # fmt: skip
+def test_a_native_resolution_images_tower_flops_equal_flop_counter_mode(name, side):
+    """Pixtral and Qwen take an image at its own size: its grid, rounded up to whole merge blocks."""
+    data = tiny_text(fixture(name))
+    shape = shape_of(data)
+    tower = shape.towers[0]
+    _, patch_count, tokens = image_input(tower, side)
+    grid = round(patch_count**0.5)
+    model = build(config_from_dict(data), device="cpu", whole=True)
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        if "qwen" in name:
+            frames = model.config.vision_config.temporal_patch_size
+            flat = torch.zeros(grid * grid, 3 * frames * tower.patch_size**2, dtype=torch.bfloat16)
+            features = model.model.get_image_features(flat, torch.tensor([[1, grid, grid]]))
+        else:
+            pixels = torch.zeros(1, 3, grid * tower.patch_size, grid * tower.patch_size, dtype=torch.bfloat16)
+            features = model.model.get_image_features(pixels, image_sizes=torch.tensor([[grid * tower.patch_size] * 2]))
+    image = features.pooler_output if hasattr(features, "pooler_output") else features
+    assert sum(part.shape[0] for part in image) == tokens
+    assert tower_flops_per_image(tower, side) == int(counter.get_total_flops())

@@ -341,7 +341,15 @@ class Tower(Frozen):
     image_size: Size = Field(description="pixels on a side of one image (or tile) as the tower takes it")
     patch_size: Size = Field(description="pixels on a side of one patch")
     class_token: bool = Field(False, description="a class token before the patches (Llama 4)")
-    tokens_per_image: Size = Field(description="tokens the language model reads for one image")
+    tokens_per_image: Size = Field(description="tokens the language model reads for one image at image_size")
+    sizing: Literal["fixed", "tiles", "native"] = Field(
+        "fixed",
+        description="how an image of another size is fed: fixed (resized to image_size: SigLIP), tiles (cut into "
+        "image_size tiles, plus a global one: Llama 4), native (its own patch grid: Pixtral, Qwen)",
+    )
+    merge: Size = Field(1, description="native: patches merged into one token, per side (spatial_merge_size)")
+    max_tiles: Size = Field(1, description="tiles: most tiles per image (Llama 4's processor: 16)")
+    max_image_size: Size | None = Field(None, description="native: larger images are resized down to it (Pixtral)")
     rows: tuple[TowerRow, ...] = Field((), strict=False, description="the pieces outside the encoder layers")
 
 

@@ -12,6 +12,7 @@ pooling or patch merge (Gemma 3: 4,096 patches pooled to 256 tokens).
 from __future__ import annotations
 
 from functools import lru_cache
+from math import isqrt
 from typing import NamedTuple
 
 from tfcost.core.blocks import Block
@@ -104,16 +105,64 @@ def tower_params(tower: Tower) -> int:
     return sum(tower_params_by_part(tower).values())
 
 
-def units(tower: Tower, over: str) -> int:
-    """How many positions, patches or tokens of one image a row runs over."""
-    return {"positions": positions(tower), "patches": patches(tower), "tokens": tower.tokens_per_image}.get(over, 0)
+class ImageInput(NamedTuple):
+    """How one image of S x S pixels goes through a tower: `passes` encoder runs (tiles) of `patches` patches
+    each, and the `tokens` the language model reads for the whole image."""
+
+    passes: int
+    patches: int
+    tokens: int
 
 
-def tower_flops_per_image(tower: Tower) -> int:
-    """Forward matmul FLOPs of one image through the tower: 2 in out per position, patch or token of each linear
-    row, and QK^T and AV over the P^2 score entries of every head in every encoder layer (full, unmasked)."""
+def image_input(tower: Tower, side: int | None = None) -> ImageInput:
+    """One image of `side` pixels a side (default: the tower's image_size), as the model's processor feeds it:
+    - fixed (Gemma 3's SigLIP): resized to image_size, always (S/p)^2 patches and tokens_per_image tokens;
+    - tiles (Llama 4, Llama4ImageProcessor): a square image is cut into n x n tiles of image_size, n = ceil(S /
+      tile) with n^2 at most max_tiles (get_best_fit's canvas for a square image), plus one global tile of the
+      whole image when n > 1; each tile one encoder run and tokens_per_image tokens;
+    - native (Pixtral, Qwen): the image's own grid, resized down to max_image_size where there is one and rounded
+      up to whole merge blocks of p m pixels (Mistral 3's processor; Qwen's smart_resize rounds to the nearest,
+      the same at multiples of p m): g = ceil(S / (p m)) m patches a side, (g / m)^2 tokens."""
+    side = tower.image_size if side is None else side
+    if tower.sizing == "tiles":
+        per_side = min(-(-side // tower.image_size), isqrt(tower.max_tiles))
+        tiles = per_side * per_side + int(per_side > 1)
+        return ImageInput(tiles, patches(tower), tiles * tower.tokens_per_image)
+    if tower.sizing == "native":
+        side = min(side, tower.max_image_size or side)
+        block = tower.patch_size * tower.merge
+        grid = -(-side // block) * tower.merge
+        return ImageInput(1, grid * grid, (grid // tower.merge) ** 2)
+    return ImageInput(1, patches(tower), tower.tokens_per_image)
+
+
+def tower_flops_per_image(tower: Tower, side: int | None = None) -> int:
+    """Forward matmul FLOPs of one image through the tower: for each encoder run, 2 in out per position, patch or
+    token of each linear row, and QK^T and AV over the P^2 score entries of every head in every encoder layer
+    (full, unmasked)."""
+    passes, patch_count, tokens = image_input(tower, side)
+    units = {
+        "positions": patch_count + int(tower.class_token),
+        "patches": patch_count,
+        "tokens": tokens // passes,
+    }
     total = 0
-    for count, op, over in tower_ops(tower):
-        n = units(tower, over)
-        total += count * op_flops(op, n, n, False)
-    return total
+    for times, op, over in tower_ops(tower):
+        n = units.get(over, 0)
+        total += times * op_flops(op, n, n, False)
+    return passes * total
+
+
+def vision_towers(shape: ModelShape) -> tuple[Tower, ...]:
+    return tuple(tower for tower in shape.towers if tower.name == "vision")
+
+
+def image_tokens(shape: ModelShape, images: int, side: int | None = None) -> int:
+    """Prompt tokens N images add: each image's tokens (the image's soft tokens; the few start, end and row-break
+    markers around them are left out)."""
+    return images * sum(image_input(tower, side).tokens for tower in vision_towers(shape))
+
+
+def image_flops(shape: ModelShape, images: int, side: int | None = None) -> int:
+    """Forward FLOPs of N images through the vision towers (before the language model reads their tokens)."""
+    return images * sum(tower_flops_per_image(tower, side) for tower in vision_towers(shape))

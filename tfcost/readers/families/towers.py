@@ -161,7 +161,11 @@ def llama4_towers(config: dict[str, Any], text: dict[str, Any], text_d: int) -> 
     ]  # fmt: skip
     layers, heads = v.int("num_hidden_layers", LLAMA4["num_hidden_layers"]), v.int("num_attention_heads", 16)
     return [vit_mapping("vision", "llama4_vision_model", v, d, layers, heads, d_ff, image, patch, tokens, rows,
-                        class_token=True)]  # fmt: skip
+                        class_token=True, sizing="tiles", max_tiles=LLAMA4_MAX_TILES)]  # fmt: skip
+
+
+# Llama4ImageProcessor's max_patches (models/llama4/image_processing_llama4.py): at most 16 tiles an image.
+LLAMA4_MAX_TILES = 16
 
 
 # PixtralVisionConfig's defaults, and the vision_config Mistral3Config builds when a config has none
@@ -209,7 +213,7 @@ def mistral3_towers(config: dict[str, Any], text: dict[str, Any], text_d: int) -
     ]  # fmt: skip
     layers = v.int("num_hidden_layers", PIXTRAL["num_hidden_layers"])
     return [vit_mapping("vision", "pixtral", v, d, layers, heads, d_ff, image, patch, tokens, rows, mlp="gated",
-                        norm="rmsnorm", bias=False)]  # fmt: skip
+                        norm="rmsnorm", bias=False, sizing="native", merge=merge, max_image_size=image)]  # fmt: skip
 
 
 # Qwen3VLVisionConfig's and Qwen3_5(Moe)VisionConfig's defaults (models/qwen3_vl, models/qwen3_5(_moe)).
@@ -266,7 +270,7 @@ def qwen_vision_towers(deepstack: bool) -> TowerReader:
         model_type = str(v.config.get("model_type", f"{wrapper}_vision"))
         layers, heads = v.int("depth", QWEN_VISION["depth"]), v.int("num_heads", QWEN_VISION["num_heads"])
         return [vit_mapping("vision", model_type, v, d, layers, heads, d_ff, grid * patch, patch,
-                            (grid // merge) ** 2, rows)]  # fmt: skip
+                            (grid // merge) ** 2, rows, sizing="native", merge=merge)]  # fmt: skip
 
     return read
 
