@@ -181,3 +181,67 @@ def test_a_native_resolution_images_tower_flops_equal_flop_counter_mode(name, si
     image = features.pooler_output if hasattr(features, "pooler_output") else features
     assert sum(part.shape[0] for part in image) == tokens
     assert tower_flops_per_image(tower, side) == int(counter.get_total_flops())
+
+
+GEMMA = str(CONFIGS / "gemma-3-27b.json")
+
+
+@pytest.fixture(scope="module")
+def gemma_image_flops() -> int:
+    """One 896 x 896 image through Gemma 3 27B's SigLIP and projector, as FlopCounterMode counts it."""
+    data = fixture("gemma-3-27b")
+    return image_flops(build(config_from_dict(data), whole=True), shape_of(data), "gemma3")
+
+
+def test_estimate_with_images_adds_their_tokens_and_tower_flops(tfcost, gemma_image_flops):
+    """--images 2 -T 1000: the language model over 1000 + 2 x 256 tokens, plus two images through the tower."""
+    with_images = json.loads(tfcost("estimate", "--config", GEMMA, "-T", "1000", "--images", "2", "-f", "json").stdout)
+    longer = json.loads(tfcost("estimate", "--config", GEMMA, "-T", "1512", "-f", "json").stdout)
+    assert with_images["images"]["tokens"] == 2 * 256  # Gemma3Config.mm_tokens_per_image
+    assert with_images["images"]["seq_len"] == 1512
+    assert with_images["kv_cache"] == longer["kv_cache"]
+    tower = with_images["flops"]["forward_per_sequence"] - longer["flops"]["forward_per_sequence"]
+    assert tower == with_images["images"]["tower_forward"] == 2 * gemma_image_flops
+    assert with_images["flops"]["forward_breakdown"]["vision_tower"] == tower
+    assert with_images["flops"]["training_per_sequence"] == 3 * with_images["flops"]["forward_per_sequence"]
+    assert with_images["params"]["towers"] == RELEASES["gemma-3-27b"][1]
+
+
+def test_serve_holds_the_towers_and_prefills_the_images(tfcost, gemma_image_flops):
+    args = ("serve", "--config", GEMMA, "-G", "64", "-f", "json")
+    with_images = json.loads(tfcost(*args, "-P", "1000", "--images", "2").stdout)
+    longer = json.loads(tfcost(*args, "-P", "1512").stdout)
+    assert with_images["setup"]["prompt"] == 1512
+    assert with_images["memory"]["weights_bytes"] == 2 * RELEASES["gemma-3-27b"][0]  # bf16, the towers included
+    tower = with_images["latency"]["prefill_flops_per_gpu"] - longer["latency"]["prefill_flops_per_gpu"]
+    assert tower == 2 * gemma_image_flops
+    assert with_images["latency"]["prefill_ms"] > longer["latency"]["prefill_ms"]
+
+
+def test_images_on_a_text_only_model_are_one_clear_error(tfcost):
+    run = tfcost("estimate", "llama-3-8b", "--images", "1")
+    assert run.code != 0
+    assert run.stderr.strip().splitlines() == [
+        "tfcost: error: --images: llama-3-8b has no vision tower tfcost prices (a text-only model here)"
+    ]
+
+
+def best_fit_tiles(side: int, tile: int = 336, most: int = 16) -> int:
+    """Llama4ImageProcessor's canvas for a square image (image_processing_llama4.py: find_supported_resolutions,
+    get_best_fit), enumerated: every h x w tiles with h w <= 16; the smallest scale >= 1 (else the largest) of
+    min(h, w) tile / side; among the canvases at that scale the smallest area; plus one global tile when the
+    canvas has more than one."""
+    canvases = [(h, w) for h in range(1, most + 1) for w in range(1, most + 1) if h * w <= most]
+    scales = {canvas: min(canvas) * tile / side for canvas in canvases}
+    up = [scale for scale in scales.values() if scale >= 1]
+    chosen = min(up) if up else max(scales.values())
+    h, w = min((canvas for canvas in canvases if scales[canvas] == chosen), key=lambda c: c[0] * c[1])
+    return h * w + int(h * w > 1)
+
+
+@pytest.mark.parametrize("side", [100, 336, 337, 672, 1000, 1344, 1345, 4000])
+def test_llama4_tiles_an_image_as_its_processor_does(side):
+    tower = shape_of(fixture("llama-4-scout")).towers[0]
+    passes, _, tokens = image_input(tower, side)
+    assert passes == best_fit_tiles(side)
+    assert tokens == passes * 144  # (336 / 14)^2 patches, pixel-shuffled by 0.5 a side

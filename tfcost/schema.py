@@ -669,6 +669,15 @@ class Workload(Frozen):
     causal: bool = Field(
         False, description="count only the score entries the mask keeps (causal triangle, sliding windows) in FLOPs"
     )
+    # Left out of the JSON when not asked for, so a text-only run's report is what it was.
+    images: SizeOrZero = Field(
+        0, description="N: images in each sequence's prompt, through the vision tower", exclude_if=lambda n: n == 0
+    )
+    image_size: Size | None = Field(
+        None,
+        description="S: pixels on a side of each (square) image; null: the tower's own image_size",
+        exclude_if=lambda side: side is None,
+    )
 
 
 MeasureDtype = Literal["bf16", "fp16", "fp32"]  # what `tfcost measure` times: torch's floating types
@@ -833,6 +842,15 @@ class ServingSetup(Frozen):
     memory_efficiency: float = Field(0.9, gt=0, le=1, description="fraction of the peak bandwidth reached")
     group_size: Size = Field(128, description="weights per quantization scale (int4, fp4)")
     kv_block: Size = Field(16, description="tokens per KV-cache block (vLLM's PagedAttention default)")
+    # Left out of the JSON when not asked for, so a text-only run's report is what it was.
+    images: SizeOrZero = Field(
+        0, description="N: images in each sequence's prompt, through the vision tower", exclude_if=lambda n: n == 0
+    )
+    image_size: Size | None = Field(
+        None,
+        description="S: pixels on a side of each (square) image; null: the tower's own image_size",
+        exclude_if=lambda side: side is None,
+    )
 
     @property
     def context(self) -> int:

@@ -26,6 +26,8 @@ from tfcost.cli.options import (
     EngineOption,
     ExplainOption,
     FormatOption,
+    Images,
+    ImageSize,
     LenientOption,
     ModelArgument,
     RevisionOption,
@@ -50,6 +52,8 @@ def estimate(
     batch: Batch = default(Workload, "batch"),
     dtype: DtypeOption = default(Workload, "dtype"),
     causal: Causal = default(Workload, "causal"),
+    images: Images = 0,
+    image_size: ImageSize = None,
     gpu: Annotated[
         str | None,
         typer.Option("--gpu", help="GPU from `tfcost gpus`: also the T at which one layer's score matrix outgrows it."),
@@ -65,7 +69,9 @@ def estimate(
     from tfcost.reports.estimate import estimate as run_estimate
     from tfcost.reports.estimate import with_source
 
-    workload = validated(Workload, seq_len=seq, batch=batch, dtype=dtype, causal=causal)
+    workload = validated(
+        Workload, seq_len=seq, batch=batch, dtype=dtype, causal=causal, images=images, image_size=image_size
+    )
 
     def analytic() -> "Estimate":
         source = load_source(model, config, overrides, strict, lenient, revision)

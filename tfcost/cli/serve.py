@@ -26,6 +26,8 @@ from tfcost.cli.options import (
     ExplainOption,
     FormatOption,
     GpuOption,
+    Images,
+    ImageSize,
     LenientOption,
     ModelArgument,
     ProfileOption,
@@ -70,6 +72,8 @@ def serve(
     generate: Annotated[
         int, typer.Option("--generate", "-G", min=1, help="G: generated tokens per sequence.")
     ] = default(ServingSetup, "generate"),
+    images: Images = 0,
+    image_size: ImageSize = None,
     reserve: Annotated[
         float,
         typer.Option(
@@ -116,6 +120,8 @@ def serve(
         batch=batch,
         prompt=prompt,
         generate=generate,
+        images=images,
+        image_size=image_size,
         reserve=reserve,
         memory_efficiency=1.0 if measured else memory_efficiency,
         compute_efficiency=1.0 if measured else compute_efficiency,

@@ -243,7 +243,8 @@ def print_explain(result: BaseModel, markdown: bool = False) -> None:
 def workload_caption(result: Estimate | EngineEstimate | CheckReport) -> str:
     w = result.workload
     mask = "causal-masked scores" if w.causal else "full T x T scores"
-    return f"T = {w.seq_len:,} tokens, batch {w.batch:,}, {w.dtype}, {mask}"
+    images = f" + {w.images:,} image{'s' * (w.images > 1)}" if getattr(w, "images", 0) else ""
+    return f"T = {w.seq_len:,} tokens{images}, batch {w.batch:,}, {w.dtype}, {mask}"
 
 
 def estimate_table(result: Estimate | EngineEstimate, markdown: bool = False) -> None:
@@ -315,6 +316,8 @@ def compare_table(
     for result in results:
         table.add_column(result.model, justify="right", no_wrap=True)
     for section, title in SECTIONS.items():
+        if all(getattr(r, section, None) is None for r in results):  # an optional section none has (images)
+            continue
         table.add_section()
         columns = [
             {
@@ -479,7 +482,12 @@ def serve_title(result: ServeReport | EngineServeReport, where: str) -> str:
     return "\n".join(
         [
             f"{result.model}: serving on {where}",
-            f"B = {s.batch:,} sequences, P = {s.prompt:,} prompt + G = {s.generate:,} generated tokens each",
+            f"B = {s.batch:,} sequences, P = {s.prompt:,} prompt + G = {s.generate:,} generated tokens each"
+            + (
+                f" (P includes the tokens of {s.images:,} image{'s' * (s.images > 1)})"
+                if getattr(s, "images", 0)
+                else ""
+            ),
             f"weights {result.weights_format}, KV cache {s.kv_dtype}, matmuls at the {result.compute_dtype} peak",
             f"reserve {s.reserve:.0%}, compute efficiency {s.compute_efficiency:g}, "
             f"memory efficiency {s.memory_efficiency:g}",

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from tfcost.core import memory, params
-from tfcost.costs import expected, serving
+from tfcost.costs import expected, images, serving
 from tfcost.hardware import rates as hardware
 from tfcost.reports.estimate import Section, SourceNotes, quantity, stepped_cache_note
 from tfcost.reports.explain import serve_lines
@@ -124,6 +124,7 @@ def serve(
     """Run the serving core over one model on `setup.gpus` GPUs of one kind. `rates` (from a measured profile)
     replace the table-derived rates of `expected`; `explained`: with the working."""
     setup = serving.with_weights_dtype(shape, setup)
+    setup = images.with_image_tokens(shape, setup)  # the images' tokens join each prompt (--images)
     t, b, kv_dtype = setup.gpus, setup.batch, setup.kv_dtype
     serving.check_generates(shape)
     serving.check_tensor_parallel(shape, t)
@@ -233,7 +234,8 @@ def serve_expected(
     head_flops = serving.share_per_gpu(2 * head_elements * b, t)
     decoder_only = not serving.is_encoder_decoder(shape)
 
-    prefill_flops = serving.share_per_gpu(serving.prefill_flops(shape, setup.prompt, b), t)
+    prefill_flops = serving.prefill_flops(shape, setup.prompt, b) + serving.images_prefill_flops(shape, setup)
+    prefill_flops = serving.share_per_gpu(prefill_flops, t)
     prefill_attention = serving.share_per_gpu(b * expected.attention_flops(shape, setup.prompt), t)
     prefill_kernels = expected.phase_seconds(
         prefill_flops - head_flops,

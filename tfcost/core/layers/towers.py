@@ -95,8 +95,9 @@ def tower_ops(tower: Tower) -> tuple[TowerOp, ...]:
 def tower_params_by_part(tower: Tower) -> dict[str, int]:
     """Parameters of the tower by part ("vision/encoder/attention/q", "vision/projector/linear_1", ...)."""
     parts: dict[str, int] = {}
-    for count, op, _ in tower_ops(tower):
-        parts[op.name] = parts.get(op.name, 0) + count * op_params(op)
+    for times, op, _ in tower_ops(tower):
+        if op_params(op):  # rows without weights (QK^T, AV, a plain MLP's gate) are no part of the breakdown
+            parts[op.name] = parts.get(op.name, 0) + times * op_params(op)
     return parts
 
 
