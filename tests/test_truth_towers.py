@@ -245,3 +245,14 @@ def test_llama4_tiles_an_image_as_its_processor_does(side):
     passes, _, tokens = image_input(tower, side)
     assert passes == best_fit_tiles(side)
     assert tokens == passes * 144  # (336 / 14)^2 patches, pixel-shuffled by 0.5 a side
+
+
+def test_train_with_images_trains_the_tower_on_every_sequence(tfcost, gemma_image_flops):
+    """1,000 sequences of 1000 text + 2 x 256 image tokens: the language model's FLOPs at T = 1512, plus forward
+    and backward (3x) of two images a sequence through the tower."""
+    args = ("train", "--config", GEMMA, "--tokens", "1512000", "--mfu", "0.4", "-f", "json")
+    with_images = json.loads(tfcost(*args, "--seq", "1000", "--images", "2").stdout)
+    longer = json.loads(tfcost(*args, "--seq", "1512").stdout)
+    assert with_images["setup"]["seq_len"] == 1512
+    assert with_images["flops"]["total"] - longer["flops"]["total"] == 1000 * 3 * 2 * gemma_image_flops
+    assert with_images["memory_per_gpu"]["weights_bytes"] == 2 * RELEASES["gemma-3-27b"][0]

@@ -766,6 +766,15 @@ class TrainingSetup(Frozen):
     virtual_stages: Size = Field(1, description="v: model chunks per pipeline stage (interleaved 1F1B)")
     cp: Size = Field(1, description="context-parallel size: each sequence split over cp GPUs")
     ep: Size = Field(1, description="expert-parallel size: each MoE layer's routed experts split over ep GPUs")
+    # Left out of the JSON when not asked for, so a text-only run's report is what it was.
+    images: SizeOrZero = Field(
+        0, description="N: images in each sequence's prompt, through the vision tower", exclude_if=lambda n: n == 0
+    )
+    image_size: Size | None = Field(
+        None,
+        description="S: pixels on a side of each (square) image; null: the tower's own image_size",
+        exclude_if=lambda side: side is None,
+    )
     zero: Literal[0, 1, 2, 3] = Field(
         0, description="ZeRO stage: 1 shards optimizer states, 2 also gradients, 3 also weights"
     )

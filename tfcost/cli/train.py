@@ -28,6 +28,8 @@ from tfcost.cli.options import (
     ExplainOption,
     FormatOption,
     GpuOption,
+    Images,
+    ImageSize,
     LenientOption,
     ModelArgument,
     ProfileOption,
@@ -165,6 +167,8 @@ def train(
     allocator_reserve: Annotated[
         float, typer.Option("--allocator-reserve", help="Share of the GPU the allocator holds back (an assumption).")
     ] = default(TrainingSetup, "allocator_reserve"),
+    images: Images = 0,
+    image_size: ImageSize = None,
     profile: ProfileOption = None,
     engine: EngineOption = "auto",
     output: FormatOption = "table",
@@ -211,6 +215,8 @@ def train(
             memory_convention=memory_convention,
             cuda_context_gib=cuda_context_gib,
             allocator_reserve=allocator_reserve,
+            images=images,
+            image_size=image_size,
         )
 
     found = engine_model(model, config, overrides or (), engine, revision)

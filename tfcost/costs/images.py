@@ -12,7 +12,7 @@ from typing import TypeVar
 from tfcost.core import flops
 from tfcost.core.layers.towers import image_flops, image_tokens, vision_towers
 from tfcost.errors import TfcostError
-from tfcost.schema import ModelShape, ServingSetup, Workload
+from tfcost.schema import ModelShape, ServingSetup, TrainingSetup, Workload
 
 
 def check_images(shape: ModelShape, images: int) -> None:
@@ -33,15 +33,16 @@ def images_forward_flops(shape: ModelShape, images: int, side: int | None) -> in
     return image_flops(shape, images, side)
 
 
-Setup = TypeVar("Setup", Workload, ServingSetup)
+Setup = TypeVar("Setup", Workload, ServingSetup, TrainingSetup)
 
 
 def with_image_tokens(shape: ModelShape, setup: Setup) -> Setup:
-    """The setup with its images' tokens added to each sequence's text tokens (T, or the prompt P)."""
+    """The setup with its images' tokens added to each sequence's text tokens (T, or the prompt P). In training,
+    D then counts every token of the sequences, the images' among them."""
     added = images_tokens(shape, setup.images, setup.image_size)
     if not added:
         return setup
-    if isinstance(setup, Workload):
+    if isinstance(setup, Workload | TrainingSetup):
         return setup.model_copy(update={"seq_len": setup.seq_len + added})
     return setup.model_copy(update={"prompt": setup.prompt + added})
 
@@ -67,3 +68,21 @@ def forward_flops_breakdown(shape: ModelShape, workload: Workload) -> dict[str, 
     if workload.images:
         parts["vision_tower"] = images_forward_flops(shape, workload.images, workload.image_size)
     return parts
+
+
+def images_training_flops(shape: ModelShape, setup: TrainingSetup) -> int:
+    """The vision tower trained on each sequence's images (--images), over the D / T sequences of a run whose T
+    already holds the image tokens (with_image_tokens): forward + backward of N images per sequence."""
+    per_sequence = flops.training_flops_from_forward(images_forward_flops(shape, setup.images, setup.image_size))
+    return per_sequence * setup.tokens // setup.seq_len
+
+
+def training_notes(setup: TrainingSetup, predicted: bool) -> dict[str, str]:
+    """What a training report with images should say: the step-time model (tfcost.costs.step_time) times the
+    language model's layers only."""
+    if not (setup.images and predicted):
+        return {}
+    return {
+        "images": "the predicted step time times the language model only: the vision tower's training FLOPs are "
+        "in the model FLOPs but not in the step (give --mfu to time the whole run at one utilization)"
+    }

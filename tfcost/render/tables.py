@@ -449,8 +449,14 @@ def train_title(result: TrainReport | EngineTrainReport) -> list[str]:
     return [
         f"{result.model}: training on {s.gpus:,} x {result.gpu}",
         f"D = {human(s.tokens, 'count')} tokens{tokens}",
-        f"T = {s.seq_len:,} tokens per sequence{seq}; micro-batch {s.micro_batch}",
+        f"T = {s.seq_len:,} tokens per sequence{seq}{images_suffix(s)}; micro-batch {s.micro_batch}",
     ]
+
+
+def images_suffix(setup: BaseModel) -> str:
+    """Where --images was given: that T (or P) includes the images' tokens."""
+    images = getattr(setup, "images", 0)
+    return f" (with the tokens of {images:,} image{'s' * (images > 1)})" if images else ""
 
 
 def train_table(result: TrainReport, markdown: bool = False) -> None:
@@ -471,6 +477,7 @@ def train_table(result: TrainReport, markdown: bool = False) -> None:
         "Model FLOPs: matmuls only, 2*m*k*n each, full T x T scores (the MFU convention); backward = 2 x forward.",
         "Memory per GPU: ZeRO Fig. 1 for model states, Korthikanti et al. 2022 for activations. "
         "Every formula: README, 'tfcost train'.",
+        *([f"Images: {result.notes['images']}."] if "images" in result.notes else []),
         CONVENTIONS,
     ]
     sections_table(result, TRAIN_SECTIONS, title, notes, markdown)
@@ -483,11 +490,7 @@ def serve_title(result: ServeReport | EngineServeReport, where: str) -> str:
         [
             f"{result.model}: serving on {where}",
             f"B = {s.batch:,} sequences, P = {s.prompt:,} prompt + G = {s.generate:,} generated tokens each"
-            + (
-                f" (P includes the tokens of {s.images:,} image{'s' * (s.images > 1)})"
-                if getattr(s, "images", 0)
-                else ""
-            ),
+            + images_suffix(s),
             f"weights {result.weights_format}, KV cache {s.kv_dtype}, matmuls at the {result.compute_dtype} peak",
             f"reserve {s.reserve:.0%}, compute efficiency {s.compute_efficiency:g}, "
             f"memory efficiency {s.memory_efficiency:g}",
