@@ -93,8 +93,8 @@ def test_a_shrunk_release_prices_as_transformers_builds_it(name):
     assert (total_params(shape), towers_params(shape)) == whole_and_towers(data)
 
 
-# The wrappers whose language model tfcost reads (qwen3_vl's text models have no reader yet: its tower is checked
-# alone, below).
+# The wrappers whose language model tfcost reads (qwen3_vl's text models have no reader yet, and PaliGemma's Gemma
+# attends bidirectionally over its prefix, which the gemma reader refuses: their towers are checked alone, below).
 WHOLE = ("gemma3", "llama4", "mistral3", "qwen3_5", "qwen3_5_moe")
 
 
@@ -116,6 +116,15 @@ def test_qwen3_vl_vision_tower_with_its_deepstack_mergers_prices_as_transformers
     visual = build(config_from_dict(data), whole=True).model.visual
     assert len(visual.deepstack_merger_list) == 3
     assert tower_params(tower) == parameter_count(visual)
+
+
+def test_paligemmas_siglip_and_projector_price_as_transformers_builds_them():
+    data = saved_forms("paligemma")["full"]
+    data["model_type"] = "paligemma"
+    tower = Tower(**TOWER_READERS["paligemma"](data, data["text_config"], data["text_config"]["hidden_size"])[0])
+    model = build(config_from_dict(data), whole=True).model
+    built = parameter_count(model.vision_tower) + parameter_count(model.multi_modal_projector)
+    assert (tower_params(tower), tower.tokens_per_image) == (built, 256)  # (224 / 14)^2 patches, all read
 
 
 def image_flops(model: Any, shape: ModelShape, wrapper: str) -> int:

@@ -55,6 +55,11 @@ def vit_mapping(
                       "rows": rows} | extra  # fmt: skip
 
 
+# The vision_config PaliGemmaConfig builds when a config has none (models/paligemma/configuration_paligemma.py).
+PALIGEMMA_VISION = {"intermediate_size": 4096, "hidden_size": 1152, "patch_size": 14, "image_size": 224,
+                    "num_hidden_layers": 27, "num_attention_heads": 16, "vision_use_head": False}  # fmt: skip
+
+
 # transformers' SiglipVisionConfig defaults (models/siglip/configuration_siglip.py).
 SIGLIP: dict[str, Any] = {
     "hidden_size": 768,
@@ -110,6 +115,18 @@ def gemma3_towers(config: dict[str, Any], text: dict[str, Any], text_d: int) -> 
         row("projector/norm", "norm", s["d"], 1),
         row("projector/linear", "linear", s["d"], text_d, False, "tokens"),
     ]
+    return [vit_mapping("vision", "siglip_vision_model", v, s["d"], s["layers"], s["heads"], s["d_ff"], s["image"],
+                        s["patch"], tokens, rows)]  # fmt: skip
+
+
+def paligemma_towers(config: dict[str, Any], text: dict[str, Any], text_d: int) -> list[dict[str, Any]]:
+    """PaliGemma (models/paligemma/modeling_paligemma.py): SigLIP, and PaliGemmaMultiModalProjector's one linear
+    with bias, d_v -> projection_dim, over every patch: the language model reads (S/p)^2 tokens an image."""
+    wrapper = Fields(config, "paligemma")
+    v = sub_config(config, "paligemma", PALIGEMMA_VISION)
+    rows, s = siglip_rows(v)
+    rows.append(row("projector/linear", "linear", s["d"], wrapper.int("projection_dim", 2048), True, "tokens"))
+    tokens = (s["image"] // s["patch"]) ** 2
     return [vit_mapping("vision", "siglip_vision_model", v, s["d"], s["layers"], s["heads"], s["d_ff"], s["image"],
                         s["patch"], tokens, rows)]  # fmt: skip
 
@@ -277,8 +294,10 @@ def qwen_vision_towers(deepstack: bool) -> TowerReader:
 
 # The whole model ties its output head to the token embedding as the wrapper's own top-level tie_word_embeddings
 # says (PreTrainedModel reads self.config, the wrapper's), not its text_config's: each wrapper class's default.
-WRAPPER_TIE = {"gemma3": True, "llama4": False, "mistral3": True, "qwen3_vl": False, "qwen3_vl_moe": False,
-               "qwen3_5": False, "qwen3_5_moe": False}  # fmt: skip
+WRAPPER_TIE = {
+    "gemma3": True, "paligemma": True, "llama4": False, "mistral3": True,
+    "qwen3_vl": False, "qwen3_vl_moe": False, "qwen3_5": False, "qwen3_5_moe": False,
+}  # fmt: skip
 
 
 def whole_model_tie(config: dict[str, Any]) -> bool:
@@ -291,6 +310,7 @@ def whole_model_tie(config: dict[str, Any]) -> bool:
 # Wrapper model_type -> the reader of its towers.
 TOWER_READERS: dict[str, TowerReader] = {
     "gemma3": gemma3_towers,
+    "paligemma": paligemma_towers,
     "llama4": llama4_towers,
     "mistral3": mistral3_towers,
     "qwen3_vl": qwen_vision_towers(deepstack=True),
