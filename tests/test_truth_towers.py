@@ -118,6 +118,62 @@ def test_qwen3_vl_vision_tower_with_its_deepstack_mergers_prices_as_transformers
     assert tower_params(tower) == parameter_count(visual)
 
 
+# Gemma 4's vision_config as transformers' defaults give it, and with the sizes a public Gemma 4 conversion script
+# writes for the larger models (hidden 1152, 16 heads of 72, standardize, no clipped linears; the code index, not a
+# Hub file: docs/towers.md).
+GEMMA4_VISION = [
+    {"model_type": "gemma4_vision"},
+    {"model_type": "gemma4_vision", "hidden_size": 1152, "head_dim": 72, "num_attention_heads": 16,
+     "num_key_value_heads": 16, "standardize": True, "use_clipped_linears": False},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("vision", GEMMA4_VISION)
+@pytest.mark.parametrize("form", ["saved", "full"])
+def test_gemma4s_vision_tower_prices_as_transformers_builds_it(vision, form):
+    """transformers' default Gemma4Config has no tower; with a vision_config the whole model has one."""
+    data = {**saved_forms("gemma4")[form], "model_type": "gemma4", "vision_config": vision}
+    shape = shape_of(data)
+    assert (total_params(shape), towers_params(shape)) == whole_and_towers(data)
+    assert (image_input(shape.towers[0]).patches, shape.towers[0].tokens_per_image) == (280 * 9, 280)
+
+
+def test_gemma4s_audio_tower_is_named_as_not_priced():
+    data = {**saved_forms("gemma4")["full"], "model_type": "gemma4", "vision_config": GEMMA4_VISION[0],
+            "audio_config": {"model_type": "gemma4_audio"}}  # fmt: skip
+    assert read_config(data).not_priced == ["audio tower (gemma4_audio)"]
+
+
+@pytest.mark.thorough  # a minute on the CPU
+def test_gemma4s_image_tower_flops_equal_flop_counter_mode():
+    """One image padded to the 280 x 3^2 = 2,520-patch budget through a 1-layer tower, with its pool done as a
+    matmul by a 280 x 2,520 averaging matrix; on the CPU (the pool reads positions), language model and tower tiny."""
+    vision = {
+        "model_type": "gemma4_vision",
+        "num_hidden_layers": 1,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 2,
+        "head_dim": 32,
+        "position_embedding_size": 64,
+    }
+    data = {**saved_forms("gemma4")["full"], "model_type": "gemma4", "vision_config": vision}
+    text = {key: value for key, value in data["text_config"].items() if key not in ("layer_types", "per_layer_config")}
+    text.update(num_hidden_layers=2, hidden_size=64, intermediate_size=64, vocab_size=256, num_attention_heads=2,
+                vocab_size_per_layer_input=256, hidden_size_per_layer_input=16, num_key_value_heads=1, head_dim=32,
+                global_head_dim=32)  # fmt: skip
+    data["text_config"] = text
+    tower = shape_of(data).towers[0]
+    model = build(config_from_dict(data), device="cpu", whole=True)
+    pixels = torch.zeros(1, 2520, 3 * 16 * 16, dtype=torch.bfloat16)
+    grid = torch.meshgrid(torch.arange(60), torch.arange(42), indexing="ij")
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        features = model.model.get_image_features(pixels, torch.stack(grid, -1).reshape(1, 2520, 2))
+    assert features.pooler_output[0].shape[0] == tower.tokens_per_image == 280
+    assert tower_flops_per_image(tower) == int(counter.get_total_flops())
+
+
 def test_paligemmas_siglip_and_projector_price_as_transformers_builds_them():
     data = saved_forms("paligemma")["full"]
     data["model_type"] = "paligemma"

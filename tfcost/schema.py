@@ -315,9 +315,14 @@ class TowerRow(Frozen):
     pooling or patch merge); `weights` rows do no matmul."""
 
     name: str = Field(description="the part, e.g. 'patch_embedding' or 'projector/linear_1'")
-    kind: Literal["linear", "norm", "table"] = Field(description="a matmul, a norm's vectors, or a table")
-    fan_in: Size = Field(description="linear: input width; norm: width; table: rows")
-    fan_out: Size = Field(description="linear: output width; norm: vectors (LayerNorm 2, RMSNorm 1); table: columns")
+    kind: Literal["linear", "norm", "table", "pool"] = Field(
+        description="a matmul, a norm's vectors, a table, or a pool done as a matmul by a fixed weight matrix"
+    )
+    fan_in: Size = Field(description="linear: input width; norm: width; table: rows; pool: width")
+    fan_out: Size = Field(
+        description="linear: output width; norm: vectors (LayerNorm 2, RMSNorm 1); table: columns; pool: patches "
+        "averaged into each token's row of the weight matrix (every patch: a dense matrix)"
+    )
     bias: bool = Field(False, description="linear: out biases")
     over: Literal["positions", "patches", "tokens", "weights"] = Field("weights", description="what it runs over")
 
@@ -332,8 +337,11 @@ class Tower(Frozen):
     model_type: str = Field(description="transformers' model_type of the tower's config")
     d_model: Size = Field(description="the encoder's width")
     n_layers: Size = Field(description="encoder layers")
-    n_heads: Size = Field(description="attention heads (as many key-value heads)")
+    n_heads: Size = Field(description="attention heads")
+    n_kv_heads: Size | None = Field(None, description="key-value heads (default n_heads)")
     head_dim: Size | None = Field(None, description="width of one head (default d_model / n_heads)")
+    qk_norm: bool = Field(False, description="a head-wide norm on queries and one on keys (Gemma 4)")
+    block_norms: Size = Field(2, description="d-wide norms a layer: 2, or 4 with post-norms (Gemma 4)")
     d_ff: Size = Field(description="the encoder MLP's hidden width")
     mlp: Literal["plain", "gated"] = Field("plain", description="plain fc1/fc2, or gated (Pixtral)")
     norm: Literal["layernorm", "rmsnorm"] = Field("layernorm", description="the encoder's norms")
@@ -342,6 +350,9 @@ class Tower(Frozen):
     patch_size: Size = Field(description="pixels on a side of one patch")
     class_token: bool = Field(False, description="a class token before the patches (Llama 4)")
     tokens_per_image: Size = Field(description="tokens the language model reads for one image at image_size")
+    patches_per_image: Size | None = Field(
+        None, description="patches one image is padded to, where the processor fixes a budget (Gemma 4: 280 x 3^2)"
+    )
     sizing: Literal["fixed", "tiles", "native"] = Field(
         "fixed",
         description="how an image of another size is fed: fixed (resized to image_size: SigLIP), tiles (cut into "

@@ -125,6 +125,8 @@ def read_config(config: dict[str, Any], *, strict: bool = False, lenient: bool =
         if wrapper in TOWER_READERS:
             inner.mapping["towers"] = TOWER_READERS[wrapper](config, text, inner.mapping["d_model"])
             inner.mapping["tied_embeddings"] = whole_model_tie(config)
+            priced = [tower["name"] for tower in inner.mapping["towers"]]
+            inner.not_priced = [part for part in towers(config) if part.split()[0] not in (*priced, "multimodal")]
             return read_wrapper_keys(inner)
         inner.not_priced = towers(config) or [f"the parts of {wrapper!r} around its language model"]
         inner.ignored = [f"text_config.{key}" for key in inner.ignored]

@@ -43,7 +43,9 @@ def encoder_shape(tower: Tower) -> ModelShape:
         d_model=tower.d_model,
         n_layers=tower.n_layers,
         n_heads=tower.n_heads,
-        n_kv_heads=tower.n_heads,
+        n_kv_heads=tower.n_kv_heads or tower.n_heads,
+        qk_norm=tower.qk_norm,
+        block_norms=tower.block_norms,
         head_dim=tower.head_dim or tower.d_model // tower.n_heads,
         d_ff=tower.d_ff,
         mlp=tower.mlp,
@@ -65,8 +67,8 @@ def encoder_layer_ops(tower: Tower) -> list[Op]:
 
 
 def patches(tower: Tower) -> int:
-    """P = (S/p)^2 patches of one image (or tile)."""
-    return (tower.image_size // tower.patch_size) ** 2
+    """P = (S/p)^2 patches of one image (or tile), or the budget a processor pads every image to (Gemma 4)."""
+    return tower.patches_per_image or (tower.image_size // tower.patch_size) ** 2
 
 
 def positions(tower: Tower) -> int:
@@ -75,7 +77,11 @@ def positions(tower: Tower) -> int:
 
 
 def row_op(row: TowerRow, name: str) -> Op:
-    """A schema row as an op-table row: `weights` rows (tables, norms) have no per-position work."""
+    """A schema row as an op-table row: `weights` rows (tables, norms) have no per-position work. A pool done as a
+    matmul (Gemma 4's Gemma4VisionPooler: a tokens x patches averaging matrix times the patches) is a weighted sum
+    without parameters, the kind of attention's AV: 2 x width x patches per token."""
+    if row.kind == "pool":
+        return Op(f"{name}/{row.name}", "values", row.fan_in, row.fan_out, "token")
     per: Rate = "weights" if row.kind != "linear" else "token"
     return Op(f"{name}/{row.name}", row.kind, row.fan_in, row.fan_out, per, row.bias)
 

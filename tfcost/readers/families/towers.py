@@ -131,6 +131,47 @@ def paligemma_towers(config: dict[str, Any], text: dict[str, Any], text_d: int) 
                         s["patch"], tokens, rows)]  # fmt: skip
 
 
+# Gemma4VisionConfig's defaults (models/gemma4/configuration_gemma4.py), and Gemma4ImageProcessor's budget
+# (image_processing_gemma4.py: max_soft_tokens 280, every image padded to max_patches = 280 x pooling_kernel_size^2).
+GEMMA4_VISION: dict[str, Any] = {
+    "hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 16, "num_attention_heads": 12,
+    "num_key_value_heads": 12, "head_dim": 64, "pooling_kernel_size": 3, "patch_size": 16,
+    "position_embedding_size": 10 * 1024,
+}  # fmt: skip
+GEMMA4_SOFT_TOKENS = 280
+
+
+def gemma4_towers(config: dict[str, Any], text: dict[str, Any], text_d: int) -> list[dict[str, Any]]:
+    """Gemma 4's vision tower (models/gemma4/modeling_gemma4.py, Gemma4VisionModel) where the config has one
+    (transformers' default Gemma4Config has none): a bias-free 3 p^2 -> d patch projection and a 2 x
+    position_embedding_size x d table (x and y), encoder layers with four RMSNorms, bias-free q, k, v, o
+    (num_key_value_heads), head-wide q and k norms (v's has no scale) and a gated MLP; then a k x k average pool
+    and Gemma4MultimodalEmbedder: a scale-less RMSNorm and a bias-free d_v -> d_text projection. Clipped linears
+    and the standardization hold buffers, not parameters. An image is padded to 280 k^2 patches (the processor's
+    budget) and becomes at most 280 tokens."""
+    if config.get("vision_config") is None:
+        return []
+    v = sub_config(config, "gemma4", {})
+    d, d_ff = v.int("hidden_size", GEMMA4_VISION["hidden_size"]), v.int("intermediate_size", 3072)
+    heads = v.int("num_attention_heads", GEMMA4_VISION["num_attention_heads"])
+    patch, pool = side(v, "patch_size", GEMMA4_VISION["patch_size"]), v.int("pooling_kernel_size", 3)
+    table = v.int("position_embedding_size", GEMMA4_VISION["position_embedding_size"])
+    patches = GEMMA4_SOFT_TOKENS * pool * pool
+    rows = [
+        row("patch_embedding", "linear", 3 * patch * patch, d, False, "patches"),
+        row("positions", "table", 2 * table, d),
+        # Gemma4VisionPooler averages by positions with a one-hot tokens x patches matrix: a matmul over all patches.
+        row("pool", "pool", d, patches, False, "tokens"),
+        row("projector/linear", "linear", d, text_d, False, "tokens"),
+    ]
+    layers = v.int("num_hidden_layers", GEMMA4_VISION["num_hidden_layers"])
+    image = round(patches**0.5) * patch  # recorded only: the budget, not the side, sets the patches
+    return [vit_mapping("vision", "gemma4_vision", v, d, layers, heads, d_ff, image, patch, GEMMA4_SOFT_TOKENS,
+                        rows, n_kv_heads=v.int("num_key_value_heads", heads), head_dim=v.int("head_dim", 64),
+                        qk_norm=True, block_norms=4, mlp="gated", norm="rmsnorm", bias=False,
+                        patches_per_image=patches)]  # fmt: skip
+
+
 # Llama4VisionConfig's defaults (models/llama4/configuration_llama4.py).
 LLAMA4: dict[str, Any] = {
     "hidden_size": 768,
@@ -295,7 +336,7 @@ def qwen_vision_towers(deepstack: bool) -> TowerReader:
 # The whole model ties its output head to the token embedding as the wrapper's own top-level tie_word_embeddings
 # says (PreTrainedModel reads self.config, the wrapper's), not its text_config's: each wrapper class's default.
 WRAPPER_TIE = {
-    "gemma3": True, "paligemma": True, "llama4": False, "mistral3": True,
+    "gemma3": True, "gemma4": True, "paligemma": True, "llama4": False, "mistral3": True,
     "qwen3_vl": False, "qwen3_vl_moe": False, "qwen3_5": False, "qwen3_5_moe": False,
 }  # fmt: skip
 
@@ -310,6 +351,7 @@ def whole_model_tie(config: dict[str, Any]) -> bool:
 # Wrapper model_type -> the reader of its towers.
 TOWER_READERS: dict[str, TowerReader] = {
     "gemma3": gemma3_towers,
+    "gemma4": gemma4_towers,
     "paligemma": paligemma_towers,
     "llama4": llama4_towers,
     "mistral3": mistral3_towers,
