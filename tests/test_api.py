@@ -18,7 +18,7 @@ from tfcost.errors import TfcostError, UsageError
 
 CONFIGS = Path(__file__).parent / "data" / "hf_configs"
 PHI3 = str(CONFIGS / "hub-files" / "Phi-3-mini-4k-instruct.json")  # a config with a key tfcost ignores
-GEMMA3 = str(CONFIGS / "gemma-3-4b.json")  # a multimodal config: towers not priced
+GEMMA3 = str(CONFIGS / "gemma-3-4b.json")  # a multimodal config: its vision tower priced
 
 # (command line, API call): the same question asked both ways.
 SAME_QUESTION = [
@@ -83,14 +83,18 @@ def tfcost_version() -> str:
     return tfc.__version__
 
 
-def test_the_reports_carry_what_the_command_says_on_stderr(tfcost):
+def test_the_reports_carry_what_the_command_says_on_stderr(tfcost, tmp_path):
     """The notes the CLI writes to stderr are the report's own fields, so a notebook sees them too."""
     assert tfc.estimate(config=PHI3).ignored_fields == ["attention_bias"]
     run = tfcost("estimate", "--config", PHI3)
     assert "note: Phi-3-mini-4k-instruct: ignored config fields" in run.stderr and "attention_bias" in run.stderr
-    served = tfc.serve(GEMMA3)
-    assert served.not_priced == ["vision tower (siglip_vision_model)", "multimodal projector"]
-    assert "vision tower (siglip_vision_model)" in tfcost("serve", GEMMA3).stderr
+    # Gemma 3's vision tower is priced; an audio tower beside it (no reader for it) is named as not priced.
+    config = json.loads(Path(GEMMA3).read_text(encoding="utf-8"))
+    with_audio = tmp_path / "config.json"
+    with_audio.write_text(json.dumps({**config, "audio_config": {"model_type": "gemma3n_audio"}}), encoding="utf-8")
+    assert tfc.serve(GEMMA3).not_priced == []
+    assert tfc.serve(str(with_audio)).not_priced == ["audio tower (gemma3n_audio)"]
+    assert "audio tower (gemma3n_audio)" in tfcost("serve", str(with_audio)).stderr
 
 
 def test_the_figures_are_the_models_own():

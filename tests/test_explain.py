@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
-from tfcost.readers.presets import load_gpu, load_model, model_preset_paths
+from tfcost.core import params
+from tfcost.readers.hf_config import read_config
+from tfcost.readers.presets import load_gpu, load_model, model_from_mapping, model_preset_paths
 from tfcost.reports import estimate as report
 from tfcost.reports import serve as serve_report
 from tfcost.reports import train as train_report
@@ -140,3 +142,16 @@ def test_json_has_explain_only_when_asked() -> None:
     assert "explain" not in report.estimate(shape, Workload()).model_dump(mode="json")
     dumped = report.estimate(shape, Workload(), explained=True).model_dump(mode="json")
     assert dumped["explain"][0]["quantity"] == "embedding/tokens"
+
+
+@pytest.mark.parametrize("name", ["gemma-3-27b", "llama-4-scout", "mistral-small-3.1-24b", "qwen3.5-35b-a3b"])
+def test_a_multimodal_models_working_counts_its_towers(name: str) -> None:
+    """Each tower row is a line, and the total's sum of the parts has them."""
+    config = json.loads((Path(__file__).parent / "data" / "hf_configs" / f"{name}.json").read_text())
+    shape = model_from_mapping(read_config(config).mapping, name, name)
+    lines = estimate_lines(shape, 1000, 1, "bf16", False)
+    check(lines)
+    towers = [line for line in lines if "towers/" in line.quantity]
+    assert sum(line.value for line in towers) == sum(
+        count for part, count in params.parameter_breakdown(shape).items() if part.startswith("towers/")
+    )

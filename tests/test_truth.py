@@ -33,7 +33,7 @@ from transformers import AutoConfig, AutoModelForCausalLM, StaticCache  # noqa: 
 
 from tfcost.core.flops import forward_flops, score_entries  # noqa: E402
 from tfcost.core.memory import kv_cache_bytes, kv_cache_bytes_per_token  # noqa: E402
-from tfcost.core.params import active_params, total_params  # noqa: E402
+from tfcost.core.params import active_params, language_model_params, total_params  # noqa: E402
 from tfcost.readers.hf_config import shape_mapping  # noqa: E402
 from tfcost.readers.presets import config_mapping, model_from_mapping  # noqa: E402
 from tfcost.schema import ModelShape  # noqa: E402
@@ -156,7 +156,7 @@ def text_model_type(data: dict[str, Any]) -> str:
 @pytest.mark.parametrize("name", NAMES)
 def test_parameters_match_transformers(name):
     model = meta_model(name)
-    assert total_params(tfcost_shape(name)) == sum(p.numel() for p in model.parameters())
+    assert language_model_params(tfcost_shape(name)) == sum(p.numel() for p in model.parameters())
 
 
 # Llama 4's MoE runs every expert on every token in transformers; tfcost counts the k routed ones. Its FLOPs are

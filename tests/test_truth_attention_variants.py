@@ -32,7 +32,7 @@ from truth_harness import T_LONG, Truth, build, config_from_dict, measure, saved
 
 from tfcost.core.flops import forward_flops  # noqa: E402
 from tfcost.core.memory import kv_cache_bytes, kv_cache_bytes_per_token, state_bytes  # noqa: E402
-from tfcost.core.params import non_embedding_params, total_params  # noqa: E402
+from tfcost.core.params import language_model_params, non_embedding_params  # noqa: E402
 from tfcost.readers.hf_config import read_config  # noqa: E402
 from tfcost.schema import ModelShape  # noqa: E402
 
@@ -142,7 +142,10 @@ def test_reading_matches_transformers(kind, form):
     shape = shape_of(data, kind)
     expected = truth(data)
     assert expected.notes == []
-    assert total_params(shape) == expected.params
+    # A wrapper's whole model ties its head as the wrapper says (mistral3's default: tied), its text_config's causal
+    # LM as the text config says (untied): the head the causal LM holds on its own is V x d more.
+    untied_alone = shape.tied_embeddings and not text_config(config_from_dict(data)).tie_word_embeddings
+    assert language_model_params(shape) + untied_alone * shape.vocab_size * shape.d_model == expected.params
     assert forward_flops(shape, T_LONG) + all_experts_flops(data, T_LONG) == expected.forward_flops
     assert kv_cache_bytes_per_token(shape, "bf16") == expected.kv_bytes_per_token
     assert kv_cache_bytes(shape, T_LONG, 1, "bf16") == expected.kv_bytes_per_token * T_LONG  # below every window

@@ -25,7 +25,7 @@ import truth_harness as th  # noqa: E402
 
 from tfcost.core.flops import forward_flops  # noqa: E402
 from tfcost.core.memory import kv_cache_bytes_per_token, state_bytes  # noqa: E402
-from tfcost.core.params import total_params  # noqa: E402
+from tfcost.core.params import language_model_params  # noqa: E402
 from tfcost.readers.hf_config import read_config  # noqa: E402
 from tfcost.readers.presets import model_from_mapping  # noqa: E402
 from tfcost.schema import ModelShape  # noqa: E402
@@ -47,7 +47,7 @@ T = th.T_LONG
 
 def figures(shape: ModelShape) -> tuple[int, int, int, int]:
     return (
-        total_params(shape),
+        language_model_params(shape),
         forward_flops(shape, T),
         kv_cache_bytes_per_token(shape, "bf16"),
         state_bytes(shape, 1, "bf16"),

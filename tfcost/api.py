@@ -155,17 +155,24 @@ def estimate(
     strict: bool = False,
     lenient: bool = False,
     revision: str | None = None,
+    images: int | None = None,
+    image_size: int | None = None,
 ) -> Estimate | EngineEstimate:
     """`tfcost estimate`: parameters, FLOPs, KV cache, score matrix and the crossovers in T of one model.
 
     `model` is a preset name, a YAML preset or config.json path, or a Hub id; `config` a config.json path instead.
     `seq`, `batch`, `dtype`, `causal` are the workload (T, B, the cache's dtype, the causal count; None: the
-    command's default); `gpu` adds the T at which one layer's score matrix outgrows that GPU. `engine`: "analytic",
-    "transformers" (needs tfcost[hf]) or "auto"; `explain` adds each quantity's formula (the report's `explain`).
+    command's default); `images` and `image_size` put N images of S pixels a side through a multimodal model's
+    vision tower, their tokens in T; `gpu` adds the T at which one layer's score matrix outgrows that GPU.
+    `engine`: "analytic", "transformers" (needs tfcost[hf]) or "auto"; `explain` adds each quantity's formula
+    (the report's `explain`).
     """
     from tfcost.schema import Workload
 
-    workload = validated(Workload, **given(seq_len=seq, batch=batch, dtype=dtype, causal=causal))
+    workload = validated(
+        Workload,
+        **given(seq_len=seq, batch=batch, dtype=dtype, causal=causal, images=images, image_size=image_size),
+    )
     asked = request(model, config, overrides, strict, lenient, revision)
     found = asked.for_engine(engine)
     if found is not None:

@@ -315,6 +315,62 @@ class LayerGroup(Frozen):
     repeat: Size = Field(1, description="how many times the pattern repeats")
 
 
+class TowerRow(Frozen):
+    """One piece of a tower outside its encoder layers: the patch embedding, a position table, a class token, a
+    norm or a projector matmul, as transformers builds it. `over`: what it runs over, per image: the encoder's
+    positions (patches, plus a class token), the patches, or the tokens handed to the language model (after a
+    pooling or patch merge); `weights` rows do no matmul."""
+
+    name: str = Field(description="the part, e.g. 'patch_embedding' or 'projector/linear_1'")
+    kind: Literal["linear", "norm", "table", "pool"] = Field(
+        description="a matmul, a norm's vectors, a table, or a pool done as a matmul by a fixed weight matrix"
+    )
+    fan_in: Size = Field(description="linear: input width; norm: width; table: rows; pool: width")
+    fan_out: Size = Field(
+        description="linear: output width; norm: vectors (LayerNorm 2, RMSNorm 1); table: columns; pool: patches "
+        "averaged into each token's row of the weight matrix (every patch: a dense matrix)"
+    )
+    bias: bool = Field(False, description="linear: out biases")
+    over: Literal["positions", "patches", "tokens", "weights"] = Field("weights", description="what it runs over")
+
+
+class Tower(Frozen):
+    """A vision (or audio) tower of a multimodal model: a bidirectional encoder of `n_layers` layers, each priced
+    by the model's own op tables (an attention and an MLP of this tower's sizes), and the rows around it (patch
+    embedding, positions, norms, projector into the language model's width). One image is split into
+    (image_size / patch_size)^2 patches; the language model reads `tokens_per_image` tokens for it."""
+
+    name: str = Field(description="'vision' or 'audio'")
+    model_type: str = Field(description="transformers' model_type of the tower's config")
+    d_model: Size = Field(description="the encoder's width")
+    n_layers: Size = Field(description="encoder layers")
+    n_heads: Size = Field(description="attention heads")
+    n_kv_heads: Size | None = Field(None, description="key-value heads (default n_heads)")
+    head_dim: Size | None = Field(None, description="width of one head (default d_model / n_heads)")
+    qk_norm: bool = Field(False, description="a head-wide norm on queries and one on keys (Gemma 4)")
+    block_norms: Size = Field(2, description="d-wide norms a layer: 2, or 4 with post-norms (Gemma 4)")
+    d_ff: Size = Field(description="the encoder MLP's hidden width")
+    mlp: Literal["plain", "gated"] = Field("plain", description="plain fc1/fc2, or gated (Pixtral)")
+    norm: Literal["layernorm", "rmsnorm"] = Field("layernorm", description="the encoder's norms")
+    bias: bool = Field(True, description="biases on q, k, v, o and the MLP's matrices")
+    image_size: Size = Field(description="pixels on a side of one image (or tile) as the tower takes it")
+    patch_size: Size = Field(description="pixels on a side of one patch")
+    class_token: bool = Field(False, description="a class token before the patches (Llama 4)")
+    tokens_per_image: Size = Field(description="tokens the language model reads for one image at image_size")
+    patches_per_image: Size | None = Field(
+        None, description="patches one image is padded to, where the processor fixes a budget (Gemma 4: 280 x 3^2)"
+    )
+    sizing: Literal["fixed", "tiles", "native"] = Field(
+        "fixed",
+        description="how an image of another size is fed: fixed (resized to image_size: SigLIP), tiles (cut into "
+        "image_size tiles, plus a global one: Llama 4), native (its own patch grid: Pixtral, Qwen)",
+    )
+    merge: Size = Field(1, description="native: patches merged into one token, per side (spatial_merge_size)")
+    max_tiles: Size = Field(1, description="tiles: most tiles per image (Llama 4's processor: 16)")
+    max_image_size: Size | None = Field(None, description="native: larger images are resized down to it (Pixtral)")
+    rows: tuple[TowerRow, ...] = Field((), strict=False, description="the pieces outside the encoder layers")
+
+
 class ModelShape(Frozen):
     """The architecture of a transformer, as far as its costs depend on it.
 
@@ -458,6 +514,12 @@ class ModelShape(Frozen):
     )
     compressed_attention: CompressedAttention | None = Field(
         None, description="the sizes of the model's compressed-attention layers (DeepSeek-V4)"
+    )
+    towers: tuple[Tower, ...] = Field(
+        (),
+        strict=False,
+        description="vision and audio towers of a multimodal model (*ForConditionalGeneration), in the total; "
+        "tfcost.core.layers.towers",
     )
     head: Literal["lm", "mlm", "none"] = Field(
         "lm",
@@ -625,6 +687,15 @@ class Workload(Frozen):
     causal: bool = Field(
         False, description="count only the score entries the mask keeps (causal triangle, sliding windows) in FLOPs"
     )
+    # Left out of the JSON when not asked for, so a text-only run's report is what it was.
+    images: SizeOrZero = Field(
+        0, description="N: images in each sequence's prompt, through the vision tower", exclude_if=lambda n: n == 0
+    )
+    image_size: Size | None = Field(
+        None,
+        description="S: pixels on a side of each (square) image; null: the tower's own image_size",
+        exclude_if=lambda side: side is None,
+    )
 
 
 MeasureDtype = Literal["bf16", "fp16", "fp32"]  # what `tfcost measure` times: torch's floating types
@@ -729,6 +800,15 @@ class TrainingSetup(Frozen):
     virtual_stages: Size = Field(1, description="v: model chunks per pipeline stage (interleaved 1F1B)")
     cp: Size = Field(1, description="context-parallel size: each sequence split over cp GPUs")
     ep: Size = Field(1, description="expert-parallel size: each MoE layer's routed experts split over ep GPUs")
+    # Left out of the JSON when not asked for, so a text-only run's report is what it was.
+    images: SizeOrZero = Field(
+        0, description="N: images in each sequence's prompt, through the vision tower", exclude_if=lambda n: n == 0
+    )
+    image_size: Size | None = Field(
+        None,
+        description="S: pixels on a side of each (square) image; null: the tower's own image_size",
+        exclude_if=lambda side: side is None,
+    )
     zero: Literal[0, 1, 2, 3] = Field(
         0, description="ZeRO stage: 1 shards optimizer states, 2 also gradients, 3 also weights"
     )
@@ -817,6 +897,15 @@ class ServingSetup(Frozen):
     kv_block: Size = Field(16, description="tokens per KV-cache block (vLLM's PagedAttention default)")
     fp8_attention: bool = Field(
         False, description="with FP8 compute, attention runs in FP8 too (else BF16, the engines' default kernels)"
+    )
+    # Left out of the JSON when not asked for, so a text-only run's report is what it was.
+    images: SizeOrZero = Field(
+        0, description="N: images in each sequence's prompt, through the vision tower", exclude_if=lambda n: n == 0
+    )
+    image_size: Size | None = Field(
+        None,
+        description="S: pixels on a side of each (square) image; null: the tower's own image_size",
+        exclude_if=lambda side: side is None,
     )
 
     @property

@@ -17,6 +17,8 @@ from tfcost.cli.options import (
     EngineOption,
     ExplainOption,
     FormatOption,
+    Images,
+    ImageSize,
     LenientOption,
     ModelArgument,
     RevisionOption,
@@ -42,6 +44,8 @@ def estimate(
     batch: Batch = default(Workload, "batch"),
     dtype: DtypeOption = default(Workload, "dtype"),
     causal: Causal = default(Workload, "causal"),
+    images: Images = 0,
+    image_size: ImageSize = None,
     gpu: Annotated[
         str | None,
         typer.Option("--gpu", help="GPU from `tfcost gpus`: also the T at which one layer's score matrix outgrows it."),
@@ -56,7 +60,8 @@ def estimate(
 
     result = api.estimate(
         model, config=config, overrides=overrides, seq=seq, batch=batch, dtype=dtype, causal=causal, gpu=gpu,
-        engine=engine, explain=explain, strict=strict, lenient=lenient, revision=revision,
+        engine=engine, explain=explain, strict=strict, lenient=lenient, revision=revision, images=images,
+        image_size=image_size,
     )  # fmt: skip
     render.print_report_notes(result)
     render.print_report(result, output, render.estimate_table)

@@ -30,6 +30,15 @@ def default(schema: "type[BaseModel]", field: str) -> Any:
 
 Seq = Annotated[int, typer.Option("--seq", "-T", min=1, help="T: tokens per sequence.")]
 Batch = Annotated[int, typer.Option("--batch", "-B", min=1, help="B: sequences in the batch.")]
+Images = Annotated[
+    int, typer.Option("--images", min=0, help="Images per sequence: their tokens join it, their vision tower runs.")
+]
+ImageSize = Annotated[
+    int | None,
+    typer.Option(
+        "--image-size", min=1, help="Pixels on a side of each image [default: the tower's own].", show_default=False
+    ),
+]
 DtypeOption = Annotated[Dtype, typer.Option("--dtype", help="Storage dtype of the KV cache and score matrix.")]
 Causal = Annotated[
     bool,

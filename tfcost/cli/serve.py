@@ -26,6 +26,8 @@ from tfcost.cli.options import (
     ExplainOption,
     FormatOption,
     GpuOption,
+    Images,
+    ImageSize,
     LenientOption,
     ModelArgument,
     ProfileOption,
@@ -67,6 +69,8 @@ def serve(
     generate: Annotated[
         int, typer.Option("--generate", "-G", min=1, help="G: generated tokens per sequence.")
     ] = default(ServingSetup, "generate"),
+    images: Images = 0,
+    image_size: ImageSize = None,
     reserve: Annotated[
         float,
         typer.Option(
@@ -115,6 +119,7 @@ def serve(
         gpus=gpus, weights_dtype=weights_dtype, kv_dtype=kv_dtype, batch=batch, prompt=prompt, generate=generate,
         reserve=reserve, compute_efficiency=compute_efficiency, memory_efficiency=memory_efficiency,
         group_size=group_size, kv_block=kv_block, fp8_attention=fp8_attention,
+        images=images, image_size=image_size,
     )  # fmt: skip
     if isinstance(result, ServeReport) and profile is None:  # does it fit? if not, the nearest layout that does
         from tfcost.cli.plan import with_suggestion

@@ -29,6 +29,8 @@ from tfcost.cli.options import (
     ExplainOption,
     FormatOption,
     GpuOption,
+    Images,
+    ImageSize,
     LenientOption,
     ModelArgument,
     ProfileOption,
@@ -178,6 +180,8 @@ def train(
     allocator_reserve: Annotated[
         float, typer.Option("--allocator-reserve", help="Share of the GPU the allocator holds back (an assumption).")
     ] = default(TrainingSetup, "allocator_reserve"),
+    images: Images = 0,
+    image_size: ImageSize = None,
     profile: ProfileOption = None,
     engine: EngineOption = "auto",
     output: FormatOption = "table",
@@ -198,7 +202,7 @@ def train(
         offload=offload, optimizer_in_backward=optimizer_in_backward, price_per_gpu_hour=price_per_gpu_hour,
         lora_rank=lora, lora_targets=lora_target_list, qlora=qlora, memory_convention=memory_convention,
         cuda_context_gib=cuda_context_gib, allocator_reserve=allocator_reserve, fp8_attention=fp8_attention,
-        kernels=kernels,
+        kernels=kernels, images=images, image_size=image_size,
     )  # fmt: skip
     if isinstance(result, TrainReport) and profile is None:  # does it fit? if not, the nearest layout that does
         from tfcost.cli.plan import with_suggestion

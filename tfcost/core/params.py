@@ -11,6 +11,7 @@ from functools import lru_cache
 
 from tfcost.core.blocks import Block, blocks, representative_block
 from tfcost.core.layers import embedding_ops, head_ops, layer_ops, mtp_ops
+from tfcost.core.layers.towers import tower_params_by_part
 from tfcost.core.ops import Op, op_inactive_params, op_params
 from tfcost.schema import ModelShape
 
@@ -64,7 +65,21 @@ def parameter_breakdown(shape: ModelShape) -> dict[str, int]:
             name = f"{block.stack}/{key}"
             parts[name] = parts.get(name, 0) + count * value
     parts.update(params_by_part(head_ops(shape)))
+    for tower in shape.towers:  # a multimodal model's vision and audio towers, after the language model
+        parts.update({f"towers/{name}": count for name, count in tower_params_by_part(tower).items()})
     return parts
+
+
+def language_model_params(shape: ModelShape) -> int:
+    """The language model alone: the total less any vision and audio towers (transformers' *ForCausalLM of a
+    multimodal wrapper's text_config)."""
+    return total_params(shape) - towers_params(shape)
+
+
+def towers_params(shape: ModelShape) -> int:
+    """Parameters of the vision and audio towers (0 for a text-only model): in the total, held in memory, but no
+    text token passes through them, so they are neither active per token nor in N."""
+    return sum(count for name, count in parameter_breakdown(shape).items() if name.startswith("towers/"))
 
 
 @lru_cache(maxsize=4096)
@@ -108,8 +123,9 @@ def embedding_params(shape: ModelShape) -> int:
 
 
 def non_embedding_params(shape: ModelShape) -> int:
-    """N of Kaplan et al. 2020 (§2.1): everything but the embeddings (the blocks and the final norm)."""
-    return total_params(shape) - embedding_params(shape)
+    """N of Kaplan et al. 2020 (§2.1): everything but the embeddings (the blocks and the final norm), and the
+    language model's only: a multimodal model's towers run per image, not per token."""
+    return total_params(shape) - embedding_params(shape) - towers_params(shape)
 
 
 def inactive_params(shape: ModelShape) -> int:
@@ -119,8 +135,9 @@ def inactive_params(shape: ModelShape) -> int:
 
 def active_params(shape: ModelShape) -> int:
     """Parameters one token passes through: shared experts, its k routed experts and the router, with everything
-    else (torchtitan's and Megatron's "active" count); the total for a dense model."""
-    return total_params(shape) - inactive_params(shape)
+    else (torchtitan's and Megatron's "active" count); the total for a dense text-only model. A multimodal
+    model's towers are not on a text token's path: they are left out."""
+    return total_params(shape) - inactive_params(shape) - towers_params(shape)
 
 
 def active_non_embedding_params(shape: ModelShape) -> int:

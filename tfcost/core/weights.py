@@ -75,7 +75,7 @@ def quantized_bytes(n: int, q: Quantization) -> int:
 def part_kind(name: str) -> QuantizedPart | None:
     """The kind of a parameter_breakdown part a quantization covers, or None for what stays at 16 bits (embeddings,
     norms, the router and shared-expert gate, the output head)."""
-    if "norm" in name:
+    if "norm" in name or name.startswith("towers/"):  # vision and audio towers: 16 bits (docs/towers.md)
         return None
     if "/attention/" in name or "/cross_attention/" in name:
         return "attention"

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from tfcost.core import flops, memory, params, weights
+from tfcost.core.layers.towers import image_flops
 from tfcost.core.model import model_of
 from tfcost.errors import TfcostError, UsageError
 from tfcost.hardware.rates import (
@@ -256,6 +257,12 @@ def prefill_flops(shape: ModelShape, prompt: int, batch: int) -> int:
     return batch * (sum(parts.values()) - head + head // prompt)
 
 
+def images_prefill_flops(shape: ModelShape, setup: ServingSetup) -> int:
+    """The vision tower's forward over each prompt's images (--images; their tokens are already in P), before the
+    language model's prefill: B x N x one image's tower FLOPs."""
+    return setup.batch * image_flops(shape, setup.images, setup.image_size)
+
+
 def decode_step_flops(shape: ModelShape, context: int, batch: int, encoder_tokens: int | None = None) -> int:
     """One new token per sequence attending to `context` positions (itself included): the difference between
     causal forward passes over `context` and `context - 1` tokens, which is exactly the last token's matmuls,
@@ -362,7 +369,7 @@ def prefill_roofline(
     tokens, encoder_tokens = cached_positions(shape, setup.prompt, 1 if is_encoder_decoder(shape) else 0)
     kv = kv_cache_bytes_per_gpu(shape, tokens, batch, setup.kv_dtype, gpus, encoder_tokens)
     kv += state_bytes_per_gpu(shape, batch, setup.kv_dtype, gpus)  # each prompt's final state, written once
-    work = share_per_gpu(prefill_flops(shape, setup.prompt, batch), gpus)
+    work = share_per_gpu(prefill_flops(shape, setup.prompt, batch) + images_prefill_flops(shape, setup), gpus)
     return roofline(work, bytes_moved_per_gpu(weights_per_gpu, kv), peak, bandwidth)
 
 

@@ -8,8 +8,9 @@ Every key of a config falls in one of three tiers, kept per family as data (FAMI
   so the user sees what was not understood (`--strict` makes that an error). A key that looks structural (an
   integer `num_*`, `n_*`, `*_size`, `*_dim`, or a `*layers*`/`*experts*` count) might change costs, so it is an
   error unless the user says `--lenient`. Every offending key is named at once, not just the first.
-Multimodal wrappers (`text_config` beside a vision or audio tower) are read for their language model; the towers
-are named as not priced. Reading the file is tfcost.readers.presets' job; fetching it from the Hub,
+Multimodal wrappers (`text_config` beside a vision or audio tower) are read for their language model, and their
+towers by tfcost.readers.families.towers where it has a reader for the wrapper; any other tower is named as not
+priced. Reading the file is tfcost.readers.presets' job; fetching it from the Hub,
 tfcost.readers.hub's. The family readers themselves live in tfcost.readers.families.
 """
 
@@ -29,6 +30,7 @@ from tfcost.readers.families.base import (
     quantization,
     refusal_check,
 )
+from tfcost.readers.families.towers import TOWER_READERS, whole_model_tie
 
 if TYPE_CHECKING:
     from tfcost.readers.safetensors import StoredFiles
@@ -130,6 +132,12 @@ def read_config(config: dict[str, Any], *, strict: bool = False, lenient: bool =
             inner.mapping["quantization"], inner.notes = quantization(
                 inner.model_type, outer, inner.mapping.get("n_layers")
             )
+        if wrapper in TOWER_READERS:
+            inner.mapping["towers"] = TOWER_READERS[wrapper](config, text, inner.mapping["d_model"])
+            inner.mapping["tied_embeddings"] = whole_model_tie(config)
+            priced = [tower["name"] for tower in inner.mapping["towers"]]
+            inner.not_priced = [part for part in towers(config) if part.split()[0] not in (*priced, "multimodal")]
+            return read_wrapper_keys(inner)
         inner.not_priced = towers(config) or [f"the parts of {wrapper!r} around its language model"]
         inner.ignored = [f"text_config.{key}" for key in inner.ignored]
         return inner
@@ -159,6 +167,13 @@ def read_config(config: dict[str, Any], *, strict: bool = False, lenient: bool =
     if problems:
         raise TfcostError(f"{model_type} config: {'; '.join(problems)}")
     return ConfigReading(mapping, model_type, reported, notes=notes)
+
+
+def read_wrapper_keys(inner: ConfigReading) -> ConfigReading:
+    """A wrapper whose towers are priced: the language model's reading, its ignored keys named inside
+    text_config."""
+    inner.ignored = [f"text_config.{key}" for key in inner.ignored]
+    return inner
 
 
 def shape_mapping(config: dict[str, Any]) -> dict[str, Any]:

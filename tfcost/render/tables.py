@@ -232,7 +232,8 @@ def print_explain(result: BaseModel, markdown: bool = False) -> None:
 def workload_caption(result: Estimate | EngineEstimate | CheckReport) -> str:
     w = result.workload
     mask = "causal-masked scores" if w.causal else "full T x T scores"
-    return f"T = {w.seq_len:,} tokens, batch {w.batch:,}, {w.dtype}, {mask}"
+    images = f" + {w.images:,} image{'s' * (w.images > 1)}" if getattr(w, "images", 0) else ""
+    return f"T = {w.seq_len:,} tokens{images}, batch {w.batch:,}, {w.dtype}, {mask}"
 
 
 def estimate_table(result: Estimate | EngineEstimate, markdown: bool = False) -> None:
@@ -304,7 +305,7 @@ def compare_table(
     for result in results:
         table.add_column(result.model, justify="right", no_wrap=True)
     for section, title in SECTIONS.items():
-        if section == "stored" and all(getattr(r, "stored", None) is None for r in results):  # files: local only
+        if all(getattr(r, section, None) is None for r in results):  # an optional section none has (images, stored)
             continue
         table.add_section()
         columns = [
@@ -441,8 +442,14 @@ def train_title(result: TrainReport | EngineTrainReport) -> list[str]:
     return [
         f"{result.model}: training on {s.gpus:,} x {result.gpu}",
         f"D = {human(s.tokens, 'count')} tokens{tokens}",
-        f"T = {s.seq_len:,} tokens per sequence{seq}; micro-batch {s.micro_batch}",
+        f"T = {s.seq_len:,} tokens per sequence{seq}{images_suffix(s)}; micro-batch {s.micro_batch}",
     ]
+
+
+def images_suffix(setup: BaseModel) -> str:
+    """Where --images was given: that T (or P) includes the images' tokens."""
+    images = getattr(setup, "images", 0)
+    return f" (with the tokens of {images:,} image{'s' * (images > 1)})" if images else ""
 
 
 def train_table(result: TrainReport, markdown: bool = False) -> None:
@@ -463,6 +470,7 @@ def train_table(result: TrainReport, markdown: bool = False) -> None:
         "Model FLOPs: matmuls only, 2*m*k*n each, full T x T scores (the MFU convention); backward = 2 x forward.",
         "Memory per GPU: ZeRO Fig. 1 for model states, Korthikanti et al. 2022 for activations. "
         "Every formula: docs/training.md.",
+        *([f"Images: {result.notes['images']}."] if "images" in result.notes else []),
         CONVENTIONS,
     ]
     sections_table(result, TRAIN_SECTIONS, title, notes, markdown)
@@ -474,7 +482,8 @@ def serve_title(result: ServeReport | EngineServeReport, where: str) -> str:
     return "\n".join(
         [
             f"{result.model}: serving on {where}",
-            f"B = {s.batch:,} sequences, P = {s.prompt:,} prompt + G = {s.generate:,} generated tokens each",
+            f"B = {s.batch:,} sequences, P = {s.prompt:,} prompt + G = {s.generate:,} generated tokens each"
+            + images_suffix(s),
             f"weights {result.weights_format}, KV cache {s.kv_dtype}, matmuls at the {result.compute_dtype} peak",
             f"reserve {s.reserve:.0%}, compute efficiency {s.compute_efficiency:g}, "
             f"memory efficiency {s.memory_efficiency:g}",

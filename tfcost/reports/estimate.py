@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from tfcost.core import flops, memory, params, weights
-from tfcost.costs import crossover
+from tfcost.costs import crossover, images
 from tfcost.reports.explain import Line, estimate_lines
 from tfcost.reports.stored import StoredReport, stored_report
 from tfcost.schema import GpuSpec, ModelShape, Workload
@@ -93,12 +93,14 @@ class ParamsReport(Section):
     breakdown: dict[str, int] = quantity("by part", "count")
     by_layer_kind: dict[str, int] = quantity("by layer kind (count x one layer)", "count")
     mtp: int | None = quantity("multi-token prediction modules (not in the total)", "count")
+    towers: int | None = quantity("vision and audio towers (in the total; not per text token)", "count")
 
     @model_serializer(mode="wrap")
     def _mtp_where_present(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
-        if data.get("mtp") is None:  # a model without MTP modules has no such key
-            data.pop("mtp", None)
+        for key in ("mtp", "towers"):  # a model without MTP modules or towers has no such key
+            if data.get(key) is None:
+                data.pop(key, None)
         return data
 
 
@@ -109,6 +111,29 @@ class FlopsReport(Section):
     training_per_sequence: int = quantity("training, one sequence (3x forward)", "flops")
     forward_breakdown: dict[str, int] = quantity("forward by part", "flops")
     by_layer_kind: dict[str, int] = quantity("forward by layer kind", "flops")
+
+
+class ImagesReport(Section):
+    """Images in each sequence's prompt (--images): what they add to it, and their vision tower's forward pass."""
+
+    images: int = quantity("images per sequence", "count")
+    image_size: int = quantity("pixels on a side of each image (as fed to the tower)", "count")
+    tokens: int = quantity("image tokens added to T", "count")
+    seq_len: int = quantity("T with the image tokens (every figure below)", "count")
+    tower_forward: int = quantity("vision tower forward, the images", "flops")
+
+
+def images_report(shape: ModelShape, workload: Workload) -> ImagesReport | None:
+    if not workload.images:
+        return None
+    tokens = images.images_tokens(shape, workload.images, workload.image_size)
+    return ImagesReport(
+        images=workload.images,
+        image_size=workload.image_size or shape.towers[0].image_size,
+        tokens=tokens,
+        seq_len=images.with_image_tokens(shape, workload).seq_len,
+        tower_forward=images.images_forward_flops(shape, workload.images, workload.image_size),
+    )
 
 
 class KvCacheReport(Section):
@@ -181,6 +206,7 @@ class Estimate(SourceNotes):
     engine: str = "analytic"  # which engine answered; the transformers engine's report says "transformers"
     workload: Workload
     params: ParamsReport
+    images: ImagesReport | None = Field(default=None, exclude_if=lambda images: images is None)
     flops: FlopsReport
     kv_cache: KvCacheReport
     score_matrix: ScoreMatrixReport
@@ -189,6 +215,7 @@ class Estimate(SourceNotes):
 
 SECTIONS: dict[str, str] = {
     "params": "Parameters",
+    "images": "Images",
     "flops": "FLOPs",
     "kv_cache": "KV cache",
     "score_matrix": "Score matrix",
@@ -199,7 +226,13 @@ SECTIONS: dict[str, str] = {
 def estimate(shape: ModelShape, workload: Workload, gpu: GpuSpec | None = None, explained: bool = False) -> Estimate:
     """Run the core over one model and workload; with a GPU, also the T at which a score matrix outgrows it;
     `explained`: with every quantity's working (tfcost.reports.explain)."""
-    t, b, dtype, causal = workload.seq_len, workload.batch, workload.dtype, workload.causal
+    # Images (--images) lengthen each sequence by their tokens; every figure is then the longer sequence's.
+    t, b, dtype, causal = (
+        images.with_image_tokens(shape, workload).seq_len,
+        workload.batch,
+        workload.dtype,
+        workload.causal,
+    )
     return Estimate(
         explain=estimate_lines(shape, t, b, dtype, causal) if explained else None,
         model=shape.name,
@@ -215,13 +248,15 @@ def estimate(shape: ModelShape, workload: Workload, gpu: GpuSpec | None = None, 
             breakdown=params.parameter_breakdown(shape),
             by_layer_kind=params.params_by_layer_kind(shape),
             mtp=params.mtp_params(shape) if shape.mtp_layers else None,
+            towers=params.towers_params(shape) if shape.towers else None,
         ),
+        images=images_report(shape, workload),
         flops=FlopsReport(
             six_n_per_token=flops.six_n_flops_per_token(shape),
             attention_scores_per_token=flops.attention_score_flops_per_token(shape, t),
-            forward_per_sequence=flops.forward_flops(shape, t, causal),
-            training_per_sequence=flops.training_flops(shape, t, causal),
-            forward_breakdown=flops.forward_flops_breakdown(shape, t, causal),
+            forward_per_sequence=images.forward_flops(shape, workload),
+            training_per_sequence=images.training_flops(shape, workload),
+            forward_breakdown=images.forward_flops_breakdown(shape, workload),
             by_layer_kind=flops.flops_by_layer_kind(shape, t, causal),
         ),
         kv_cache=KvCacheReport(

@@ -21,6 +21,7 @@ from fractions import Fraction
 from tfcost.core import flops, memory, params
 from tfcost.core.blocks import Block, blocks
 from tfcost.core.layers import embedding_ops, head_ops, layer_ops
+from tfcost.core.layers.towers import tower_ops
 from tfcost.core.ops import (
     Op,
     Span,
@@ -37,6 +38,7 @@ from tfcost.schema import GpuSpec, ModelShape, ServingSetup, TrainingSetup
 from tfcost.units import DTYPE_BYTES, Dtype, Unit, human
 
 PARAMS = "docs/formulas.md, Parameters"
+TOWERS = "docs/towers.md"
 FLOPS = "docs/formulas.md, FLOPs"
 SIX_N = "docs/formulas.md, FLOPs (Kaplan et al. 2020 §2.1)"
 MEMORY = "docs/formulas.md, Memory of inference"
@@ -260,6 +262,7 @@ def params_lines(shape: ModelShape) -> list[Line]:
         )
     for op in head_ops(shape):
         add_row(op, 1, op.name)
+    out += tower_params_lines(shape)
     breakdown = params.parameter_breakdown(shape)
     nonzero = [value for value in breakdown.values() if value]
     out.append(
@@ -272,6 +275,24 @@ def params_lines(shape: ModelShape) -> list[Line]:
             PARAMS,
         )
     )
+    return out
+
+
+def tower_params_lines(shape: ModelShape) -> list[Line]:
+    """Each row of a multimodal model's towers (tfcost.core.layers.towers): an encoder row once for its layers,
+    in x out (+ out biases) for a matmul, width x vectors for a norm, rows x columns for a table."""
+    out = []
+    for tower in shape.towers:
+        for times, op, _ in tower_ops(tower):
+            if not op_params(op):
+                continue
+            bias = f" + {number(op.fan_out)}" if op.kind == "linear" and op.bias else ""
+            one = f"{number(op.fan_in)}·{number(op.fan_out)}{bias}"
+            formula = "in·out + out" if op.kind == "linear" and op.bias else "in·out"
+            if times > 1:
+                formula, one = f"layers x ({formula})", f"{times} x ({one})"
+            label = f"towers/{op.name}" if times == 1 else f"{times} layers x towers/{op.name}"
+            out.append(line(label, formula, one, times * op_params(op), "count", TOWERS))
     return out
 
 

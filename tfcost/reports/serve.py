@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from tfcost.core import memory, params
-from tfcost.costs import engine_memory, expected, serving
+from tfcost.costs import engine_memory, expected, images, serving
 from tfcost.hardware import rates as hardware
 from tfcost.reports.estimate import Section, SourceNotes, quantity, stepped_cache_note
 from tfcost.reports.explain import serve_lines
@@ -134,6 +134,7 @@ def serve(
     # The files' own bytes (tfcost.core.stored) stand for the weights unless a --weights-dtype re-prices them.
     from_files = stored_bytes is not None and setup.weights_dtype is None
     setup = serving.with_weights_dtype(shape, setup)
+    setup = images.with_image_tokens(shape, setup)  # the images' tokens join each prompt (--images)
     t, b, kv_dtype = setup.gpus, setup.batch, setup.kv_dtype
     serving.check_generates(shape)
     serving.check_tensor_parallel(shape, t)
@@ -254,7 +255,8 @@ def serve_expected(
     prefill_unread = serving.unread_expert_bytes_per_gpu(
         shape, setup.weights_dtype, b * setup.prompt, t, setup.group_size
     )
-    prefill_flops = serving.share_per_gpu(serving.prefill_flops(shape, setup.prompt, b), t)
+    prefill_flops = serving.prefill_flops(shape, setup.prompt, b) + serving.images_prefill_flops(shape, setup)
+    prefill_flops = serving.share_per_gpu(prefill_flops, t)
     prefill_attention = serving.share_per_gpu(b * expected.attention_flops(shape, setup.prompt), t)
     prefill_kernels = expected.phase_seconds(
         prefill_flops - head_flops,

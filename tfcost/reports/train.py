@@ -7,7 +7,7 @@ from pydantic import Field
 
 from tfcost.core import flops, params
 from tfcost.core.blocks import layer_count
-from tfcost.costs import engine_memory, finetune, fit, parallel, step_time, throughput, training
+from tfcost.costs import engine_memory, finetune, fit, images, parallel, step_time, throughput, training
 from tfcost.hardware import rates as hardware
 from tfcost.reports.estimate import Section, SourceNotes, quantity
 from tfcost.reports.explain import train_lines
@@ -104,6 +104,7 @@ TRAIN_SECTIONS: dict[str, str] = {
 
 def train(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup, explained: bool = False) -> TrainReport:
     """Run the training core over one model on one kind of GPU; `explained`: with the main quantities' working."""
+    setup = images.with_image_tokens(shape, setup)  # the images' tokens join each sequence (--images)
     training.check_parallel_layout(shape, setup)
     peak = training.peak_flops_per_s(gpu, setup.precision)
     t, tokens = setup.seq_len, setup.tokens
@@ -112,7 +113,7 @@ def train(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup, explained: bool
         finetune.check_targets(shape, setup.lora_targets)
         finetune.check_rank(shape, setup.lora_rank, setup.lora_targets)
         adapters = finetune.lora_params(shape, setup.lora_rank, setup.lora_targets)
-    model_flops = training.model_training_flops(shape, t, tokens, adapters)
+    model_flops = training.model_training_flops(shape, t, tokens, adapters) + images.images_training_flops(shape, setup)
     recomputed = training.recompute_flops(shape, t, tokens, setup.recompute)
     six_nd = training.six_nd_flops(shape, tokens)
     hardware_flops = model_flops + recomputed
@@ -146,7 +147,7 @@ def train(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup, explained: bool
         setup=setup,
         tokens_are_chinchilla_optimal=tokens == training.chinchilla_optimal_tokens(shape),
         seq_len_is_default=t == training.default_seq_len(shape),
-        notes=training.defaults_notes(shape, setup),
+        notes=training.defaults_notes(shape, setup) | images.training_notes(setup, step is not None),
         inputs=TrainInputs(
             parameters=params.total_params(shape),
             trainable_parameters=training.trainable_params(shape, setup),

@@ -1,0 +1,88 @@
+"""Images in the prompt of a multimodal model: the tokens they add and the FLOPs of their vision tower.
+
+N images of S x S pixels add N x (the tokens one image becomes) to each sequence's prompt, and the vision tower
+runs once per image (per tile) before the language model reads them (tfcost.core.layers.towers: image_input,
+tower_flops_per_image). The language model's own costs are then those of the longer prompt.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from tfcost.core import flops
+from tfcost.core.layers.towers import image_flops, image_tokens, vision_towers
+from tfcost.errors import TfcostError
+from tfcost.schema import ModelShape, ServingSetup, TrainingSetup, Workload
+
+
+def check_images(shape: ModelShape, images: int) -> None:
+    """Images need a vision tower tfcost prices."""
+    if images and not vision_towers(shape):
+        raise TfcostError(f"--images: {shape.name} has no vision tower tfcost prices (a text-only model here)")
+
+
+def images_tokens(shape: ModelShape, images: int, side: int | None) -> int:
+    """Prompt tokens of N images (0 without images)."""
+    check_images(shape, images)
+    return image_tokens(shape, images, side)
+
+
+def images_forward_flops(shape: ModelShape, images: int, side: int | None) -> int:
+    """Forward FLOPs of N images through the vision tower (0 without images)."""
+    check_images(shape, images)
+    return image_flops(shape, images, side)
+
+
+Setup = TypeVar("Setup", Workload, ServingSetup, TrainingSetup)
+
+
+def with_image_tokens(shape: ModelShape, setup: Setup) -> Setup:
+    """The setup with its images' tokens added to each sequence's text tokens (T, or the prompt P). In training,
+    D then counts every token of the sequences, the images' among them."""
+    added = images_tokens(shape, setup.images, setup.image_size)
+    if not added:
+        return setup
+    if isinstance(setup, Workload | TrainingSetup):
+        return setup.model_copy(update={"seq_len": setup.seq_len + added})
+    return setup.model_copy(update={"prompt": setup.prompt + added})
+
+
+def forward_flops(shape: ModelShape, workload: Workload) -> int:
+    """One sequence's forward pass with its images: the language model over T + the image tokens, and the vision
+    tower over each image."""
+    tokens = with_image_tokens(shape, workload).seq_len
+    tower = images_forward_flops(shape, workload.images, workload.image_size)
+    return flops.forward_flops(shape, tokens, workload.causal) + tower
+
+
+def training_flops(shape: ModelShape, workload: Workload) -> int:
+    """One sequence's training FLOPs with its images: forward + backward of both (flops.training_flops_from_forward),
+    the tower trained with the language model."""
+    return flops.training_flops_from_forward(forward_flops(shape, workload))
+
+
+def forward_flops_breakdown(shape: ModelShape, workload: Workload) -> dict[str, int]:
+    """The forward pass by part, the vision tower's images one more part (where there are images)."""
+    tokens = with_image_tokens(shape, workload).seq_len
+    parts = flops.forward_flops_breakdown(shape, tokens, workload.causal)
+    if workload.images:
+        parts["vision_tower"] = images_forward_flops(shape, workload.images, workload.image_size)
+    return parts
+
+
+def images_training_flops(shape: ModelShape, setup: TrainingSetup) -> int:
+    """The vision tower trained on each sequence's images (--images), over the D / T sequences of a run whose T
+    already holds the image tokens (with_image_tokens): forward + backward of N images per sequence."""
+    per_sequence = flops.training_flops_from_forward(images_forward_flops(shape, setup.images, setup.image_size))
+    return per_sequence * setup.tokens // setup.seq_len
+
+
+def training_notes(setup: TrainingSetup, predicted: bool) -> dict[str, str]:
+    """What a training report with images should say: the step-time model (tfcost.costs.step_time) times the
+    language model's layers only."""
+    if not (setup.images and predicted):
+        return {}
+    return {
+        "images": "the predicted step time times the language model only: the vision tower's training FLOPs are "
+        "in the model FLOPs but not in the step (give --mfu to time the whole run at one utilization)"
+    }
