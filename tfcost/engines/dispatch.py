@@ -194,9 +194,9 @@ def engine_model(
         return None
     path = config_path(model, config)
     if model is not None and config is None and names_hub_model(model):
-        from tfcost.readers.hub import fetch_config
+        from tfcost.readers.presets import fetch_hub_config
 
-        fetched = fetch_config(model, revision)
+        fetched = fetch_hub_config(model, revision)
         source = f"{fetched.described(revision)}, built by transformers"
         found = EngineModel(fetched.config, model.rsplit("/", 1)[-1], source)
     elif path is not None:

@@ -22,6 +22,23 @@ HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,96}$")
 CONFIG = "config.json"
 INDEX = "model.safetensors.index.json"
 MAX_CONFIG_BYTES = 1 << 20  # as for a local config.json: no config comes near it
+# One HEAD request of this many seconds decides whether the Hub can be reached before hf_hub_download, which on a
+# network error retries five times with backoff (23-47 s of 'Retrying in 8s' lines before it fails).
+PROBE_SECONDS = 3.0
+
+
+class HubUnreachable(TfcostError):
+    """The Hub cannot be reached (offline, or HF_HUB_OFFLINE=1) and the file is not cached: what happened, then
+    what to do, to which the reader adds the preset of the same model, where there is one (with_preset)."""
+
+    REMEDY = "give a local config.json with --config PATH, or fetch it once online (HF_HUB_OFFLINE=1 skips the wait)"
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(f"{problem}; {self.REMEDY}")
+        self.problem = problem
+
+    def with_preset(self, preset: str) -> str:
+        return f"{self.problem}; the preset '{preset}' is the same model and needs no network; or {self.REMEDY}"
 
 
 def looks_like_hub_id(reference: str) -> bool:
@@ -64,9 +81,47 @@ def cached_path(repo_id: str, filename: str, revision: str | None) -> str | None
     return found if isinstance(found, str) else None
 
 
+unreachable: set[str] = set()  # endpoints a probe failed to reach in this run: the next file is not tried again
+
+
+def cache_state(repo_id: str, filename: str) -> str:
+    """What the cache holds of this model, and where it is, for the offline line."""
+    from huggingface_hub import constants
+
+    folder = Path(constants.HF_HUB_CACHE) / f"models--{repo_id.replace('/', '--')}"
+    held = "it holds other files of this model" if folder.is_dir() else "it holds nothing of this model"
+    return f"{filename} is not in the Hugging Face cache ({constants.HF_HUB_CACHE}: {held})"
+
+
+def offline_error(repo_id: str, filename: str, at: str, why: str) -> HubUnreachable:
+    return HubUnreachable(f"{repo_id}{at}: {why}, and {cache_state(repo_id, filename)}")
+
+
+def probe(repo_id: str, filename: str, revision: str | None) -> None:
+    """One HEAD request, no retries, PROBE_SECONDS at most: a network error here is 'offline' in one line. The
+    Hub's own answers (not found, gated) go on to hf_hub_download, which turns them into its errors."""
+    from huggingface_hub import constants, get_hf_file_metadata, hf_hub_url
+    from huggingface_hub.errors import HfHubHTTPError
+
+    if constants.HF_HUB_OFFLINE:  # hf_hub_download says so at once, without a connection
+        return
+    at = f" at revision '{revision}'" if revision else ""
+    endpoint = constants.ENDPOINT
+    if endpoint in unreachable:
+        raise offline_error(repo_id, filename, at, f"the Hub ({endpoint}) could not be reached")
+    try:
+        get_hf_file_metadata(hf_hub_url(repo_id, filename, revision=revision), timeout=PROBE_SECONDS)
+    except HfHubHTTPError:  # the Hub answered: hf_hub_download says what
+        return
+    except Exception as error:  # noqa: BLE001 - httpx's connection and timeout errors: no network to the Hub
+        unreachable.add(endpoint)
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise offline_error(repo_id, filename, at, f"the Hub ({endpoint}) cannot be reached ({reason[:80]})") from None
+
+
 def download(repo_id: str, filename: str, revision: str | None) -> str:
     """The cached copy, else a download; one-line errors for every way it fails."""
-    from huggingface_hub import hf_hub_download
+    from huggingface_hub import constants, hf_hub_download
     from huggingface_hub.errors import (
         EntryNotFoundError,
         GatedRepoError,
@@ -81,6 +136,7 @@ def download(repo_id: str, filename: str, revision: str | None) -> str:
     if found is not None:
         return found
     at = f" at revision '{revision}'" if revision else ""
+    probe(repo_id, filename, revision)
     try:
         return str(hf_hub_download(repo_id, filename, revision=revision))
     except GatedRepoError:
@@ -95,10 +151,8 @@ def download(repo_id: str, filename: str, revision: str | None) -> str:
     except RevisionNotFoundError:
         raise TfcostError(f"{repo_id}: no revision '{revision}' on the Hugging Face Hub") from None
     except (LocalEntryNotFoundError, OfflineModeIsEnabled):  # before EntryNotFoundError, its base class
-        raise TfcostError(
-            f"{repo_id}{at}: {filename} is not in the Hugging Face cache and the Hub cannot be reached "
-            "(offline: HF_HUB_OFFLINE=1, or no network); download it once online"
-        ) from None
+        why = "offline (HF_HUB_OFFLINE=1 is set)" if constants.HF_HUB_OFFLINE else "the Hub cannot be reached"
+        raise offline_error(repo_id, filename, at, why) from None
     except EntryNotFoundError:
         raise TfcostError(f"{repo_id}{at}: the repository has no {filename}") from None
     except HfHubHTTPError as error:

@@ -19,6 +19,7 @@ from tfcost.schema import GpuSpec, ModelShape
 
 if TYPE_CHECKING:
     from tfcost.readers.hf_config import ConfigReading
+    from tfcost.readers.hub import HubConfig
 
 
 def presets_dir() -> Path:
@@ -67,12 +68,46 @@ def config_mapping(path: Path) -> dict[str, Any]:
     return config_reading(path).mapping
 
 
+def normalized(name: str) -> str:
+    """A name without case or punctuation: Qwen3-8B, qwen3_8b and qwen3-8b are one."""
+    return "".join(char for char in name.lower() if char.isalnum())
+
+
+def preset_for_hub_id(repo_id: str) -> str | None:
+    """The shipped preset of the same model as a Hub id: the one whose source names `Hugging Face owner/name`,
+    else the one whose name is the id's name (Qwen/Qwen3-8B -> qwen3-8b). Read as text: this runs only on an
+    error path and need not validate sixty presets."""
+    import re
+
+    wanted = repo_id.lower()
+    paths = model_preset_paths()
+    for name, path in paths.items():
+        text = path.read_text(encoding="utf-8", errors="replace")
+        source = re.search(r"^source:(.*)$", text, re.MULTILINE)
+        if source and re.search(rf"(?<![\w./-]){re.escape(wanted)}(?![\w/-])", source.group(1).lower()):
+            return name
+    by_name = {normalized(name): name for name in paths}
+    return by_name.get(normalized(repo_id.rsplit("/", 1)[-1]))
+
+
+def fetch_hub_config(repo_id: str, revision: str | None) -> HubConfig:
+    """tfcost.readers.hub.fetch_config, whose offline line also names the shipped preset of the same model."""
+    from tfcost.readers.hub import HubUnreachable, fetch_config
+
+    try:
+        return fetch_config(repo_id, revision)
+    except HubUnreachable as error:
+        preset = preset_for_hub_id(repo_id)
+        if preset is None:
+            raise
+        raise TfcostError(error.with_preset(preset)) from None
+
+
 def hub_reading(repo_id: str, revision: str | None, strict: bool, lenient: bool) -> ConfigReading:
     """The config.json of a Hub model (tfcost.readers.hub fetches it), read as a preset mapping."""
     from tfcost.readers.hf_config import read_config
-    from tfcost.readers.hub import fetch_config
 
-    fetched = fetch_config(repo_id, revision)
+    fetched = fetch_hub_config(repo_id, revision)
     try:
         reading = read_config(fetched.config, strict=strict, lenient=lenient)
     except TfcostError as error:
