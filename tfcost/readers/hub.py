@@ -22,9 +22,10 @@ HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,96}$")
 CONFIG = "config.json"
 INDEX = "model.safetensors.index.json"
 MAX_CONFIG_BYTES = 1 << 20  # as for a local config.json: no config comes near it
-# One HEAD request of this many seconds decides whether the Hub can be reached before hf_hub_download, which on a
-# network error retries five times with backoff (23-47 s of 'Retrying in 8s' lines before it fails).
-PROBE_SECONDS = 3.0
+# One HEAD request decides whether the Hub can be reached before hf_hub_download, which on a network error retries
+# five times with backoff (23-47 s of 'Retrying in 8s' lines before it fails). httpx applies the timeout to each
+# phase of the request, and a server that accepts and never answers costs two of them here (4 s in all).
+PROBE_SECONDS = 2.0
 
 
 class HubUnreachable(TfcostError):
@@ -98,7 +99,7 @@ def offline_error(repo_id: str, filename: str, at: str, why: str) -> HubUnreacha
 
 
 def probe(repo_id: str, filename: str, revision: str | None) -> None:
-    """One HEAD request, no retries, PROBE_SECONDS at most: a network error here is 'offline' in one line. The
+    """One HEAD request, no retries, a few seconds at most: a network error here is 'offline' in one line. The
     Hub's own answers (not found, gated) go on to hf_hub_download, which turns them into its errors."""
     from huggingface_hub import constants, get_hf_file_metadata, hf_hub_url
     from huggingface_hub.errors import HfHubHTTPError
