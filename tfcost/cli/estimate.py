@@ -69,6 +69,7 @@ def estimate(
 
     def analytic() -> "Estimate":
         source = load_source(model, config, overrides, strict, lenient, revision)
+        render.warn_past_context(source.shape.name, workload.seq_len, source.shape.max_seq_len, "T")
         chosen_gpu = load_gpu(gpu) if gpu is not None else None
         found = with_source(run_estimate(source.shape, workload, chosen_gpu, explained=explain), source)
         render.print_checkpoint_check(found)
@@ -115,6 +116,7 @@ def compare(
 
     def analytic(model: str | None, path: str | None) -> "Estimate":
         source = load_source(model, path, overrides, strict, lenient, revision)
+        render.warn_past_context(source.shape.name, workload.seq_len, source.shape.max_seq_len, "T")
         found = with_source(run_estimate(source.shape, workload), source)
         render.print_checkpoint_check(found)
         return found

@@ -133,6 +133,7 @@ def serve(
 
     source = load_source(model, config, overrides, strict, lenient, revision)
     shape = source.shape
+    render.warn_past_context(shape.name, setup.context, shape.max_seq_len, "P + G")
     if measured is None:
         report = run_serve(shape, load_gpu(gpu), setup, explained=explain)
     else:

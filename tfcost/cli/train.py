@@ -228,6 +228,7 @@ def train(
     source = load_source(model, config, overrides, strict, lenient, revision)
     shape = source.shape
     setup = make_setup(training.default_seq_len(shape), training.chinchilla_optimal_tokens(shape))
+    render.warn_past_context(shape.name, setup.seq_len, shape.max_seq_len, "T")
     result = with_source(run_train(shape, spec, setup, explained=explain), source)
     render.print_checkpoint_check(result)
     render.print_report(result, output, render.train_table)

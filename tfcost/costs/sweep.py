@@ -222,6 +222,7 @@ class SweepReport:
     series: list[Series]
     crossovers: list[Crossover]
     models: list[str]
+    contexts: list[int] = field(default_factory=list)  # each model's own context (max_seq_len), in models' order
 
     def units(self) -> dict[str, Unit]:
         return {name: METRICS[name].unit for name in self.metrics}
@@ -266,6 +267,7 @@ def sweep(
         series=series,
         crossovers=found,
         models=[shape.name for shape in shapes],
+        contexts=[shape.max_seq_len for shape in shapes],
     )
 
 
@@ -273,3 +275,9 @@ def spans_decades(values: Sequence[float]) -> bool:
     """Whether a chart axis should be logarithmic: positive values spanning at least a factor of 10."""
     positive = [v for v in values if v > 0]
     return bool(positive) and len(positive) == len(values) and max(positive) >= 10 * min(positive)
+
+
+def past_context(report: SweepReport, model: str) -> list[bool]:
+    """For each swept T, whether it passes the model's own context (the region tables and charts mark)."""
+    context = dict(zip(report.models, report.contexts, strict=True)).get(model)
+    return [context is not None and t > context for t in report.seq_lens]

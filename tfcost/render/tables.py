@@ -711,6 +711,18 @@ def print_source_notes(source: ModelSource) -> None:
         sys.stderr.write(f"tfcost: note: {clean(source.shape.name)}: {note}\n")
 
 
+def warn_past_context(model: str, tokens: int, context: int, what: str) -> None:
+    """A `tfcost: warning:` line on stderr when the tokens asked for pass the model's own context (its
+    max_seq_len: the position table or the length it was trained at). Never a refusal: the figures are for the
+    length asked, which is how one prices a context extension; the warning says the model was not built for it."""
+    if tokens <= context:
+        return
+    sys.stderr.write(
+        f"tfcost: warning: {clean(model)}: {what} = {tokens:,} tokens passes the model's context of {context:,}; "
+        "the figures are for the length asked, which the model was not built for\n"
+    )
+
+
 def print_checkpoint_check(report: SourceNotes) -> None:
     """A Hub checkpoint's stored bytes beside tfcost's figure for the same weights, on stderr."""
     if report.checkpoint_bytes is None or report.checkpoint_bytes_estimate is None:
@@ -757,12 +769,34 @@ def crossover_line(c: Crossover) -> str:
     return f"{c.model}: {c.label} at T = {value} (rounded down; {crossing})."
 
 
+PAST_CONTEXT_MARK = "*"
+
+
+def context_note(report: SweepReport) -> list[str]:
+    """The note under a sweep's table or chart naming the models swept past their own context, if any."""
+    from tfcost.costs.sweep import past_context
+
+    past = [
+        f"{model} ({context:,})"
+        for model, context in zip(report.models, report.contexts, strict=True)
+        if any(past_context(report, model))
+    ]
+    if not past:
+        return []
+    return [
+        f"{PAST_CONTEXT_MARK} past the model's own context: {', '.join(past)}; priced as asked, "
+        "but the model was not built for it."
+    ]
+
+
 def sweep_table(report: SweepReport, markdown: bool = False) -> None:
-    """A table per metric: T down the side, a column per model (and batch, where the metric depends on it)."""
-    from tfcost.costs.sweep import METRICS
+    """A table per metric: T down the side, a column per model (and batch, where the metric depends on it); a value
+    at a T past that model's context is marked."""
+    from tfcost.costs.sweep import METRICS, past_context
 
     report = neutral(report)
     several_batches = len(report.batches) > 1
+    marks = {model: past_context(report, model) for model in report.models}
     for metric in report.metrics:
         spec = METRICS[metric]
         series = [s for s in report.series if s.metric == metric]
@@ -772,9 +806,13 @@ def sweep_table(report: SweepReport, markdown: bool = False) -> None:
             name = f"{s.model} B={s.batch}" if spec.per_batch and several_batches else s.model
             table.add_column(name, justify="right", no_wrap=True)
         for index, seq_len in enumerate(report.seq_lens):
-            table.add_row(f"{seq_len:,}", *(human(s.values[index], spec.unit) for s in series))
+            cells = [
+                human(s.values[index], spec.unit) + (PAST_CONTEXT_MARK if marks[s.model][index] else "") for s in series
+            ]
+            table.add_row(f"{seq_len:,}", *cells)
         last = metric == report.metrics[-1]
-        print_table(table, *([crossover_line(c) for c in report.crossovers] + [CROSSOVER_NOTE] if last else []))
+        notes = [crossover_line(c) for c in report.crossovers] + [CROSSOVER_NOTE] if last else []
+        print_table(table, *(context_note(report) + notes if last else []))
 
 
 def sweep_csv(report: SweepReport) -> None:
