@@ -75,3 +75,34 @@ def test_byte_ticks_are_round_in_iec_units():
     assert labels[0] == "32.00 MiB" and labels[-1] == "2.00 GiB" and len(labels) <= 5
     positions, labels = plot.ticks([0.0, 300 * 2**20], log=False, unit="bytes")
     assert positions[1] - positions[0] == 2**27 and labels == ["0 B", "128.00 MiB", "256.00 MiB"]
+
+
+def test_lengths_take_binary_k_and_m():
+    from tfcost.units import parse_length
+
+    assert [parse_length(text) for text in ("4096", "4_096", "4,096", "4k", "32K", "128k", "1M", "1.5k")] == [
+        4096, 4096, 4096, 4096, 32768, 131072, 1048576, 1536,
+    ]  # fmt: skip
+    for bad in ("0", "-4k", "1.1", "4kk", "k", "", "4,09", "²", "1e999999", "4G"):
+        with pytest.raises(ValueError):
+            parse_length(bad)
+
+
+@pytest.mark.parametrize(
+    ("args", "key", "value"),
+    [
+        (["estimate", "llama-3-8b", "--seq", "8k"], ("workload", "seq_len"), 8192),
+        (["train", "llama-3-8b", "-T", "2k"], ("setup", "seq_len"), 2048),
+        (["serve", "llama-3-8b", "-P", "4k"], ("setup", "prompt"), 4096),
+        (["serve", "llama-3-8b", "-G", "1k"], ("setup", "generate"), 1024),
+    ],
+)
+def test_length_options_take_4k(tfcost, args, key, value):
+    run = tfcost(*args, "--format", "json")
+    assert run.code == 0, run.stderr
+    assert json.loads(run.stdout)[key[0]][key[1]] == value
+
+
+def test_sweep_and_measure_take_4k(tfcost):
+    run = tfcost("sweep", "gpt2-small", "-T", "512..2k", "-f", "csv")
+    assert [line.split(",")[2] for line in run.stdout.splitlines()[1:]] == ["512", "1024", "2048"]

@@ -69,14 +69,17 @@ def estimate(
 
     def analytic() -> "Estimate":
         source = load_source(model, config, overrides, strict, lenient, revision)
-        render.warn_past_context(source.shape.name, workload.seq_len, source.shape.max_seq_len, "T")
+        warnings.append((source.shape.name, workload.seq_len, source.shape.max_seq_len, "T"))
         chosen_gpu = load_gpu(gpu) if gpu is not None else None
         found = with_source(run_estimate(source.shape, workload, chosen_gpu, explained=explain), source)
         render.print_checkpoint_check(found)
         return found
 
+    warnings: list[tuple[str, int, int, str]] = []
     result = engine_answer(model, config, overrides or (), workload, engine, analytic, revision)
     render.print_report(result, output, render.estimate_table)
+    for warning in warnings:  # after the answer: a run that fails says only its one error line
+        render.warn_past_context(*warning)
 
 
 @app.command()
@@ -116,11 +119,12 @@ def compare(
 
     def analytic(model: str | None, path: str | None) -> "Estimate":
         source = load_source(model, path, overrides, strict, lenient, revision)
-        render.warn_past_context(source.shape.name, workload.seq_len, source.shape.max_seq_len, "T")
+        warnings.append((source.shape.name, workload.seq_len, source.shape.max_seq_len, "T"))
         found = with_source(run_estimate(source.shape, workload), source)
         render.print_checkpoint_check(found)
         return found
 
+    warnings: list[tuple[str, int, int, str]] = []
     results = [
         engine_answer(model, path, overrides or (), workload, engine, partial(analytic, model, path), revision)
         for model, path in sources
@@ -129,3 +133,5 @@ def compare(
         render.print_json(results)
     else:
         render.compare_table(results, breakdowns=breakdown, markdown=output == "markdown")
+    for warning in warnings:
+        render.warn_past_context(*warning)

@@ -33,19 +33,15 @@ MeasureFormat = Literal["table", "json", "csv"]
 
 
 def parse_seq_list(text: str) -> list[int]:
-    """'1024,2048' -> [1024, 2048]; anything else is a usage error naming --seq."""
+    """'1024,2k' -> [1024, 2048] (units.parse_length); anything else is a usage error naming --seq."""
     from tfcost.errors import UsageError
-    from tfcost.units import MAX_SIZE
+    from tfcost.units import MAX_SIZE, parse_length
 
-    problem = f"--seq: expected positive integers up to {MAX_SIZE:.0e}, separated by commas, got '{text}'"
-    items = [item.strip() for item in text.split(",")]
-    # ASCII digits only ("²" is a digit to str.isdigit), and few enough that int() is instant and within bounds
-    if not all(item.isascii() and item.isdigit() and len(item) <= len(str(MAX_SIZE)) for item in items):
-        raise UsageError(problem)
-    seqs = list(dict.fromkeys(int(item) for item in items))
-    if not all(0 < seq <= MAX_SIZE for seq in seqs):
-        raise UsageError(problem)
-    return seqs
+    problem = f"--seq: expected positive integers up to {MAX_SIZE:.0e} (or 4k, 1M), separated by commas, got '{text}'"
+    try:
+        return list(dict.fromkeys(parse_length(item) for item in text.split(",")))
+    except ValueError:
+        raise UsageError(problem) from None
 
 
 def attention_shape(

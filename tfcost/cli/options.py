@@ -30,7 +30,20 @@ def default(schema: "type[BaseModel]", field: str) -> Any:
     return schema.model_fields[field].default
 
 
-Seq = Annotated[int, typer.Option("--seq", "-T", min=1, help="T: tokens per sequence.")]
+def parse_length_option(text: str | int) -> int:
+    """A length option's text (4096, 4k, 1M); click also passes the option's default through, already an int."""
+    from tfcost.units import parse_length
+
+    return text if isinstance(text, int) else parse_length(text)
+
+
+LENGTH_HELP = "4096, 4k (= 4,096) or 1M (= 1,048,576)"
+Seq = Annotated[
+    int,
+    typer.Option(
+        "--seq", "-T", parser=parse_length_option, metavar="TOKENS", help=f"T: tokens per sequence: {LENGTH_HELP}."
+    ),
+]
 Batch = Annotated[int, typer.Option("--batch", "-B", min=1, help="B: sequences in the batch.")]
 DtypeOption = Annotated[Dtype, typer.Option("--dtype", help="Storage dtype of the KV cache and score matrix.")]
 Causal = Annotated[

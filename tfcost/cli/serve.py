@@ -35,6 +35,7 @@ from tfcost.cli.options import (
     default,
     load_profile_option,
     load_source,
+    parse_length_option,
     validated,
 )
 
@@ -64,11 +65,17 @@ def serve(
         ServingSetup, "kv_dtype"
     ),
     batch: Batch = default(ServingSetup, "batch"),
-    prompt: Annotated[int, typer.Option("--prompt", "-P", min=1, help="P: prompt tokens per sequence.")] = default(
-        ServingSetup, "prompt"
-    ),
+    prompt: Annotated[
+        int,
+        typer.Option(
+            "--prompt", "-P", parser=parse_length_option, metavar="TOKENS", help="P: prompt tokens per sequence (4k)."
+        ),
+    ] = default(ServingSetup, "prompt"),
     generate: Annotated[
-        int, typer.Option("--generate", "-G", min=1, help="G: generated tokens per sequence.")
+        int,
+        typer.Option(
+            "--generate", "-G", parser=parse_length_option, metavar="TOKENS", help="G: generated tokens per sequence."
+        ),
     ] = default(ServingSetup, "generate"),
     reserve: Annotated[
         float,
@@ -133,7 +140,6 @@ def serve(
 
     source = load_source(model, config, overrides, strict, lenient, revision)
     shape = source.shape
-    render.warn_past_context(shape.name, setup.context, shape.max_seq_len, "P + G")
     if measured is None:
         report = run_serve(shape, load_gpu(gpu), setup, explained=explain)
     else:
@@ -141,3 +147,4 @@ def serve(
     result = with_source(report, source)
     render.print_checkpoint_check(result)
     render.print_report(result, output, render.serve_table)
+    render.warn_past_context(shape.name, setup.context, shape.max_seq_len, "P + G")  # after: a failure is one line

@@ -37,6 +37,7 @@ from tfcost.cli.options import (
     default,
     load_profile_option,
     load_source,
+    parse_length_option,
     parse_tokens,
     validated,
 )
@@ -65,8 +66,10 @@ def train(
         typer.Option(
             "--seq",
             "-T",
-            min=1,
-            help="T: tokens per sequence [default: the training default, or the model's context if shorter].",
+            parser=parse_length_option,
+            metavar="TOKENS",
+            help="T: tokens per sequence, 4096 or 4k [default: the training default, or the model's context if "
+            "shorter].",
         ),
     ] = None,
     micro_batch: Annotated[
@@ -228,7 +231,7 @@ def train(
     source = load_source(model, config, overrides, strict, lenient, revision)
     shape = source.shape
     setup = make_setup(training.default_seq_len(shape), training.chinchilla_optimal_tokens(shape))
-    render.warn_past_context(shape.name, setup.seq_len, shape.max_seq_len, "T")
     result = with_source(run_train(shape, spec, setup, explained=explain), source)
     render.print_checkpoint_check(result)
     render.print_report(result, output, render.train_table)
+    render.warn_past_context(shape.name, setup.seq_len, shape.max_seq_len, "T")  # after: a failure is one line

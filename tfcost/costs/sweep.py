@@ -19,7 +19,7 @@ from tfcost.costs.crossover import Crossover
 from tfcost.errors import UsageError
 from tfcost.hardware import rates as hardware
 from tfcost.schema import GpuSpec, ModelShape, ServingSetup
-from tfcost.units import MAX_SIZE, Dtype, Unit, milliseconds
+from tfcost.units import Dtype, Unit, milliseconds
 
 
 @dataclass(frozen=True)
@@ -66,10 +66,15 @@ def parse_metrics(text: str) -> list[str]:
 
 
 def parse_positive_list(text: str, option: str) -> list[int]:
-    items = [item.strip().replace("_", "") for item in text.split(",")]
-    if not all(item.isdigit() and 0 < int(item) <= MAX_SIZE for item in items):
-        raise UsageError(f"{option}: expected positive integers separated by commas, got '{text}'")
-    return list(dict.fromkeys(int(item) for item in items))
+    """'1024,4k' -> [1024, 4096]: positive whole numbers, k and M binary as for sequence lengths (units)."""
+    from tfcost.units import parse_length
+
+    try:
+        values = [parse_length(item) for item in text.split(",")]
+    except ValueError:
+        expected = "expected positive integers (or 4k, 1M) separated by commas"
+        raise UsageError(f"{option}: {expected}, got '{text}'") from None
+    return list(dict.fromkeys(values))
 
 
 def geometric(low: int, high: int, points: int | None) -> list[int]:
