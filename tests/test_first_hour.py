@@ -106,3 +106,24 @@ def test_length_options_take_4k(tfcost, args, key, value):
 def test_sweep_and_measure_take_4k(tfcost):
     run = tfcost("sweep", "gpt2-small", "-T", "512..2k", "-f", "csv")
     assert [line.split(",")[2] for line in run.stdout.splitlines()[1:]] == ["512", "1024", "2048"]
+
+
+@pytest.mark.parametrize(
+    ("given", "row", "noted"),
+    [("h100", "h100-sxm", True), ("H100", "h100-sxm", True), ("a100", "a100-80gb", True), ("4090", "rtx-4090", True),
+     ("H100 SXM", "h100-sxm", False), ("H100-SXM", "h100-sxm", False), ("h200", "h200", False)],
+)  # fmt: skip
+def test_gpu_aliases_are_said_in_a_note(tfcost, given, row, noted):
+    run = tfcost("serve", "llama-3-8b", "--gpu", given, "--format", "json")
+    assert run.code == 0, run.stderr
+    assert json.loads(run.stdout)["gpu"] == row
+    note = f"tfcost: note: --gpu {given} is taken as {row} (`tfcost gpus` lists the others)\n"
+    assert (run.stderr == note) if noted else (run.stderr == ""), run.stderr
+
+
+def test_preset_names_are_case_insensitive(tfcost):
+    upper = tfcost("estimate", "Llama-3-8B", "--format", "json")
+    assert upper.code == 0, upper.stderr
+    assert json.loads(upper.stdout) == json.loads(tfcost("estimate", "llama-3-8b", "--format", "json").stdout)
+    wrong = tfcost("estimate", "LLama-3-8bb")
+    assert wrong.code == 1 and "did you mean llama-3-8b" in wrong.stderr

@@ -166,8 +166,11 @@ def model_mapping(
         path = Path(reference)
         return read_yaml_mapping(path), str(path), path.stem
     known = model_preset_paths()
+    if reference not in known:  # names are case-insensitive: Llama-3-8B is llama-3-8b
+        folded = {name.lower(): name for name in known}
+        reference = folded.get(reference.lower(), reference)
     if reference not in known:
-        close = difflib.get_close_matches(reference, known, n=4, cutoff=0.5)
+        close = difflib.get_close_matches(reference.lower(), known, n=4, cutoff=0.5)
         hint = f"; did you mean {', '.join(close)}?" if close else "; `tfcost list` shows them all"
         raise TfcostError(f"unknown preset '{reference}'{hint}")
     return read_yaml_mapping(known[reference]), str(known[reference]), reference
@@ -299,12 +302,34 @@ def all_gpus() -> list[GpuSpec]:
         raise TfcostError(f"{path}: {describe_validation_error(error)}") from None
 
 
+# What people call a GPU when they name no variant, mapped to the table's row: an H100 in a training cluster is
+# the SXM part (the PCIe card says so), the A100 most rented is the 80 GB one; consumer cards without 'rtx'.
+GPU_ALIASES = {
+    "h100": "h100-sxm",
+    "a100": "a100-80gb",
+    "4090": "rtx-4090",
+    "3090": "rtx-3090",
+    "5090": "rtx-5090",
+    "a6000": "rtx-a6000",
+}
+
+
 def load_gpu(name: str) -> GpuSpec:
-    """A GPU by its table name (`h100-sxm`), case-insensitive, or one line listing the close names."""
+    """A GPU by its table name (`h100-sxm`), case- and punctuation-insensitive (`H100 SXM`), or an alias
+    (`h100`, said in a note on stderr), or one line listing the close names."""
+    import sys
+
     gpus = {gpu.name: gpu for gpu in all_gpus()}
     key = name.strip().lower()
     if key in gpus:
         return gpus[key]
+    by_normalized = {normalized(table_name): table_name for table_name in gpus}
+    if normalized(key) in by_normalized:
+        return gpus[by_normalized[normalized(key)]]
+    alias = GPU_ALIASES.get(normalized(key).removeprefix("nvidia"))
+    if alias is not None:
+        sys.stderr.write(f"tfcost: note: --gpu {name.strip()} is taken as {alias} (`tfcost gpus` lists the others)\n")
+        return gpus[alias]
     close = difflib.get_close_matches(key, gpus, n=4, cutoff=0.4)
     hint = f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(gpus)}"
     raise TfcostError(f"unknown GPU '{name}'; {hint}")
