@@ -127,3 +127,110 @@ def test_preset_names_are_case_insensitive(tfcost):
     assert json.loads(upper.stdout) == json.loads(tfcost("estimate", "llama-3-8b", "--format", "json").stdout)
     wrong = tfcost("estimate", "LLama-3-8bb")
     assert wrong.code == 1 and "did you mean llama-3-8b" in wrong.stderr
+
+
+def read_csv(text: str) -> list[dict[str, str]]:
+    import csv
+    import io
+
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+@pytest.mark.parametrize("command", ["estimate", "train", "serve"])
+def test_reports_as_csv_hold_the_json_values(tfcost, command):
+    """A row per quantity, keyed as the JSON is; every value exact and equal to the JSON's."""
+    rows = read_csv(tfcost(command, "llama-3-8b", "-f", "csv").stdout)
+    document = json.loads(tfcost(command, "llama-3-8b", "-f", "json").stdout)
+    assert rows and all(row["model"] == "llama-3-8b" for row in rows)
+    for row in rows:
+        node = document
+        for part in row["quantity"].split("."):
+            node = node[part] if part in node else node[row["quantity"].split(".", 1)[1].split(".", 1)[-1]]
+            if not isinstance(node, dict):
+                break
+        expected = node
+        if isinstance(expected, bool):
+            assert row["value"] == json.dumps(expected)
+        elif isinstance(expected, int | float):
+            assert float(row["value"]) == pytest.approx(expected, rel=1e-12), row
+    totals = {row["quantity"]: row["value"] for row in rows}
+    if command == "estimate":
+        assert totals["params.total"] == "8030261248"
+
+
+def test_compare_csv_and_a_column_with_its_own_overrides(tfcost):
+    rows = read_csv(tfcost("compare", "llama-3-8b", "llama-3-8b:n_kv_heads=32", "-f", "csv").stdout)
+    by_key = {row["quantity"]: row for row in rows}
+    # 32 KV heads of 128 in 32 layers, K and V, bf16: 4 x the 8-head cache per token.
+    assert by_key["kv_cache.bytes_per_token"]["llama-3-8b"] == str(2 * 32 * 8 * 128 * 2)
+    assert by_key["kv_cache.bytes_per_token"]["llama-3-8b (n_kv_heads=32)"] == str(2 * 32 * 32 * 128 * 2)
+    # The column's own overrides come after the command's --set, for that column only.
+    both = json.loads(
+        tfcost(
+            "compare", "llama-3-8b", "llama-3-8b:n_kv_heads=32,n_layers=16", "--set", "n_layers=8", "-f", "json"
+        ).stdout
+    )["results"]
+    assert [(r["model"], r["kv_cache"]["bytes_per_token"]) for r in both] == [
+        ("llama-3-8b (n_layers=8)", 2 * 8 * 8 * 128 * 2),
+        ("llama-3-8b (n_layers=8, n_kv_heads=32, n_layers=16)", 2 * 16 * 32 * 128 * 2),
+    ]
+    bad = tfcost("compare", "llama-3-8b", "llama-3-8b:nope=3")
+    assert bad.code == 1 and bad.stderr.count("\n") == 1 and "unknown key 'nope'" in bad.stderr
+
+
+def test_split_column():
+    from tfcost.readers.presets import split_column
+
+    assert split_column("llama-3-8b") == ("llama-3-8b", [])
+    assert split_column("llama-3-8b:n_kv_heads=32,bias.qkv=true") == ("llama-3-8b", ["n_kv_heads=32", "bias.qkv=true"])
+    assert split_column("m.yaml:sliding_layers=[0, 2],n_layers=4") == (
+        "m.yaml",
+        ["sliding_layers=[0, 2]", "n_layers=4"],
+    )
+    assert split_column("weird:name") == ("weird:name", [])
+
+
+def test_csv_cells_that_a_spreadsheet_would_run_stay_text(tmp_path, tfcost):
+    preset = tmp_path / "m.yaml"
+    text = (load_model_path("gpt2-small")).read_text().replace("name: gpt2-small", "name: '=HYPERLINK(\"x\")'")
+    preset.write_text(text)
+    rows = read_csv(tfcost("estimate", str(preset), "-f", "csv").stdout)
+    assert rows[0]["model"] == '\'=HYPERLINK("x")'
+    compare = tfcost("compare", str(preset), "gpt2-small", "-f", "csv").stdout.splitlines()[0]
+    assert "'=HYPERLINK" in compare
+    # Numbers stay numbers: a negative difference in check's CSV is not text.
+    from tfcost.render.tables import csv_cell
+
+    assert csv_cell(-5) == -5 and csv_cell("-5") == "'-5" and csv_cell("@x") == "'@x" and csv_cell("+1") == "'+1"
+
+
+def load_model_path(name: str):
+    from tfcost.readers.presets import model_preset_paths
+
+    return model_preset_paths()[name]
+
+
+def test_list_filters_by_family_and_size(tfcost):
+    rows = read_csv(tfcost("list", "--family", "llama-3", "--min-params", "8B", "-f", "csv").stdout)
+    names = [row["name"] for row in rows]
+    assert names == ["llama-3-8b", "llama-3.1-405b", "llama-3.1-70b", "llama-3.1-8b"]
+    assert all(int(row["parameters"]) >= 8 * 10**9 for row in rows)
+    assert tfcost("list", "--family", "nothing-like-it").code == 2
+
+
+def test_gpus_and_list_as_csv(tfcost):
+    gpus = read_csv(tfcost("gpus", "-f", "csv").stdout)
+    assert gpus[0]["name"] == "h100-sxm" and float(gpus[0]["peak_bf16_tflops"]) == 989.4
+    assert gpus[0]["device_names"] == "H100.*(SXM|HBM3); H100$"
+
+
+def test_six_n_says_which_n(tfcost):
+    """Two published conventions, each anchored to its source's figure: estimate's per-token 6N takes the
+    non-embedding N (Kaplan et al. 2020; the lesson's 9,229 crossover for GPT-2 small), train's 6ND every parameter
+    (Hoffmann et al. 2022; the nanoGPT notebook's 3.46 days). Each label says which N."""
+    estimate = json.loads(tfcost("estimate", "llama-3-8b", "-f", "json").stdout)
+    train = json.loads(tfcost("train", "llama-3-8b", "-f", "json").stdout)
+    assert estimate["flops"]["six_n_per_token"] == 6 * estimate["params"]["non_embedding"]
+    assert train["flops"]["six_nd"] == 6 * estimate["params"]["total"] * train["setup"]["tokens"]
+    table = tfcost("estimate", "llama-3-8b").stdout + tfcost("train", "llama-3-8b").stdout
+    assert "6N (N: non-embedding, Kaplan)" in table and "6ND (N: every parameter, embeddings too" in table

@@ -85,7 +85,12 @@ def estimate(
 @app.command()
 def compare(
     models: Annotated[
-        list[str] | None, typer.Argument(help="Preset names, YAML preset files or config.json paths.")
+        list[str] | None,
+        typer.Argument(
+            help="Preset names, YAML preset files or config.json paths, each with its own overrides if wanted: "
+            "llama-3-8b llama-3-8b:n_kv_heads=32 (as --set KEY=VALUE, comma-separated, after the column's --set).",
+            show_default=False,
+        ),
     ] = None,
     configs: Annotated[
         list[str] | None,
@@ -108,17 +113,19 @@ def compare(
     """The same quantities for several models, side by side (--set applies to each)."""
     from tfcost.engines.dispatch import engine_answer
     from tfcost.errors import UsageError
+    from tfcost.readers.presets import split_column
     from tfcost.render import tables as render
     from tfcost.reports.estimate import estimate as run_estimate
     from tfcost.reports.estimate import with_source
 
-    sources = [(model, None) for model in models or ()] + [(None, path) for path in configs or ()]
+    columns = [split_column(model) for model in models or ()]
+    sources = [(model, None, own) for model, own in columns] + [(None, path, []) for path in configs or ()]
     if not sources:
         raise UsageError("give the models to compare: preset names, YAML or config.json paths, or --config PATH")
     workload = validated(Workload, seq_len=seq, batch=batch, dtype=dtype, causal=causal)
 
-    def analytic(model: str | None, path: str | None) -> "Estimate":
-        source = load_source(model, path, overrides, strict, lenient, revision)
+    def analytic(model: str | None, path: str | None, column: list[str]) -> "Estimate":
+        source = load_source(model, path, [*(overrides or ()), *column], strict, lenient, revision)
         warnings.append((source.shape.name, workload.seq_len, source.shape.max_seq_len, "T"))
         found = with_source(run_estimate(source.shape, workload), source)
         render.print_checkpoint_check(found)
@@ -126,11 +133,15 @@ def compare(
 
     warnings: list[tuple[str, int, int, str]] = []
     results = [
-        engine_answer(model, path, overrides or (), workload, engine, partial(analytic, model, path), revision)
-        for model, path in sources
+        engine_answer(
+            model, path, [*(overrides or ()), *own], workload, engine, partial(analytic, model, path, own), revision
+        )
+        for model, path, own in sources
     ]
     if output == "json":
         render.print_json(results)
+    elif output == "csv":
+        render.compare_csv(results)
     else:
         render.compare_table(results, breakdowns=breakdown, markdown=output == "markdown")
     for warning in warnings:

@@ -216,5 +216,7 @@ def list_profiles(output: FormatOption = "table") -> None:
     found = profiles.listing()
     if output == "json":
         render.print_json(found)
+    elif output == "csv":
+        render.profiles_csv(found)
     else:
         render.profiles_table(found, str(profiles.profiles_dir()))

@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 BaseModelT = TypeVar("BaseModelT", bound="BaseModel")
 
 
-OutputFormat = Literal["table", "json", "markdown"]
-TableFormat = Literal["table", "markdown"]
+OutputFormat = Literal["table", "json", "markdown", "csv"]
+TableFormat = Literal["table", "markdown", "csv"]
 
 
 def default(schema: "type[BaseModel]", field: str) -> Any:
@@ -55,7 +55,9 @@ Causal = Annotated[
 ]
 FormatOption = Annotated[
     OutputFormat,
-    typer.Option("--format", "-f", help="table for people, json for scripts, markdown for documents."),
+    typer.Option(
+        "--format", "-f", help="table for people, json or csv for scripts (exact values), markdown for documents."
+    ),
 ]
 ExplainOption = Annotated[
     bool,

@@ -200,6 +200,19 @@ def parse_override(text: str) -> tuple[list[str], Any]:
         raise UsageError(f"--set {key.strip()}: cannot read the value '{raw}'") from None
 
 
+def split_column(reference: str) -> tuple[str, list[str]]:
+    """`compare`'s per-column overrides: 'llama-3-8b:n_kv_heads=32,bias.qkv=true' -> ('llama-3-8b',
+    ['n_kv_heads=32', 'bias.qkv=true']). A name with no ':KEY=' part (or a file of that very name) is taken whole;
+    a comma starts a new override only before another KEY=, so a list value ([0, 2]) keeps its commas."""
+    import re
+
+    found = re.search(r":(?=[A-Za-z_][\w.]*=)", reference)
+    if found is None or path_exists(reference):
+        return reference, []
+    model, rest = reference[: found.start()], reference[found.end() :]
+    return model, [part.strip() for part in re.split(r",(?=\s*[A-Za-z_][\w.]*=)", rest)]
+
+
 def apply_overrides(mapping: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
     """A copy of a preset mapping with each `key=value` set (dotted keys reach nested mappings: moe.n_experts).
 

@@ -350,6 +350,17 @@ def section_rows(section: BaseModel | None, breakdowns: bool) -> Iterator[tuple[
     return quantity_rows(section, breakdowns=breakdowns) if section is not None else iter(())
 
 
+def models_csv(models: Sequence[ModelShape], totals: Sequence[int]) -> None:
+    """`tfcost list --format csv`: the table's columns, exact."""
+    models = neutral(list(models))
+    rows = [
+        {"name": model.name, "parameters": total, "layers": model.n_layers, "d_model": model.d_model,
+         "heads": model.n_heads, "kv_heads": model.n_kv_heads, "context": model.max_seq_len}
+        for model, total in zip(models, totals, strict=True)
+    ]  # fmt: skip
+    print_csv(rows, ["name", "parameters", "layers", "d_model", "heads", "kv_heads", "context"])
+
+
 def models_table(models: Sequence[ModelShape], totals: Sequence[int], markdown: bool = False) -> None:
     models = neutral(list(models))
     table = new_table(markdown, title="model presets", title_justify="left")
@@ -508,9 +519,12 @@ def serve_table(result: ServeReport, markdown: bool = False) -> None:
 
 
 def print_report(result: Report, output: str, table: Callable[[Report, bool], None]) -> None:
-    """A report as JSON (its --explain lines a key of it), or as its table and then its --explain lines."""
+    """A report as JSON (its --explain lines a key of it), CSV (a row per quantity), or as its table and then its
+    --explain lines."""
     if output == "json":
         print_json(result)
+    elif output == "csv":
+        report_csv(result)
     else:
         table(result, output == "markdown")
         print_explain(result, markdown=output == "markdown")
@@ -562,6 +576,26 @@ def profiles_table(found: Sequence[Any], folder: str) -> None:
         )
     print_table(table, "Use one with `tfcost serve MODEL --profile NAME`; save one with `tfcost measure --roofline "
                 "--save-profile NAME`.")  # fmt: skip
+
+
+PROFILE_CSV_FIELDS = (
+    "name", "device_name", "dtype", "copy_bytes_per_s", "decode_matmul_bytes_per_s", "prefill_matmul_flops_per_s",
+    "tiny_kernel_us", "date",
+)  # fmt: skip
+
+
+def profiles_csv(found: Sequence[Any]) -> None:
+    """The profiles table's columns, exact (the whole profile: `tfcost profiles --format json`)."""
+    found = neutral(list(found))
+    rows = [
+        dict(zip(PROFILE_CSV_FIELDS, (
+            profile.name, profile.device_name, profile.dtype, profile.copy_bytes_per_s,
+            profile.matmul("decode").bytes_per_s, profile.matmul("prefill").flops_per_s, profile.tiny_kernel_us,
+            profile.date,
+        ), strict=True))
+        for profile in found
+    ]  # fmt: skip
+    print_csv(rows, PROFILE_CSV_FIELDS)
 
 
 # The table's numbers; --format json and csv add bytes moved, bandwidth and the roofline time.
@@ -635,14 +669,90 @@ def measure_table(report: MeasureReport) -> None:
     )
 
 
-def print_csv(rows: Sequence[dict[str, Any]]) -> None:
-    """One header line, then a line per row; null is an empty cell, booleans are JSON's true and false."""
+# A spreadsheet runs a cell that starts with one of these as a formula (OWASP, "CSV Injection"): text from a file
+# (a model's name or source) is written with a leading ' so that it stays text.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """A CSV cell: text that a spreadsheet would run as a formula gets a leading '; booleans are JSON's true and
+    false; numbers as they are (a negative number is a number, not a formula)."""
     import json  # the JSON and CSV paths only: a table need not import it
 
-    writer = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]), lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({key: json.dumps(value) if isinstance(value, bool) else value for key, value in row.items()})
+    if isinstance(value, bool):
+        return json.dumps(value)
+    if isinstance(value, list | tuple):  # a GPU's device-name patterns: one cell, the items apart
+        value = "; ".join(str(item) for item in value)
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
+def print_csv(rows: Sequence[dict[str, Any]], fields: Sequence[str] | None = None) -> None:
+    """One header line, then a line per row; null is an empty cell, booleans are JSON's true and false."""
+    if not rows and fields is None:
+        return
+    names = list(fields or rows[0])
+    writer = csv.writer(sys.stdout, lineterminator="\n")
+    writer.writerow([csv_cell(name) for name in names])  # a column may be named after a model from a file
+    writer.writerows([csv_cell(row.get(name)) for name in names] for row in rows)
+
+
+def report_rows(result: BaseModel, prefix: str = "") -> Iterator[tuple[str, str, Unit, Any]]:
+    """(key, label, unit, value) of every quantity of a report, however deeply its sections nest: the rows of its
+    CSV, keyed as in its JSON (flops.forward_per_sequence; a breakdown's items as flops.forward.attention)."""
+    for name, field in type(result).model_fields.items():
+        value = getattr(result, name)
+        extra = field.json_schema_extra
+        if isinstance(extra, dict) and "unit" in extra:
+            unit: Unit = extra["unit"]  # type: ignore[assignment]
+            if value is None:
+                continue
+            if isinstance(value, dict):
+                for item, amount in value.items():
+                    yield f"{prefix}{name}.{item}", f"{field.description}: {item}", unit, amount
+            else:
+                yield f"{prefix}{name}", field.description or name, unit, value
+        elif isinstance(value, BaseModel):
+            yield from report_rows(value, f"{prefix}{name}.")
+
+
+REPORT_CSV_FIELDS = ("model", "quantity", "label", "unit", "value")
+
+
+def report_csv(result: BaseModel) -> None:
+    """A report as CSV: a row per quantity, exact values, each row naming the model so a saved file stands alone.
+    A check report: a row per compared quantity, both engines' values and the difference."""
+    result = neutral(result)
+    model = getattr(result, "model", "")
+    rows_of_check = getattr(result, "rows", None)
+    if rows_of_check is not None:
+        print_csv([{"model": model, **row.model_dump(mode="json")} for row in rows_of_check])
+        return
+    print_csv(
+        [
+            dict(zip(REPORT_CSV_FIELDS, (model, key, label, unit, value), strict=True))
+            for key, label, unit, value in report_rows(result)
+        ],
+        REPORT_CSV_FIELDS,
+    )
+
+
+def compare_csv(results: Sequence[Estimate | EngineEstimate]) -> None:
+    """compare as CSV: a row per quantity, a column of exact values per model ('' where a model lacks it)."""
+    results = neutral(list(results))
+    columns = [{key: (label, unit, value) for key, label, unit, value in report_rows(r)} for r in results]
+    keys = list(dict.fromkeys(key for column in columns for key in column))
+    names = [r.model for r in results]
+    header = ["quantity", "label", "unit", *names]
+    if len(set(names)) < len(names):  # the same model twice (a --set variant keeps its name only with name=)
+        header = ["quantity", "label", "unit", *(f"{name} [{n}]" for n, name in enumerate(names, 1))]
+    rows = []
+    for key in keys:
+        label, unit, _ = next(column[key] for column in columns if key in column)
+        values = [column[key][2] if key in column else "" for column in columns]
+        rows.append(dict(zip(header, [key, label, unit, *values], strict=True)))
+    print_csv(rows, header)
 
 
 def measure_csv(report: MeasureReport) -> None:

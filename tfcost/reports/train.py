@@ -32,7 +32,7 @@ class TrainInputs(Section):
 
 
 class TrainFlops(Section):
-    six_nd: int = quantity("6ND", "flops")
+    six_nd: int = quantity("6ND (N: every parameter, embeddings too, Chinchilla)", "flops")
     total: int = quantity(
         "model FLOPs, exact: training per sequence x D / T (LoRA: 2 x forward + 6 x adapters)", "flops"
     )
@@ -43,7 +43,7 @@ class TrainFlops(Section):
 class TrainTime(Section):
     throughput_from: str = quantity("throughput from", "text")
     days: float = quantity("wall clock", "days")
-    days_6nd: float = quantity("wall clock from 6ND at the same MFU", "days")
+    days_6nd: float = quantity("wall clock from 6ND (N: every parameter) at the same MFU", "days")
     gpu_hours: float = quantity("GPU-hours = wall clock x gpus", "hours")
     model_utilization: float = quantity("MFU = model FLOP/s / (gpus x peak)", "fraction")
     hardware_utilization: float = quantity("HFU = hardware FLOP/s / (gpus x peak)", "fraction")
