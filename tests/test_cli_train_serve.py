@@ -101,13 +101,13 @@ def test_serve_json_is_the_core_result(tfcost):
 
 
 def test_reports_are_readable_tables(tfcost):
-    run = tfcost(*TRAIN_ARGS)
+    run = tfcost(*TRAIN_ARGS, env={"COLUMNS": "200"})  # wide enough for the exact column
     assert run.code == 0, run.stderr
     for text in ("Chinchilla-optimal: 20 per parameter, the default", "predicted step time", "55,072,195,328",
                  "64 GPUs = 64 data-parallel x tp 1 x pp 1; ZeRO-1; adamw, bf16-mixed",
                  "9.66 days", "fits: total + context + reserve", "[/ N_d at ZeRO-1+]"):  # fmt: skip
         assert text in run.stdout, text
-    run = tfcost(*SERVE_ARGS)
+    run = tfcost(*SERVE_ARGS, env={"COLUMNS": "200"})
     assert run.code == 0, run.stderr
     for text in ("16,060,522,496", "10.00 GiB", "182", "14,602", "compute-bound", "memory-bound", "8.89 ms",
                  "reserve 10%"):  # fmt: skip

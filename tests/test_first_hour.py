@@ -63,7 +63,7 @@ def test_sweep_chart_draws_the_context_line(tfcost):
     pytest.importorskip("plotext", reason="charts need tfcost[plot]")
     run = tfcost("sweep", "gpt2-small", "-T", "512..16384", "-m", "kv_cache")
     assert run.code == 0, run.stderr
-    assert "| gpt2-small: its context, 1,024 tokens (the vertical line; right of it is past it)" in run.stdout
+    assert "| gpt2-small: context 1,024 (vertical line; past it to the right)" in run.stdout
 
 
 def test_byte_ticks_are_round_in_iec_units():
@@ -234,3 +234,52 @@ def test_six_n_says_which_n(tfcost):
     assert train["flops"]["six_nd"] == 6 * estimate["params"]["total"] * train["setup"]["tokens"]
     table = tfcost("estimate", "llama-3-8b").stdout + tfcost("train", "llama-3-8b").stdout
     assert "6N (N: non-embedding, Kaplan)" in table and "6ND (N: every parameter, embeddings too" in table
+
+
+TABLE_COMMANDS = [
+    ["list"],
+    ["gpus"],
+    ["estimate", "llama-3-8b"],
+    ["estimate", "deepseek-v3", "--gpu", "h100"],
+    ["compare", "llama-3-8b", "mistral-7b", "gpt2-small", "qwen3-8b", "gemma-3-27b", "deepseek-v3"],
+    ["compare", "gpt-oss-120b", "qwen3-235b-a22b", "--breakdown"],
+    ["train", "llama-3-8b"],
+    ["train", "llama-3.1-70b", "--gpus", "256", "--tp", "8", "--pp", "4"],
+    ["serve", "llama-3-8b"],
+    ["serve", "mixtral-8x7b", "--gpus", "2", "--weights-dtype", "int4"],
+    ["sweep", "llama-3-8b", "gpt2-small", "mistral-7b", "qwen3-8b", "-f", "table", "-m", "kv_cache,attention_flops"],
+    ["profiles"],
+]
+
+
+@pytest.mark.parametrize("width", [80, 120])
+@pytest.mark.parametrize("args", TABLE_COMMANDS, ids=lambda args: " ".join(args[:2]))
+def test_tables_fit_the_terminal(tfcost, args, width):
+    """No line longer than the terminal (COLUMNS, as a shell sets it): sources are numbered notes, a narrow
+    terminal loses the exact column (said in a note), then the labels wrap, then compare splits its models."""
+    run = tfcost(*args, env={"COLUMNS": str(width)})
+    assert run.code == 0, run.stderr
+    longest = max(run.stdout.splitlines(), key=len)
+    assert len(longest) <= width, longest
+    if args[0] in ("estimate", "train", "serve", "compare"):
+        assert "│" in run.stdout  # a table, not an error or a note alone
+
+
+def test_the_chart_fits_the_terminal_too(tfcost):
+    pytest.importorskip("plotext", reason="charts need tfcost[plot]")
+    for width in (80, 120):
+        run = tfcost("sweep", "llama-3-8b", "gpt2-small", env={"COLUMNS": str(width)})
+        assert run.code == 0 and max(len(line) for line in run.stdout.splitlines()) <= width
+
+
+def test_serve_sources_are_numbered_notes(tfcost):
+    out = tfcost("serve", "llama-3-8b", env={"COLUMNS": "120"}).stdout
+    assert "│   stream" in out and "[1] 0.7 of datasheet bandwidth" in out
+    table_lines = [line for line in out.splitlines() if line.startswith("│")]
+    assert not any("llm-analysis" in line for line in table_lines)
+
+
+def test_a_file_or_pipe_gets_the_natural_width(tfcost):
+    """Without COLUMNS and without a terminal, a table keeps every column (the exact one too) at its width."""
+    run = tfcost("train", "llama-3-8b", env={"COLUMNS": ""})
+    assert "exact" in run.stdout and "left out to fit the terminal" not in run.stdout

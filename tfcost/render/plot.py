@@ -167,8 +167,7 @@ def terminal(report: SweepReport, width: int | None = None, height: int = 22, co
                     plt.hline(c.level)
         for model, context in contexts_in_range(report):
             plt.vline(context)
-            past = "(the vertical line; right of it is past it)"
-            marks.append(f"| {printable(model)}: its context, {context:,} tokens {past}")
+            marks.append(f"| {printable(model)}: context {context:,} (vertical line; past it to the right)")
         step = max(1, (len(report.seq_lens) - 1) // 5)  # ticks at swept values: round ones, for doubling steps
         xt = [float(t) for t in report.seq_lens[::step]]
         plt.xticks(xt, [f"{round(x):,}" for x in xt])

@@ -13,6 +13,7 @@ import io
 import math
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
@@ -161,30 +162,83 @@ def new_table(markdown: bool, **options: Any) -> Any:
     return Table(**options)
 
 
+def terminal_width() -> int | None:
+    """The width tables must fit: COLUMNS when set (as rich and the shell set it), else the terminal's; None when
+    standard output is no terminal and COLUMNS is unset (a file or a pipe: tables at their natural width)."""
+    import os
+    import shutil
+
+    columns = os.environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    stream = sys.stdout
+    if stream is not None and hasattr(stream, "isatty") and stream.isatty():
+        return shutil.get_terminal_size().columns
+    return None
+
+
+def natural_width(table: Any) -> int:
+    """The width a rich table takes when nothing limits it."""
+    return int(console(width=1 << 16).measure(table).maximum)
+
+
+def too_wide(table: Any) -> bool:
+    """Whether a rich table is wider than the terminal it will print on (never, for a file or a pipe)."""
+    width = terminal_width()
+    return not isinstance(table, MarkdownTable) and width is not None and natural_width(table) > width
+
+
 def print_table(table: Any, *notes: str) -> None:
-    """Print a table at its natural width, wider than the terminal if need be (a crushed table wraps or crops its
-    numbers, which is worse than a long line), then each note. A Markdown table prints as text, each note a
-    paragraph."""
+    """Print a table, then each note. On a terminal (or with COLUMNS set) a table wider than it gets columns that
+    wrap (their text folded onto more lines), so that no line is longer than the terminal: the builders lay out
+    narrower forms first (fit); this is the last resort. To a file or a pipe, at its natural width. A Markdown
+    table prints as text, each note a paragraph."""
     if isinstance(table, MarkdownTable):
         sys.stdout.write(table.render() + "".join(f"\n{markdown_text(note)}\n" for note in notes))
         return
-    # A table that does not expand is laid out at min(natural width, console width): an unbounded console gives
-    # the natural width in one layout pass, where measuring first would lay it out twice.
-    console(width=1 << 16).print(table)
-    out = console()
+    width = terminal_width()
+    if width is not None and natural_width(table) > width:
+        for column in table.columns:
+            column.no_wrap = False
+            column.overflow = "fold"
+        table.title_justify = "left"
+        console(width=width).print(table)
+    else:
+        # A table that does not expand is laid out at min(natural width, console width): an unbounded console gives
+        # the natural width in one layout pass.
+        console(width=1 << 16).print(table)
+    out = console(width=width) if width is not None else console()
     if out.width < 1:  # COLUMNS=0 would print every note as nothing
         out = console(width=1 << 16)
     for note in notes:
         out.print(note)
 
 
-def add_section(table: Any, heading: str, rows: Sequence[Sequence[str]]) -> None:
+def fit(layouts: Sequence[Callable[[], Any]]) -> Any:
+    """The first of a table's layouts (widest first) that fits the terminal, else the last, which print_table
+    wraps. Each is built only if the one before it was too wide."""
+    table = None
+    for layout in layouts:
+        table = layout()
+        if not too_wide(table):
+            return table
+    return table
+
+
+def add_section(table: Any, heading: str, rows: Sequence[Sequence[str]], rowwise: bool = False) -> None:
     """A bold heading over `rows`, added as ONE table row whose cells hold a line per quantity.
 
     rich's cost is per cell, so a row per quantity made a 13-model comparison spend 80 ms in rendering; stacked
     lines look the same and take a quarter of that. Columns must not wrap (no_wrap=True) so the lines stay aligned.
+    `rowwise`: a row per quantity, for a table narrowed to the terminal, whose labels may wrap.
     """
     from rich.text import Text
+
+    if rowwise and not isinstance(table, MarkdownTable):
+        table.add_row(Text(heading, style="bold"), *[""] * (len(table.columns) - 1))
+        for row in rows:
+            table.add_row(*row)
+        return
 
     first = Text(heading, style="bold")
     first.append("".join(f"\n{row[0]}" for row in rows))
@@ -234,7 +288,7 @@ def print_explain(result: BaseModel, markdown: bool = False) -> None:
     if markdown:
         sys.stdout.write("\n**Working** (`--explain`)\n\n" + "".join(f"- `{text}`\n" for text in lines))
         return
-    out = console(width=1 << 16)
+    out = console(width=1 << 16)  # whole lines: a working is copied and searched as one line
     out.print("Working (--explain):")
     for text in lines:
         out.print(f"  {text}")
@@ -310,12 +364,8 @@ def compare_table(
     """Models as columns. The per-part breakdowns are left out unless asked for: with many models they are
     most of the table and little of the comparison."""
     results = neutral(list(results))
-    table = new_table(markdown, title=workload_caption(results[0]), title_justify="left")
-    table.add_column("quantity", no_wrap=True)
-    for result in results:
-        table.add_column(result.model, justify="right", no_wrap=True)
-    for section, title in SECTIONS.items():
-        table.add_section()
+    blocks = []  # (heading, rows of [label, a cell per model])
+    for section, heading in SECTIONS.items():
         columns = [
             {
                 key: (label, unit, value)
@@ -335,14 +385,39 @@ def compare_table(
                     _, unit, value = column[key]
                     cells.append("" if value is None else human(value, unit))
             rows.append([label, *cells])
-        add_section(table, title, rows)
+        blocks.append((heading, rows))
+
+    def layout(chosen: Sequence[int], rowwise: bool) -> Any:
+        """The table of the models at indices `chosen`; `rowwise`: a row per quantity, its label free to wrap."""
+        table = new_table(markdown, title=workload_caption(results[0]), title_justify="left")
+        table.add_column("quantity", no_wrap=not rowwise, max_width=LABEL_WIDTH if rowwise else None)
+        for index in chosen:
+            table.add_column(results[index].model, justify="right", no_wrap=True)
+        for heading, rows in blocks:
+            table.add_section()
+            add_section(table, heading, [[row[0], *(row[1 + index] for index in chosen)] for row in rows], rowwise)
+        return table
+
+    everyone = list(range(len(results)))
+    table = fit([partial(layout, everyone, False), partial(layout, everyone, True)])
     notes = [CONVENTIONS] if breakdowns else ["Per-part breakdowns: --breakdown.", CONVENTIONS]
     engines = sorted({result.model for result in results if result.engine == "transformers"})
     if engines:
         notes.append(f"Answered by the transformers engine (meta device, FlopCounterMode): {', '.join(engines)}.")
     stepped = [result for result in results if isinstance(result, Estimate) and result.kv_cache.note]
     notes += [f"{result.model}: {result.kv_cache.note}" for result in stepped]
-    print_table(table, *notes)
+    if not too_wide(table):
+        print_table(table, *notes)
+        return
+    # Too many models side by side for the terminal: as many tables as it takes, each as many models as fit.
+    remaining = everyone
+    while remaining:
+        count = len(remaining)
+        while count > 1 and too_wide(layout(remaining[:count], True)):
+            count -= 1
+        last = count == len(remaining)
+        print_table(layout(remaining[:count], True), *(notes if last else []))
+        remaining = remaining[count:]
 
 
 def section_rows(section: BaseModel | None, breakdowns: bool) -> Iterator[tuple[str, str, Unit, int | None]]:
@@ -415,6 +490,11 @@ def exact(value: float | str) -> str:
     return f"{value:,.4f}"
 
 
+LABEL_WIDTH = 30  # a narrowed table's quantity column: labels wrap at this width to leave room for the values
+LONG_TEXT = 24  # a text value longer than this (a rate's source) is a numbered note under the table, not a cell
+EXACT_DROPPED = "Exact values: --format json or csv (the 'exact' column is left out to fit the terminal)."
+
+
 def sections_table(
     result: BaseModel,
     sections: dict[str, str],
@@ -424,25 +504,41 @@ def sections_table(
     extra: dict[str, Sequence[Sequence[str]]] | None = None,
 ) -> None:
     """A quantity/value/exact table with one block per section ("" names the result's own quantities), then any
-    `extra` blocks of ready rows, then the notes a reader needs to check it."""
-    table = new_table(markdown, title=title, title_justify="left")
-    table.add_column("quantity", no_wrap=True)
-    table.add_column("value", justify="right", no_wrap=True)
-    table.add_column("exact", justify="right", no_wrap=True)
+    `extra` blocks of ready rows, then the notes a reader needs to check it. A long text value (a source) is a
+    numbered note under the table; on a narrow terminal the exact column goes, then the labels wrap."""
+    blocks: list[tuple[str, list[list[str]]]] = []
+    sources: list[str] = []
     for attribute, heading in sections.items():
         section = getattr(result, attribute) if attribute else result
         if section is None:  # an optional section not computed (a step time when a throughput was given)
             continue
-        table.add_section()
-        rows = [
-            [label, "", ""] if value is None else [label, human(value, unit), exact(value)]
-            for _, label, unit, value in quantity_rows(section)
-        ]
-        add_section(table, heading, rows)
-    for heading, ready in (extra or {}).items():
-        table.add_section()
-        add_section(table, heading, ready)
-    print_table(table, *notes)
+        rows = []
+        for _, label, unit, value in quantity_rows(section):
+            if value is None:
+                rows.append([label, "", ""])
+            elif unit == "text" and isinstance(value, str) and len(value) > LONG_TEXT:
+                sources.append(value)
+                rows.append([label, f"[{len(sources)}]", ""])
+            else:
+                rows.append([label, human(value, unit), exact(value)])
+        blocks.append((heading, rows))
+    blocks += [(heading, [list(row) for row in ready]) for heading, ready in (extra or {}).items()]
+    numbered = [f"[{n}] {text}" for n, text in enumerate(sources, 1)]
+
+    def layout(with_exact: bool, rowwise: bool) -> Any:
+        table = new_table(markdown, title=title, title_justify="left")
+        table.add_column("quantity", no_wrap=not rowwise)
+        table.add_column("value", justify="right", no_wrap=True)
+        if with_exact:
+            table.add_column("exact", justify="right", no_wrap=True)
+        for heading, rows in blocks:
+            table.add_section()
+            add_section(table, heading, [row if with_exact else row[:2] for row in rows], rowwise)
+        return table
+
+    table = fit([partial(layout, True, False), partial(layout, False, False), partial(layout, False, True)])
+    dropped = [] if len(table.columns) == 3 else [EXACT_DROPPED]
+    print_table(table, *numbered, *notes, *dropped)
 
 
 def default(setup: BaseModel, field: str) -> Any:
@@ -964,4 +1060,11 @@ def sweep_chart(text: str, report: SweepReport) -> None:
     """The terminal chart (drawn by tfcost.render.plot), then the crossovers in words."""
     report = neutral(report)
     sys.stdout.write(text)
-    sys.stdout.write("".join(f"{crossover_line(c)}\n" for c in report.crossovers) + CROSSOVER_NOTE + "\n")
+    width = terminal_width()
+    lines = [*(crossover_line(c) for c in report.crossovers), CROSSOVER_NOTE]
+    if width is None:
+        sys.stdout.write("".join(f"{line}\n" for line in lines))
+        return
+    out = console(width=width)  # wrapped to the terminal, as the notes under a table
+    for line in lines:
+        out.print(line)
