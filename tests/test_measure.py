@@ -44,7 +44,7 @@ def sweep(**options):
 @pytest.fixture(scope="module")
 def gpt2_json(tfcost):
     """The issue's command, run once for the module."""
-    run = tfcost("measure", "gpt2-small", "--seq", "128,256", "--device", "cpu", "--format", "json")
+    run = tfcost("measure", "gpt2-small", "--seq", "128,256", "--device", "cpu", "--no-causal", "--format", "json")
     assert run.code == 0, run.stderr
     return json.loads(run.stdout)
 
@@ -244,3 +244,30 @@ def test_gpu_benchmark_script_runs_its_plumbing_on_the_cpu(tmp_path):
     assert {row["backend"] for row in saved["compared"]} == set(measure.BACKEND_CHOICES)
     assert saved["tfcost"]["measurements"][0]["flops"] == 4 * 12 * (32 * 33 // 2) * 64  # causal triangle
     assert saved["machine"]["steps"][0]["decode"]["measured_ms"] > 0
+
+
+@pytest.mark.parametrize(("args", "causal"), [(["gpt2-small"], True), (["bert-base"], False),
+                                              (["--heads", "4", "--head-dim", "16"], False),
+                                              (["gpt2-small", "--no-causal"], False)])  # fmt: skip
+def test_causal_by_default_for_a_decoder(tfcost, args, causal):
+    """A decoder's self-attention is causal, an encoder's is not: measure times the mask the model uses."""
+    run = tfcost("measure", *args, "--seq", "32", "--repeats", "1", "--device", "cpu", "--format", "json")
+    assert run.code == 0, run.stderr
+    assert {row["causal"] for row in json.loads(run.stdout)["measurements"]} == {causal}
+
+
+def test_a_noisy_machine_is_warned_of(capsys):
+    """Repeats spread wider than p90/p10 = 1.5 make the medians untrustworthy: a warning says so; a steady
+    spread says nothing."""
+    from tfcost.render.tables import warn_noisy
+    from tfcost.reports.measure import NOISY_SPREAD, noisiest
+
+    report = sweep(seqs=[32, 64], repeats=3)
+    steady = [row.model_copy(update={"p10_ms": 1.0, "median_ms": 1.1, "p90_ms": 1.2}) for row in report.measurements]
+    assert noisiest(report.model_copy(update={"measurements": steady})) is None
+    shaky = [*steady[:1], steady[1].model_copy(update={"p10_ms": 1.0, "p90_ms": 4.0})]
+    found = noisiest(report.model_copy(update={"measurements": shaky}))
+    assert found is not None and found[1] == 4.0 > NOISY_SPREAD and found[0].seq == 64
+    warn_noisy(report.model_copy(update={"measurements": shaky}))
+    err = capsys.readouterr().err
+    assert err.startswith("tfcost: warning: timings are noisy: p90/p10 = 4.0x at T=64") and err.count("\n") == 1

@@ -29,7 +29,7 @@ from tfcost.cli.options import (
     validated,
 )
 
-MeasureFormat = Literal["table", "json", "csv"]
+MeasureFormat = Literal["table", "json", "csv", "markdown"]
 
 
 def parse_seq_list(text: str) -> list[int]:
@@ -78,8 +78,13 @@ def measure(
     batch: Batch = 1,
     dtype: Annotated[MeasureDtype, typer.Option("--dtype", help="Element type of Q, K, V.")] = "bf16",
     causal: Annotated[
-        bool, typer.Option("--causal/--no-causal", help="Causal mask (equal query and key lengths).")
-    ] = False,
+        bool | None,
+        typer.Option(
+            "--causal/--no-causal",
+            help="Causal mask (equal query and key lengths) [default: causal for a decoder MODEL, else not].",
+            show_default=False,
+        ),
+    ] = None,
     backward: Annotated[bool, typer.Option("--backward", help="Time forward+backward too.")] = False,
     backend: Annotated[
         Literal[SdpaBackend, "all"], typer.Option("--backend", help="SDPA backend to force; all: each.")
@@ -116,7 +121,7 @@ def measure(
         str | None, typer.Option("--save-profile", help="Save what --roofline/--step measured as profile NAME.")
     ] = None,
     profile: ProfileOption = None,
-    output: Annotated[MeasureFormat, typer.Option("--format", "-f", help="table, json or csv.")] = "table",
+    output: Annotated[MeasureFormat, typer.Option("--format", "-f", help="table, json, csv or markdown.")] = "table",
 ) -> None:
     """Time torch's scaled_dot_product_attention here and set it beside the estimate (needs tfcost[measure]);
     --roofline and --step measure this machine and a whole model step."""
@@ -128,6 +133,10 @@ def measure(
         return
 
     shape = attention_shape(model, heads, kv_heads, head_dim)
+    if causal is None:  # as the model attends: a decoder's self-attention is causal, an encoder's is not
+        from tfcost.readers.presets import load_model
+
+        causal = model is not None and load_model(model).architecture == "decoder"
     seqs = parse_seq_list(seq)
     backends = list(get_args(SdpaBackend)) if backend == "all" else [backend]
     from tfcost.hardware.host import no_gpu_driver
@@ -160,7 +169,8 @@ def measure(
     elif output == "csv":
         render.measure_csv(report)
     else:
-        render.measure_table(report)
+        render.measure_table(report, markdown=output == "markdown")
+    render.warn_noisy(report)
 
 
 def measure_machine(
@@ -204,7 +214,7 @@ def measure_machine(
             measured = measured.model_copy(update={"steps": [*measured.steps, payload["step"]]})
     if save_profile:
         payload["saved"] = str(profiles.save(measured.model_copy(update={"name": save_profile})))
-    render.print_plain_json(payload)
+    render.print_machine(payload, output)
 
 
 @app.command("profiles")

@@ -714,9 +714,8 @@ def measured_cell(row: Measurement, name: str) -> str:
     return "-" if value is None else human(value, unit)
 
 
-def measure_table(report: MeasureReport) -> None:
+def measure_table(report: MeasureReport, markdown: bool = False) -> None:
     from rich.box import SIMPLE_HEAD
-    from rich.table import Table
 
     from tfcost.reports.measure import Measurement
 
@@ -725,7 +724,8 @@ def measure_table(report: MeasureReport) -> None:
     mask = "causal" if first.causal else "full"
     shape = f"B={first.batch}, H={first.heads} (kv {first.kv_heads}), Q={first.head_dim}, {first.dtype}, {mask}"
     where = report.device_name + (f" [{report.gpu}]" if report.gpu else "")
-    table = Table(
+    table = new_table(
+        markdown,
         title=f"{report.model or 'attention'}: {shape} on {where}",
         title_justify="left",
         box=SIMPLE_HEAD,
@@ -782,6 +782,106 @@ def csv_cell(value: Any) -> Any:
     if isinstance(value, str) and value.startswith(FORMULA_STARTS):
         return "'" + value
     return value
+
+
+def warn_noisy(report: MeasureReport) -> None:
+    """A `tfcost: warning:` line on stderr when the repeats of some measurement spread too wide to trust."""
+    from tfcost.reports.measure import NOISY_SPREAD, noisiest
+
+    found = noisiest(report)
+    if found is None:
+        return
+    row, value = found
+    where = f"T={row.seq:,} ({row.backend}, {row.direction})"
+    sys.stderr.write(
+        f"tfcost: warning: timings are noisy: p90/p10 = {value:.1f}x at {where}, above {NOISY_SPREAD}x; this "
+        "machine is too busy for the medians (and the ratios) to be trusted: stop other work, or raise --repeats\n"
+    )
+
+
+def roofline_rows(profile: dict[str, Any]) -> list[tuple[str, str, str, Any]]:
+    """(part, item, quantity, value) of a --roofline profile: the machine's rates, each matmul and attention run."""
+    rows: list[tuple[str, str, str, Any]] = [
+        ("roofline", "device", "device_name", profile["device_name"]),
+        ("roofline", "device", "memory_bytes", profile["memory_bytes"]),
+        ("roofline", "copy", "bytes_per_s", profile["copy_bytes_per_s"]),
+        ("roofline", "tiny kernel", "us", profile["tiny_kernel_us"]),
+        ("roofline", "tiny matmul", "us", profile["tiny_matmul_us"]),
+        ("roofline", "kernels per layer", "count", profile["kernels_per_layer"]),
+    ]
+    for run in profile["matmuls"]:
+        item = f"matmul {run['kind']} {run['m']}x{run['k']}x{run['n']} x{run['count']} {run['dtype']}"
+        rows += [("roofline", item, key, run[key]) for key in ("median_ms", "flops_per_s", "bytes_per_s")]
+    for run in profile["attentions"]:
+        item = f"attention H={run['heads']} T={run['seq']} Q={run['head_dim']} {run['dtype']}"
+        rows += [("roofline", item, key, run[key]) for key in ("median_ms", "flops_per_s")]
+    return rows
+
+
+def step_rows(step: dict[str, Any]) -> list[tuple[str, str, str, Any]]:
+    """(part, item, quantity, value) of a --step report: each phase's measured, bound and expected times."""
+    return [
+        ("step", phase, key, step[phase][key])
+        for phase in ("prefill", "decode")
+        for key in ("measured_ms", "bound_ms", "expected_ms", "expected_over_measured")
+    ]
+
+
+MACHINE_CSV_FIELDS = ("part", "item", "quantity", "value")
+
+
+def print_machine(payload: dict[str, Any], output: str) -> None:
+    """measure --roofline/--step in the format asked: JSON as before; CSV a row per measured quantity; a table
+    (or Markdown) per part."""
+    if output == "json":
+        print_plain_json(payload)
+        return
+    payload = neutral(payload)
+    rows = roofline_rows(payload["roofline"]) if "roofline" in payload else []
+    rows += step_rows(payload["step"]) if "step" in payload else []
+    if output == "csv":
+        print_csv([dict(zip(MACHINE_CSV_FIELDS, row, strict=True)) for row in rows], MACHINE_CSV_FIELDS)
+        return
+    markdown = output == "markdown"
+    if "roofline" in payload:
+        profile = payload["roofline"]
+        title = f"Roofline of {profile['device_name']} ({profile['dtype']})"
+        table = new_table(markdown, title=title, title_justify="left")
+        for name in ("run", "median ms", "compute", "bandwidth"):
+            table.add_column(name, justify="left" if name == "run" else "right")
+        table.add_row("copy (read + write)", "", "", human(profile["copy_bytes_per_s"], "bytes_per_s"))
+        table.add_row(f"tiny kernel: {human(profile['tiny_kernel_us'], 'count')} us each", "", "", "")
+        for run in profile["matmuls"]:
+            table.add_row(
+                f"matmul {run['kind']} {run['m']}x{run['k']}x{run['n']} x{run['count']} {run['dtype']}",
+                human(run["median_ms"], "kernel_ms"),
+                human(run["flops_per_s"], "flops_per_s"),
+                human(run["bytes_per_s"], "bytes_per_s"),
+            )
+        for run in profile["attentions"]:
+            table.add_row(
+                f"attention H={run['heads']} T={run['seq']:,} Q={run['head_dim']} {run['dtype']}",
+                human(run["median_ms"], "kernel_ms"),
+                human(run["flops_per_s"], "flops_per_s"),
+                "",
+            )
+        print_table(table, f"torch {profile['torch_version']}; every run's exact figures: --format json or csv.")
+    if "step" in payload:
+        step = payload["step"]
+        title = f"{step['model']}: a real step on {step['device_name']}"
+        table = new_table(markdown, title=title, title_justify="left")
+        for name in ("phase", "measured ms", "bound ms", "expected ms", "expected / measured"):
+            table.add_column(name, justify="left" if name == "phase" else "right")
+        for phase in ("prefill", "decode"):
+            times = step[phase]
+            table.add_row(
+                phase,
+                *(human(times[key], "kernel_ms") for key in ("measured_ms", "bound_ms", "expected_ms")),
+                human(times["expected_over_measured"], "ratio"),
+            )
+        print_table(table, *step["notes"], f"Timing: {step['timing']}. Profile: {step['profile']}.")
+    if "saved" in payload:
+        sys.stdout.write(f"\nSaved the profile to {payload['saved']}\n")
 
 
 def print_csv(rows: Sequence[dict[str, Any]], fields: Sequence[str] | None = None) -> None:
