@@ -283,3 +283,24 @@ def test_a_file_or_pipe_gets_the_natural_width(tfcost):
     """Without COLUMNS and without a terminal, a table keeps every column (the exact one too) at its width."""
     run = tfcost("train", "llama-3-8b", env={"COLUMNS": ""})
     assert "exact" in run.stdout and "left out to fit the terminal" not in run.stdout
+
+
+def test_train_defaults_to_a_layout_people_run(tfcost):
+    """Without --global-batch, about 4M tokens a step (Llama 2, Table 1: "a global batch-size of 4M tokens"): 1,024
+    sequences of 4,096 on 64 replicas is 16 micro-batches each; without --zero, the lowest stage that fits: Llama-3-8B
+    with AdamW needs 16 bytes a parameter, 128 GB at ZeRO-0 on an 80 GB H100, so ZeRO-1. The title says both."""
+    run = tfcost("train", "llama-3-8b", "--gpus", "64", "-f", "json")
+    out = json.loads(run.stdout)
+    assert out["inputs"]["global_batch"] == 1024 == 2**22 // 4096 and out["inputs"]["micro_batches"] == 16
+    assert out["setup"]["zero"] == 1 and out["memory_per_gpu"]["fits"] is True
+    zero_0 = json.loads(tfcost("train", "llama-3-8b", "--gpus", "64", "--zero", "0", "-f", "json").stdout)
+    assert zero_0["memory_per_gpu"]["fits"] is False and zero_0["inputs"]["global_batch"] == 1024
+    table = tfcost("train", "llama-3-8b", "--gpus", "64").stdout
+    assert "ZeRO-1 (the lowest stage that fits, the default)" in table
+    assert "global batch 1,024 sequences (4.19 M tokens a step, the default: about 4M, as Llama 2 trained)" in table
+    # Given, they are the user's: no default said.
+    given = tfcost("train", "llama-3-8b", "--gpus", "64", "--zero", "2", "--global-batch", "128").stdout
+    assert "ZeRO-2;" in given and "global batch 128 sequences\n" in given.replace(" " * 2, "").replace(" \n", "\n")
+    # A whole number of micro-batches on every replica, at least one: 48 replicas of 1 x 4,096 tokens.
+    odd = json.loads(tfcost("train", "llama-3-8b", "--gpus", "48", "-f", "json").stdout)
+    assert odd["inputs"]["global_batch"] == 48 * round(2**22 / (4096 * 48))

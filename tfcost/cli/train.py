@@ -93,7 +93,11 @@ def train(
         ),
     ] = None,
     global_batch: Annotated[
-        int | None, typer.Option("--global-batch", help="Sequences per optimizer step. Default: b x data-parallel.")
+        int | None,
+        typer.Option(
+            "--global-batch",
+            help="Sequences per optimizer step [default: about 4M tokens a step (Llama 2), whole micro-batches].",
+        ),
     ] = None,
     cp: Annotated[
         int, typer.Option("--cp", min=1, help="Context-parallel size (each sequence over cp GPUs).")
@@ -110,7 +114,12 @@ def train(
     pp_last_layers: Annotated[
         int | None, typer.Option("--pp-last-layers", help="Layers of the last pipeline stage (Megatron).")
     ] = None,
-    zero: Annotated[int, typer.Option("--zero", min=0, max=3, help="ZeRO stage 0-3.")] = default(TrainingSetup, "zero"),
+    zero: Annotated[
+        int | None,
+        typer.Option(
+            "--zero", min=0, max=3, help="ZeRO stage 0-3 [default: the lowest whose memory fits].", show_default=False
+        ),
+    ] = None,
     tp: Annotated[int, typer.Option("--tp", min=1, help="Tensor-parallel size.")] = default(TrainingSetup, "tp"),
     pp: Annotated[int, typer.Option("--pp", min=1, help="Pipeline-parallel size.")] = default(TrainingSetup, "pp"),
     sequence_parallel: Annotated[
@@ -179,7 +188,9 @@ def train(
     from tfcost.readers.presets import load_gpu
     from tfcost.render import tables as render
 
-    def make_setup(default_seq: int, default_tokens: int) -> TrainingSetup:
+    def make_setup(
+        default_seq: int, default_tokens: int, chosen_batch: int | None = global_batch, stage: int | None = zero
+    ) -> TrainingSetup:
         """The setup asked for, the model's defaults where an option was not given."""
         return validated(
             TrainingSetup,
@@ -190,13 +201,13 @@ def train(
             mfu=mfu,
             hfu=hfu,
             tflops_per_gpu=tflops_per_gpu,
-            global_batch=global_batch,
+            global_batch=chosen_batch,
             cp=cp,
             ep=ep,
             virtual_stages=virtual_stages,
             pp_first_layers=pp_first_layers,
             pp_last_layers=pp_last_layers,
-            zero=zero,
+            zero=stage if stage is not None else default(TrainingSetup, "zero"),
             tp=tp,
             pp=pp,
             sequence_parallel=sequence_parallel,
@@ -227,11 +238,19 @@ def train(
         return
     from tfcost.reports.estimate import with_source
     from tfcost.reports.train import train as run_train
+    from tfcost.reports.train import with_default_layout
 
     source = load_source(model, config, overrides, strict, lenient, revision)
     shape = source.shape
-    setup = make_setup(training.default_seq_len(shape), training.chinchilla_optimal_tokens(shape))
-    result = with_source(run_train(shape, spec, setup, explained=explain), source)
+    seq_len, tokens_default = training.default_seq_len(shape), training.chinchilla_optimal_tokens(shape)
+    report = with_default_layout(
+        lambda chosen_batch, stage: make_setup(seq_len, tokens_default, chosen_batch, stage),
+        lambda setup: run_train(shape, spec, setup, explained=explain),
+        global_batch,
+        zero,
+    )
+    setup = report.setup
+    result = with_source(report, source)
     render.print_checkpoint_check(result)
     render.print_report(result, output, render.train_table)
     render.warn_past_context(shape.name, setup.seq_len, shape.max_seq_len, "T")  # after: a failure is one line

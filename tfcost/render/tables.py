@@ -566,7 +566,9 @@ def train_table(result: TrainReport, markdown: bool = False) -> None:
         [
             *train_title(result),
             f"{s.gpus:,} GPUs = {result.inputs.data_parallel:,} data-parallel x tp {s.tp} x pp {s.pp}"
-            f"{f' x cp {s.cp}' if s.cp > 1 else ''}; ZeRO-{s.zero}; {s.optimizer}, {s.precision}",
+            f"{f' x cp {s.cp}' if s.cp > 1 else ''}; ZeRO-{s.zero}{result.notes.get('zero', '')}; {s.optimizer}, "
+            f"{s.precision}",
+            f"global batch {result.inputs.global_batch:,} sequences{result.notes.get('global_batch', '')}",
             f"recompute {s.recompute}; {'sequence parallel; ' if s.sequence_parallel else ''}"
             f"{'flash attention' if s.flash else 'no flash attention'}; {result.time.throughput_from}",
         ]
