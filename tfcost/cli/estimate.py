@@ -119,7 +119,8 @@ def compare(
     from tfcost.reports.estimate import with_source
 
     columns = [split_column(model) for model in models or ()]
-    sources = [(model, None, own) for model, own in columns] + [(None, path, []) for path in configs or ()]
+    sources: list[tuple[str | None, str | None, list[str]]] = [(model, None, own) for model, own in columns]
+    sources += [(None, path, []) for path in configs or ()]
     if not sources:
         raise UsageError("give the models to compare: preset names, YAML or config.json paths, or --config PATH")
     workload = validated(Workload, seq_len=seq, batch=batch, dtype=dtype, causal=causal)
