@@ -178,8 +178,12 @@ def terminal_width() -> int | None:
 
 
 def natural_width(table: Any) -> int:
-    """The width a rich table takes when nothing limits it."""
-    return int(console(width=1 << 16).measure(table).maximum)
+    """The width a rich table takes when nothing limits it, measured once per table (a layout pass of its own)."""
+    known = getattr(table, "tfcost_natural_width", None)
+    if known is None:
+        known = int(console(width=1 << 16).measure(table).maximum)
+        table.tfcost_natural_width = known
+    return int(known)
 
 
 def too_wide(table: Any) -> bool:
@@ -399,25 +403,35 @@ def compare_table(
         return table
 
     everyone = list(range(len(results)))
-    table = fit([partial(layout, everyone, False), partial(layout, everyone, True)])
     notes = [CONVENTIONS] if breakdowns else ["Per-part breakdowns: --breakdown.", CONVENTIONS]
     engines = sorted({result.model for result in results if result.engine == "transformers"})
     if engines:
         notes.append(f"Answered by the transformers engine (meta device, FlopCounterMode): {', '.join(engines)}.")
     stepped = [result for result in results if isinstance(result, Estimate) and result.kv_cache.note]
     notes += [f"{result.model}: {result.kv_cache.note}" for result in stepped]
-    if not too_wide(table):
-        print_table(table, *notes)
+    # Widths from the cells themselves (a cell's text, its padding and a rule), not from a layout of the whole
+    # table, which for 56 models took longer than the rest of the command.
+    width = None if markdown else terminal_width()
+    labels = max(len(row[0]) for _, rows in blocks for row in rows)
+    cells = [
+        max([len(results[index].model), *(len(row[1 + index]) for _, rows in blocks for row in rows)]) + 3
+        for index in everyone
+    ]
+    if width is None or labels + 4 + sum(cells) <= width:
+        print_table(layout(everyone, False), *notes)
         return
-    # Too many models side by side for the terminal: as many tables as it takes, each as many models as fit.
-    remaining = everyone
-    while remaining:
-        count = len(remaining)
-        while count > 1 and too_wide(layout(remaining[:count], True)):
-            count -= 1
-        last = count == len(remaining)
-        print_table(layout(remaining[:count], True), *(notes if last else []))
-        remaining = remaining[count:]
+    # Too wide: the labels wrap, and as many tables as it takes, each holding as many models as fit.
+    label = min(LABEL_WIDTH, labels) + 3
+    groups: list[list[int]] = [[]]
+    used = label + 1
+    for index in everyone:
+        if groups[-1] and used + cells[index] > width:
+            groups.append([])
+            used = label + 1
+        groups[-1].append(index)
+        used += cells[index]
+    for number, group in enumerate(groups, 1):
+        print_table(layout(group, True), *(notes if number == len(groups) else []))
 
 
 def section_rows(section: BaseModel | None, breakdowns: bool) -> Iterator[tuple[str, str, Unit, int | None]]:
