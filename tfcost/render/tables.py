@@ -420,8 +420,10 @@ def compare_table(
     if width is None or labels + 4 + sum(cells) <= width:
         print_table(layout(everyone, False), *notes)
         return
-    # Too wide: the labels wrap, and as many tables as it takes, each holding as many models as fit.
-    label = min(LABEL_WIDTH, labels) + 3
+    # Too wide: as many tables as it takes, each holding as many models as fit; the labels whole (stacked lines,
+    # cheap to lay out) where two models fit beside them, else wrapped a row per quantity.
+    rowwise = labels + 4 + 2 * max(cells) > width
+    label = (min(LABEL_WIDTH, labels) if rowwise else labels) + 3
     groups: list[list[int]] = [[]]
     used = label + 1
     for index in everyone:
@@ -431,7 +433,7 @@ def compare_table(
         groups[-1].append(index)
         used += cells[index]
     for number, group in enumerate(groups, 1):
-        print_table(layout(group, True), *(notes if number == len(groups) else []))
+        print_table(layout(group, rowwise), *(notes if number == len(groups) else []))
 
 
 def section_rows(section: BaseModel | None, breakdowns: bool) -> Iterator[tuple[str, str, Unit, int | None]]:
