@@ -413,25 +413,25 @@ def compare_table(
     # table, which for 56 models took longer than the rest of the command.
     width = None if markdown else terminal_width()
     labels = max(len(row[0]) for _, rows in blocks for row in rows)
-    cells = [
+    column_widths = [
         max([len(results[index].model), *(len(row[1 + index]) for _, rows in blocks for row in rows)]) + 3
         for index in everyone
     ]
-    if width is None or labels + 4 + sum(cells) <= width:
+    if width is None or labels + 4 + sum(column_widths) <= width:
         print_table(layout(everyone, False), *notes)
         return
     # Too wide: as many tables as it takes, each holding as many models as fit; the labels whole (stacked lines,
     # cheap to lay out) where two models fit beside them, else wrapped a row per quantity.
-    rowwise = labels + 4 + 2 * max(cells) > width
-    label = (min(LABEL_WIDTH, labels) if rowwise else labels) + 3
+    rowwise = labels + 4 + 2 * max(column_widths) > width
+    label_width = (min(LABEL_WIDTH, labels) if rowwise else labels) + 3
     groups: list[list[int]] = [[]]
-    used = label + 1
+    used = label_width + 1
     for index in everyone:
-        if groups[-1] and used + cells[index] > width:
+        if groups[-1] and used + column_widths[index] > width:
             groups.append([])
-            used = label + 1
+            used = label_width + 1
         groups[-1].append(index)
-        used += cells[index]
+        used += column_widths[index]
     for number, group in enumerate(groups, 1):
         print_table(layout(group, rowwise), *(notes if number == len(groups) else []))
 
