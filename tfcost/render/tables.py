@@ -420,6 +420,9 @@ def compare_table(
     if width is None or labels + 4 + sum(column_widths) <= width:
         print_table(layout(everyone, False), *notes)
         return
+    if min(LABEL_WIDTH, labels) + 4 + sum(column_widths) <= width:  # every model side by side, the labels wrapped
+        print_table(layout(everyone, True), *notes)
+        return
     # Too wide: as many tables as it takes, each holding as many models as fit; the labels whole (stacked lines,
     # cheap to lay out) where two models fit beside them, else wrapped a row per quantity.
     rowwise = labels + 4 + 2 * max(column_widths) > width
