@@ -133,7 +133,7 @@ def machine(args: argparse.Namespace) -> tuple[list[str], dict[str, Any]]:
     with tempfile.TemporaryDirectory() as config:
         env = {**os.environ, "XDG_CONFIG_HOME": config}
         roofline = tfcost_json(["measure", "--roofline", "--device", args.device, "--dtype", args.dtype,
-                                "--save-profile", "bench-gpu", *repeats], env)  # fmt: skip
+                                "--save-profile", "bench-gpu", "--format", "json", *repeats], env)  # fmt: skip
         if isinstance(roofline, str):
             return [f"measure --roofline failed: {roofline}"], found
         profile = found["roofline"] = roofline["roofline"]
@@ -154,7 +154,8 @@ def machine(args: argparse.Namespace) -> tuple[list[str], dict[str, Any]]:
         found["steps"] = []
         for model in args.step_models.split(","):
             step = tfcost_json(["measure", model, "--step", "--profile", "bench-gpu", "--device", args.device,
-                                "--dtype", args.dtype, "-P", "512", "-G", "128", *repeats], env)  # fmt: skip
+                                "--dtype", args.dtype, "-P", "512", "-G", "128", "--format", "json", *repeats],
+                               env)  # fmt: skip
             if isinstance(step, str):
                 lines.append(f"step {model}: not run: {step}")
                 continue

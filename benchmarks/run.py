@@ -51,6 +51,16 @@ COMMANDS: dict[str, list[str]] = {
     "tfcost estimate gpt2-small --format json": ["estimate", "gpt2-small", "--format", "json"],
     "tfcost train llama-3-8b --gpus 8": ["train", "llama-3-8b", "--gpus", "8"],
     "tfcost serve llama-3-8b --batch 4": ["serve", "llama-3-8b", "--batch", "4"],
+    "tfcost train llama-3-8b": ["train", "llama-3-8b"],  # the default layout: up to four ZeRO stages tried
+    "tfcost compare llama-3-8b llama-3-8b:n_kv_heads=32 -f csv": [
+        "compare",
+        "llama-3-8b",
+        "llama-3-8b:n_kv_heads=32",
+        "--format",
+        "csv",
+    ],
+    "tfcost list --family qwen3": ["list", "--family", "qwen3"],
+    "tfcost gpus": ["gpus"],
 }
 SWEEP_MODELS = ["gpt2-small", "llama-3-8b", "mistral-7b", "gemma-2-9b", "deepseek-v3"]
 SWEEP = "tfcost sweep <5 presets> --points 2000 -f csv"

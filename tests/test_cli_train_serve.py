@@ -14,7 +14,8 @@ from tfcost.reports.serve import serve
 from tfcost.reports.train import train
 from tfcost.schema import ServingSetup, TrainingSetup
 
-TRAIN_ARGS = ("train", "llama-3-8b", "--gpus", "64", "--gpu", "h100-sxm", "--zero", "1")
+# The README's example: one sequence per replica per step, spelt out (the default is about 4M tokens a step).
+TRAIN_ARGS = ("train", "llama-3-8b", "--gpus", "64", "--gpu", "h100-sxm", "--zero", "1", "--global-batch", "64")
 SERVE_ARGS = ("serve", "llama-3-8b", "--gpu", "h100-sxm", "--batch", "32", "--prompt", "2048", "--generate", "512")
 
 
@@ -46,13 +47,15 @@ def test_train_json_contract(tfcost):
 def test_train_json_is_the_core_result(tfcost):
     run = tfcost("train", "qwen2.5-7b", "--tokens", "1.4T", "--seq", "2048", "--gpus", "32", "--tp", "4",
                  "--pp", "2", "--zero", "3", "--sequence-parallel", "--recompute", "selective", "--optimizer",
-                 "adamw-8bit", "--no-flash", "--price-per-gpu-hour", "2.5", "--mfu", "0.35", "-f", "json")  # fmt: skip
+                 "adamw-8bit", "--no-flash", "--price-per-gpu-hour", "2.5", "--mfu", "0.35", "--global-batch", "64",
+                 "-f", "json")  # fmt: skip
     assert run.code == 0, run.stderr
     expected = train(
         load_model("qwen2.5-7b"),
         load_gpu("h100-sxm"),
         TrainingSetup(tokens=1_400_000_000_000, seq_len=2048, gpus=32, tp=4, pp=2, zero=3, sequence_parallel=True,
-                      recompute="selective", optimizer="adamw-8bit", flash=False, price_per_gpu_hour=2.5, mfu=0.35),
+                      recompute="selective", optimizer="adamw-8bit", flash=False, price_per_gpu_hour=2.5, mfu=0.35,
+                      global_batch=64),
     )  # fmt: skip
     out = json.loads(run.stdout)
     assert out.pop("tfcost_version")
@@ -101,13 +104,13 @@ def test_serve_json_is_the_core_result(tfcost):
 
 
 def test_reports_are_readable_tables(tfcost):
-    run = tfcost(*TRAIN_ARGS)
+    run = tfcost(*TRAIN_ARGS, env={"COLUMNS": "200"})  # wide enough for the exact column
     assert run.code == 0, run.stderr
     for text in ("Chinchilla-optimal: 20 per parameter, the default", "predicted step time", "55,072,195,328",
                  "64 GPUs = 64 data-parallel x tp 1 x pp 1; ZeRO-1; adamw, bf16-mixed",
                  "2.87 days", "fits: total + context + reserve", "[/ N_d at ZeRO-1+]"):  # fmt: skip
         assert text in run.stdout, text
-    run = tfcost(*SERVE_ARGS)
+    run = tfcost(*SERVE_ARGS, env={"COLUMNS": "200"})
     assert run.code == 0, run.stderr
     for text in ("16,060,522,496", "10.00 GiB", "182", "14,602", "compute-bound", "memory-bound", "8.89 ms",
                  "reserve 10%"):  # fmt: skip

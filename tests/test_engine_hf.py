@@ -519,3 +519,28 @@ def test_every_preset_agrees_with_transformers(name):
     experts, moe_layers = KNOWN_DIFFERENCES[name]
     extra = (experts - 1) * 3 * 2 * 5120 * 8192 * T * moe_layers
     assert differences == {"flops.forward_per_sequence": extra}
+
+
+@pytest.mark.parametrize(("model", "window"), [("mistral-7b", 4096), ("gpt-oss-20b", 128)])
+def test_check_agrees_with_its_own_sliding_window_presets_past_the_window(model, window):
+    """transformers 5.24 keeps W - 1 keys per sliding layer between steps (cache_utils.DynamicSlidingWindowLayer:
+    "Only cache the last `self.sliding_window - 1` tokens"), its mask letting each query see W, itself included
+    (masking_utils.sliding_window_overlay). tfcost's cache counts the W a step reads; check compares the bytes held
+    between steps from T = W - 1 on, where the engine's growth from T to T + 1 no longer is a per-token figure."""
+    from tfcost.core import memory
+
+    shape = load_model(model)
+    for seq in (window - 2, window - 1, window, 8192):
+        report = cli_json("check", model, "--seq", str(seq))
+        rows = {row["quantity"]: row for row in report["rows"]}
+        assert report["agree"] is True, (seq, rows)
+        if seq < window - 1:
+            assert "kv_cache.bytes_per_token" in rows and "kv_cache.held_bytes" not in rows
+            continue
+        held = rows["kv_cache.held_bytes"]["transformers"]
+        assert held == memory.kv_cache_held_between_steps_bytes(shape, seq, 1, "bf16")
+        # From T = W on, W - 1 positions in each sliding layer where kv_cache_bytes counts W: one K and V less each.
+        sliding = len(shape.sliding_layers) if shape.sliding_layers else shape.n_layers  # mistral: every layer
+        per_layer_position = 2 * shape.n_kv_heads * shape.head_dim * 2
+        fewer = sliding * per_layer_position if seq >= window else 0
+        assert memory.kv_cache_bytes(shape, seq, 1, "bf16") - held == fewer

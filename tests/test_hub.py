@@ -83,7 +83,63 @@ def test_check_builds_a_hub_id_from_its_own_config(tmp_path, tfcost):
 def test_offline_and_not_cached_is_one_line(tmp_path, tfcost):
     run = tfcost("estimate", "Qwen/Qwen3-8B", env=env_for(tmp_path, HF_HUB_OFFLINE="1"))
     assert run.code == 1 and run.stdout == "" and run.stderr.count("\n") == 1
-    assert "not in the Hugging Face cache" in run.stderr and "offline" in run.stderr
+    assert "offline (HF_HUB_OFFLINE=1 is set)" in run.stderr
+    assert f"config.json is not in the Hugging Face cache ({tmp_path / 'hub'}: it holds nothing of this model)" in (
+        run.stderr
+    )
+    assert "the preset 'qwen3-8b' is the same model" in run.stderr and "--config PATH" in run.stderr
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on: a connection to it is refused at once, as with no network."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.mark.parametrize("command", ["estimate", "serve", "check"])
+def test_an_unreachable_hub_is_one_attempt_and_one_line(tmp_path, tfcost, command):
+    """No network: one connection attempt, no 'Retrying in 8s' lines (huggingface_hub retries five times with
+    backoff on its own), then one line: the cache state, the preset of the same model, --config, HF_HUB_OFFLINE."""
+    endpoint = f"http://127.0.0.1:{closed_port()}"
+    hub_cache(tmp_path / "hub", "Qwen/Qwen3-8B", {"README.md": "other files only"})
+    run = tfcost(command, "Qwen/Qwen3-8B", env=env_for(tmp_path, HF_ENDPOINT=endpoint))
+    assert run.code == 1 and run.stdout == "" and run.stderr.count("\n") == 1, run.stderr
+    assert "Retry" not in run.stderr and "thrown while requesting" not in run.stderr
+    assert f"the Hub ({endpoint}) cannot be reached" in run.stderr
+    assert "it holds other files of this model" in run.stderr
+    assert "the preset 'qwen3-8b' is the same model" in run.stderr
+    assert "--config PATH" in run.stderr and "HF_HUB_OFFLINE=1" in run.stderr
+    # A model with no preset of its own gets the same line without one.
+    other = tfcost(command, "nobody/no-such-model", env=env_for(tmp_path, HF_ENDPOINT=endpoint))
+    assert other.code == 1 and other.stderr.count("\n") == 1 and "preset" not in other.stderr
+
+
+def test_a_hub_that_never_answers_is_given_up_after_one_short_wait(tmp_path, tfcost):
+    """A server that accepts the connection and never answers: one request of hub.PROBE_SECONDS, not hf_hub_download's
+    10 s timeout times six attempts (the run is not timed here: the output says it made one attempt)."""
+    import socket
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        endpoint = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        run = tfcost("estimate", "Qwen/Qwen3-8B", env=env_for(tmp_path, HF_ENDPOINT=endpoint))
+    assert run.code == 1 and run.stderr.count("\n") == 1 and "Retry" not in run.stderr, run.stderr
+    assert "cannot be reached" in run.stderr and "the preset 'qwen3-8b'" in run.stderr
+
+
+def test_a_hub_id_finds_the_preset_of_the_same_model():
+    from tfcost.readers.presets import preset_for_hub_id
+
+    # By the `Hugging Face owner/name` each preset's source names, or by the name itself.
+    assert preset_for_hub_id("Qwen/Qwen3-8B") == "qwen3-8b"
+    assert preset_for_hub_id("openai-community/gpt2") == "gpt2-small"
+    assert preset_for_hub_id("google/gemma-3-12b-pt") == "gemma-3-12b"
+    assert preset_for_hub_id("openai/gpt-oss-20b") == "gpt-oss-20b"
+    assert preset_for_hub_id("Qwen/Qwen3-8B-Base") is None and preset_for_hub_id("nobody/model") is None
 
 
 class FakeHub(BaseHTTPRequestHandler):

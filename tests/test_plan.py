@@ -255,17 +255,20 @@ def test_no_feasible_layout_is_one_line_with_the_main_reason(tfcost):
 def test_train_that_does_not_fit_names_a_layout_that_does(tfcost):
     run = tfcost("train", "llama-3.1-70b", "--gpus", "8", "--zero", "0")
     assert run.code == 0, run.stderr
-    last = run.stdout.strip().splitlines()[-1]
+    last = " ".join(("Does not fit" + run.stdout.rsplit("Does not fit", 1)[1]).split())  # the line, unwrapped
     assert last.startswith("Does not fit; the nearest layout that fits: --")
     options, command = last.split("the nearest layout that fits: ")[1].split(" (")[0], last.split("Every layout: ")[1]
-    assert command.startswith("tfcost plan train llama-3.1-70b --gpus 8 --gpu h100-sxm --global-batch 8")
+    # The default global batch is about 4M tokens (1,024 sequences of 4,096), as `train` takes it.
+    assert command.startswith("tfcost plan train llama-3.1-70b --gpus 8 --gpu h100-sxm --global-batch 1024")
     # The options named do fit, as `train` itself says.
     fixed = tfcost("train", "llama-3.1-70b", "--gpus", "8", "--zero", "0", *shlex.split(options), "-f", "json")
     assert json.loads(fixed.stdout)["memory_per_gpu"]["fits"] is True
     # And the plan command runs.
     listed = tfcost(*shlex.split(command)[1:], "-f", "json")
     assert listed.code == 0 and json.loads(listed.stdout)["feasible"] > 0
-    suggestion = json.loads(tfcost("train", "llama-3.1-70b", "--gpus", "8", "-f", "json").stdout)["suggestion"]
+    suggestion = json.loads(tfcost("train", "llama-3.1-70b", "--gpus", "8", "--zero", "0", "-f", "json").stdout)[
+        "suggestion"
+    ]
     assert suggestion["command"] == command and suggestion["options"] == shlex.split(options)
 
 
@@ -311,7 +314,7 @@ def test_plan_serve_tries_a_quantized_checkpoint_as_stored(tfcost):
 
 def test_serve_that_does_not_fit_names_a_layout_that_does(tfcost):
     run = tfcost("serve", "llama-3.1-70b", "--gpus", "1")
-    last = run.stdout.strip().splitlines()[-1]
+    last = " ".join(("Does not fit" + run.stdout.rsplit("Does not fit", 1)[1]).split())  # the line, unwrapped
     assert last.startswith("Does not fit (expected); the nearest layout that fits: --")
     options = last.split("the nearest layout that fits: ")[1].split(" (")[0]
     fixed = json.loads(tfcost("serve", "llama-3.1-70b", "--gpus", "1", *shlex.split(options), "-f", "json").stdout)

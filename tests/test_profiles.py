@@ -109,7 +109,7 @@ def test_measure_roofline_and_step_on_the_cpu(config_dir):
 
     env = {"XDG_CONFIG_HOME": str(config_dir), "OMP_NUM_THREADS": "1"}
     done = run_tfcost("measure", TINY_LLAMA, "--roofline", "--step", "--dtype", "fp32", "--repeats", "2",
-                      "-P", "16", "-G", "4", "--save-profile", "cpu", env=env)  # fmt: skip
+                      "-P", "16", "-G", "4", "--save-profile", "cpu", "--format", "json", env=env)  # fmt: skip
     assert done.code == 0, done.stderr
     out = json.loads(done.stdout)
     assert out["roofline"]["device"] == "cpu" and {m["dtype"] for m in out["roofline"]["matmuls"]} >= {"fp32"}
@@ -136,3 +136,36 @@ def test_step_refuses_a_model_that_does_not_fit(config_dir):
     with pytest.raises(TfcostError, match=r"needs about .* GiB"):
         measure.step(load_model("llama-2-70b"), prompt=8, generate=8, batch=1, dtype="fp32", device="cpu",
                      repeats=1, needed_bytes=2**50)  # fmt: skip
+
+
+STEP = {  # the shape of a --step report's JSON, with round numbers
+    "model": "tiny-llama", "device_name": "CPU (test)", "torch_version": "2.13.0", "profile": "box",
+    "timing": "wall clock", "notes": ["a note"],
+    "prefill": {"measured_ms": 10.0, "bound_ms": 5.0, "expected_ms": 8.0, "expected_over_measured": 0.8},
+    "decode": {"measured_ms": 2.0, "bound_ms": 1.0, "expected_ms": 3.0, "expected_over_measured": 1.5},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("output", ["table", "csv", "markdown", "json"])
+def test_roofline_and_step_in_every_format(capsys, output):
+    """measure --roofline/--step print a table, CSV or Markdown like every other command (JSON only, before)."""
+    from tfcost.render.tables import print_machine
+
+    profile = profiles.from_roofline(RAW, "box", "fp32", "2026-01-01T00:00:00Z").model_dump(mode="json")
+    print_machine({"roofline": profile, "step": STEP}, output)
+    out = capsys.readouterr().out
+    if output == "json":
+        assert json.loads(out)["step"] == STEP
+    elif output == "csv":
+        import csv
+        import io
+
+        rows = list(csv.DictReader(io.StringIO(out)))
+        values = {(row["part"], row["item"], row["quantity"]): row["value"] for row in rows}
+        assert values["step", "decode", "expected_over_measured"] == "1.5"
+        assert values["roofline", "copy", "bytes_per_s"] == str(profile["copy_bytes_per_s"])
+        assert values["roofline", "matmul decode 1x4096x4096 x1 fp32", "median_ms"] == "8.0"
+    else:
+        # 4096 x 4096 fp32 weights read in 8 ms: 8.39 GB/s; the decode step's expected/measured 3/2.
+        assert "8.39 GB/s" in out and "1.50x" in out and "matmul decode 1x4096x4096 x1 fp32" in out
+        assert ("| decode |" in out) == (output == "markdown")

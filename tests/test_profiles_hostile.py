@@ -170,8 +170,6 @@ def test_an_unsavable_profile_is_refused_before_measuring(config_dir):
     (["--roofline", "--gpu", "h100-sxm"], "--gpu"),
     (["gpt2-small", "--roofline"], "MODEL"),
     (["gpt2-small", "--generate", "4"], "--generate"),
-    (["--roofline", "-f", "table"], "--format table"),
-    ([TINY_LLAMA, "--step", "-f", "csv"], "--format csv"),
 ])  # fmt: skip
 def test_an_option_that_does_nothing_in_a_mode_is_an_error(config_dir, argv, words):
     done = run_in_process("measure", *argv, env={"XDG_CONFIG_HOME": str(config_dir)})

@@ -155,7 +155,20 @@ def test_zero3_gathers_overlap_each_pass():
 def test_no_dp_overlap_through_the_cli(tfcost):
     import json
 
-    args = ("train", "llama-3-8b", "--gpus", "64", "--gpu", "h100-sxm", "--zero", "1", "-f", "json")
+    args = (
+        "train",
+        "llama-3-8b",
+        "--gpus",
+        "64",
+        "--gpu",
+        "h100-sxm",
+        "--zero",
+        "1",
+        "--global-batch",
+        "64",
+        "-f",
+        "json",
+    )
     days = {
         flag: json.loads(tfcost(*args, flag).stdout)["time"]["days"] for flag in ("--dp-overlap", "--no-dp-overlap")
     }

@@ -185,7 +185,8 @@ def estimate(
 
     source = asked.source()
     chosen_gpu = load_gpu(gpu) if gpu is not None else None
-    return with_source(run_estimate(source.shape, workload, chosen_gpu, explained=explain), source)
+    estimated = run_estimate(source.shape, workload, chosen_gpu, explained=explain)
+    return with_source(estimated, source, tokens=workload.seq_len)
 
 
 def train(
@@ -241,11 +242,29 @@ def train(
     from tfcost.costs import training
     from tfcost.reports.estimate import with_source
     from tfcost.reports.train import train as run_train
+    from tfcost.reports.train import with_default_layout
 
     source = asked.source()
     shape = source.shape
-    chosen = make_setup(training.default_seq_len(shape), training.chinchilla_optimal_tokens(shape))
-    return with_source(run_train(shape, spec, chosen, explained=explain), source)
+    seq_len, default_tokens = training.default_seq_len(shape), training.chinchilla_optimal_tokens(shape)
+    layout = {name: value for name, value in fields.items() if name not in ("global_batch", "zero")}
+
+    def setup_with(global_batch: int | None, zero: int) -> TrainingSetup:
+        """The setup asked for, at a global batch and ZeRO stage with_default_layout chooses where not given."""
+        return validated(
+            TrainingSetup,
+            tokens=wanted_tokens if wanted_tokens is not None else default_tokens,
+            seq_len=seq if seq is not None else seq_len,
+            **given(**layout, global_batch=global_batch, zero=zero),
+        )
+
+    report = with_default_layout(
+        setup_with,
+        lambda chosen: run_train(shape, spec, chosen, explained=explain),
+        fields.get("global_batch"),
+        fields.get("zero"),
+    )
+    return with_source(report, source, tokens=report.setup.seq_len)
 
 
 def serve(
@@ -295,7 +314,7 @@ def serve(
             source.shape, measured.gpu_spec(), chosen, measured.rates(), measured.name, explained=explain,
             stored_bytes=files,
         )  # fmt: skip
-    return with_source(report, source)
+    return with_source(report, source, tokens=chosen.context, tokens_are="P + G")
 
 
 def plan_train(

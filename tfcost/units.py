@@ -137,3 +137,35 @@ def parse_count(text: str) -> int:
     if value != value.to_integral_value():
         raise ValueError(f"'{text}' is not a whole number")
     return int(value)
+
+
+# Sequence lengths are quoted in binary thousands: "4k" is 4,096 tokens, "128K" 131,072 (Llama 3.1's context:
+# max_position_embeddings 131072 in its config.json, presets/models/llama-3.1-8b.yaml), "1M" 1,048,576.
+_LENGTH_SUFFIXES = {"k": 2**10, "m": 2**20}
+
+
+def parse_length(text: str) -> int:
+    """A sequence length as people write it: 4096, 4_096, 4,096, 4k (4,096), 32K (32,768), 1M (1,048,576).
+
+    k and M are binary here, as context lengths are quoted; a training token count (parse_count) is decimal.
+    Raises ValueError naming the text when it is not a positive whole number of tokens up to MAX_SIZE.
+    """
+    from decimal import Decimal, InvalidOperation
+
+    stripped = text.strip()
+    if not stripped.isascii():  # "²" or a fullwidth digit is no length a user meant
+        raise ValueError(f"'{text}' is not a number of tokens (try 4096, 4k or 1M)")
+    suffix = stripped[-1:].lower()
+    scale = _LENGTH_SUFFIXES.get(suffix, 1)
+    digits = (stripped[:-1] if suffix in _LENGTH_SUFFIXES else stripped).replace("_", "")
+    if "," in digits and not all(part.isdigit() and len(part) == 3 for part in digits.split(",")[1:]):
+        raise ValueError(f"'{text}': a comma may only group thousands (4,096)")
+    try:
+        value = Decimal(digits.replace(",", "")) * scale
+    except (InvalidOperation, ArithmeticError):
+        raise ValueError(f"'{text}' is not a number of tokens (try 4096, 4k or 1M)") from None
+    if not value.is_finite() or value <= 0 or value != value.to_integral_value():
+        raise ValueError(f"'{text}' is not a positive whole number of tokens")
+    if value > MAX_SIZE:
+        raise ValueError(f"'{text}' is larger than {MAX_SIZE:.0e}")
+    return int(value)

@@ -65,12 +65,18 @@ def estimate(
     )  # fmt: skip
     render.print_report_notes(result)
     render.print_report(result, output, render.estimate_table)
+    render.print_context_warning(result)  # after the answer: a run that fails says only its one error line
 
 
 @app.command()
 def compare(
     models: Annotated[
-        list[str] | None, typer.Argument(help="Preset names, YAML preset files or config.json paths.")
+        list[str] | None,
+        typer.Argument(
+            help="Preset names, YAML preset files or config.json paths, each with its own overrides if wanted: "
+            "llama-3-8b llama-3-8b:n_kv_heads=32 (as --set KEY=VALUE, comma-separated, after the column's --set).",
+            show_default=False,
+        ),
     ] = None,
     configs: Annotated[
         list[str] | None,
@@ -93,20 +99,27 @@ def compare(
     """The same quantities for several models, side by side (--set applies to each)."""
     from tfcost import api
     from tfcost.errors import UsageError
+    from tfcost.readers.presets import split_column
     from tfcost.render import tables as render
 
-    sources = [(model, None) for model in models or ()] + [(None, path) for path in configs or ()]
+    columns = [split_column(model) for model in models or ()]
+    sources: list[tuple[str | None, str | None, list[str]]] = [(model, None, own) for model, own in columns]
+    sources += [(None, path, []) for path in configs or ()]
     if not sources:
         raise UsageError("give the models to compare: preset names, YAML or config.json paths, or --config PATH")
     results = []
-    for model, path in sources:
+    for model, path, own in sources:
         found = api.estimate(
-            model, config=path, overrides=overrides, seq=seq, batch=batch, dtype=dtype, causal=causal,
-            engine=engine, strict=strict, lenient=lenient, revision=revision,
+            model, config=path, overrides=[*(overrides or ()), *own], seq=seq, batch=batch, dtype=dtype,
+            causal=causal, engine=engine, strict=strict, lenient=lenient, revision=revision,
         )  # fmt: skip
         render.print_report_notes(found)
         results.append(found)
     if output == "json":
         render.print_json(results)
+    elif output == "csv":
+        render.compare_csv(results)
     else:
         render.compare_table(results, breakdowns=breakdown, markdown=output == "markdown")
+    for found in results:
+        render.print_context_warning(found)

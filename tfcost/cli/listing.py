@@ -16,23 +16,45 @@ from tfcost.cli.app import app
 from tfcost.cli.options import (
     FormatOption,
     TableFormat,
+    parse_tokens,
 )
 
 
 @app.command("list")
 def list_presets(
+    family: Annotated[
+        str | None,
+        typer.Option(
+            "--family", metavar="NAME", help="Only presets whose name starts with NAME: llama, qwen3, gemma-3."
+        ),
+    ] = None,
+    min_params: Annotated[
+        int | None,
+        typer.Option(
+            "--min-params", parser=parse_tokens, metavar="COUNT", help="Only presets of at least COUNT parameters: 7B."
+        ),
+    ] = None,
     output: Annotated[
-        TableFormat, typer.Option("--format", "-f", help="table for people, markdown for documents.")
+        TableFormat, typer.Option("--format", "-f", help="table for people, markdown for documents, csv for scripts.")
     ] = "table",
 ) -> None:
     """List the built-in model presets with their size: total and active parameters."""
     from tfcost.core.params import active_params, total_params
-    from tfcost.readers.presets import all_models
-    from tfcost.render.tables import models_table
+    from tfcost.errors import UsageError
+    from tfcost.readers.presets import all_models, model_preset_paths
+    from tfcost.render import tables as render
 
-    models = all_models()
+    names = [name for name in model_preset_paths() if family is None or name.startswith(family.strip().lower())]
+    if not names:
+        raise UsageError(f"--family {family}: no preset's name starts with it; `tfcost list` shows them all")
+    models = [model for model in all_models() if model.name in names]
+    if min_params is not None:
+        models = [model for model in models if total_params(model) >= min_params]
     totals, actives = [total_params(model) for model in models], [active_params(model) for model in models]
-    models_table(models, totals, actives, markdown=output == "markdown")
+    if output == "csv":
+        render.models_csv(models, totals, actives)
+    else:
+        render.models_table(models, totals, actives, markdown=output == "markdown")
 
 
 @app.command()
@@ -44,5 +66,7 @@ def gpus(output: FormatOption = "table") -> None:
     table = all_gpus()
     if output == "json":
         render.print_json(table)
+    elif output == "csv":
+        render.print_csv([gpu.model_dump(mode="json") for gpu in table])
     else:
         render.gpus_table(table, markdown=output == "markdown")

@@ -29,7 +29,7 @@ from tfcost.cli.options import (
     validated,
 )
 
-MeasureFormat = Literal["table", "json", "csv"]
+MeasureFormat = Literal["table", "json", "csv", "markdown"]
 MAX_STEP_TOKENS = 1 << 24  # --prompt and --generate: past any model's context; the model's own is checked too
 
 
@@ -47,19 +47,15 @@ def refuse_unused(options: dict[str, tuple[object, bool]]) -> None:
 
 
 def parse_seq_list(text: str) -> list[int]:
-    """'1024,2048' -> [1024, 2048]; anything else is a usage error naming --seq."""
+    """'1024,2k' -> [1024, 2048] (units.parse_length); anything else is a usage error naming --seq."""
     from tfcost.errors import UsageError
-    from tfcost.units import MAX_SIZE
+    from tfcost.units import MAX_SIZE, parse_length
 
-    problem = f"--seq: expected positive integers up to {MAX_SIZE:.0e}, separated by commas, got '{text}'"
-    items = [item.strip() for item in text.split(",")]
-    # ASCII digits only ("²" is a digit to str.isdigit), and few enough that int() is instant and within bounds
-    if not all(item.isascii() and item.isdigit() and len(item) <= len(str(MAX_SIZE)) for item in items):
-        raise UsageError(problem)
-    seqs = list(dict.fromkeys(int(item) for item in items))
-    if not all(0 < seq <= MAX_SIZE for seq in seqs):
-        raise UsageError(problem)
-    return seqs
+    problem = f"--seq: expected positive integers up to {MAX_SIZE:.0e} (or 4k, 1M), separated by commas, got '{text}'"
+    try:
+        return list(dict.fromkeys(parse_length(item) for item in text.split(",")))
+    except ValueError:
+        raise UsageError(problem) from None
 
 
 def attention_shape(
@@ -99,7 +95,11 @@ def measure(
     dtype: Annotated[MeasureDtype, typer.Option("--dtype", help="Element type of Q, K, V.")] = "bf16",
     causal: Annotated[
         bool | None,
-        typer.Option("--causal/--no-causal", help="Causal mask (equal query and key lengths) [default: no-causal]."),
+        typer.Option(
+            "--causal/--no-causal",
+            help="Causal mask (equal query and key lengths) [default: causal for a decoder MODEL, else not].",
+            show_default=False,
+        ),
     ] = None,
     backward: Annotated[bool, typer.Option("--backward", help="Time forward+backward too.")] = False,
     backend: Annotated[
@@ -146,10 +146,7 @@ def measure(
         str | None, typer.Option("--save-profile", help="Save what --roofline/--step measured as profile NAME.")
     ] = None,
     profile: ProfileOption = None,
-    output: Annotated[
-        MeasureFormat | None,
-        typer.Option("--format", "-f", help="table, json or csv [default: table; --roofline/--step: json]."),
-    ] = None,
+    output: Annotated[MeasureFormat, typer.Option("--format", "-f", help="table, json, csv or markdown.")] = "table",
 ) -> None:
     """Time torch's scaled_dot_product_attention here and set it beside the estimate (needs tfcost[measure]);
     --roofline and --step measure this machine and a whole model step."""
@@ -165,17 +162,16 @@ def measure(
         "MODEL": (model, not roofline or step),
     })  # fmt: skip
     if machine:
-        if output not in (None, "json"):
-            from tfcost.errors import UsageError
-
-            raise UsageError(f"--format {output}: measure --roofline/--step print JSON (-f json)")
         measure_machine(model, roofline, step, prompt or 128, generate or 32, batch, dtype, device, repeats,
-                        save_profile, profile)  # fmt: skip
+                        save_profile, profile, output)  # fmt: skip
         return
 
     shape = attention_shape(model, heads, kv_heads, head_dim)
+    if causal is None:  # as the model attends: a decoder's self-attention is causal, an encoder's is not
+        from tfcost.readers.presets import load_model
+
+        causal = model is not None and load_model(model).architecture == "decoder"
     seqs = parse_seq_list(seq or "1024,2048,4096")
-    causal = bool(causal)
     backends = list(get_args(SdpaBackend)) if backend == "all" else [backend or "auto"]
     from tfcost.hardware.host import no_gpu_driver
 
@@ -207,12 +203,13 @@ def measure(
     elif output == "csv":
         render.measure_csv(report)
     else:
-        render.measure_table(report)
+        render.measure_table(report, markdown=output == "markdown")
+    render.warn_noisy(report)
 
 
 def measure_machine(
     model: str | None, roofline: bool, step: bool, prompt: int, generate: int, batch: int, dtype: str,
-    device: str, repeats: int | None, save_profile: str | None, profile: str | None,
+    device: str, repeats: int | None, save_profile: str | None, profile: str | None, output: MeasureFormat,
 ) -> None:  # fmt: skip
     """measure --roofline and/or --step; a step without --profile measures the roofline first."""
     import datetime
@@ -257,9 +254,9 @@ def measure_machine(
         try:
             payload["saved"] = str(profiles.save(measured.model_copy(update={"name": save_profile})))
         except TfcostError:
-            render.print_plain_json(payload)  # what was measured is printed, not lost, before the one-line error
+            render.print_machine(payload, output)  # what was measured is printed, not lost, before the one-line error
             raise
-    render.print_plain_json(payload)
+    render.print_machine(payload, output)
 
 
 @app.command("profiles")
@@ -271,5 +268,7 @@ def list_profiles(output: FormatOption = "table") -> None:
     found = profiles.listing()
     if output == "json":
         render.print_json(found)
+    elif output == "csv":
+        render.profiles_csv(found)
     else:
         render.profiles_table(found, str(profiles.profiles_dir()), markdown=output == "markdown")

@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 
     from tfcost.readers.presets import ModelSource
 
-OutputFormat = Literal["table", "json", "markdown"]
-TableFormat = Literal["table", "markdown"]
+OutputFormat = Literal["table", "json", "markdown", "csv"]
+TableFormat = Literal["table", "markdown", "csv"]
 
 
 def default(schema: "type[BaseModel]", field: str) -> Any:
@@ -28,7 +28,20 @@ def default(schema: "type[BaseModel]", field: str) -> Any:
     return schema.model_fields[field].default
 
 
-Seq = Annotated[int, typer.Option("--seq", "-T", min=1, help="T: tokens per sequence.")]
+def parse_length_option(text: str | int) -> int:
+    """A length option's text (4096, 4k, 1M); click also passes the option's default through, already an int."""
+    from tfcost.units import parse_length
+
+    return text if isinstance(text, int) else parse_length(text)
+
+
+LENGTH_HELP = "4096, 4k (= 4,096) or 1M (= 1,048,576)"
+Seq = Annotated[
+    int,
+    typer.Option(
+        "--seq", "-T", parser=parse_length_option, metavar="TOKENS", help=f"T: tokens per sequence: {LENGTH_HELP}."
+    ),
+]
 Batch = Annotated[int, typer.Option("--batch", "-B", min=1, help="B: sequences in the batch.")]
 Images = Annotated[
     int, typer.Option("--images", min=0, help="Images per sequence: their tokens join it, their vision tower runs.")
@@ -49,7 +62,9 @@ Causal = Annotated[
 ]
 FormatOption = Annotated[
     OutputFormat,
-    typer.Option("--format", "-f", help="table for people, json for scripts, markdown for documents."),
+    typer.Option(
+        "--format", "-f", help="table for people, json or csv for scripts (exact values), markdown for documents."
+    ),
 ]
 ExplainOption = Annotated[
     bool,

@@ -35,6 +35,7 @@ from tfcost.cli.options import (
     SetOption,
     StrictOption,
     default,
+    parse_length_option,
 )
 
 
@@ -63,11 +64,17 @@ def serve(
         ServingSetup, "kv_dtype"
     ),
     batch: Batch = default(ServingSetup, "batch"),
-    prompt: Annotated[int, typer.Option("--prompt", "-P", min=1, help="P: prompt tokens per sequence.")] = default(
-        ServingSetup, "prompt"
-    ),
+    prompt: Annotated[
+        int,
+        typer.Option(
+            "--prompt", "-P", parser=parse_length_option, metavar="TOKENS", help="P: prompt tokens per sequence (4k)."
+        ),
+    ] = default(ServingSetup, "prompt"),
     generate: Annotated[
-        int, typer.Option("--generate", "-G", min=1, help="G: generated tokens per sequence.")
+        int,
+        typer.Option(
+            "--generate", "-G", parser=parse_length_option, metavar="TOKENS", help="G: generated tokens per sequence."
+        ),
     ] = default(ServingSetup, "generate"),
     images: Images = 0,
     image_size: ImageSize = None,
@@ -128,9 +135,10 @@ def serve(
     render.print_report_notes(result)
     if isinstance(result, ServeReport):
         render.print_report(result, output, render.serve_table)
-        if output != "json":
+        if output in ("table", "markdown"):  # CSV and JSON carry it as data (the suggestion field)
             from tfcost.render.plan import print_suggestion
 
             print_suggestion(result.suggestion, "Does not fit (expected)")
     else:
         render.print_report(result, output, render.engine_serve_table)
+    render.print_context_warning(result)  # after the answer: a run that fails says only its one error line

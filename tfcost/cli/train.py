@@ -38,6 +38,7 @@ from tfcost.cli.options import (
     SetOption,
     StrictOption,
     default,
+    parse_length_option,
     parse_tokens,
 )
 
@@ -65,8 +66,10 @@ def train(
         typer.Option(
             "--seq",
             "-T",
-            min=1,
-            help="T: tokens per sequence [default: the training default, or the model's context if shorter].",
+            parser=parse_length_option,
+            metavar="TOKENS",
+            help="T: tokens per sequence, 4096 or 4k [default: the training default, or the model's context if "
+            "shorter].",
         ),
     ] = None,
     micro_batch: Annotated[
@@ -90,7 +93,11 @@ def train(
         ),
     ] = None,
     global_batch: Annotated[
-        int | None, typer.Option("--global-batch", help="Sequences per optimizer step. Default: b x data-parallel.")
+        int | None,
+        typer.Option(
+            "--global-batch",
+            help="Sequences per optimizer step [default: about 4M tokens a step (Llama 2), whole micro-batches].",
+        ),
     ] = None,
     cp: Annotated[
         int, typer.Option("--cp", min=1, help="Context-parallel size (each sequence over cp GPUs).")
@@ -107,7 +114,12 @@ def train(
     pp_last_layers: Annotated[
         int | None, typer.Option("--pp-last-layers", help="Layers of the last pipeline stage (Megatron).")
     ] = None,
-    zero: Annotated[int, typer.Option("--zero", min=0, max=3, help="ZeRO stage 0-3.")] = default(TrainingSetup, "zero"),
+    zero: Annotated[
+        int | None,
+        typer.Option(
+            "--zero", min=0, max=3, help="ZeRO stage 0-3 [default: the lowest whose memory fits].", show_default=False
+        ),
+    ] = None,
     tp: Annotated[int, typer.Option("--tp", min=1, help="Tensor-parallel size.")] = default(TrainingSetup, "tp"),
     pp: Annotated[int, typer.Option("--pp", min=1, help="Pipeline-parallel size.")] = default(TrainingSetup, "pp"),
     sequence_parallel: Annotated[
@@ -211,9 +223,10 @@ def train(
     render.print_report_notes(result)
     if isinstance(result, TrainReport):
         render.print_report(result, output, render.train_table)
-        if output != "json":
+        if output in ("table", "markdown"):  # CSV and JSON carry it as data (the suggestion field)
             from tfcost.render.plan import print_suggestion
 
             print_suggestion(result.suggestion, "Does not fit")
     else:
         render.print_report(result, output, render.engine_train_table)
+    render.print_context_warning(result)  # after the answer: a run that fails says only its one error line

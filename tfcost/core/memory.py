@@ -82,6 +82,33 @@ def kv_cache_bytes(
     return kv_cache_elements(shape, tokens, encoder_tokens, tp) * cached_element_bytes(batch, dtype)
 
 
+def sliding_windows_full(shape: ModelShape, tokens: int) -> bool:
+    """Whether some sliding-window layer's cache, as transformers keeps it (W - 1 positions), stops growing from T to
+    T + 1 tokens: T >= W - 1."""
+    return any(
+        span.window is not None and tokens >= span.window - 1
+        for per, span, _ in cache_form(shape)
+        if per == "cached" and not span.cross
+    )
+
+
+def kv_cache_held_between_steps_bytes(shape: ModelShape, tokens: int, batch: int, dtype: Dtype) -> int:
+    """The cache transformers holds between two forward passes: kv_cache_bytes with a sliding layer at
+    min(T, W - 1) positions, not min(T, W). Both are right about different moments. Its mask lets a query see W
+    keys, itself included (masking_utils.sliding_window_overlay: `kv_idx > q_idx - sliding_window`, transformers
+    5.24), so a step reads W, which kv_cache_bytes counts (Mistral's rolling buffer of W, Jiang et al. 2023 §2);
+    but DynamicSlidingWindowLayer.update keeps only the last W - 1 of them after the step (cache_utils.py: "Only
+    cache the last `self.sliding_window - 1` tokens"), the W-th being the next token's own key, appended during its
+    step. `tfcost check` compares this with the cache transformers returns."""
+    elements = 0
+    for per, span, value in cache_form(shape):
+        if per == "cached" and not span.cross and span.window is not None:
+            elements += value * min(tokens, span.window - 1)
+        else:
+            elements += value * rate_multiplicity(per, span, tokens, tokens, True)
+    return elements * cached_element_bytes(batch, dtype)
+
+
 def cached_element_bytes(batch: int, dtype: Dtype) -> int:
     """Bytes one cached element takes over B sequences stored at `dtype`: B x s."""
     return batch * DTYPE_BYTES[dtype]

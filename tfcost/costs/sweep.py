@@ -19,7 +19,7 @@ from tfcost.costs.crossover import Crossover
 from tfcost.errors import UsageError
 from tfcost.hardware import rates as hardware
 from tfcost.schema import GpuSpec, ModelShape, ServingSetup
-from tfcost.units import MAX_SIZE, Dtype, Unit, milliseconds
+from tfcost.units import Dtype, Unit, milliseconds
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class Metric:
 
 METRICS: dict[str, Metric] = {
     "params": Metric("parameters", "count", False, False),
-    "six_n": Metric("6N, training FLOPs per token", "flops", False, False),
+    "six_n": Metric("6N, training FLOPs per token (N: non-embedding)", "flops", False, False),
     "attention_flops": Metric(
         "attention-score FLOPs per token, 6*L*T*d", "flops", False, False, "attention_vs_6n", reference=True
     ),
@@ -66,14 +66,15 @@ def parse_metrics(text: str) -> list[str]:
 
 
 def parse_positive_list(text: str, option: str) -> list[int]:
-    items = [item.strip().replace("_", "") for item in text.split(",")]
-    # ASCII digits only ("²" is a digit to str.isdigit, and no int), and few enough that int() is within bounds
-    if not all(
-        item.isascii() and item.isdigit() and len(item) <= len(str(MAX_SIZE)) and 0 < int(item) <= MAX_SIZE
-        for item in items
-    ):
-        raise UsageError(f"{option}: expected positive integers separated by commas, got '{text}'")
-    return list(dict.fromkeys(int(item) for item in items))
+    """'1024,4k' -> [1024, 4096]: positive whole numbers, k and M binary as for sequence lengths (units)."""
+    from tfcost.units import parse_length
+
+    try:
+        values = [parse_length(item) for item in text.split(",")]
+    except ValueError:
+        expected = "expected positive integers (or 4k, 1M) separated by commas"
+        raise UsageError(f"{option}: {expected}, got '{text}'") from None
+    return list(dict.fromkeys(values))
 
 
 def geometric(low: int, high: int, points: int | None) -> list[int]:
@@ -226,6 +227,7 @@ class SweepReport:
     series: list[Series]
     crossovers: list[Crossover]
     models: list[str]
+    contexts: list[int] = field(default_factory=list)  # each model's own context (max_seq_len), in models' order
 
     def units(self) -> dict[str, Unit]:
         return {name: METRICS[name].unit for name in self.metrics}
@@ -270,6 +272,7 @@ def sweep(
         series=series,
         crossovers=found,
         models=[shape.name for shape in shapes],
+        contexts=[shape.max_seq_len for shape in shapes],
     )
 
 
@@ -277,3 +280,9 @@ def spans_decades(values: Sequence[float]) -> bool:
     """Whether a chart axis should be logarithmic: positive values spanning at least a factor of 10."""
     positive = [v for v in values if v > 0]
     return bool(positive) and len(positive) == len(values) and max(positive) >= 10 * min(positive)
+
+
+def past_context(report: SweepReport, model: str) -> list[bool]:
+    """For each swept T, whether it passes the model's own context (the region tables and charts mark)."""
+    context = dict(zip(report.models, report.contexts, strict=True)).get(model)
+    return [context is not None and t > context for t in report.seq_lens]

@@ -194,9 +194,9 @@ def engine_model(
         return None
     path = config_path(model, config)
     if model is not None and config is None and names_hub_model(model):
-        from tfcost.readers.hub import fetch_config
+        from tfcost.readers.presets import fetch_hub_config
 
-        fetched = fetch_config(model, revision)
+        fetched = fetch_hub_config(model, revision)
         source = f"{fetched.described(revision)}, built by transformers"
         found = EngineModel(fetched.config, model.rsplit("/", 1)[-1], source)
     elif path is not None:
@@ -288,6 +288,7 @@ def check(model: str | None, config: str | None, workload: Workload, revision: s
     """`tfcost check`: the analytic estimate and the transformers engine's, for the same config (a file's, a Hub
     id's or a preset's, as `engine_model` finds it), side by side (of a multimodal config, the language model both
     price)."""
+    from tfcost.core import memory
     from tfcost.engines.report import check_report
     from tfcost.readers.presets import resolve_model
     from tfcost.reports.estimate import estimate
@@ -297,7 +298,15 @@ def check(model: str | None, config: str | None, workload: Workload, revision: s
     found = engine_model(model, config, (), "transformers", revision)
     assert found is not None  # the transformers engine, asked for, always answers
     language = EngineModel(language_model(found.data), shape.name, shape.source)
-    return check_report(estimate(shape, workload), transformers_estimate(language, workload))
+    t, b, dtype = workload.seq_len, workload.batch, workload.dtype
+    # A compressed-attention cache (DeepSeek-V4's own cache class) is compared on what it holds at T, as its truth
+    # test pins; a plain sliding layer on what transformers holds between steps.
+    held = (
+        memory.kv_cache_held_between_steps_bytes(shape, t, b, dtype) + memory.state_bytes(shape, b, dtype)
+        if memory.sliding_windows_full(shape, t) and not memory.cache_steps(shape)
+        else None
+    )
+    return check_report(estimate(shape, workload), transformers_estimate(language, workload), held)
 
 
 def train_report(

@@ -110,10 +110,18 @@ HELD = "kv_cache.held_bytes"
 HELD_LABEL = "KV cache and state held after T tokens (the cache steps every few tokens: no per-token split)"
 
 
-def check_report(analytic: Estimate, engine: EngineEstimate) -> CheckReport:
+# Past a sliding window the cache stops growing: the engine, which takes the growth from T to T + 1 as the per-token
+# part, then calls it all fixed state. Both are compared on what is held between steps, where a sliding layer keeps
+# W - 1 keys (memory.kv_cache_held_between_steps_bytes says why, with transformers' source).
+WINDOW_LABEL = "KV cache and state held between steps (a sliding window full: W - 1 keys per sliding layer)"
+
+
+def check_report(analytic: Estimate, engine: EngineEstimate, held_between_steps: int | None = None) -> CheckReport:
     """Each shared quantity from both engines, with transformers' value minus tfcost's; for a stepped cache, the
-    bytes held after T tokens in place of the per-token split."""
-    stepped = analytic.kv_cache.bytes_per_token is None
+    bytes held after T tokens in place of the per-token split; past a sliding window (`held_between_steps`, the
+    analytic bytes held between steps), those bytes against the cache transformers returns."""
+    windowed = held_between_steps is not None
+    stepped = analytic.kv_cache.bytes_per_token is None or windowed
     rows = []
     for key in CHECKED:
         if stepped and key.startswith("kv_cache."):
@@ -130,11 +138,15 @@ def check_report(analytic: Estimate, engine: EngineEstimate) -> CheckReport:
                      difference=real - mine)
         )  # fmt: skip
     if stepped:
-        mine = analytic.kv_cache.bytes + analytic.kv_cache.state_bytes
+        mine = (
+            held_between_steps
+            if held_between_steps is not None
+            else analytic.kv_cache.bytes + (analytic.kv_cache.state_bytes)
+        )
         real = engine.kv_cache.bytes + engine.kv_cache.state_bytes
         rows.append(
-            CheckRow(quantity=HELD, label=HELD_LABEL, unit="bytes", analytic=mine, transformers=real,
-                     difference=real - mine)
+            CheckRow(quantity=HELD, label=WINDOW_LABEL if windowed else HELD_LABEL, unit="bytes", analytic=mine,
+                     transformers=real, difference=real - mine)
         )  # fmt: skip
     return CheckReport(
         model=analytic.model,

@@ -41,7 +41,7 @@ CONFIG = "config.json"
 INDEX = "model.safetensors.index.json"
 MAX_CONFIG_BYTES = 1 << 20  # as for a local config.json (readers.files.MAX_PRESET_BYTES): no config comes near it
 DEADLINE_S = 30.0  # everything one command fetches from the Hub; TFCOST_HUB_TIMEOUT changes it
-CONNECT_TIMEOUT_S = 10.0  # a host that does not accept the connection in this time is unreachable
+CONNECT_TIMEOUT_S = 3.0  # a host that does not accept the connection in this time is unreachable: one short try
 MAX_REDIRECTS = 5
 COMMIT = re.compile(r"^[0-9a-f]{40}$")
 ETAG = re.compile(r"^[0-9a-fA-F]{8,128}$")  # git's sha1 or LFS's sha256 on the real Hub: hex, nothing else
@@ -66,6 +66,32 @@ def redact(text: str) -> str:
 def hub_error(message: str) -> TfcostError:
     """The one error type every failure here becomes, its message redacted."""
     return TfcostError(redact(message))
+
+
+class HubUnreachable(TfcostError):
+    """The Hub cannot be reached (offline, or HF_HUB_OFFLINE=1) and the file is not cached: what happened, then
+    what to do, to which the reader adds the preset of the same model, where there is one (with_preset)."""
+
+    REMEDY = "give a local config.json with --config PATH, or fetch it once online (HF_HUB_OFFLINE=1 skips the wait)"
+
+    def __init__(self, problem: str) -> None:
+        self.problem = redact(problem)
+        super().__init__(f"{self.problem}; {self.REMEDY}")
+
+    def with_preset(self, preset: str) -> str:
+        return f"{self.problem}; the preset '{preset}' is the same model and needs no network; or {self.REMEDY}"
+
+
+def cache_state(repo_id: str, filename: str) -> str:
+    """What the cache holds of this model, and where it is, for the offline line."""
+    cache = hub_settings().HF_HUB_CACHE
+    folder = Path(cache) / f"models--{repo_id.replace('/', '--')}"
+    held = "it holds other files of this model" if folder.is_dir() else "it holds nothing of this model"
+    return f"{filename} is not in the Hugging Face cache ({cache}: {held})"
+
+
+def offline_error(repo_id: str, filename: str, at: str, why: str) -> HubUnreachable:
+    return HubUnreachable(f"{repo_id}{at}: {why}, and {cache_state(repo_id, filename)}")
 
 
 @dataclass
@@ -321,8 +347,14 @@ def bounded_get(url: str, limit: int, deadline: Deadline, what: str, headers: di
         try:
             client.request("GET", target or "/", headers=sent)
             sock = client.sock  # the response keeps it after the connection lets go of it (Connection: close)
-            sock.settimeout(deadline.left(endpoint))
-            answer = client.getresponse()
+            waited = min(CONNECT_TIMEOUT_S, deadline.left(endpoint))
+            sock.settimeout(waited)
+            try:
+                answer = client.getresponse()
+            except TimeoutError:  # accepted and silent: a broken proxy or no route past it, not a slow body
+                if waited < CONNECT_TIMEOUT_S:
+                    raise
+                raise HubUnreachable(f"the Hub ({endpoint}) cannot be reached (no answer in {waited:g} s)") from None
             found = {name.lower(): value for name, value in answer.getheaders()}
             if answer.status in (301, 302, 303, 307, 308) and "location" in found:
                 url = urljoin(url, found["location"])
@@ -336,19 +368,17 @@ def bounded_get(url: str, limit: int, deadline: Deadline, what: str, headers: di
         except ssl.SSLError as error:
             raise hub_error(f"the Hugging Face Hub ({endpoint}): TLS failed: {error.reason or 'handshake'}") from None
         except (OSError, HTTPException) as error:
-            raise unreachable(what, endpoint, error) from None
+            raise unreachable(endpoint, error) from None
         finally:
             client.close()
     raise hub_error(f"{what}: the Hub ({endpoint}) redirected more than {MAX_REDIRECTS} times")
 
 
-def unreachable(what: str, endpoint: str, error: BaseException) -> TfcostError:
-    """A connection that failed (refused, no route, no name, reset): the Hub cannot be reached."""
+def unreachable(endpoint: str, error: BaseException) -> HubUnreachable:
+    """A connection that failed (refused, no route, no name, reset, not accepted in CONNECT_TIMEOUT_S): the Hub
+    cannot be reached; fetch_file adds what the cache holds."""
     reason = getattr(error, "strerror", None) or type(error).__name__
-    return hub_error(
-        f"{what} is not in the Hugging Face cache and the Hub ({endpoint}) cannot be reached ({reason}); "
-        "download it once online"
-    )
+    return HubUnreachable(f"the Hub ({endpoint}) cannot be reached ({reason})")
 
 
 def refuse_status(response: Response, repo_id: str, filename: str, revision: str | None) -> None:
@@ -396,12 +426,12 @@ def fetch_file(repo_id: str, filename: str, revision: str | None, deadline: Dead
         return Fetched(read_cached(path, repo_id, filename), commit)
     at = f" at revision '{revision}'" if revision else ""
     if settings.HF_HUB_OFFLINE:
-        raise hub_error(
-            f"{repo_id}{at}: {filename} is not in the Hugging Face cache and the Hub cannot be reached "
-            "(offline: HF_HUB_OFFLINE=1, or no network); download it once online"
-        )
+        raise offline_error(repo_id, filename, at, "offline (HF_HUB_OFFLINE=1 is set)")
     url = hf_hub_url(repo_id, filename, revision=revision, endpoint=settings.ENDPOINT)
-    response = bounded_get(url, MAX_CONFIG_BYTES, deadline, f"{repo_id}{at}: {filename}")
+    try:
+        response = bounded_get(url, MAX_CONFIG_BYTES, deadline, f"{repo_id}{at}: {filename}")
+    except HubUnreachable as error:
+        raise offline_error(repo_id, filename, at, error.problem) from None
     refuse_status(response, repo_id, filename, revision)
     commit = response.headers.get("x-repo-commit", "").strip()
     if not COMMIT.match(commit):

@@ -19,6 +19,7 @@ from tfcost.schema import GpuSpec, ModelShape
 
 if TYPE_CHECKING:
     from tfcost.readers.hf_config import ConfigReading
+    from tfcost.readers.hub import HubConfig
     from tfcost.readers.safetensors import StoredFiles
 
 
@@ -68,12 +69,46 @@ def config_mapping(path: Path) -> dict[str, Any]:
     return config_reading(path).mapping
 
 
+def normalized(name: str) -> str:
+    """A name without case or punctuation: Qwen3-8B, qwen3_8b and qwen3-8b are one."""
+    return "".join(char for char in name.lower() if char.isalnum())
+
+
+def preset_for_hub_id(repo_id: str) -> str | None:
+    """The shipped preset of the same model as a Hub id: the one whose source names `Hugging Face owner/name`,
+    else the one whose name is the id's name (Qwen/Qwen3-8B -> qwen3-8b). Read as text: this runs only on an
+    error path and need not validate sixty presets."""
+    import re
+
+    wanted = repo_id.lower()
+    paths = model_preset_paths()
+    for name, path in paths.items():
+        text = path.read_text(encoding="utf-8", errors="replace")
+        source = re.search(r"^source:(.*)$", text, re.MULTILINE)
+        if source and re.search(rf"(?<![\w./-]){re.escape(wanted)}(?![\w/-])", source.group(1).lower()):
+            return name
+    by_name = {normalized(name): name for name in paths}
+    return by_name.get(normalized(repo_id.rsplit("/", 1)[-1]))
+
+
+def fetch_hub_config(repo_id: str, revision: str | None) -> HubConfig:
+    """tfcost.readers.hub.fetch_config, whose offline line also names the shipped preset of the same model."""
+    from tfcost.readers.hub import HubUnreachable, fetch_config
+
+    try:
+        return fetch_config(repo_id, revision)
+    except HubUnreachable as error:
+        preset = preset_for_hub_id(repo_id)
+        if preset is None:
+            raise
+        raise TfcostError(error.with_preset(preset)) from None
+
+
 def hub_reading(repo_id: str, revision: str | None, strict: bool, lenient: bool) -> ConfigReading:
     """The config.json of a Hub model (tfcost.readers.hub fetches it), read as a preset mapping."""
     from tfcost.readers.hf_config import read_config
-    from tfcost.readers.hub import fetch_config
 
-    fetched = fetch_config(repo_id, revision)
+    fetched = fetch_hub_config(repo_id, revision)
     try:
         reading = read_config(fetched.config, strict=strict, lenient=lenient)
     except TfcostError as error:
@@ -159,8 +194,11 @@ def model_mapping(
         path = Path(reference)
         return read_yaml_mapping(path), str(path), path.stem
     known = model_preset_paths()
+    if reference not in known:  # names are case-insensitive: Llama-3-8B is llama-3-8b
+        folded = {name.lower(): name for name in known}
+        reference = folded.get(reference.lower(), reference)
     if reference not in known:
-        close = difflib.get_close_matches(reference, known, n=4, cutoff=0.5)
+        close = difflib.get_close_matches(reference.lower(), known, n=4, cutoff=0.5)
         hint = f"; did you mean {', '.join(close)}?" if close else "; `tfcost list` shows them all"
         raise TfcostError(f"unknown preset '{reference}'{hint}")
     return read_yaml_mapping(known[reference]), str(known[reference]), reference
@@ -188,6 +226,19 @@ def parse_override(text: str) -> tuple[list[str], Any]:
         return parts, safe_load(raw)
     except (yaml.YAMLError, *CONSTRUCTOR_ERRORS, RecursionError):
         raise UsageError(f"--set {key.strip()}: cannot read the value '{raw}'") from None
+
+
+def split_column(reference: str) -> tuple[str, list[str]]:
+    """`compare`'s per-column overrides: 'llama-3-8b:n_kv_heads=32,bias.qkv=true' -> ('llama-3-8b',
+    ['n_kv_heads=32', 'bias.qkv=true']). A name with no ':KEY=' part (or a file of that very name) is taken whole;
+    a comma starts a new override only before another KEY=, so a list value ([0, 2]) keeps its commas."""
+    import re
+
+    found = re.search(r":(?=[A-Za-z_][\w.]*=)", reference)
+    if found is None or path_exists(reference):
+        return reference, []
+    model, rest = reference[: found.start()], reference[found.end() :]
+    return model, [part.strip() for part in re.split(r",(?=\s*[A-Za-z_][\w.]*=)", rest)]
 
 
 def apply_overrides(mapping: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
@@ -293,12 +344,34 @@ def all_gpus() -> list[GpuSpec]:
         raise TfcostError(f"{path}: {describe_validation_error(error)}") from None
 
 
+# What people call a GPU when they name no variant, mapped to the table's row: an H100 in a training cluster is
+# the SXM part (the PCIe card says so), the A100 most rented is the 80 GB one; consumer cards without 'rtx'.
+GPU_ALIASES = {
+    "h100": "h100-sxm",
+    "a100": "a100-80gb",
+    "4090": "rtx-4090",
+    "3090": "rtx-3090",
+    "5090": "rtx-5090",
+    "a6000": "rtx-a6000",
+}
+
+
 def load_gpu(name: str) -> GpuSpec:
-    """A GPU by its table name (`h100-sxm`), case-insensitive, or one line listing the close names."""
+    """A GPU by its table name (`h100-sxm`), case- and punctuation-insensitive (`H100 SXM`), or an alias
+    (`h100`, said in a note on stderr), or one line listing the close names."""
+    import sys
+
     gpus = {gpu.name: gpu for gpu in all_gpus()}
     key = name.strip().lower()
     if key in gpus:
         return gpus[key]
+    by_normalized = {normalized(table_name): table_name for table_name in gpus}
+    if normalized(key) in by_normalized:
+        return gpus[by_normalized[normalized(key)]]
+    alias = GPU_ALIASES.get(normalized(key).removeprefix("nvidia"))
+    if alias is not None:
+        sys.stderr.write(f"tfcost: note: --gpu {name.strip()} is taken as {alias} (`tfcost gpus` lists the others)\n")
+        return gpus[alias]
     close = difflib.get_close_matches(key, gpus, n=4, cutoff=0.4)
     hint = f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(gpus)}"
     raise TfcostError(f"unknown GPU '{name}'; {hint}")

@@ -213,5 +213,13 @@ def suggestion_line(suggestion: Suggestion, what: str) -> str:
 
 
 def print_suggestion(suggestion: Suggestion | None, what: str) -> None:
+    """The nearest layout that fits, under the table, wrapped to the terminal like the table's notes."""
     if suggestion is not None:
-        sys.stdout.write(clean(suggestion_line(suggestion, what)) + "\n")
+        import textwrap
+
+        from tfcost.render.tables import terminal_width
+
+        line, width = clean(suggestion_line(suggestion, what)), terminal_width()
+        if width is not None and width > 0:  # a file or a pipe keeps the line whole
+            line = "\n".join(textwrap.wrap(line, width, break_on_hyphens=False, break_long_words=False))
+        sys.stdout.write(line + "\n")

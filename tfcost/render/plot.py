@@ -84,11 +84,29 @@ def panels(report: SweepReport) -> Iterator[Panel]:
         )
 
 
+def binary_ticks(low: float, high: float, log: bool, count: int) -> list[float]:
+    """Byte ticks a binary (IEC) label names exactly: powers of two on a log axis, multiples of a power of two on a
+    linear one, at most about `count` of them. (Decimal decades labelled in IEC read 9.54 MiB for 10^7 bytes.)"""
+    import math
+
+    if log:
+        first, last = math.ceil(math.log2(low)), math.floor(math.log2(high))
+        stride = max(1, math.ceil((last - first + 1) / count))
+        return [2.0**exponent for exponent in range(first, last + 1, stride)]
+    step = 2.0 ** math.ceil(math.log2((high - low) / max(count - 1, 1)))
+    return [step * k for k in range(math.ceil(low / step), math.floor(high / step) + 1)]
+
+
 def ticks(values: list[float], log: bool, unit: str, count: int = 5) -> tuple[list[float], list[str]]:
-    """Tick positions across the values' range (equal ratios on a log axis), labelled in the metric's unit."""
+    """Tick positions across the values' range (equal ratios on a log axis), labelled in the metric's unit; bytes
+    at binary positions, so that their IEC labels are round (binary_ticks)."""
     low, high = min(values), max(values)
     if high <= low:
         return [low], [human(low, unit)]  # type: ignore[arg-type]
+    if unit == "bytes" and (low > 0 or not log) and low >= 0:
+        positions = binary_ticks(low, high, log, count)
+        if len(positions) >= 2:
+            return positions, [human(p, unit) for p in positions]  # type: ignore[arg-type]
     if log:
         positions = [low * (high / low) ** (i / (count - 1)) for i in range(count)]
     else:
@@ -99,6 +117,16 @@ def ticks(values: list[float], log: bool, unit: str, count: int = 5) -> tuple[li
 def printable(text: str) -> str:
     """A model name as the terminal chart shows it (tfcost.render.safe_text.terminal)."""
     return safe_text.terminal(text)
+
+
+def contexts_in_range(report: SweepReport) -> list[tuple[str, int]]:
+    """(model, its own context) for each model whose context falls inside the swept range: the region right of it
+    is past the context, priced as asked but not what the model was built for."""
+    return [
+        (model, context)
+        for model, context in zip(report.models, report.contexts, strict=True)
+        if report.seq_lens[0] <= context < report.seq_lens[-1]
+    ]
 
 
 def crossover_note(c: Crossover) -> str:
@@ -142,6 +170,9 @@ def terminal(report: SweepReport, width: int | None = None, height: int = 22, co
                 marks.append(f"| {printable(line.label)}: crossover at T = {c.seq_len:,} (the vertical line)")
                 if METRICS[panel.metric].reference and min(everything) <= c.level <= max(everything):
                     plt.hline(c.level)
+        for model, context in contexts_in_range(report):
+            plt.vline(context)
+            marks.append(f"| {printable(model)}: context {context:,} (vertical line; past it to the right)")
         step = max(1, (len(report.seq_lens) - 1) // 5)  # ticks at swept values: round ones, for doubling steps
         xt = [float(t) for t in report.seq_lens[::step]]
         plt.xticks(xt, [f"{round(x):,}" for x in xt])
@@ -159,7 +190,7 @@ def figure(report: SweepReport) -> Any:
     matplotlib = need("matplotlib")
     matplotlib.use("Agg")  # files only: no display needed
     pyplot = need("matplotlib.pyplot")
-    from matplotlib.ticker import FuncFormatter
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
     charts = list(panels(report))
     fig, axes = pyplot.subplots(len(charts), 1, figsize=(7, 3.6 * len(charts)), squeeze=False)
@@ -183,12 +214,23 @@ def figure(report: SweepReport) -> Any:
                 fontsize=7,
                 color=drawn.get_color(),
             )
+        for model, context in contexts_in_range(report):
+            ax.axvspan(context, report.seq_lens[-1], color="grey", alpha=0.08, linewidth=0)
+            ax.annotate(
+                f"past {model}'s context ({context:,})", (context, 0.97), xycoords=("data", "axes fraction"),
+                xytext=(4, 0), textcoords="offset points", fontsize=7, va="top", color="grey",
+            )  # fmt: skip
         if panel.log_x:
             ax.set_xscale("log")
         if panel.log_y:
             ax.set_yscale("log")
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _, unit=unit: human(v, unit)))
+        if unit == "bytes":  # matplotlib's decimal decades would read 9.54 MiB: ticks where IEC labels are round
+            values = [v for line in panel.lines for v in line.values if v > 0]
+            if values:
+                ax.yaxis.set_major_locator(FixedLocator(ticks(values, panel.log_y, unit, count=6)[0]))
+                ax.yaxis.set_minor_locator(NullLocator())
         ax.set_xlabel(X_LABEL)
         ax.set_ylabel(panel.y_label, fontsize=8)
         crossed = METRICS[panel.metric].crossover

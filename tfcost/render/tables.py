@@ -13,6 +13,7 @@ import io
 import math
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
@@ -150,30 +151,87 @@ def new_table(markdown: bool, **options: Any) -> Any:
     return Table(**options)
 
 
+def terminal_width() -> int | None:
+    """The width tables must fit: COLUMNS when set (as rich and the shell set it), else the terminal's; None when
+    standard output is no terminal and COLUMNS is unset (a file or a pipe: tables at their natural width)."""
+    import os
+    import shutil
+
+    columns = os.environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    stream = sys.stdout
+    if stream is not None and hasattr(stream, "isatty") and stream.isatty():
+        return shutil.get_terminal_size().columns
+    return None
+
+
+def natural_width(table: Any) -> int:
+    """The width a rich table takes when nothing limits it, measured once per table (a layout pass of its own)."""
+    known = getattr(table, "tfcost_natural_width", None)
+    if known is None:
+        known = int(console(width=1 << 16).measure(table).maximum)
+        table.tfcost_natural_width = known
+    return int(known)
+
+
+def too_wide(table: Any) -> bool:
+    """Whether a rich table is wider than the terminal it will print on (never, for a file or a pipe)."""
+    width = terminal_width()
+    return not isinstance(table, MarkdownTable) and width is not None and natural_width(table) > width
+
+
 def print_table(table: Any, *notes: str) -> None:
-    """Print a table at its natural width, wider than the terminal if need be (a crushed table wraps or crops its
-    numbers, which is worse than a long line), then each note. A Markdown table prints as text, each note a
-    paragraph."""
+    """Print a table, then each note. On a terminal (or with COLUMNS set) a table wider than it gets columns that
+    wrap (their text folded onto more lines), so that no line is longer than the terminal: the builders lay out
+    narrower forms first (fit); this is the last resort. To a file or a pipe, at its natural width. A Markdown
+    table prints as text, each note a paragraph."""
     if isinstance(table, MarkdownTable):
         sys.stdout.write(table.render() + "".join(f"\n{markdown_text(note)}\n" for note in notes))
         return
-    # A table that does not expand is laid out at min(natural width, console width): an unbounded console gives
-    # the natural width in one layout pass, where measuring first would lay it out twice.
-    console(width=1 << 16).print(table)
-    out = console()
+    width = terminal_width()
+    if width is not None and natural_width(table) > width:
+        for column in table.columns:
+            column.no_wrap = False
+            column.overflow = "fold"
+        table.title_justify = "left"
+        console(width=width).print(table)
+    else:
+        # A table that does not expand is laid out at min(natural width, console width): an unbounded console gives
+        # the natural width in one layout pass.
+        console(width=1 << 16).print(table)
+    out = console(width=width) if width is not None else console()
     if out.width < 1:  # COLUMNS=0 would print every note as nothing
         out = console(width=1 << 16)
     for note in notes:
         out.print(note)
 
 
-def add_section(table: Any, heading: str, rows: Sequence[Sequence[str]]) -> None:
+def fit(layouts: Sequence[Callable[[], Any]]) -> Any:
+    """The first of a table's layouts (widest first) that fits the terminal, else the last, which print_table
+    wraps. Each is built only if the one before it was too wide."""
+    table = None
+    for layout in layouts:
+        table = layout()
+        if not too_wide(table):
+            return table
+    return table
+
+
+def add_section(table: Any, heading: str, rows: Sequence[Sequence[str]], rowwise: bool = False) -> None:
     """A bold heading over `rows`, added as ONE table row whose cells hold a line per quantity.
 
     rich's cost is per cell, so a row per quantity made a 13-model comparison spend 80 ms in rendering; stacked
     lines look the same and take a quarter of that. Columns must not wrap (no_wrap=True) so the lines stay aligned.
+    `rowwise`: a row per quantity, for a table narrowed to the terminal, whose labels may wrap.
     """
     from rich.text import Text
+
+    if rowwise and not isinstance(table, MarkdownTable):
+        table.add_row(Text(heading, style="bold"), *[""] * (len(table.columns) - 1))
+        for row in rows:
+            table.add_row(*row)
+        return
 
     first = Text(heading, style="bold")
     first.append("".join(f"\n{row[0]}" for row in rows))
@@ -223,7 +281,7 @@ def print_explain(result: BaseModel, markdown: bool = False) -> None:
     if markdown:
         sys.stdout.write("\n**Working** (`--explain`)\n\n" + "".join(f"- `{text}`\n" for text in lines))
         return
-    out = console(width=1 << 16)
+    out = console(width=1 << 16)  # whole lines: a working is copied and searched as one line
     out.print("Working (--explain):")
     for text in lines:
         out.print(f"  {text}")
@@ -300,14 +358,8 @@ def compare_table(
     """Models as columns. The per-part breakdowns are left out unless asked for: with many models they are
     most of the table and little of the comparison."""
     results = neutral(list(results))
-    table = new_table(markdown, title=workload_caption(results[0]), title_justify="left")
-    table.add_column("quantity", no_wrap=True)
-    for result in results:
-        table.add_column(result.model, justify="right", no_wrap=True)
-    for section, title in SECTIONS.items():
-        if all(getattr(r, section, None) is None for r in results):  # an optional section none has (images, stored)
-            continue
-        table.add_section()
+    blocks = []  # (heading, rows of [label, a cell per model])
+    for section, heading in SECTIONS.items():
         columns = [
             {
                 key: (label, unit, value)
@@ -327,19 +379,71 @@ def compare_table(
                     _, unit, value = column[key]
                     cells.append("" if value is None else human(value, unit))
             rows.append([label, *cells])
-        add_section(table, title, rows)
+        if rows:  # an optional section none of the models has (images, stored bytes) is left out
+            blocks.append((heading, rows))
+
+    def layout(chosen: Sequence[int], rowwise: bool) -> Any:
+        """The table of the models at indices `chosen`; `rowwise`: a row per quantity, its label free to wrap."""
+        table = new_table(markdown, title=workload_caption(results[0]), title_justify="left")
+        table.add_column("quantity", no_wrap=not rowwise, max_width=LABEL_WIDTH if rowwise else None)
+        for index in chosen:
+            table.add_column(results[index].model, justify="right", no_wrap=True)
+        for heading, rows in blocks:
+            table.add_section()
+            add_section(table, heading, [[row[0], *(row[1 + index] for index in chosen)] for row in rows], rowwise)
+        return table
+
+    everyone = list(range(len(results)))
     notes = [CONVENTIONS] if breakdowns else ["Per-part breakdowns: --breakdown.", CONVENTIONS]
     engines = sorted({result.model for result in results if result.engine == "transformers"})
     if engines:
         notes.append(f"Answered by the transformers engine (meta device, FlopCounterMode): {', '.join(engines)}.")
     stepped = [result for result in results if isinstance(result, Estimate) and result.kv_cache.note]
     notes += [f"{result.model}: {result.kv_cache.note}" for result in stepped]
-    print_table(table, *notes)
+    # Widths from the cells themselves (a cell's text, its padding and a rule), not from a layout of the whole
+    # table, which for 56 models took longer than the rest of the command.
+    width = None if markdown else terminal_width()
+    labels = max(len(row[0]) for _, rows in blocks for row in rows)
+    column_widths = [
+        max([len(results[index].model), *(len(row[1 + index]) for _, rows in blocks for row in rows)]) + 3
+        for index in everyone
+    ]
+    if width is None or labels + 4 + sum(column_widths) <= width:
+        print_table(layout(everyone, False), *notes)
+        return
+    if min(LABEL_WIDTH, labels) + 4 + sum(column_widths) <= width:  # every model side by side, the labels wrapped
+        print_table(layout(everyone, True), *notes)
+        return
+    # Too wide: as many tables as it takes, each holding as many models as fit; the labels whole (stacked lines,
+    # cheap to lay out) where two models fit beside them, else wrapped a row per quantity.
+    rowwise = labels + 4 + 2 * max(column_widths) > width
+    label_width = (min(LABEL_WIDTH, labels) if rowwise else labels) + 3
+    groups: list[list[int]] = [[]]
+    used = label_width + 1
+    for index in everyone:
+        if groups[-1] and used + column_widths[index] > width:
+            groups.append([])
+            used = label_width + 1
+        groups[-1].append(index)
+        used += column_widths[index]
+    for number, group in enumerate(groups, 1):
+        print_table(layout(group, rowwise), *(notes if number == len(groups) else []))
 
 
 def section_rows(section: BaseModel | None, breakdowns: bool) -> Iterator[tuple[str, str, Unit, int | None]]:
     """A section's rows, or none where a result lacks the section (the transformers engine has no score matrix)."""
     return quantity_rows(section, breakdowns=breakdowns) if section is not None else iter(())
+
+
+def models_csv(models: Sequence[ModelShape], totals: Sequence[int], actives: Sequence[int]) -> None:
+    """`tfcost list --format csv`: the table's columns, exact."""
+    models = neutral(list(models))
+    rows = [
+        {"name": model.name, "parameters": total, "active": active, "layers": model.n_layers,
+         "d_model": model.d_model, "heads": model.n_heads, "kv_heads": model.n_kv_heads, "context": model.max_seq_len}
+        for model, total, active in zip(models, totals, actives, strict=True)
+    ]  # fmt: skip
+    print_csv(rows, ["name", "parameters", "active", "layers", "d_model", "heads", "kv_heads", "context"])
 
 
 def models_table(
@@ -400,6 +504,11 @@ def exact(value: float | str) -> str:
     return f"{value:,.4f}"
 
 
+LABEL_WIDTH = 30  # a narrowed table's quantity column: labels wrap at this width to leave room for the values
+LONG_TEXT = 24  # a text value longer than this (a rate's source) is a numbered note under the table, not a cell
+EXACT_DROPPED = "Exact values: --format json or csv (the 'exact' column is left out to fit the terminal)."
+
+
 def sections_table(
     result: BaseModel,
     sections: dict[str, str],
@@ -409,25 +518,41 @@ def sections_table(
     extra: dict[str, Sequence[Sequence[str]]] | None = None,
 ) -> None:
     """A quantity/value/exact table with one block per section ("" names the result's own quantities), then any
-    `extra` blocks of ready rows, then the notes a reader needs to check it."""
-    table = new_table(markdown, title=title, title_justify="left")
-    table.add_column("quantity", no_wrap=True)
-    table.add_column("value", justify="right", no_wrap=True)
-    table.add_column("exact", justify="right", no_wrap=True)
+    `extra` blocks of ready rows, then the notes a reader needs to check it. A long text value (a source) is a
+    numbered note under the table; on a narrow terminal the exact column goes, then the labels wrap."""
+    blocks: list[tuple[str, list[list[str]]]] = []
+    sources: list[str] = []
     for attribute, heading in sections.items():
         section = getattr(result, attribute) if attribute else result
         if section is None:  # an optional section not computed (a step time when a throughput was given)
             continue
-        table.add_section()
-        rows = [
-            [label, "", ""] if value is None else [label, human(value, unit), exact(value)]
-            for _, label, unit, value in quantity_rows(section)
-        ]
-        add_section(table, heading, rows)
-    for heading, ready in (extra or {}).items():
-        table.add_section()
-        add_section(table, heading, ready)
-    print_table(table, *notes)
+        rows = []
+        for _, label, unit, value in quantity_rows(section):
+            if value is None:
+                rows.append([label, "", ""])
+            elif unit == "text" and isinstance(value, str) and len(value) > LONG_TEXT:
+                sources.append(value)
+                rows.append([label, f"[{len(sources)}]", ""])
+            else:
+                rows.append([label, human(value, unit), exact(value)])
+        blocks.append((heading, rows))
+    blocks += [(heading, [list(row) for row in ready]) for heading, ready in (extra or {}).items()]
+    numbered = [f"[{n}] {text}" for n, text in enumerate(sources, 1)]
+
+    def layout(with_exact: bool, rowwise: bool) -> Any:
+        table = new_table(markdown, title=title, title_justify="left")
+        table.add_column("quantity", no_wrap=not rowwise)
+        table.add_column("value", justify="right", no_wrap=True)
+        if with_exact:
+            table.add_column("exact", justify="right", no_wrap=True)
+        for heading, rows in blocks:
+            table.add_section()
+            add_section(table, heading, [row if with_exact else row[:2] for row in rows], rowwise)
+        return table
+
+    table = fit([partial(layout, True, False), partial(layout, False, False), partial(layout, False, True)])
+    dropped = [] if len(table.columns) == 3 else [EXACT_DROPPED]
+    print_table(table, *numbered, *notes, *dropped)
 
 
 def default(setup: BaseModel, field: str) -> Any:
@@ -461,7 +586,9 @@ def train_table(result: TrainReport, markdown: bool = False) -> None:
         [
             *train_title(result),
             f"{s.gpus:,} GPUs = {result.inputs.data_parallel:,} data-parallel x tp {s.tp} x pp {s.pp}"
-            f"{f' x cp {s.cp}' if s.cp > 1 else ''}; ZeRO-{s.zero}; {s.optimizer}, {s.precision}",
+            f"{f' x cp {s.cp}' if s.cp > 1 else ''}; ZeRO-{s.zero}{result.notes.get('zero', '')}; {s.optimizer}, "
+            f"{s.precision}",
+            f"global batch {result.inputs.global_batch:,} sequences{result.notes.get('global_batch', '')}",
             f"recompute {s.recompute}; {'sequence parallel; ' if s.sequence_parallel else ''}"
             f"{'flash attention' if s.flash else 'no flash attention'}; {result.time.throughput_from}",
         ]
@@ -526,9 +653,12 @@ def inspect_table(result: InspectReport, markdown: bool = False) -> None:
 
 
 def print_report(result: Report, output: str, table: Callable[[Report, bool], None]) -> None:
-    """A report as JSON (its --explain lines a key of it), or as its table and then its --explain lines."""
+    """A report as JSON (its --explain lines a key of it), CSV (a row per quantity), or as its table and then its
+    --explain lines."""
     if output == "json":
         print_json(result)
+    elif output == "csv":
+        report_csv(result)
     else:
         table(result, output == "markdown")
         print_explain(result, markdown=output == "markdown")
@@ -581,6 +711,26 @@ def profiles_table(found: Sequence[Any], folder: str, markdown: bool = False) ->
                 "--save-profile NAME`.")  # fmt: skip
 
 
+PROFILE_CSV_FIELDS = (
+    "name", "device_name", "dtype", "copy_bytes_per_s", "decode_matmul_bytes_per_s", "prefill_matmul_flops_per_s",
+    "tiny_kernel_us", "date",
+)  # fmt: skip
+
+
+def profiles_csv(found: Sequence[Any]) -> None:
+    """The profiles table's columns, exact (the whole profile: `tfcost profiles --format json`)."""
+    found = neutral(list(found))
+    rows = [
+        dict(zip(PROFILE_CSV_FIELDS, (
+            profile.name, profile.device_name, profile.dtype, profile.copy_bytes_per_s,
+            profile.matmul("decode").bytes_per_s, profile.matmul("prefill").flops_per_s, profile.tiny_kernel_us,
+            profile.date,
+        ), strict=True))
+        for profile in found
+    ]  # fmt: skip
+    print_csv(rows, PROFILE_CSV_FIELDS)
+
+
 # The table's numbers; --format json and csv add bytes moved, bandwidth and the roofline time.
 MEASURE_COLUMNS = [
     "median_ms",
@@ -601,9 +751,8 @@ def measured_cell(row: Measurement, name: str) -> str:
     return "-" if value is None else human(value, unit)
 
 
-def measure_table(report: MeasureReport) -> None:
+def measure_table(report: MeasureReport, markdown: bool = False) -> None:
     from rich.box import SIMPLE_HEAD
-    from rich.table import Table
 
     from tfcost.reports.measure import Measurement
 
@@ -612,7 +761,8 @@ def measure_table(report: MeasureReport) -> None:
     mask = "causal" if first.causal else "full"
     shape = f"B={first.batch}, H={first.heads} (kv {first.kv_heads}), Q={first.head_dim}, {first.dtype}, {mask}"
     where = report.device_name + (f" [{report.gpu}]" if report.gpu else "")
-    table = Table(
+    table = new_table(
+        markdown,
         title=f"{report.model or 'attention'}: {shape} on {where}",
         title_justify="left",
         box=SIMPLE_HEAD,
@@ -652,22 +802,183 @@ def measure_table(report: MeasureReport) -> None:
     )
 
 
-def print_csv(rows: Sequence[dict[str, Any]]) -> None:
-    """One header line, then a line per row; null is an empty cell, booleans are JSON's true and false."""
-
-    writer = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]), lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({key: csv_value(value) for key, value in row.items()})
-
-
-def csv_value(value: Any) -> Any:
-    """A cell: booleans as JSON's, text through safe_text.csv_cell (no formula a spreadsheet would run)."""
-    import json
+def csv_cell(value: Any) -> Any:
+    """A CSV cell: text through safe_text.csv_cell (no formula a spreadsheet would run); booleans are JSON's true
+    and false; numbers as they are (a negative number is a number, not a formula)."""
+    import json  # the JSON and CSV paths only: a table need not import it
 
     if isinstance(value, bool):
         return json.dumps(value)
+    if isinstance(value, list | tuple):  # a GPU's device-name patterns: one cell, the items apart
+        value = "; ".join(str(item) for item in value)
     return safe_text.csv_cell(value) if isinstance(value, str) else value
+
+
+def warn_noisy(report: MeasureReport) -> None:
+    """A `tfcost: warning:` line on stderr when the repeats of some measurement spread too wide to trust."""
+    from tfcost.reports.measure import NOISY_SPREAD, noisiest
+
+    found = noisiest(report)
+    if found is None:
+        return
+    row, value = found
+    where = f"T={row.seq:,} ({row.backend}, {row.direction})"
+    sys.stderr.write(
+        f"tfcost: warning: timings are noisy: p90/p10 = {value:.1f}x at {where}, above {NOISY_SPREAD}x; this "
+        "machine is too busy for the medians (and the ratios) to be trusted: stop other work, or raise --repeats\n"
+    )
+
+
+def roofline_rows(profile: dict[str, Any]) -> list[tuple[str, str, str, Any]]:
+    """(part, item, quantity, value) of a --roofline profile: the machine's rates, each matmul and attention run."""
+    rows: list[tuple[str, str, str, Any]] = [
+        ("roofline", "device", "device_name", profile["device_name"]),
+        ("roofline", "device", "memory_bytes", profile["memory_bytes"]),
+        ("roofline", "copy", "bytes_per_s", profile["copy_bytes_per_s"]),
+        ("roofline", "tiny kernel", "us", profile["tiny_kernel_us"]),
+        ("roofline", "tiny matmul", "us", profile["tiny_matmul_us"]),
+        ("roofline", "kernels per layer", "count", profile["kernels_per_layer"]),
+    ]
+    for run in profile["matmuls"]:
+        item = f"matmul {run['kind']} {run['m']}x{run['k']}x{run['n']} x{run['count']} {run['dtype']}"
+        rows += [("roofline", item, key, run[key]) for key in ("median_ms", "flops_per_s", "bytes_per_s")]
+    for run in profile["attentions"]:
+        item = f"attention H={run['heads']} T={run['seq']} Q={run['head_dim']} {run['dtype']}"
+        rows += [("roofline", item, key, run[key]) for key in ("median_ms", "flops_per_s")]
+    return rows
+
+
+def step_rows(step: dict[str, Any]) -> list[tuple[str, str, str, Any]]:
+    """(part, item, quantity, value) of a --step report: each phase's measured, bound and expected times."""
+    return [
+        ("step", phase, key, step[phase][key])
+        for phase in ("prefill", "decode")
+        for key in ("measured_ms", "bound_ms", "expected_ms", "expected_over_measured")
+    ]
+
+
+MACHINE_CSV_FIELDS = ("part", "item", "quantity", "value")
+
+
+def print_machine(payload: dict[str, Any], output: str) -> None:
+    """measure --roofline/--step in the format asked: JSON as before; CSV a row per measured quantity; a table
+    (or Markdown) per part."""
+    if output == "json":
+        print_plain_json(payload)
+        return
+    payload = neutral(payload)
+    rows = roofline_rows(payload["roofline"]) if "roofline" in payload else []
+    rows += step_rows(payload["step"]) if "step" in payload else []
+    if output == "csv":
+        print_csv([dict(zip(MACHINE_CSV_FIELDS, row, strict=True)) for row in rows], MACHINE_CSV_FIELDS)
+        return
+    markdown = output == "markdown"
+    if "roofline" in payload:
+        profile = payload["roofline"]
+        title = f"Roofline of {profile['device_name']} ({profile['dtype']})"
+        table = new_table(markdown, title=title, title_justify="left")
+        for name in ("run", "median ms", "compute", "bandwidth"):
+            table.add_column(name, justify="left" if name == "run" else "right")
+        table.add_row("copy (read + write)", "", "", human(profile["copy_bytes_per_s"], "bytes_per_s"))
+        table.add_row(f"tiny kernel: {human(profile['tiny_kernel_us'], 'count')} us each", "", "", "")
+        for run in profile["matmuls"]:
+            table.add_row(
+                f"matmul {run['kind']} {run['m']}x{run['k']}x{run['n']} x{run['count']} {run['dtype']}",
+                human(run["median_ms"], "kernel_ms"),
+                human(run["flops_per_s"], "flops_per_s"),
+                human(run["bytes_per_s"], "bytes_per_s"),
+            )
+        for run in profile["attentions"]:
+            table.add_row(
+                f"attention H={run['heads']} T={run['seq']:,} Q={run['head_dim']} {run['dtype']}",
+                human(run["median_ms"], "kernel_ms"),
+                human(run["flops_per_s"], "flops_per_s"),
+                "",
+            )
+        print_table(table, f"torch {profile['torch_version']}; every run's exact figures: --format json or csv.")
+    if "step" in payload:
+        step = payload["step"]
+        title = f"{step['model']}: a real step on {step['device_name']}"
+        table = new_table(markdown, title=title, title_justify="left")
+        for name in ("phase", "measured ms", "bound ms", "expected ms", "expected / measured"):
+            table.add_column(name, justify="left" if name == "phase" else "right")
+        for phase in ("prefill", "decode"):
+            times = step[phase]
+            table.add_row(
+                phase,
+                *(human(times[key], "kernel_ms") for key in ("measured_ms", "bound_ms", "expected_ms")),
+                human(times["expected_over_measured"], "ratio"),
+            )
+        print_table(table, *step["notes"], f"Timing: {step['timing']}. Profile: {step['profile']}.")
+    if "saved" in payload:
+        sys.stdout.write(f"\nSaved the profile to {payload['saved']}\n")
+
+
+def print_csv(rows: Sequence[dict[str, Any]], fields: Sequence[str] | None = None) -> None:
+    """One header line, then a line per row; null is an empty cell, booleans are JSON's true and false."""
+    if not rows and fields is None:
+        return
+    names = list(fields or rows[0])
+    writer = csv.writer(sys.stdout, lineterminator="\n")
+    writer.writerow([csv_cell(name) for name in names])  # a column may be named after a model from a file
+    writer.writerows([csv_cell(row.get(name)) for name in names] for row in rows)
+
+
+def report_rows(result: BaseModel, prefix: str = "") -> Iterator[tuple[str, str, Unit, Any]]:
+    """(key, label, unit, value) of every quantity of a report, however deeply its sections nest: the rows of its
+    CSV, keyed as in its JSON (flops.forward_per_sequence; a breakdown's items as flops.forward.attention)."""
+    for name, field in type(result).model_fields.items():
+        value = getattr(result, name)
+        extra = field.json_schema_extra
+        if isinstance(extra, dict) and "unit" in extra:
+            unit: Unit = extra["unit"]  # type: ignore[assignment]
+            if value is None:
+                continue
+            if isinstance(value, dict):
+                for item, amount in value.items():
+                    yield f"{prefix}{name}.{item}", f"{field.description}: {item}", unit, amount
+            else:
+                yield f"{prefix}{name}", field.description or name, unit, value
+        elif isinstance(value, BaseModel):
+            yield from report_rows(value, f"{prefix}{name}.")
+
+
+REPORT_CSV_FIELDS = ("model", "quantity", "label", "unit", "value")
+
+
+def report_csv(result: BaseModel) -> None:
+    """A report as CSV: a row per quantity, exact values, each row naming the model so a saved file stands alone.
+    A check report: a row per compared quantity, both engines' values and the difference."""
+    result = neutral(result)
+    model = getattr(result, "model", "")
+    rows_of_check = getattr(result, "rows", None)
+    if rows_of_check is not None:
+        print_csv([{"model": model, **row.model_dump(mode="json")} for row in rows_of_check])
+        return
+    print_csv(
+        [
+            dict(zip(REPORT_CSV_FIELDS, (model, key, label, unit, value), strict=True))
+            for key, label, unit, value in report_rows(result)
+        ],
+        REPORT_CSV_FIELDS,
+    )
+
+
+def compare_csv(results: Sequence[Estimate | EngineEstimate]) -> None:
+    """compare as CSV: a row per quantity, a column of exact values per model ('' where a model lacks it)."""
+    results = neutral(list(results))
+    columns = [{key: (label, unit, value) for key, label, unit, value in report_rows(r)} for r in results]
+    keys = list(dict.fromkeys(key for column in columns for key in column))
+    names = [r.model for r in results]
+    header = ["quantity", "label", "unit", *names]
+    if len(set(names)) < len(names):  # the same model twice (a --set variant keeps its name only with name=)
+        header = ["quantity", "label", "unit", *(f"{name} [{n}]" for n, name in enumerate(names, 1))]
+    rows = []
+    for key in keys:
+        label, unit, _ = next(column[key] for column in columns if key in column)
+        values = [column[key][2] if key in column else "" for column in columns]
+        rows.append(dict(zip(header, [key, label, unit, *values], strict=True)))
+    print_csv(rows, header)
 
 
 def measure_csv(report: MeasureReport) -> None:
@@ -751,6 +1062,15 @@ def print_note(note: str) -> None:
     sys.stderr.write(f"tfcost: note: {clean(note)}\n")
 
 
+def print_context_warning(report: BaseModel) -> None:
+    """A `tfcost: warning:` line on stderr when the tokens asked for pass the model's own context (the report's
+    context_warning). Never a refusal: the figures are for the length asked, which is how one prices a context
+    extension; the warning says the model was not built for it."""
+    warning = getattr(report, "context_warning", None)
+    if warning:
+        sys.stderr.write(f"tfcost: warning: {clean(getattr(report, 'model', ''))}: {clean(warning)}\n")
+
+
 def print_checkpoint_check(report: SourceNotes) -> None:
     """A Hub checkpoint's stored bytes beside tfcost's figure for the same weights, on stderr."""
     if report.checkpoint_bytes is None or report.checkpoint_bytes_estimate is None:
@@ -797,12 +1117,34 @@ def crossover_line(c: Crossover) -> str:
     return f"{c.model}: {c.label} at T = {value} (rounded down; {crossing})."
 
 
+PAST_CONTEXT_MARK = "*"
+
+
+def context_note(report: SweepReport) -> list[str]:
+    """The note under a sweep's table or chart naming the models swept past their own context, if any."""
+    from tfcost.costs.sweep import past_context
+
+    past = [
+        f"{model} ({context:,})"
+        for model, context in zip(report.models, report.contexts, strict=True)
+        if any(past_context(report, model))
+    ]
+    if not past:
+        return []
+    return [
+        f"{PAST_CONTEXT_MARK} past the model's own context: {', '.join(past)}; priced as asked, "
+        "but the model was not built for it."
+    ]
+
+
 def sweep_table(report: SweepReport, markdown: bool = False) -> None:
-    """A table per metric: T down the side, a column per model (and batch, where the metric depends on it)."""
-    from tfcost.costs.sweep import METRICS
+    """A table per metric: T down the side, a column per model (and batch, where the metric depends on it); a value
+    at a T past that model's context is marked."""
+    from tfcost.costs.sweep import METRICS, past_context
 
     report = neutral(report)
     several_batches = len(report.batches) > 1
+    marks = {model: past_context(report, model) for model in report.models}
     for metric in report.metrics:
         spec = METRICS[metric]
         series = [s for s in report.series if s.metric == metric]
@@ -812,9 +1154,13 @@ def sweep_table(report: SweepReport, markdown: bool = False) -> None:
             name = f"{s.model} B={s.batch}" if spec.per_batch and several_batches else s.model
             table.add_column(name, justify="right", no_wrap=True)
         for index, seq_len in enumerate(report.seq_lens):
-            table.add_row(f"{seq_len:,}", *(human(s.values[index], spec.unit) for s in series))
+            cells = [
+                human(s.values[index], spec.unit) + (PAST_CONTEXT_MARK if marks[s.model][index] else "") for s in series
+            ]
+            table.add_row(f"{seq_len:,}", *cells)
         last = metric == report.metrics[-1]
-        print_table(table, *([crossover_line(c) for c in report.crossovers] + [CROSSOVER_NOTE] if last else []))
+        notes = [crossover_line(c) for c in report.crossovers] + [CROSSOVER_NOTE] if last else []
+        print_table(table, *(context_note(report) + notes if last else []))
 
 
 def sweep_csv(report: SweepReport) -> None:
@@ -856,4 +1202,11 @@ def sweep_chart(text: str, report: SweepReport) -> None:
     """The terminal chart (drawn by tfcost.render.plot), then the crossovers in words."""
     report = neutral(report)
     sys.stdout.write(text)
-    sys.stdout.write("".join(f"{crossover_line(c)}\n" for c in report.crossovers) + CROSSOVER_NOTE + "\n")
+    width = terminal_width()
+    lines = [*(crossover_line(c) for c in report.crossovers), CROSSOVER_NOTE]
+    if width is None:
+        sys.stdout.write("".join(f"{line}\n" for line in lines))
+        return
+    out = console(width=width)  # wrapped to the terminal, as the notes under a table
+    for line in lines:
+        out.print(line)

@@ -41,6 +41,11 @@ class SourceNotes(Section):
     not_priced: list[str] = Field(
         default_factory=list, description="parts of a multimodal model left out of every figure (its towers)"
     )
+    context_warning: str | None = Field(
+        default=None,
+        description="the tokens asked for pass the model's own context: priced as asked, never refused (stderr)",
+        exclude=True,
+    )
     quantization_notes: list[str] = Field(
         default_factory=list,
         description="quantization_config module-list entries tfcost could not place (priced as converted)",
@@ -68,13 +73,20 @@ class SourceNotes(Section):
 ReportT = TypeVar("ReportT", bound=SourceNotes)
 
 
-def with_source(report: ReportT, source: ModelSource) -> ReportT:
-    """The report with its model source's notes."""
+def with_source(report: ReportT, source: ModelSource, tokens: int | None = None, tokens_are: str = "T") -> ReportT:
+    """The report with its model source's notes, and a warning where the `tokens` asked for (T, or P + G) pass the
+    model's own context (its max_seq_len: the position table or the length it was trained at)."""
     notes: dict[str, Any] = {
         "ignored_fields": source.ignored_fields,
         "not_priced": source.not_priced,
         "quantization_notes": source.notes,
     }
+    context = source.shape.max_seq_len
+    if tokens is not None and tokens > context:
+        notes["context_warning"] = (
+            f"{tokens_are} = {tokens:,} tokens passes the model's context of {context:,}; the figures are for the "
+            "length asked, which the model was not built for"
+        )
     if source.checkpoint_bytes is not None:
         notes["checkpoint_bytes"] = source.checkpoint_bytes
         notes["checkpoint_bytes_estimate"] = weights.checkpoint_weight_bytes(source.shape)
@@ -105,7 +117,7 @@ class ParamsReport(Section):
 
 
 class FlopsReport(Section):
-    six_n_per_token: int = quantity("training per token, 6N", "flops")
+    six_n_per_token: int = quantity("training per token, 6N (N: non-embedding, Kaplan)", "flops")
     attention_scores_per_token: int = quantity("attention scores per token, 6*L*T*d", "flops")
     forward_per_sequence: int = quantity("forward, one sequence (exact matmuls)", "flops")
     training_per_sequence: int = quantity("training, one sequence (3x forward)", "flops")

@@ -218,3 +218,25 @@ def calls_that_do_not_fit(
         (seq, direction, backend), needed = min(needs.items(), key=lambda item: item[1])
         raise TfcostError(f"T={seq:,} {direction} ({backend}) {does_not_fit(needed, free, where)}")
     return unfit
+
+
+# A spread of repeats wider than this (p90 / p10) means the machine is busy with other work: the medians, and the
+# expected/measured ratios set beside them, move run to run. A quiet GPU repeats a kernel within a few percent; a
+# shared 2-core CPU showed ratios swinging 4-9x between runs. The limit is a judgement, said in the warning.
+NOISY_SPREAD = 1.5
+
+
+def spread(row: Measurement) -> float | None:
+    """p90 / p10 of a measurement's repeats; None when it did not run."""
+    if row.p10_ms is None or row.p90_ms is None or row.p10_ms <= 0:
+        return None
+    return row.p90_ms / row.p10_ms
+
+
+def noisiest(report: MeasureReport) -> tuple[Measurement, float] | None:
+    """The measurement whose repeats spread most, when that spread passes NOISY_SPREAD; else None."""
+    spreads = [(row, value) for row in report.measurements if (value := spread(row)) is not None]
+    if not spreads:
+        return None
+    row, value = max(spreads, key=lambda item: item[1])
+    return (row, value) if value > NOISY_SPREAD else None

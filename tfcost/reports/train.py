@@ -3,6 +3,8 @@ holds the parts every report shares)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pydantic import Field
 
 from tfcost.core import flops, params
@@ -13,7 +15,7 @@ from tfcost.reports.estimate import Section, SourceNotes, quantity
 from tfcost.reports.explain import train_lines
 from tfcost.reports.suggestion import Suggestion
 from tfcost.schema import GpuSpec, ModelShape, TrainingSetup
-from tfcost.units import TERA
+from tfcost.units import TERA, human
 
 
 class TrainInputs(Section):
@@ -33,7 +35,7 @@ class TrainInputs(Section):
 
 
 class TrainFlops(Section):
-    six_nd: int = quantity("6ND", "flops")
+    six_nd: int = quantity("6ND (N: every parameter, embeddings too, Chinchilla)", "flops")
     total: int = quantity(
         "model FLOPs, exact: training per sequence x D / T (LoRA: 2 x forward + 6 x adapters)", "flops"
     )
@@ -44,7 +46,7 @@ class TrainFlops(Section):
 class TrainTime(Section):
     throughput_from: str = quantity("throughput from", "text")
     days: float = quantity("wall clock", "days")
-    days_6nd: float = quantity("wall clock from 6ND at the same MFU", "days")
+    days_6nd: float = quantity("wall clock from 6ND (N: every parameter) at the same MFU", "days")
     gpu_hours: float = quantity("GPU-hours = wall clock x gpus", "hours")
     model_utilization: float = quantity("MFU = model FLOP/s / (gpus x peak)", "fraction")
     hardware_utilization: float = quantity("HFU = hardware FLOP/s / (gpus x peak)", "fraction")
@@ -204,3 +206,42 @@ def run_seconds(setup: TrainingSetup, model_flops: int, hardware_flops: int, pea
     assert mfu is not None  # neither HFU nor TFLOP/s was given
     label = f"MFU {mfu:g}" + (" (the default: the GPU table cannot predict this layout)" if setup.mfu is None else "")
     return label, throughput.seconds_at_mfu(model_flops, setup.gpus, peak, mfu)
+
+
+# The default step when --global-batch is not given: Llama 2 (Touvron et al. 2023, Table 1 caption): "All models
+# are trained with a global batch-size of 4M tokens", 1,024 sequences of their 4,096-token context, i.e. 2^22.
+DEFAULT_STEP_TOKENS = 2**22
+
+
+def default_global_batch(setup: TrainingSetup) -> int:
+    """Sequences per optimizer step for about DEFAULT_STEP_TOKENS tokens: a whole number (at least one) of
+    micro-batches of b sequences on each of the N_d replicas."""
+    per_pass = setup.micro_batch * setup.data_parallel
+    return per_pass * max(1, round(DEFAULT_STEP_TOKENS / (setup.seq_len * per_pass)))
+
+
+def with_default_layout(
+    setup_with: Callable[[int | None, int], TrainingSetup], run: Callable[[TrainingSetup], TrainReport],
+    global_batch: int | None, zero: int | None,
+) -> TrainReport:  # fmt: skip
+    """The run a practitioner would set up when the options leave it open: about 4M tokens a step (Llama 2) where
+    --global-batch is not given, and the lowest ZeRO stage whose memory per GPU fits where --zero is not (else
+    ZeRO-3); the table says which were chosen. `setup_with(global batch, ZeRO stage)` is the user's setup."""
+    chosen_batch = global_batch
+    if chosen_batch is None:
+        chosen_batch = default_global_batch(setup_with(None, zero or 0))
+    stages = [zero] if zero is not None else [0, 1, 2, 3]
+    report = None
+    for stage in stages:
+        report = run(setup_with(chosen_batch, stage))
+        if report.memory_per_gpu.fits:
+            break
+    assert report is not None  # one stage at least is tried
+    notes = dict(report.notes)
+    if global_batch is None:
+        tokens = human(report.inputs.global_batch * report.setup.seq_len, "count")
+        notes["global_batch"] = f" ({tokens} tokens a step, the default: about 4M, as Llama 2 trained)"
+    if zero is None:
+        fitted = "the lowest stage that fits, the default" if report.memory_per_gpu.fits else "none fits"
+        notes["zero"] = f" ({fitted})"
+    return report.model_copy(update={"notes": notes})

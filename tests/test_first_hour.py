@@ -1,0 +1,306 @@
+"""A first hour without surprises (issue 25): a warning past the model's context, sweeps that mark that region,
+byte axes labelled where IEC names them exactly, tables that fit the terminal, and the small things a user trips
+on (GPU aliases, 4k for token counts, case-insensitive names, CSV, per-column overrides, list filters)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tfcost.readers.presets import load_model
+
+WARNING = "passes the model's context of"
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["estimate", "gpt2-small", "--seq", "8192"], "T = 8,192 tokens passes the model's context of 1,024"),
+        (["train", "gpt2-small", "--seq", "4096"], "T = 4,096 tokens passes the model's context of 1,024"),
+        (["serve", "gpt2-small", "-P", "1000", "-G", "100"], "P + G = 1,100 tokens passes the model's context"),
+        (["compare", "gpt2-small", "llama-3-8b", "--seq", "2048"], "gpt2-small: T = 2,048 tokens passes"),
+    ],
+)
+def test_past_the_context_is_a_warning_never_a_refusal(tfcost, args, said):
+    run = tfcost(*args, "--format", "json")
+    assert run.code == 0, run.stderr
+    json.loads(run.stdout)  # the answer is still there, priced at the length asked
+    warnings = [line for line in run.stderr.splitlines() if line.startswith("tfcost: warning:")]
+    assert len(warnings) == 1 and said in warnings[0], run.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["estimate", "gpt2-small", "--seq", "1024"],  # exactly the context: no warning
+        ["train", "gpt2-small"],  # the default T is the model's context when shorter than 4,096
+        ["serve", "gpt2-small", "-P", "512", "-G", "512"],
+        ["compare", "llama-3-8b", "mistral-7b", "--seq", "8192"],
+    ],
+)
+def test_within_the_context_no_warning(tfcost, args):
+    run = tfcost(*args, "--format", "json")
+    assert run.code == 0 and WARNING not in run.stderr, run.stderr
+
+
+def test_sweep_marks_the_values_past_each_models_context(tfcost):
+    run = tfcost("sweep", "gpt2-small", "llama-3-8b", "-T", "512..16384", "-m", "kv_cache", "-f", "markdown")
+    assert run.code == 0, run.stderr
+    rows = [line.split("|")[1:-1] for line in run.stdout.splitlines() if line.startswith("| ") and line[2:3].isdigit()]
+    rows = [[cell.strip() for cell in row] for row in rows]
+    by_t = {int(row[0].replace(",", "")): row[1:] for row in rows}
+    assert set(by_t) == {512, 1024, 2048, 4096, 8192, 16384}
+    for t, (gpt2, llama) in by_t.items():
+        assert gpt2.endswith("\\*") == (t > 1024) and llama.endswith("\\*") == (t > 8192), (t, gpt2, llama)
+    assert "past the model's own context: gpt2-small (1,024), llama-3-8b (8,192)" in run.stdout
+    # JSON carries each model's context, in the models' order.
+    document = json.loads(tfcost("sweep", "gpt2-small", "llama-3-8b", "-T", "512,1024", "-f", "json").stdout)
+    assert document["contexts"] == [1024, 8192] == [load_model(m).max_seq_len for m in ("gpt2-small", "llama-3-8b")]
+
+
+def test_sweep_chart_draws_the_context_line(tfcost):
+    pytest.importorskip("plotext", reason="charts need tfcost[plot]")
+    run = tfcost("sweep", "gpt2-small", "-T", "512..16384", "-m", "kv_cache")
+    assert run.code == 0, run.stderr
+    assert "| gpt2-small: context 1,024 (vertical line; past it to the right)" in run.stdout
+
+
+def test_byte_ticks_are_round_in_iec_units():
+    """10^7 bytes is 9.54 MiB: byte axes tick at powers of two (log) or multiples of one (linear), so every label
+    is a whole IEC number, as the axis title says ('bytes, IEC')."""
+    plot = pytest.importorskip("tfcost.render.plot")
+    positions, labels = plot.ticks([18_874_368.0, 4_831_838_208.0], log=True, unit="bytes")
+    assert all(p == 2 ** round(p).bit_length() / 2 for p in positions)  # powers of two
+    assert labels[0] == "32.00 MiB" and labels[-1] == "2.00 GiB" and len(labels) <= 5
+    positions, labels = plot.ticks([0.0, 300 * 2**20], log=False, unit="bytes")
+    assert positions[1] - positions[0] == 2**27 and labels == ["0 B", "128.00 MiB", "256.00 MiB"]
+
+
+def test_lengths_take_binary_k_and_m():
+    from tfcost.units import parse_length
+
+    assert [parse_length(text) for text in ("4096", "4_096", "4,096", "4k", "32K", "128k", "1M", "1.5k")] == [
+        4096, 4096, 4096, 4096, 32768, 131072, 1048576, 1536,
+    ]  # fmt: skip
+    for bad in ("0", "-4k", "1.1", "4kk", "k", "", "4,09", "²", "1e999999", "4G"):
+        with pytest.raises(ValueError):
+            parse_length(bad)
+
+
+@pytest.mark.parametrize(
+    ("args", "key", "value"),
+    [
+        (["estimate", "llama-3-8b", "--seq", "8k"], ("workload", "seq_len"), 8192),
+        (["train", "llama-3-8b", "-T", "2k"], ("setup", "seq_len"), 2048),
+        (["serve", "llama-3-8b", "-P", "4k"], ("setup", "prompt"), 4096),
+        (["serve", "llama-3-8b", "-G", "1k"], ("setup", "generate"), 1024),
+    ],
+)
+def test_length_options_take_4k(tfcost, args, key, value):
+    run = tfcost(*args, "--format", "json")
+    assert run.code == 0, run.stderr
+    assert json.loads(run.stdout)[key[0]][key[1]] == value
+
+
+def test_sweep_and_measure_take_4k(tfcost):
+    run = tfcost("sweep", "gpt2-small", "-T", "512..2k", "-f", "csv")
+    assert [line.split(",")[2] for line in run.stdout.splitlines()[1:]] == ["512", "1024", "2048"]
+
+
+@pytest.mark.parametrize(
+    ("given", "row", "noted"),
+    [("h100", "h100-sxm", True), ("H100", "h100-sxm", True), ("a100", "a100-80gb", True), ("4090", "rtx-4090", True),
+     ("H100 SXM", "h100-sxm", False), ("H100-SXM", "h100-sxm", False), ("h200", "h200", False)],
+)  # fmt: skip
+def test_gpu_aliases_are_said_in_a_note(tfcost, given, row, noted):
+    run = tfcost("serve", "llama-3-8b", "--gpu", given, "--format", "json")
+    assert run.code == 0, run.stderr
+    assert json.loads(run.stdout)["gpu"] == row
+    note = f"tfcost: note: --gpu {given} is taken as {row} (`tfcost gpus` lists the others)\n"
+    assert (run.stderr == note) if noted else (run.stderr == ""), run.stderr
+
+
+def test_preset_names_are_case_insensitive(tfcost):
+    upper = tfcost("estimate", "Llama-3-8B", "--format", "json")
+    assert upper.code == 0, upper.stderr
+    assert json.loads(upper.stdout) == json.loads(tfcost("estimate", "llama-3-8b", "--format", "json").stdout)
+    wrong = tfcost("estimate", "LLama-3-8bb")
+    assert wrong.code == 1 and "did you mean llama-3-8b" in wrong.stderr
+
+
+def read_csv(text: str) -> list[dict[str, str]]:
+    import csv
+    import io
+
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+@pytest.mark.parametrize("command", ["estimate", "train", "serve"])
+def test_reports_as_csv_hold_the_json_values(tfcost, command):
+    """A row per quantity, keyed as the JSON is; every value exact and equal to the JSON's."""
+    rows = read_csv(tfcost(command, "llama-3-8b", "-f", "csv").stdout)
+    document = json.loads(tfcost(command, "llama-3-8b", "-f", "json").stdout)
+    assert rows and all(row["model"] == "llama-3-8b" for row in rows)
+    for row in rows:
+        node = document
+        for part in row["quantity"].split("."):
+            node = node[part] if part in node else node[row["quantity"].split(".", 1)[1].split(".", 1)[-1]]
+            if not isinstance(node, dict):
+                break
+        expected = node
+        if isinstance(expected, bool):
+            assert row["value"] == json.dumps(expected)
+        elif isinstance(expected, int | float):
+            assert float(row["value"]) == pytest.approx(expected, rel=1e-12), row
+    totals = {row["quantity"]: row["value"] for row in rows}
+    if command == "estimate":
+        assert totals["params.total"] == "8030261248"
+
+
+def test_compare_csv_and_a_column_with_its_own_overrides(tfcost):
+    rows = read_csv(tfcost("compare", "llama-3-8b", "llama-3-8b:n_kv_heads=32", "-f", "csv").stdout)
+    by_key = {row["quantity"]: row for row in rows}
+    # 32 KV heads of 128 in 32 layers, K and V, bf16: 4 x the 8-head cache per token.
+    assert by_key["kv_cache.bytes_per_token"]["llama-3-8b"] == str(2 * 32 * 8 * 128 * 2)
+    assert by_key["kv_cache.bytes_per_token"]["llama-3-8b (n_kv_heads=32)"] == str(2 * 32 * 32 * 128 * 2)
+    # The column's own overrides come after the command's --set, for that column only.
+    both = json.loads(
+        tfcost(
+            "compare", "llama-3-8b", "llama-3-8b:n_kv_heads=32,n_layers=16", "--set", "n_layers=8", "-f", "json"
+        ).stdout
+    )["results"]
+    assert [(r["model"], r["kv_cache"]["bytes_per_token"]) for r in both] == [
+        ("llama-3-8b (n_layers=8)", 2 * 8 * 8 * 128 * 2),
+        ("llama-3-8b (n_layers=8, n_kv_heads=32, n_layers=16)", 2 * 16 * 32 * 128 * 2),
+    ]
+    bad = tfcost("compare", "llama-3-8b", "llama-3-8b:nope=3")
+    assert bad.code == 1 and bad.stderr.count("\n") == 1 and "unknown key 'nope'" in bad.stderr
+
+
+def test_split_column():
+    from tfcost.readers.presets import split_column
+
+    assert split_column("llama-3-8b") == ("llama-3-8b", [])
+    assert split_column("llama-3-8b:n_kv_heads=32,bias.qkv=true") == ("llama-3-8b", ["n_kv_heads=32", "bias.qkv=true"])
+    assert split_column("m.yaml:sliding_layers=[0, 2],n_layers=4") == (
+        "m.yaml",
+        ["sliding_layers=[0, 2]", "n_layers=4"],
+    )
+    assert split_column("weird:name") == ("weird:name", [])
+
+
+def test_csv_cells_that_a_spreadsheet_would_run_stay_text(tmp_path, tfcost):
+    preset = tmp_path / "m.yaml"
+    text = (load_model_path("gpt2-small")).read_text().replace("name: gpt2-small", "name: '=HYPERLINK(\"x\")'")
+    preset.write_text(text)
+    rows = read_csv(tfcost("estimate", str(preset), "-f", "csv").stdout)
+    assert rows[0]["model"] == '\'=HYPERLINK("x")'
+    compare = tfcost("compare", str(preset), "gpt2-small", "-f", "csv").stdout.splitlines()[0]
+    assert "'=HYPERLINK" in compare
+    # Numbers stay numbers: a negative difference in check's CSV is not text.
+    from tfcost.render.tables import csv_cell
+
+    assert csv_cell(-5) == -5 and csv_cell("-5") == "'-5" and csv_cell("@x") == "'@x" and csv_cell("+1") == "'+1"
+
+
+def load_model_path(name: str):
+    from tfcost.readers.presets import model_preset_paths
+
+    return model_preset_paths()[name]
+
+
+def test_list_filters_by_family_and_size(tfcost):
+    rows = read_csv(tfcost("list", "--family", "llama-3", "--min-params", "8B", "-f", "csv").stdout)
+    names = [row["name"] for row in rows]
+    assert names == ["llama-3-8b", "llama-3.1-405b", "llama-3.1-70b", "llama-3.1-8b"]
+    assert all(int(row["parameters"]) >= 8 * 10**9 for row in rows)
+    assert tfcost("list", "--family", "nothing-like-it").code == 2
+
+
+def test_gpus_and_list_as_csv(tfcost):
+    gpus = read_csv(tfcost("gpus", "-f", "csv").stdout)
+    assert gpus[0]["name"] == "h100-sxm" and float(gpus[0]["peak_bf16_tflops"]) == 989.4
+    assert gpus[0]["device_names"] == "H100.*(SXM|HBM3); H100$"
+
+
+def test_six_n_says_which_n(tfcost):
+    """Two published conventions, each anchored to its source's figure: estimate's per-token 6N takes the
+    non-embedding N (Kaplan et al. 2020; the lesson's 9,229 crossover for GPT-2 small), train's 6ND every parameter
+    (Hoffmann et al. 2022; the nanoGPT notebook's 3.46 days). Each label says which N."""
+    estimate = json.loads(tfcost("estimate", "llama-3-8b", "-f", "json").stdout)
+    train = json.loads(tfcost("train", "llama-3-8b", "-f", "json").stdout)
+    assert estimate["flops"]["six_n_per_token"] == 6 * estimate["params"]["non_embedding"]
+    assert train["flops"]["six_nd"] == 6 * estimate["params"]["total"] * train["setup"]["tokens"]
+    table = tfcost("estimate", "llama-3-8b").stdout + tfcost("train", "llama-3-8b").stdout
+    assert "6N (N: non-embedding, Kaplan)" in table and "6ND (N: every parameter, embeddings too" in table
+
+
+TABLE_COMMANDS = [
+    ["list"],
+    ["gpus"],
+    ["estimate", "llama-3-8b"],
+    ["estimate", "deepseek-v3", "--gpu", "h100"],
+    ["compare", "llama-3-8b", "mistral-7b", "gpt2-small", "qwen3-8b", "gemma-3-27b", "deepseek-v3"],
+    ["compare", "gpt-oss-120b", "qwen3-235b-a22b", "--breakdown"],
+    ["train", "llama-3-8b"],
+    ["train", "llama-3.1-70b", "--gpus", "256", "--tp", "8", "--pp", "4"],
+    ["serve", "llama-3-8b"],
+    ["serve", "mixtral-8x7b", "--gpus", "2", "--weights-dtype", "int4"],
+    ["sweep", "llama-3-8b", "gpt2-small", "mistral-7b", "qwen3-8b", "-f", "table", "-m", "kv_cache,attention_flops"],
+    ["profiles"],
+]
+
+
+@pytest.mark.parametrize("width", [80, 120])
+@pytest.mark.parametrize("args", TABLE_COMMANDS, ids=lambda args: " ".join(args[:2]))
+def test_tables_fit_the_terminal(tfcost, args, width):
+    """No line longer than the terminal (COLUMNS, as a shell sets it): sources are numbered notes, a narrow
+    terminal loses the exact column (said in a note), then the labels wrap, then compare splits its models."""
+    run = tfcost(*args, env={"COLUMNS": str(width)})
+    assert run.code == 0, run.stderr
+    longest = max(run.stdout.splitlines(), key=len)
+    assert len(longest) <= width, longest
+    if args[0] in ("estimate", "train", "serve", "compare"):
+        assert "│" in run.stdout  # a table, not an error or a note alone
+
+
+def test_the_chart_fits_the_terminal_too(tfcost):
+    pytest.importorskip("plotext", reason="charts need tfcost[plot]")
+    for width in (80, 120):
+        run = tfcost("sweep", "llama-3-8b", "gpt2-small", env={"COLUMNS": str(width)})
+        assert run.code == 0 and max(len(line) for line in run.stdout.splitlines()) <= width
+
+
+def test_serve_sources_are_numbered_notes(tfcost):
+    out = tfcost("serve", "llama-3-8b", env={"COLUMNS": "120"}).stdout
+    assert "│   stream" in out and "[1] 0.7 of datasheet bandwidth" in out
+    table_lines = [line for line in out.splitlines() if line.startswith("│")]
+    assert not any("llm-analysis" in line for line in table_lines)
+
+
+def test_a_file_or_pipe_gets_the_natural_width(tfcost):
+    """Without COLUMNS and without a terminal, a table keeps every column (the exact one too) at its width."""
+    run = tfcost("train", "llama-3-8b", env={"COLUMNS": ""})
+    assert "exact" in run.stdout and "left out to fit the terminal" not in run.stdout
+
+
+def test_train_defaults_to_a_layout_people_run(tfcost):
+    """Without --global-batch, about 4M tokens a step (Llama 2, Table 1: "a global batch-size of 4M tokens"): 1,024
+    sequences of 4,096 on 64 replicas is 16 micro-batches each; without --zero, the lowest stage that fits: Llama-3-8B
+    with AdamW needs 16 bytes a parameter, 128 GB at ZeRO-0 on an 80 GB H100, so ZeRO-1. The title says both."""
+    run = tfcost("train", "llama-3-8b", "--gpus", "64", "-f", "json")
+    out = json.loads(run.stdout)
+    assert out["inputs"]["global_batch"] == 1024 == 2**22 // 4096 and out["inputs"]["micro_batches"] == 16
+    assert out["setup"]["zero"] == 1 and out["memory_per_gpu"]["fits"] is True
+    zero_0 = json.loads(tfcost("train", "llama-3-8b", "--gpus", "64", "--zero", "0", "-f", "json").stdout)
+    assert zero_0["memory_per_gpu"]["fits"] is False and zero_0["inputs"]["global_batch"] == 1024
+    table = tfcost("train", "llama-3-8b", "--gpus", "64").stdout
+    assert "ZeRO-1 (the lowest stage that fits, the default)" in table
+    assert "global batch 1,024 sequences (4.19 M tokens a step, the default: about 4M, as Llama 2 trained)" in table
+    # Given, they are the user's: no default said.
+    given = tfcost("train", "llama-3-8b", "--gpus", "64", "--zero", "2", "--global-batch", "128").stdout
+    assert "ZeRO-2;" in given and "global batch 128 sequences\n" in given.replace(" " * 2, "").replace(" \n", "\n")
+    # A whole number of micro-batches on every replica, at least one: 48 replicas of 1 x 4,096 tokens.
+    odd = json.loads(tfcost("train", "llama-3-8b", "--gpus", "48", "-f", "json").stdout)
+    assert odd["inputs"]["global_batch"] == 48 * round(2**22 / (4096 * 48))
