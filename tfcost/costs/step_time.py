@@ -48,7 +48,9 @@ Collectives run at the bus bandwidth nccl-tests measure: 200 of NVLink 3's 300 G
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from tfcost.core import activations, params
 from tfcost.core.blocks import layer_count, moe_layer_count
@@ -105,24 +107,49 @@ class MatmulTerms:
 
 def matmul_terms(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> MatmulTerms:
     """One layer's forward GEMMs (`layer_gemms`) and their time: what layer_seconds charges and --explain shows."""
-    t, c, s = setup.tp, setup.cp, setup.seq_len
-    gemms = layer_gemms(shape, setup.micro_batch * s // c, t, s, c)
-    layers = model_of(shape).n_layers
-    counted = Counter(gemms)
-    flops = sum(count * 2 * rows * inner * cols for (rows, inner, cols), count in counted.items()) / layers
-    efficiency = matmul_efficiency(gpu, gemms) if gemms else gpu.matmul_efficiency or 1.0
-    distinct = tuple((count, *gemm) for gemm, count in counted.items())
+    key = (shape, setup.micro_batch, setup.tp, setup.seq_len, setup.cp)
+    gemms, distinct, layers, flops = layer_matmuls(*key)
+    if gemms:
+        assert gpu.matmul_efficiency is not None and gpu.sm_count is not None
+        efficiency = layer_matmul_efficiency(*key, gpu.sm_count, gpu.matmul_efficiency)
+    else:
+        efficiency = gpu.matmul_efficiency or 1.0
     precision_scale = fp8_matmul_scale(gpu) if setup.precision == "fp8" else 1.0  # costs/efficiency.py
     peak = training.peak_flops_per_s(gpu, setup.precision)
     return MatmulTerms(distinct, layers, flops, peak, efficiency, efficiency * precision_scale)
 
 
-def matmul_efficiency(gpu: GpuSpec, gemms: list[tuple[int, int, int]]) -> float:
+@lru_cache(maxsize=4096)  # a layout search (tfcost plan) asks for the same micro-batch's GEMMs thousands of times
+def layer_matmuls(
+    shape: ModelShape, micro_batch: int, t: int, s: int, c: int
+) -> tuple[tuple[tuple[int, int, int], ...], tuple[tuple[int, int, int, int], ...], int, float]:
+    """(every GEMM, the distinct ones with their counts, layers, FLOPs per layer) of one micro-batch's forward."""
+    gemms = layer_gemms(shape, micro_batch * s // c, t, s, c)
+    layers = model_of(shape).n_layers
+    counted = Counter(gemms)
+    flops = sum(count * 2 * rows * inner * cols for (rows, inner, cols), count in counted.items()) / layers
+    return tuple(gemms), tuple((count, *gemm) for gemm, count in counted.items()), layers, flops
+
+
+def matmul_efficiency(gpu: GpuSpec, gemms: Sequence[tuple[int, int, int]]) -> float:
     """The GPU's measured best matmul efficiency times the FLOP-weighted wave efficiency of these GEMMs."""
     assert gpu.matmul_efficiency is not None and gpu.sm_count is not None
+    return wave_weighted(gpu.sm_count, gpu.matmul_efficiency, gemms)
+
+
+@lru_cache(maxsize=4096)  # as layer_matmuls: once per micro-batch shape and GPU in a layout search
+def layer_matmul_efficiency(
+    shape: ModelShape, micro_batch: int, t: int, s: int, c: int, sm_count: int, best: float
+) -> float:
+    """matmul_efficiency of one micro-batch's layer GEMMs (layer_matmuls) on a GPU of `sm_count` SMs."""
+    return wave_weighted(sm_count, best, layer_matmuls(shape, micro_batch, t, s, c)[0])
+
+
+def wave_weighted(sm_count: int, best: float, gemms: Sequence[tuple[int, int, int]]) -> float:
+    """`best` x the FLOP-weighted wave efficiency of these GEMMs on `sm_count` SMs."""
     work = [rows * inner * cols for rows, inner, cols in gemms]
-    waves = sum(w * wave_efficiency(rows, cols, gpu.sm_count) for w, (rows, _, cols) in zip(work, gemms, strict=True))
-    return gpu.matmul_efficiency * waves / sum(work)
+    waves = sum(w * wave_efficiency(rows, cols, sm_count) for w, (rows, _, cols) in zip(work, gemms, strict=True))
+    return best * waves / sum(work)
 
 
 def ring_seconds(size_bytes: float, ranks: int, bandwidth: float) -> float:
