@@ -300,20 +300,17 @@ def serve(
         from tfcost.engines.dispatch import serve_report
 
         return serve_report(found, gpu_or_profile(gpu, measured), chosen, explained=explain)
-    from tfcost.readers.presets import load_gpu
     from tfcost.reports.estimate import with_source
     from tfcost.reports.serve import serve as run_serve
     from tfcost.reports.stored import stored_report
 
     source = asked.source()
     files = stored_report(source.stored, source.shape).served_bytes if source.stored is not None else None
-    if measured is None:
-        report = run_serve(source.shape, load_gpu(gpu), chosen, explained=explain, stored_bytes=files)
-    else:
-        report = run_serve(
-            source.shape, measured.gpu_spec(), chosen, measured.rates(), measured.name, explained=explain,
-            stored_bytes=files,
-        )  # fmt: skip
+    rates, profile_name = (measured.rates(), measured.name) if measured is not None else (None, None)
+    report = run_serve(
+        source.shape, gpu_or_profile(gpu, measured), chosen, rates, profile_name, explained=explain,
+        stored_bytes=files,
+    )  # fmt: skip
     return with_source(report, source, tokens=chosen.context, tokens_are="P + G")
 
 
