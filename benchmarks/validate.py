@@ -249,9 +249,18 @@ def markdown(cases: list[dict[str, Any]], predictions: dict[str, float | str]) -
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="regenerate docs/validation.md and predictions.json")
+    parser.add_argument("--category", help="only this category's cases (a quick look; never with --write)")
+    parser.add_argument("--ids", help="only these case ids, comma-separated (a quick look; never with --write)")
     args = parser.parse_args()
+    if args.write and (args.category or args.ids):
+        parser.error("--write regenerates the whole table: drop --category/--ids")
     sys.path.insert(0, str(ROOT))
     cases = load_cases()
+    if args.category:
+        cases = [case for case in cases if case["category"] == args.category]
+    if args.ids:
+        wanted = {int(word) for word in args.ids.split(",")}
+        cases = [case for case in cases if case["id"] in wanted]
     predictions = predict_all(cases)
     print(report(cases, predictions))
     if args.write:
