@@ -752,12 +752,17 @@ class GpuSpec(Frozen):
     notes: str | None = Field(None, description="caveats: conflicting sources, unverified figures")
 
 
-Recompute = Literal["none", "selective", "full"]
+# selective: Korthikanti et al. 2022's (the attention scores recomputed); selective-op: torchtitan's op-level policy
+# (the outputs of every other aten.mm and of SDPA saved, the rest recomputed: tfcost.core.activations)
+Recompute = Literal["none", "selective", "selective-op", "full"]
 Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "adafactor", "sgd", "muon"]
 Precision = Literal["bf16-mixed", "fp8", "bf16", "fp32"]
 Kernels = Literal["fused", "eager"]  # how the norms run: fused (compiled) or eager PyTorch (fp32 copies kept)
 Offload = Literal["none", "optimizer", "params"]
 MemoryConvention = Literal["zero", "deepspeed"]
+# How the loss holds the logits: chunked (upcast and log-softmaxed a chunk at a time: torchtune, LitGPT) or full (one
+# fp32 cross-entropy over all of them: torchtitan, transformers)
+Loss = Literal["chunked", "full"]
 
 
 class TrainingSetup(Frozen):
@@ -846,6 +851,11 @@ class TrainingSetup(Frozen):
     qlora: bool = Field(False, description="store the frozen base in NF4 with double quantisation (QLoRA)")
     memory_convention: MemoryConvention = Field(
         "zero", description="model states as the ZeRO paper counts them, or as DeepSpeed's estimators do"
+    )
+    loss: Loss = Field(
+        "chunked",
+        description="chunked: the fp32 log-probabilities alone at the loss (4sbV/t); full: one fp32 cross-entropy over "
+        "all the logits, 3 x that at the backward's peak (torchtitan)",
     )
     cuda_context_gib: float = Field(
         0.5, ge=0, le=1024, description="memory the CUDA context takes, GiB (an assumption)"

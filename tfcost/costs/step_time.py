@@ -282,6 +282,7 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
     recompute = {
         "none": 0.0,
         "selective": attention_fwd,
+        "selective-op": matmul_fwd * training.op_sac_recompute_share(shape, setup.precision) + elementwise_fwd,
         "full": matmul_fwd + attention_fwd + elementwise_fwd + tp_fwd + cp_fwd,
     }[setup.recompute]
     return {

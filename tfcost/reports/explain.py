@@ -711,7 +711,7 @@ def activation_lines(shape: ModelShape, setup: TrainingSetup, block: Block, per_
     and per score entry, then the layer's bytes for the micro-batch on one GPU (Korthikanti et al. 2022 §4)."""
     from tfcost.core import activations  # train only: estimate need not import them
 
-    kept = activations.held_tensors(shape, block, setup.recompute, setup.flash)
+    kept = activations.held_tensors(shape, block, setup.recompute, setup.flash, precision=setup.precision)
     terms = activations.layer_terms(shape, block, setup.recompute, setup.flash, setup.precision)
     out = []
     for label, per, total in (
