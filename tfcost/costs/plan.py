@@ -12,7 +12,9 @@ What is searched, for training on N GPUs with a fixed global batch B (sequences 
   (`--decoder-first/last-pipeline-num-layers`): the middle stages ceil(L / p) layers each and the two ends the rest,
   split equally (Llama 3 405B: 7 + 14 x 8 + 7; BLOOM-176B: 5 + 10 x 6 + 5), or only the last stage lighter when
   the rest is odd;
-- virtual stages v (interleaved 1F1B) over the divisors of every stage's layers, with p > 1;
+- virtual stages v (interleaved 1F1B) over the divisors of every stage's layers, with p > 1, or of each stage's
+  layer slots when the end stages are one layer lighter, the embedding and the loss taking a layer's place
+  (Megatron's `--account-for-embedding/loss-in-pipeline-split`; Llama 3 405B's v chunks of 7 + 14 x 8 + 7);
 - micro-batch b over the divisors of B / dp (m = B / (b dp) micro-batches a step);
 - ZeRO stage 0-3 (3 is FSDP's full sharding), recomputation none, selective or full, offload none, optimizer or
   params. Offload moves states to host memory and its PCIe traffic is not priced by the step time, so it is never
@@ -26,6 +28,7 @@ not once per setting of the options below it.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections import Counter
@@ -171,11 +174,13 @@ def parallel_shapes(shape: ModelShape, base: TrainingSetup) -> Iterator[Training
 
 
 def virtual_stage_counts(shape: ModelShape, setup: TrainingSetup) -> list[int]:
-    """v over the divisors of every stage's layers (1 alone without pipeline parallelism)."""
+    """v over the divisors of every stage's layers, or of each stage's layer slots where the end stages hold one
+    layer fewer for the embedding and the loss (`parallel.interleavable_layers`); 1 alone without pipeline
+    parallelism."""
     if setup.pp == 1:
         return [1]
     stages = parallel.stage_layers(layer_count(shape), setup.pp, setup.pp_first_layers, setup.pp_last_layers)
-    return divisors(math.gcd(*stages))
+    return divisors(parallel.interleavable_layers(stages))
 
 
 class TrainPricer:
@@ -286,16 +291,171 @@ def distance(base: TrainingSetup, setup: TrainingSetup) -> int:
     return len(changed_fields(base, setup))
 
 
-def nearest_training_layout(shape: ModelShape, gpu_spec: GpuSpec, asked: TrainingSetup) -> TrainLayout | None:
-    """The layout that fits closest to the one asked for (fewest options changed, then fastest), with its GPUs,
-    tokens, T and global batch (as given, or as the asked layout implies: b x N_d x m); None when none fits."""
+# The suggestion under `train` -------------------------------------------------------------------------------
+
+# The most layouts (memory and step-time evaluations) the suggestion looks at: about a second on one core (0.1 ms
+# each for DeepSeek-V3's 61 layers). It searches outward from the asked layout, one changed option at a time, so
+# it finds the nearest layout long before this wherever one is near; `tfcost plan train` searches them all.
+NEAREST_BUDGET = 10_000
+ENDS = ("pp_first_layers", "pp_last_layers")
+
+
+def end_stages(shape: ModelShape, setup: TrainingSetup) -> tuple[int, int] | None:
+    """The first and last stages' layers as the split gives them; None without pipeline parallelism."""
+    if setup.pp == 1:
+        return None
+    stages = parallel.stage_layers(layer_count(shape), setup.pp, setup.pp_first_layers, setup.pp_last_layers)
+    return stages[0], stages[-1]
+
+
+def suggested_options(shape: ModelShape, asked: TrainingSetup, setup: TrainingSetup) -> dict[str, object] | None:
+    """The options to add to the asked command line for `setup`, by name (the order of LAYOUT_FIELDS), or None when
+    they cannot say it. The end stages' layers count as changed only where they differ from what the asked ones
+    give: `--pp-first-layers 4` on 16 stages of DeepSeek-V3's 61 layers with `--pp-last-layers 1` is the even split
+    of the other 60, so a layout that leaves `pp_first_layers` unset there changes nothing; where they do change,
+    the option names the stage's layers as a number. A layout without pipeline parallelism cannot drop a
+    `--pp-first/last-layers` the asked one gives (an option can be changed, not removed): None."""
+    options: dict[str, object] = {}
+    for name in LAYOUT_FIELDS[:-1]:
+        if name not in ENDS and getattr(asked, name) != getattr(setup, name):
+            options[name] = getattr(setup, name)
+    if asked.pp_first_layers is None and asked.pp_last_layers is None:
+        options.update({name: getattr(setup, name) for name in ENDS if getattr(setup, name) is not None})
+    else:
+        ends = end_stages(shape, setup)
+        if ends is None:
+            return None
+        for name, asked_value, value in zip(ENDS, end_stages(shape, asked) or (None, None), ends, strict=True):
+            if asked_value != value or (getattr(asked, name) is None and getattr(setup, name) is not None):
+                options[name] = value
+    if setup.sequence_parallel != asked.sequence_parallel:
+        options["sequence_parallel"] = setup.sequence_parallel
+    return options
+
+
+@dataclass
+class Candidates:
+    """The settings below one parallel shape that the nearest-layout search has looked at, kept across its rounds
+    so that each memory evaluation is done once: per (micro-batch, v), the setup (None: a rule refuses it, or even
+    the least-memory options do not fit), and per (micro-batch, v, ZeRO, recompute), the lightest offload that fits
+    (None: none)."""
+
+    structure: TrainingSetup
+    changed: int  # options changed by the shape alone (tp, pp, cp, ep, the end stages)
+    setups: dict[tuple[int, int], TrainingSetup | None] = field(default_factory=dict)
+    offloads: dict[tuple[int, int, int, str], Offload | None] = field(default_factory=dict)
+    smallest_too_big: int | None = None  # the smallest micro-batch whose least-memory options do not fit at v = 1
+
+
+def nearest_training_layout(
+    shape: ModelShape, gpu_spec: GpuSpec, asked: TrainingSetup
+) -> tuple[TrainLayout | None, Search]:
+    """The layout that fits closest to the one asked for (fewest options changed, then `rank`: fastest), with its
+    GPUs, tokens, T and global batch (as given, or as the asked layout implies: b x N_d x m), and what the search
+    looked at; (None, ...) when none fits within NEAREST_BUDGET evaluations.
+
+    The same layouts `search_training` tries, searched outward from the asked one: round k keeps the layouts that
+    change exactly k options and stops at the first round that finds one (each memory evaluation is done once over
+    all rounds), so a layout one option away costs a few evaluations where the whole search of DeepSeek-V3 on
+    2,048 GPUs is 1.3 million (tests/test_plan.py checks that both give the same layout)."""
     base = asked.model_copy(
         update={"global_batch": parallel.global_batch(asked), "mfu": None, "hfu": None, "tflops_per_gpu": None}
     )
-    found = search_training(shape, gpu_spec, base)
-    if not found.layouts:
-        return None
-    return min(found.layouts, key=lambda layout: (distance(asked, layout.setup), rank(asked, layout)))
+    pricer, found = TrainPricer(shape, gpu_spec, base), Search()
+    batch = base.global_batch
+    assert batch is not None
+    shapes: list[Candidates] = []
+    for structure in parallel_shapes(shape, base):
+        try:
+            parallel.check_layout(shape, structure)
+        except UsageError as error:
+            found.reject(rule_reason(error, shape))
+            continue
+        if not step_time.can_predict(pricer.gpu, structure):
+            found.reject(NO_PREDICTION)
+            continue
+        options = suggested_options(shape, asked, structure.model_copy(update=asked_settings(asked)))
+        if options is not None:
+            shapes.append(Candidates(structure, len(options) - ("sequence_parallel" in options)))
+    shapes.sort(key=lambda candidates: candidates.changed)
+    evaluations = 0
+    for limit in range(len(LAYOUT_FIELDS)):
+        kept: list[TrainingSetup] = []
+        for candidates in shapes:
+            if candidates.changed > limit or evaluations > NEAREST_BUDGET:
+                break
+            evaluations += collect(pricer, asked, candidates, limit, kept, found)
+        if kept:  # every layout nearer was tried in the rounds before
+            priced = [pricer.price(setup, pricer.memory(setup)) for setup in kept]
+            found.layouts.extend(priced)
+            return min(priced, key=lambda layout: rank(asked, layout)), found
+        if evaluations > NEAREST_BUDGET:
+            break
+    return None, found
+
+
+def asked_settings(asked: TrainingSetup) -> dict[str, object]:
+    """The settings below the parallel shape, as asked."""
+    return {name: getattr(asked, name) for name in ("micro_batch", "virtual_stages", "zero", "recompute", "offload")}
+
+
+def collect(
+    pricer: TrainPricer, asked: TrainingSetup, candidates: Candidates, limit: int, kept: list[TrainingSetup],
+    found: Search,
+) -> int:  # fmt: skip
+    """Add to `kept` the layouts of one parallel shape that fit and change exactly `limit` options from `asked`
+    (the lightest offload that fits, as `search_options` keeps); returns the memory evaluations it made."""
+    structure, evaluations = candidates.structure, 0
+    batch = pricer.base.global_batch
+    assert batch is not None
+    for micro_batch in divisors(batch // structure.data_parallel):
+        changed_batch = candidates.changed + (micro_batch != asked.micro_batch)
+        if changed_batch > limit:
+            continue
+        if candidates.smallest_too_big is not None and micro_batch >= candidates.smallest_too_big:
+            break  # a larger micro-batch never holds less, nor a larger v (tests/test_plan.py)
+        for virtual in virtual_stage_counts(pricer.shape, structure):
+            changed_virtual = changed_batch + (virtual != asked.virtual_stages)
+            if changed_virtual > limit:
+                continue
+            key = (micro_batch, virtual)
+            if key not in candidates.setups:
+                setup: TrainingSetup | None = structure.model_copy(
+                    update={"micro_batch": micro_batch, "virtual_stages": virtual}
+                )
+                try:
+                    parallel.check_layout(pricer.shape, setup)  # type: ignore[arg-type]
+                except UsageError as error:
+                    found.reject(rule_reason(error, pricer.shape))
+                    setup = None
+                if setup is not None:
+                    evaluations += 1
+                    if not pricer.fits(pricer.memory(setup.model_copy(update=LEAST_MEMORY))):
+                        found.reject(DOES_NOT_FIT, OPTIONS_PER_LAYOUT)
+                        setup = None
+                        if virtual == 1:
+                            candidates.smallest_too_big = min(micro_batch, candidates.smallest_too_big or micro_batch)
+                candidates.setups[key] = setup
+            setup = candidates.setups[key]
+            if setup is None:
+                continue
+            for zero, recompute in itertools.product(ZERO_STAGES, RECOMPUTES):
+                changed = changed_virtual + (zero != asked.zero) + (recompute != asked.recompute)
+                if changed > limit:
+                    continue
+                option_key = (micro_batch, virtual, zero, recompute)
+                if option_key not in candidates.offloads:
+                    candidates.offloads[option_key] = None
+                    for offload in OFFLOADS:
+                        evaluations += 1
+                        update = {"zero": zero, "recompute": recompute, "offload": offload}
+                        if pricer.fits(pricer.memory(setup.model_copy(update=update))):
+                            candidates.offloads[option_key] = offload
+                            break
+                offload = candidates.offloads[option_key]
+                if offload is not None and changed + (offload != asked.offload) == limit:
+                    kept.append(setup.model_copy(update={"zero": zero, "recompute": recompute, "offload": offload}))
+    return evaluations
 
 
 # Serving ---------------------------------------------------------------------------------------------------

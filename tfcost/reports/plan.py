@@ -328,14 +328,12 @@ def train_suggestion(shape: ModelShape, gpu: GpuSpec, asked: TrainingSetup, mode
     }
     words = [word for name, value in given.items() if value is not None for word in option_words(name, value)]
     command = plan_command("train", model, ["--gpus", str(asked.gpus), "--gpu", gpu.name, *words])
-    nearest = search.nearest_training_layout(shape, gpu, asked)
+    nearest, found = search.nearest_training_layout(shape, gpu, asked)
     if nearest is None:
-        found = search.search_training(shape, gpu, asked.model_copy(update={"global_batch": batch}))
         return Suggestion(options=[], reason=found.most_rejected(), command=command)
-    changed = search.changed_fields(asked, nearest.setup)
-    if nearest.setup.sequence_parallel != asked.sequence_parallel:
-        changed.append("sequence_parallel")
-    words = [word for name in changed for word in option_words(name, getattr(nearest.setup, name))]
+    options = search.suggested_options(shape, asked, nearest.setup)
+    assert options is not None  # the search keeps only layouts the options can say
+    words = [word for name, value in options.items() for word in option_words(name, value)]
     return Suggestion(
         options=words,
         step_seconds=nearest.step_seconds,
