@@ -28,6 +28,7 @@ from tfcost.schema import TrainingSetup
 
 TARGET_SECONDS = 2.0
 SUGGESTION_TARGET_SECONDS = 1.0
+TOP = 10  # the layouts `plan train` lists by default (--top)
 
 
 def main() -> None:
@@ -38,12 +39,12 @@ def main() -> None:
     seq = training.default_seq_len(shape)
     base = TrainingSetup(tokens=training.chinchilla_optimal_tokens(shape), seq_len=seq, gpus=16384)
     first_wall, first_cpu = time.perf_counter(), time.process_time()
-    found = plan.search_training(shape, gpu, base)
+    found = plan.search_training(shape, gpu, base, TOP)
     first = (time.perf_counter() - first_wall, time.process_time() - first_cpu)
     walls, cpus = [], []
     for _ in range(runs):
         wall, cpu = time.perf_counter(), time.process_time()
-        plan.search_training(shape, gpu, base)
+        plan.search_training(shape, gpu, base, TOP)
         walls.append(time.perf_counter() - wall)
         cpus.append(time.process_time() - cpu)
     wall, cpu = statistics.median(walls), statistics.median(cpus)

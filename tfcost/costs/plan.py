@@ -28,6 +28,7 @@ not once per setting of the options below it.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 import re
@@ -120,21 +121,30 @@ class TrainLayout:
     cost: float | None
 
 
+@dataclass(frozen=True)
+class Fitting:
+    """A layout that fits, before it is priced: what it holds, one layer's times (`step_time.layer_seconds`) and a
+    lower bound on its step time (`step_bound`)."""
+
+    setup: TrainingSetup
+    held: dict[str, int]
+    layer: dict[str, float]
+    bound: float
+
+
 @dataclass
 class Search:
-    """What a search looked at: how many layouts, why each refused one was, and those kept."""
+    """What a search looked at: how many layouts, why each refused one was, how many fit, and those priced (all
+    that fit, or as many as the best `top` needed: `price_ranked`), best first."""
 
     searched: int = 0
     rejected: Counter[str] = field(default_factory=Counter)
     layouts: list[TrainLayout] = field(default_factory=list)
+    feasible: int = 0
 
     def reject(self, reason: str, count: int = 1) -> None:
         self.searched += count
         self.rejected[reason] += count
-
-    @property
-    def feasible(self) -> int:
-        return len(self.layouts)
 
     def most_rejected(self) -> str | None:
         """The reason that refused the most layouts."""
@@ -197,14 +207,28 @@ class TrainPricer:
         self.capacity = hardware.memory_bytes(gpu_spec)
         self.overhead = fit.overhead_bytes(self.capacity, base.cuda_context_gib, base.allocator_reserve)
 
-    def memory(self, setup: TrainingSetup) -> dict[str, int]:
-        return training.memory_per_gpu(self.shape, setup)
+    def memory(self, setup: TrainingSetup, activations: dict[Recompute, int] | None = None) -> dict[str, int]:
+        """What the layout holds per GPU. `activations`: the activation bytes by recomputation, kept for one
+        parallel shape, micro-batch and v: they do not change with ZeRO or offload."""
+        if activations is None:
+            return training.memory_per_gpu(self.shape, setup)
+        if setup.recompute not in activations:
+            activations[setup.recompute] = training.activation_bytes_per_gpu(self.shape, setup)
+        return training.memory_per_gpu(self.shape, setup, activations[setup.recompute])
 
     def fits(self, held: dict[str, int]) -> bool:
         return fit.fits(held["total"], self.overhead, self.capacity)
 
-    def price(self, setup: TrainingSetup, held: dict[str, int]) -> TrainLayout:
-        parts = step_time.step_seconds(self.shape, self.gpu, setup)
+    def layer(self, setup: TrainingSetup, layers: dict[Recompute, dict[str, float]]) -> dict[str, float]:
+        """One layer's times (`step_time.layer_seconds`), kept in `layers` by recomputation for one parallel shape and
+        micro-batch: they do not change with v, ZeRO or offload."""
+        if setup.recompute not in layers:
+            layers[setup.recompute] = step_time.layer_seconds(self.shape, self.gpu, setup)
+        return layers[setup.recompute]
+
+    def price(self, setup: TrainingSetup, held: dict[str, int], layer: dict[str, float] | None = None) -> TrainLayout:
+        """The layout's step time, days, MFU and cost (`layer`: its `layer_seconds`, when known)."""
+        parts = step_time.step_seconds(self.shape, self.gpu, setup, layer)
         seconds = self.steps * parts["total"]
         price = self.base.price_per_gpu_hour
         return TrainLayout(
@@ -219,13 +243,14 @@ class TrainPricer:
         )
 
 
-def search_training(shape: ModelShape, gpu_spec: GpuSpec, base: TrainingSetup) -> Search:
+def search_training(shape: ModelShape, gpu_spec: GpuSpec, base: TrainingSetup, top: int | None = None) -> Search:
     """Every legal training layout of `base` (its GPUs, tokens, T, global batch, precision and optimizer kept),
-    those that fit priced and ranked fastest first (module docstring)."""
+    those that fit ranked fastest first (module docstring): all of them priced, or with `top`, those the best
+    `top` need (`price_ranked`)."""
     if base.global_batch is None:
         base = base.model_copy(update={"global_batch": default_global_batch(base.seq_len)})
     pricer = TrainPricer(shape, gpu_spec, base)
-    found = Search()
+    found, fitting = Search(), []
     batch = base.global_batch
     assert batch is not None
     for structure in parallel_shapes(shape, base):
@@ -239,6 +264,7 @@ def search_training(shape: ModelShape, gpu_spec: GpuSpec, base: TrainingSetup) -
             continue
         too_big = False  # the micro-batches are tried smallest first: once none fits, no larger one will
         for micro_batch in divisors(batch // structure.data_parallel):
+            layers: dict[Recompute, dict[str, float]] = {}
             for virtual in virtual_stage_counts(shape, structure):
                 setup = structure.model_copy(update={"micro_batch": micro_batch, "virtual_stages": virtual})
                 try:
@@ -250,9 +276,41 @@ def search_training(shape: ModelShape, gpu_spec: GpuSpec, base: TrainingSetup) -
                     found.reject(DOES_NOT_FIT, OPTIONS_PER_LAYOUT)
                     too_big = too_big or virtual == 1
                     continue
-                search_options(pricer, setup, found)
-    found.layouts.sort(key=lambda layout: rank(base, layout))
+                search_options(pricer, setup, found, layers, fitting)
+    found.layouts = price_ranked(pricer, fitting, top)
     return found
+
+
+def step_bound(stage: int, m: int, pp: int, virtual_stages: int, layer: dict[str, float]) -> float:
+    """A lower bound on `step_time.step_seconds`, from one layer's times alone: the busiest stage runs m
+    micro-batches through at least the largest stage's S layers (a stage with fewer is the busiest only when the
+    head makes it slower), and the bubble idles (p - 1)/(v m) of that, m S x layer (1 + (p - 1)/(v m)); every other
+    part (the head, the pipeline sends, the data-parallel sync, the optimizer) is a time, never negative.
+    tests/test_plan.py checks the bound against every layout of several searches. `stage`: S, the most layers a
+    stage holds."""
+    return m * stage * sum(layer.values()) * (1 + parallel.bubble_fraction(pp, m, virtual_stages))
+
+
+def price_ranked(pricer: TrainPricer, fitting: list[Fitting], top: int | None) -> list[TrainLayout]:
+    """The layouts that fit, priced and ranked (`rank`): all, or with `top`, only as many as the best `top` need.
+    Taken by their lower bound (`step_bound`), those that do not need offload first (they rank first), a layout is
+    left unpriced once its bound exceeds the top-th best step time already found: it cannot rank among the top
+    (branch and bound: the best `top` are exactly those the whole pricing gives)."""
+    base, priced = pricer.base, []
+    groups = ([f for f in fitting if f.setup.offload == "none"], [f for f in fitting if f.setup.offload != "none"])
+    for group in groups:
+        wanted = None if top is None else top - len(priced)
+        if wanted is not None and wanted <= 0:
+            break
+        best: list[float] = []  # the `wanted` smallest step times so far, negated (a max-heap)
+        for candidate in sorted(group, key=lambda f: f.bound):
+            if wanted is not None and len(best) == wanted and candidate.bound > -best[0]:
+                break
+            layout = pricer.price(candidate.setup, candidate.held, candidate.layer)
+            priced.append(layout)
+            if wanted is not None:
+                (heapq.heappush if len(best) < wanted else heapq.heappushpop)(best, -layout.step_seconds)
+    return sorted(priced, key=lambda layout: rank(base, layout))
 
 
 def rank(base: TrainingSetup, layout: TrainLayout) -> tuple[bool, float, int]:
@@ -261,20 +319,31 @@ def rank(base: TrainingSetup, layout: TrainLayout) -> tuple[bool, float, int]:
     return layout.setup.offload != "none", layout.step_seconds, distance(base, layout.setup)
 
 
-def search_options(pricer: TrainPricer, setup: TrainingSetup, found: Search) -> None:
+def search_options(
+    pricer: TrainPricer,
+    setup: TrainingSetup,
+    found: Search,
+    layers: dict[Recompute, dict[str, float]],
+    fitting: list[Fitting],
+) -> None:
     """Recomputation x ZeRO x offload over one parallel layout: offload only where the layout does not fit
     without it, the lighter offload first. Less recomputation never holds less, so the offloads a more recomputing
     setting could not fit without are refused for a less recomputing one untried (counted all the same)."""
+    activations: dict[Recompute, int] = {}
+    stage, m = max(parallel.check_layout(pricer.shape, setup)), parallel.micro_batches(setup)
     for zero in ZERO_STAGES:
         lightest = 0  # the first offload that can fit at this ZeRO stage, from the recomputations tried so far
         for recompute in RECOMPUTES[::-1]:
             found.reject(DOES_NOT_FIT, lightest)
             for index in range(lightest, len(OFFLOADS)):
                 candidate = setup.model_copy(update={"recompute": recompute, "zero": zero, "offload": OFFLOADS[index]})
-                held = pricer.memory(candidate)
+                held = pricer.memory(candidate, activations)
                 found.searched += 1
                 if pricer.fits(held):
-                    found.layouts.append(pricer.price(candidate, held))
+                    layer = pricer.layer(candidate, layers)
+                    bound = step_bound(stage, m, setup.pp, setup.virtual_stages, layer)
+                    fitting.append(Fitting(candidate, held, layer, bound))
+                    found.feasible += 1
                     found.reject(FITS_WITHOUT_OFFLOAD, len(OFFLOADS) - index - 1)
                     break
                 found.rejected[DOES_NOT_FIT] += 1
@@ -388,6 +457,7 @@ def nearest_training_layout(
         if kept:  # every layout nearer was tried in the rounds before
             priced = [pricer.price(setup, pricer.memory(setup)) for setup in kept]
             found.layouts.extend(priced)
+            found.feasible += len(priced)
             return min(priced, key=lambda layout: rank(asked, layout)), found
         if evaluations > NEAREST_BUDGET:
             break

@@ -87,7 +87,7 @@ def plan_train_setup(shape: ModelShape, gpu: GpuSpec, base: TrainingSetup, top: 
     if base.global_batch is None:
         base = base.model_copy(update={"global_batch": search.default_global_batch(base.seq_len)})
     assert base.global_batch is not None
-    found = search.search_training(shape, gpu, base)
+    found = search.search_training(shape, gpu, base, top)
     return TrainPlanReport(
         model=shape.name,
         gpu=gpu.name,
