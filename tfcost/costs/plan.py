@@ -250,7 +250,7 @@ def search_training(shape: ModelShape, gpu_spec: GpuSpec, base: TrainingSetup, t
     if base.global_batch is None:
         base = base.model_copy(update={"global_batch": default_global_batch(base.seq_len)})
     pricer = TrainPricer(shape, gpu_spec, base)
-    found, fitting = Search(), []
+    found, fitting = Search(), list[Fitting]()
     batch = base.global_batch
     assert batch is not None
     for structure in parallel_shapes(shape, base):
@@ -296,7 +296,7 @@ def price_ranked(pricer: TrainPricer, fitting: list[Fitting], top: int | None) -
     Taken by their lower bound (`step_bound`), those that do not need offload first (they rank first), a layout is
     left unpriced once its bound exceeds the top-th best step time already found: it cannot rank among the top
     (branch and bound: the best `top` are exactly those the whole pricing gives)."""
-    base, priced = pricer.base, []
+    base, priced = pricer.base, list[TrainLayout]()
     groups = ([f for f in fitting if f.setup.offload == "none"], [f for f in fitting if f.setup.offload != "none"])
     for group in groups:
         wanted = None if top is None else top - len(priced)
@@ -522,9 +522,9 @@ def collect(
                         if pricer.fits(pricer.memory(setup.model_copy(update=update))):
                             candidates.offloads[option_key] = offload
                             break
-                offload = candidates.offloads[option_key]
-                if offload is not None and changed + (offload != asked.offload) == limit:
-                    kept.append(setup.model_copy(update={"zero": zero, "recompute": recompute, "offload": offload}))
+                lightest = candidates.offloads[option_key]
+                if lightest is not None and changed + (lightest != asked.offload) == limit:
+                    kept.append(setup.model_copy(update={"zero": zero, "recompute": recompute, "offload": lightest}))
     return evaluations
 
 
