@@ -366,3 +366,118 @@ def test_the_python_api_returns_what_the_command_prints(tfcost):
     )
     assert {"tfcost_version": printed["tfcost_version"], **serve_report.model_dump(mode="json")} == printed
     assert {layout["weights_dtype"] for layout in printed["layouts"]} == {"bf16"}
+
+
+# The suggestion under `train`: searched outward from the asked layout, it finds the layout the whole search would
+# (fewest options changed, then fastest), after a bounded number of memory evaluations.
+NEAREST_CASES = [
+    ("llama-3.1-70b", "h100-sxm", dict(tokens=10**12, seq_len=4096, gpus=8, zero=0, global_batch=1024)),
+    ("llama-3-8b", "h100-sxm", dict(tokens=10**12, seq_len=4096, gpus=8, global_batch=64, micro_batch=8)),
+    ("mixtral-8x7b", "h100-sxm", dict(tokens=10**12, seq_len=4096, gpus=16, ep=2, tp=2, global_batch=64,
+                                      micro_batch=4)),
+    ("gpt3-175b", "a100-80gb", dict(tokens=10**12, seq_len=2048, gpus=64, tp=8, pp=8, global_batch=64,
+                                    virtual_stages=3, micro_batch=2)),
+    ("llama-3.1-405b", "h100-sxm", dict(tokens=10**12, seq_len=8192, gpus=256, tp=8, pp=16, pp_first_layers=7,
+                                        pp_last_layers=7, global_batch=128, micro_batch=2)),
+    ("llama-3.1-405b", "h100-sxm", dict(tokens=10**12, seq_len=4096, gpus=8, global_batch=64)),  # none fits
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "gpu_name", "fields"), NEAREST_CASES)
+def test_the_nearest_layout_is_the_whole_search_s_nearest(name, gpu_name, fields):
+    shape, gpu = load_model(name), load_gpu(gpu_name)
+    asked = TrainingSetup(**fields)
+    nearest, _ = plan.nearest_training_layout(shape, gpu, asked)
+    everything = plan.search_training(
+        shape, gpu, asked.model_copy(update={"global_batch": parallel.global_batch(asked)})
+    )
+
+    def changed(layout: plan.TrainLayout) -> int | None:
+        options = plan.suggested_options(shape, asked, layout.setup)
+        return None if options is None else len(options) - ("sequence_parallel" in options)
+
+    sayable = [layout for layout in everything.layouts if changed(layout) is not None]
+    expected = min(sayable, key=lambda layout: (changed(layout), plan.rank(asked, layout)), default=None)
+    if expected is None:
+        assert nearest is None
+    else:
+        assert nearest is not None and nearest.setup == expected.setup
+        assert nearest.step_seconds == expected.step_seconds
+        assert nearest.memory_per_gpu_bytes == expected.memory_per_gpu_bytes
+
+
+def test_the_suggestion_is_bounded_and_says_no_none(monkeypatch):
+    # Issue 23's speed bug: DeepSeek-V3 on 2,048 H800s took 70 s, the whole search's 854k memory evaluations (1.3M
+    # with the step times) for a suggestion one option away. Counted, not timed: a handful of evaluations now.
+    shape, gpu = load_model("deepseek-v3"), load_gpu("h800")
+    asked = TrainingSetup(tokens=10**12, seq_len=4096, gpus=2048, pp=16, pp_first_layers=4, pp_last_layers=1, ep=64,
+                          zero=1, global_batch=15360, precision="fp8")  # fmt: skip
+    assert not training.memory_per_gpu(shape, asked)["total"] <= 80 * 2**30
+    evaluations = 0
+    memory = training.memory_per_gpu
+
+    def counted(*args: object, **kwargs: object) -> dict[str, int]:
+        nonlocal evaluations
+        evaluations += 1
+        return memory(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(training, "memory_per_gpu", counted)
+    nearest, _ = plan.nearest_training_layout(shape, gpu, asked)
+    assert nearest is not None and evaluations < 1000
+    # --pp-first-layers 4 with --pp-last-layers 1 on 16 stages is the even split of the other 60 layers: a layout
+    # that leaves it unset changes nothing there (the old line said "--pp-first-layers None").
+    assert plan.suggested_options(shape, asked, nearest.setup) == {"cp": 4}
+    report = train(shape, gpu, asked.model_copy(update={"cp": 4}))
+    assert report.memory_per_gpu.fits and report.step is not None
+    assert report.step.seconds["total"] == nearest.step_seconds
+
+
+def test_end_stages_are_named_by_their_layers():
+    shape = load_model("llama-3.1-405b")  # 126 layers
+    asked = TrainingSetup(tokens=1, seq_len=4096, gpus=256, tp=8, pp=16, pp_first_layers=7, pp_last_layers=7)
+    # p 8 cannot keep 7 + 14 x 8 + 7: the options name the new ends' layers, never "None"
+    eight = asked.model_copy(update={"pp": 8, "cp": 2, "pp_first_layers": None, "pp_last_layers": 14})  # 7 x 16 + 14
+    assert plan.suggested_options(shape, asked, eight) == {
+        "pp": 8,
+        "cp": 2,
+        "pp_first_layers": 16,
+        "pp_last_layers": 14,
+    }
+    # without pipeline parallelism the asked --pp-first/last-layers cannot be dropped by adding options
+    one = asked.model_copy(update={"pp": 1, "tp": 8, "gpus": 8, "pp_first_layers": None, "pp_last_layers": None})
+    assert plan.suggested_options(shape, asked, one) is None
+    plain = asked.model_copy(update={"pp_first_layers": None, "pp_last_layers": None})
+    assert plan.suggested_options(shape, plain, asked) == {"pp_first_layers": 7, "pp_last_layers": 7}
+
+
+# With --top only the layouts that can rank among the best are priced: the best are exactly the whole pricing's.
+TOP_CASES = [
+    ("llama-3.1-70b", "h100-sxm", dict(tokens=10**12, seq_len=4096, gpus=64, global_batch=256)),
+    ("mixtral-8x7b", "h100-sxm", dict(tokens=10**12, seq_len=4096, gpus=16, global_batch=64)),
+    ("llama-3.1-70b", "h100-sxm", dict(tokens=10**12, seq_len=4096, gpus=8, global_batch=64)),  # offload needed
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "gpu_name", "fields"), TOP_CASES)
+def test_top_prices_only_what_can_rank_and_finds_the_same_best(name, gpu_name, fields):
+    shape, gpu = load_model(name), load_gpu(gpu_name)
+    base = TrainingSetup(**fields)
+    everything = plan.search_training(shape, gpu, base)
+    assert everything.feasible == len(everything.layouts)
+    for layout in everything.layouts:  # the bound the pricing skips by is a lower bound of every step time
+        s = layout.setup
+        stages = parallel.check_layout(shape, s)
+        layer = step_time.layer_seconds(shape, gpu, s)
+        bound = plan.step_bound(max(stages), parallel.micro_batches(s), s.pp, s.virtual_stages, layer)
+        assert bound <= layout.step_seconds * (1 + 1e-12)
+    for top in (1, 10, 50):
+        best = plan.search_training(shape, gpu, base, top)
+        assert (best.searched, best.feasible, best.rejected) == (
+            everything.searched,
+            everything.feasible,
+            everything.rejected,
+        )
+        assert len(best.layouts) < len(everything.layouts)
+        assert [(layout.setup, layout.step_seconds) for layout in best.layouts[:top]] == [
+            (layout.setup, layout.step_seconds) for layout in everything.layouts[:top]
+        ]
