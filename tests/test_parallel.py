@@ -159,9 +159,18 @@ def test_interleaving_an_embedding_and_loss_accounted_split():
     assert parallel.accounted_slots([16, 16]) == [16, 17]  # p = 2: even, or both ends one short of 17
     assert parallel.accounted_slots([4] * 15 + [1]) == []  # DeepSeek-V3's 4 x 15 + 1: no such split
     assert parallel.accounted_slots([12]) == []
-    assert parallel.interleavable_layers([7] + [8] * 14 + [7]) == 8
-    assert parallel.interleavable_layers([4] * 15 + [1]) == 1
-    assert parallel.interleavable_layers([12] * 8) == 12
+    assert parallel.interleavable_layers([7] + [8] * 14 + [7]) == [1, 8]
+    assert parallel.interleavable_layers([4] * 15 + [1]) == [1]
+    assert parallel.interleavable_layers([12] * 8) == [12]
+    assert parallel.interleavable_layers([16, 16]) == [16, 17]  # v = 2, 4, 8, 16 (even) or 17 (one slot a chunk)
+    gpt2 = load_model("gpt2-small")  # 12 layers on 2 stages: 6 + 6, or 6 + 6 with the embedding and loss: 7 slots
+    for v, legal in ((2, True), (3, True), (6, True), (7, True), (4, False), (5, False)):
+        setup = TrainingSetup(tokens=1, seq_len=1024, gpus=2, pp=2, virtual_stages=v, global_batch=8)
+        if legal:
+            assert parallel.check_layout(gpt2, setup) == [6, 6]
+        else:
+            with pytest.raises(UsageError, match="layer slots"):
+                parallel.check_layout(gpt2, setup)
     llama = load_model("llama-3.1-405b")
     published = dict(gpus=16384, tp=8, pp=16, cp=16, pp_first_layers=7, pp_last_layers=7, global_batch=128)
     for v in (2, 4, 8):  # Dubey et al. 2024 §3.3.2: "an interleaved schedule ... with V pipeline stages on one rank"

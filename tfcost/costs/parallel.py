@@ -70,8 +70,8 @@ def accounted_slots(stages: list[int]) -> list[int]:
     return sorted(s for s in candidates if first in (s, s - 1) and last in (s, s - 1))
 
 
-def interleavable_layers(stages: list[int]) -> int:
-    """The layer count v must divide for the interleaved schedule (any divisor of it is a legal v): every stage's
+def interleavable_layers(stages: list[int]) -> list[int]:
+    """The layer counts v may divide for the interleaved schedule (a divisor of any of them is a legal v): every stage's
     layers, as Megatron-Core checks `--num-layers-per-virtual-pipeline-stage` with `--decoder-first/last-pipeline-
     num-layers` ("number of layers at last stage ... must be divisible by virtual pipeline parallel degree", the
     same for the first and the middle stages), or, for a split that accounts for the embedding and the loss
@@ -79,7 +79,7 @@ def interleavable_layers(stages: list[int]) -> int:
     pipeline_split or account_for_loss_in_pipeline_split) must be divisible by virtual_pipeline_model_parallel_size"
     (each of the p v model chunks then holds s / v layer slots, the first chunk's first slot the embedding and the
     last chunk's last slot the loss: Llama 3's v = 8 chunks of one slot on 16 stages)."""
-    return max([math.gcd(*stages), *accounted_slots(stages)])
+    return sorted({math.gcd(*stages), *accounted_slots(stages)})
 
 
 def micro_batches(setup: TrainingSetup) -> int:
@@ -135,7 +135,7 @@ def check_layout(shape: ModelShape, setup: TrainingSetup) -> list[int]:
     if v > 1:
         if setup.pp == 1:
             raise UsageError("--virtual-stages needs pp > 1")
-        if interleavable_layers(stages) % v:
+        if all(layers % v for layers in interleavable_layers(stages)):
             raise UsageError(
                 f"virtual stages ({v}) must divide every stage's layers ({stages}), or each stage's layer slots "
                 "where the first and last stages hold one layer fewer for the embedding and the loss"

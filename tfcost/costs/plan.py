@@ -190,7 +190,7 @@ def virtual_stage_counts(shape: ModelShape, setup: TrainingSetup) -> list[int]:
     if setup.pp == 1:
         return [1]
     stages = parallel.stage_layers(layer_count(shape), setup.pp, setup.pp_first_layers, setup.pp_last_layers)
-    return divisors(parallel.interleavable_layers(stages))
+    return sorted({v for layers in parallel.interleavable_layers(stages) for v in divisors(layers)})
 
 
 class TrainPricer:
