@@ -483,3 +483,20 @@ def test_top_prices_only_what_can_rank_and_finds_the_same_best(name, gpu_name, f
         assert [(layout.setup, layout.step_seconds) for layout in best.layouts[:top]] == [
             (layout.setup, layout.step_seconds) for layout in everything.layouts[:top]
         ]
+
+
+def test_a_suggestion_cut_short_says_so(monkeypatch):
+    # The search near the asked layout stops after NEAREST_BUDGET evaluations: it then says no layout near that one
+    # fits, not that none of these GPUs does.
+    from tfcost.render.plan import suggestion_line
+    from tfcost.reports.plan import NOT_NEAR, train_suggestion
+
+    monkeypatch.setattr(plan, "NEAREST_BUDGET", 0)
+    shape, gpu = load_model("llama-3.1-70b"), load_gpu("h100-sxm")
+    asked = TrainingSetup(tokens=10**12, seq_len=4096, gpus=8, zero=0, global_batch=1024)
+    nearest, found = plan.nearest_training_layout(shape, gpu, asked)
+    assert nearest is None and found.cut_short
+    suggestion = train_suggestion(shape, gpu, asked, ["llama-3.1-70b"])
+    assert suggestion.options == [] and suggestion.reason == NOT_NEAR
+    line = suggestion_line(suggestion, "Does not fit")
+    assert line.startswith("Does not fit; none of the") and "tfcost plan train llama-3.1-70b" in line

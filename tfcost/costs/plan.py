@@ -141,6 +141,7 @@ class Search:
     rejected: Counter[str] = field(default_factory=Counter)
     layouts: list[TrainLayout] = field(default_factory=list)
     feasible: int = 0
+    cut_short: bool = False  # the nearest-layout search stopped at NEAREST_BUDGET before finding one
 
     def reject(self, reason: str, count: int = 1) -> None:
         self.searched += count
@@ -460,6 +461,7 @@ def nearest_training_layout(
             found.feasible += len(priced)
             return min(priced, key=lambda layout: rank(asked, layout)), found
         if evaluations > NEAREST_BUDGET:
+            found.cut_short = True
             break
     return None, found
 

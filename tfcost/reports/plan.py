@@ -314,6 +314,10 @@ def plan_command(kind: str, model: Sequence[str], words: Sequence[str]) -> str:
     return shlex.join(["tfcost", "plan", kind, *model, *words])
 
 
+# The suggestion's reason when the nearest-layout search stopped at its budget (tfcost.costs.plan.NEAREST_BUDGET).
+NOT_NEAR = f"none of the {search.NEAREST_BUDGET:,} layouts nearest the one asked for fits"
+
+
 def train_suggestion(shape: ModelShape, gpu: GpuSpec, asked: TrainingSetup, model: Sequence[str]) -> Suggestion:
     """The nearest training layout that fits the asked one's GPUs, tokens, T and global batch, and the `plan train`
     command (`model`: the model as given on the command line, e.g. ["llama-3-8b"] or ["--config", "c.json"])."""
@@ -330,7 +334,8 @@ def train_suggestion(shape: ModelShape, gpu: GpuSpec, asked: TrainingSetup, mode
     command = plan_command("train", model, ["--gpus", str(asked.gpus), "--gpu", gpu.name, *words])
     nearest, found = search.nearest_training_layout(shape, gpu, asked)
     if nearest is None:
-        return Suggestion(options=[], reason=found.most_rejected(), command=command)
+        reason = NOT_NEAR if found.cut_short else found.most_rejected()
+        return Suggestion(options=[], reason=reason, command=command)
     options = search.suggested_options(shape, asked, nearest.setup)
     assert options is not None  # the search keeps only layouts the options can say
     words = [word for name, value in options.items() for word in option_words(name, value)]
