@@ -400,7 +400,7 @@ def suggested_options(shape: ModelShape, asked: TrainingSetup, setup: TrainingSe
                 options[name] = value
     if setup.sequence_parallel != asked.sequence_parallel:
         options["sequence_parallel"] = setup.sequence_parallel
-    return options
+    return {name: options[name] for name in LAYOUT_FIELDS if name in options}
 
 
 @dataclass
