@@ -35,7 +35,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from tfcost.core.blocks import layer_count
 from tfcost.costs import fit, parallel, serving, step_time, throughput, training
@@ -121,8 +121,7 @@ class TrainLayout:
     cost: float | None
 
 
-@dataclass(frozen=True)
-class Fitting:
+class Fitting(NamedTuple):  # a tuple: made for each of the tens of thousands of layouts that fit
     """A layout that fits, before it is priced: what it holds, one layer's times (`step_time.layer_seconds`) and a
     lower bound on its step time (`step_bound`)."""
 
@@ -269,7 +268,7 @@ def search_training(shape: ModelShape, gpu_spec: GpuSpec, base: TrainingSetup, t
             for virtual in virtual_stage_counts(shape, structure):
                 setup = structure.model_copy(update={"micro_batch": micro_batch, "virtual_stages": virtual})
                 try:
-                    parallel.check_layout(shape, setup)
+                    stages = parallel.check_layout(shape, setup)
                 except UsageError as error:
                     found.reject(rule_reason(error, shape))
                     continue
@@ -277,7 +276,7 @@ def search_training(shape: ModelShape, gpu_spec: GpuSpec, base: TrainingSetup, t
                     found.reject(DOES_NOT_FIT, OPTIONS_PER_LAYOUT)
                     too_big = too_big or virtual == 1
                     continue
-                search_options(pricer, setup, found, layers, fitting)
+                search_options(pricer, setup, max(stages), found, layers, fitting)
     found.layouts = price_ranked(pricer, fitting, top)
     return found
 
@@ -323,15 +322,17 @@ def rank(base: TrainingSetup, layout: TrainLayout) -> tuple[bool, float, int]:
 def search_options(
     pricer: TrainPricer,
     setup: TrainingSetup,
+    stage: int,
     found: Search,
     layers: dict[Recompute, dict[str, float]],
     fitting: list[Fitting],
 ) -> None:
     """Recomputation x ZeRO x offload over one parallel layout: offload only where the layout does not fit
     without it, the lighter offload first. Less recomputation never holds less, so the offloads a more recomputing
-    setting could not fit without are refused for a less recomputing one untried (counted all the same)."""
+    setting could not fit without are refused for a less recomputing one untried (counted all the same). `stage`:
+    the most layers a pipeline stage holds."""
     activations: dict[Recompute, int] = {}
-    stage, m = max(parallel.check_layout(pricer.shape, setup)), parallel.micro_batches(setup)
+    m = parallel.micro_batches(setup)
     for zero in ZERO_STAGES:
         lightest = 0  # the first offload that can fit at this ZeRO stage, from the recomputations tried so far
         for recompute in RECOMPUTES[::-1]:
