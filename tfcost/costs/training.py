@@ -300,9 +300,10 @@ def frozen_base_bytes_per_gpu(shape: ModelShape, setup: TrainingSetup) -> int:
     return ceil_div(finetune.frozen_base_bytes(shape, setup.qlora), shards)
 
 
-def memory_per_gpu(shape: ModelShape, setup: TrainingSetup) -> dict[str, int]:
+def memory_per_gpu(shape: ModelShape, setup: TrainingSetup, activations: int | None = None) -> dict[str, int]:
     """Everything the busiest GPU holds: weights, gradients, optimizer states and activations, and their total;
-    and what lives in host memory instead ("host").
+    and what lives in host memory instead ("host"). `activations`: this setup's `activation_bytes_per_gpu` when the
+    caller has it (a plan search reuses it across ZeRO stages and offloads, which do not change it).
 
     Optimizer-in-backward (torchtune's optimizer_in_bwd): each parameter is stepped as soon as its gradient is
     complete and the gradient freed, so only the largest one is alive at once. A paged optimizer's states and
@@ -340,7 +341,7 @@ def memory_per_gpu(shape: ModelShape, setup: TrainingSetup) -> dict[str, int]:
     if setup.offload == "params":
         host += parts["weights"]
         parts["weights"] = 0
-    parts["activations"] = activation_bytes_per_gpu(shape, setup)
+    parts["activations"] = activation_bytes_per_gpu(shape, setup) if activations is None else activations
     parts["total"] = sum(parts.values())
     parts["host"] = host
     return parts
