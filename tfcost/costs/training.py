@@ -348,9 +348,10 @@ def frozen_base_bytes_per_gpu(shape: ModelShape, setup: TrainingSetup) -> int:
     return ceil_div(finetune.frozen_base_bytes(shape, setup.qlora), shards)
 
 
-def memory_per_gpu(shape: ModelShape, setup: TrainingSetup) -> dict[str, int]:
+def memory_per_gpu(shape: ModelShape, setup: TrainingSetup, activations: int | None = None) -> dict[str, int]:
     """Everything the busiest GPU holds: weights, gradients, optimizer states and activations, and their total;
-    and what lives in host memory instead ("host").
+    and what lives in host memory instead ("host"). `activations`: this setup's `activation_bytes_per_gpu` when the
+    caller has it (a plan search reuses it across ZeRO stages and offloads, which do not change it).
 
     Optimizer-in-backward (torchtune's optimizer_in_bwd): each parameter is stepped as soon as its gradient is
     complete and the gradient freed, so only the largest one is alive at once. A paged optimizer's states sit in
@@ -376,7 +377,7 @@ def memory_per_gpu(shape: ModelShape, setup: TrainingSetup) -> dict[str, int]:
             ceil_div(trainable, setup.tp * setup.pp), setup.zero, setup.data_parallel * setup.cp,
             ceil_div(largest_weight_params(shape), setup.tp), setup.offload,
         )  # fmt: skip
-        parts["activations"] = activation_bytes_per_gpu(shape, setup)
+        parts["activations"] = activation_bytes_per_gpu(shape, setup) if activations is None else activations
         parts["total"] = sum(parts.values())
         parts["host"] = host
         return parts
@@ -401,7 +402,7 @@ def memory_per_gpu(shape: ModelShape, setup: TrainingSetup) -> dict[str, int]:
         parts["weights"] = 0
     if setup.zero == 3 or setup.offload == "params":  # the layers gathered (or streamed in) for compute stay
         parts["weights"] += zero3_gathered_bytes(params.params_per_layer(shape), setup)
-    parts["activations"] = activation_bytes_per_gpu(shape, setup)
+    parts["activations"] = activation_bytes_per_gpu(shape, setup) if activations is None else activations
     parts["total"] = sum(parts.values())
     parts["host"] = host
     return parts
