@@ -167,10 +167,11 @@ def gemma4_towers(config: dict[str, Any], text: dict[str, Any], text_d: int) -> 
     ]
     layers = v.int("num_hidden_layers", GEMMA4_VISION["num_hidden_layers"])
     image = round(patches**0.5) * patch  # recorded only: the budget, not the side, sets the patches
-    return [vit_mapping("vision", "gemma4_vision", v, d, layers, heads, d_ff, image, patch, GEMMA4_SOFT_TOKENS,
-                        rows, n_kv_heads=v.int("num_key_value_heads", heads), head_dim=v.int("head_dim", 64),
-                        qk_norm=True, block_norms=4, mlp="gated", norm="rmsnorm", bias=False,
-                        patches_per_image=patches)] + audio  # fmt: skip
+    vision = vit_mapping("vision", "gemma4_vision", v, d, layers, heads, d_ff, image, patch, GEMMA4_SOFT_TOKENS,
+                         rows, n_kv_heads=v.int("num_key_value_heads", heads), head_dim=v.int("head_dim", 64),
+                         qk_norm=True, block_norms=4, mlp="gated", norm="rmsnorm", bias=False,
+                         patches_per_image=patches)  # fmt: skip
+    return [vision, *audio]
 
 
 # Gemma4AudioConfig's defaults (models/gemma4/configuration_gemma4.py), and Gemma4AudioFeatureExtractor's 128 mel
@@ -180,7 +181,7 @@ GEMMA4_AUDIO: dict[str, Any] = {
     "conv_kernel_size": 5, "attention_chunk_size": 12, "attention_context_left": 13, "attention_context_right": 0,
     "output_proj_dims": 1536,
 }  # fmt: skip
-GEMMA4_MEL_BINS = 128
+MEL = 128
 
 
 def gemma4_audio_tower(config: dict[str, Any], text_d: int) -> list[dict[str, Any]]:
@@ -207,9 +208,9 @@ def gemma4_audio_tower(config: dict[str, Any], text_d: int) -> list[dict[str, An
     relative = context // 2 + 1  # Gemma4AudioRelPositionalEncoding: positions context/2 .. 0
     c0, c1 = channels
     rows = [
-        row("subsample/conv0", "linear", 9, c0, False, "frames") | {"stride": 2, "times": -(-GEMMA4_MEL_BINS // 2)},
+        row("subsample/conv0", "linear", 9, c0, False, "frames") | {"stride": 2, "times": -(-MEL // 2)},
         row("subsample/norm0", "norm", c0, 1),
-        row("subsample/conv1", "linear", 9 * c0, c1, False, "frames") | {"stride": 4, "times": -(-GEMMA4_MEL_BINS // 4)},
+        row("subsample/conv1", "linear", 9 * c0, c1, False, "frames") | {"stride": 4, "times": -(-MEL // 4)},
         row("subsample/norm1", "norm", c1, 1),
         row("subsample/input_proj", "linear", c0 // 4 * c1, d, False, "positions"),
         row("output_proj", "linear", d, out, True, "positions"),
@@ -507,7 +508,8 @@ def phi4_audio_tower(config: dict[str, Any], text_d: int) -> dict[str, Any]:
     ]
     feed = {"window": 400, "hop": 160, "reduction": reduction * downsample, "block": 500}
     return {"name": "audio", "model_type": "phi4_multimodal_audio", "d_model": d, "n_heads": heads, "d_ff": f,
-            "n_layers": get["num_blocks"], "mlp": "gated", "rows": rows, "layer_rows": layer_rows, "audio": feed}  # fmt: skip
+            "n_layers": get["num_blocks"], "mlp": "gated", "rows": rows, "layer_rows": layer_rows,
+            "audio": feed}  # fmt: skip
 
 
 def phi4_multimodal_towers(config: dict[str, Any], text: dict[str, Any], text_d: int) -> list[dict[str, Any]]:
