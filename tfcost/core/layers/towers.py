@@ -229,12 +229,13 @@ def tower_flops_per_audio(tower: Tower, seconds: float) -> int:
     if not tokens:
         return 0
     scores, values = audio_score_entries(tower, positions)
+    blocks = positions // feed.block if feed.block and tokens > feed.block else 1  # a padded conv pads each block
     total = 0
     for times, op, over, stride, extra in tower_ops(tower):
         if op.kind in ("scores", "values"):
             n = scores if op.kind == "scores" else values
         else:
-            n = {"positions": positions + extra, "relative": feed.relative, "tokens": tokens,
+            n = {"positions": positions + extra * blocks, "relative": feed.relative, "tokens": tokens,
                  "frames": -(-frames // stride)}.get(over, 0)  # fmt: skip
         total += times * op_flops_per_unit(op) * n
     return total
