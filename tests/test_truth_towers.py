@@ -8,6 +8,7 @@ FlopCounterMode over transformers' image-feature path.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,15 @@ pytest.importorskip("transformers", reason=WHY)
 
 from truth_harness import FlopCounterMode, build, config_from_dict, parameter_count, saved_forms  # noqa: E402
 
-from tfcost.core.layers.towers import image_input, patches, tower_flops_per_image, tower_params  # noqa: E402
+from tfcost.core.layers.towers import (  # noqa: E402
+    audio_input,
+    audio_tokens,
+    image_input,
+    patches,
+    tower_flops_per_audio,
+    tower_flops_per_image,
+    tower_params,
+)
 from tfcost.core.params import language_model_params, total_params, towers_params  # noqa: E402
 from tfcost.readers.families.towers import TOWER_READERS  # noqa: E402
 from tfcost.readers.hf_config import read_config  # noqa: E402
@@ -138,10 +147,112 @@ def test_gemma4s_vision_tower_prices_as_transformers_builds_it(vision, form):
     assert (image_input(shape.towers[0]).patches, shape.towers[0].tokens_per_image) == (280 * 9, 280)
 
 
-def test_gemma4s_audio_tower_is_named_as_not_priced():
-    data = {**saved_forms("gemma4")["full"], "model_type": "gemma4", "vision_config": GEMMA4_VISION[0],
-            "audio_config": {"model_type": "gemma4_audio"}}  # fmt: skip
-    assert read_config(data).not_priced == ["audio tower (gemma4_audio)"]
+# Whole models transformers 5.24 builds from the default configs (AutoConfig.for_model) with their towers: Gemma 4
+# with a default audio_config (and vision_config), and Phi-4-multimodal (Phi4MultimodalForCausalLM: the language
+# model with its image and audio embeddings inside).
+AUDIO_WHOLE = {
+    "gemma4-audio": ({"model_type": "gemma4", "audio_config": {"model_type": "gemma4_audio"}}, 5_385_541_408),
+    "gemma4-vision-audio": (
+        {"model_type": "gemma4", "vision_config": GEMMA4_VISION[0], "audio_config": {"model_type": "gemma4_audio"}},
+        5_554_675_488,
+    ),
+    "phi4_multimodal": ({"model_type": "phi4_multimodal"}, 5_308_268_992),
+}
+
+
+@pytest.mark.parametrize("form", ["saved", "full"])
+@pytest.mark.parametrize("name", sorted(AUDIO_WHOLE))
+def test_an_audio_towers_whole_model_prices_as_transformers_builds_it(name, form):
+    """Gemma 4's conformer (Gemma4AudioModel and its embedder) and Phi-4-multimodal's SigLIP crops and conformer:
+    the whole model's parameters, and the towers' (everything outside the language model's own modules)."""
+    extra, whole = AUDIO_WHOLE[name]
+    data = {**saved_forms(extra["model_type"])[form], **extra}
+    shape = shape_of(data)
+    if name == "phi4_multimodal":  # a flat config: the causal LM is the whole model
+        model = build(config_from_dict(data))
+        outside = ("model.embed_tokens_extend.",)
+        towers = sum(p.numel() for n, p in model.named_parameters() if n.startswith(outside))
+        built = parameter_count(model)
+    else:
+        built, towers = whole_and_towers(data)
+    assert (total_params(shape), towers_params(shape)) == (built, towers)
+    assert total_params(shape) == whole
+
+
+def gemma4_tiny(audio: dict[str, Any]) -> dict[str, Any]:
+    data = {**saved_forms("gemma4")["full"], "model_type": "gemma4", "audio_config": audio}
+    text = {key: value for key, value in data["text_config"].items() if key not in ("layer_types", "per_layer_config")}
+    text.update(num_hidden_layers=2, hidden_size=64, intermediate_size=64, vocab_size=256, num_attention_heads=2,
+                vocab_size_per_layer_input=256, hidden_size_per_layer_input=16, num_key_value_heads=1, head_dim=32,
+                global_head_dim=32)  # fmt: skip
+    return {**data, "text_config": text}
+
+
+@pytest.mark.parametrize("seconds", [1, 2.5, 7])
+def test_gemma4s_audio_tower_flops_equal_flop_counter_mode(seconds):
+    """S seconds as Gemma4Processor frames them (25 tokens a second) through a 1-layer conformer on the CPU: the
+    two subsampling convolutions over time x 128 mel bins, the chunked local attention (12 queries over 24 keys,
+    and 13 relative positions), the light convolution, both feed-forwards and the embedder."""
+    audio = {"model_type": "gemma4_audio", "hidden_size": 64, "num_attention_heads": 2, "num_hidden_layers": 1,
+             "output_proj_dims": 48}  # fmt: skip
+    data = gemma4_tiny(audio)
+    tower = next(tower for tower in shape_of(data).towers if tower.name == "audio")
+    frames, _, tokens = audio_input(tower, seconds)
+    model = build(config_from_dict(data), device="cpu", whole=True)
+    features = torch.zeros(1, frames, 128, dtype=torch.bfloat16)
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        out = model.model.get_audio_features(features, torch.ones(1, frames, dtype=torch.bool))
+    assert out.pooler_output.shape[1] == tokens == math.ceil(25 * seconds)
+    assert tower_flops_per_audio(tower, seconds) == int(counter.get_total_flops())
+
+
+@pytest.mark.parametrize("seconds", [1, 7, 45])
+def test_phi4_multimodals_audio_tower_flops_equal_flop_counter_mode(seconds):
+    """S seconds through a 1-layer Phi-4-multimodal conformer on the CPU, and the speech projector pair: past 500
+    positions (40 s) the encoder runs in padded blocks of 500."""
+    audio = {
+        "hidden_size": 64,
+        "num_attention_heads": 2,
+        "num_blocks": 1,
+        "nemo_conv_channels": 32,
+        "ext_pw_out_channel": 64,
+        "depthwise_separable_out_channel": 64,
+        "intermediate_size": 32,
+    }
+    data = {**saved_forms("phi4_multimodal")["full"], "model_type": "phi4_multimodal", "audio_config": audio,
+            "hidden_size": 64, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2,
+            "num_key_value_heads": 1, "vocab_size": 256, "pad_token_id": 0, "bos_token_id": 0, "eos_token_id": 0,
+            "vision_config": {"hidden_size": 32, "intermediate_size": 32, "num_hidden_layers": 1,
+                              "num_attention_heads": 2}}  # fmt: skip
+    data.pop("rope_parameters", None)
+    tower = next(tower for tower in shape_of(data).towers if tower.name == "audio")
+    frames, _, tokens = audio_input(tower, seconds)
+    embed = build(config_from_dict(data), device="cpu").model.embed_tokens_extend.audio_embed
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        hidden = embed.encoder(torch.zeros(1, frames, 80, dtype=torch.bfloat16), None)
+        embed.down_proj_for_speech(embed.up_proj_for_speech(hidden))
+    assert hidden.shape[1] == tokens
+    assert tower_flops_per_audio(tower, seconds) == int(counter.get_total_flops())
+
+
+@pytest.mark.parametrize("seconds", [0.5, 1, 3.7, 30, 31])
+def test_audio_tokens_are_what_the_processors_count(seconds):
+    """Gemma4Processor._compute_audio_num_tokens (at most 750) and Phi4MultimodalFeatureExtractor's
+    audio_embed_sizes, on S seconds of 16 kHz samples."""
+    import numpy as np
+    from transformers.models.gemma4.feature_extraction_gemma4 import Gemma4AudioFeatureExtractor
+    from transformers.models.gemma4.processing_gemma4 import Gemma4Processor
+    from transformers.models.phi4_multimodal.feature_extraction_phi4_multimodal import (
+        Phi4MultimodalFeatureExtractor,
+    )
+
+    samples = np.zeros(round(seconds * 16000), dtype=np.float32)
+    stub = type("Processor", (), {"feature_extractor": Gemma4AudioFeatureExtractor(), "audio_seq_length": 750})()
+    gemma = Gemma4Processor._compute_audio_num_tokens(stub, samples, 16000)
+    phi = int(Phi4MultimodalFeatureExtractor()(samples, sampling_rate=16000)["audio_embed_sizes"][0])
+    gemma_shape = shape_of({**saved_forms("gemma4")["saved"], "model_type": "gemma4", **AUDIO_WHOLE["gemma4-audio"][0]})
+    phi_shape = shape_of({"model_type": "phi4_multimodal"})
+    assert (audio_tokens(gemma_shape, seconds), audio_tokens(phi_shape, seconds)) == (gemma, phi)
 
 
 @pytest.mark.thorough  # a minute on the CPU
@@ -321,3 +432,43 @@ def test_train_with_images_trains_the_tower_on_every_sequence(tfcost, gemma_imag
     assert with_images["setup"]["seq_len"] == 1512
     assert with_images["flops"]["total"] - longer["flops"]["total"] == 1000 * 3 * 2 * gemma_image_flops
     assert with_images["memory_per_gpu"]["weights_bytes"] == 2 * RELEASES["gemma-3-27b"][0]
+
+
+PHI4 = {"model_type": "phi4_multimodal"}
+
+
+def test_estimate_with_audio_adds_its_tokens_and_tower_flops(tfcost, tmp_path):
+    """--audio-seconds 10 -T 1000 on Phi-4-multimodal: the language model over 1000 + 125 tokens (12.5 a second),
+    plus the audio tower over 10 s."""
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(PHI4))
+    args = ("estimate", "--config", str(config), "-f", "json")
+    with_audio = json.loads(tfcost(*args, "-T", "1000", "--audio-seconds", "10").stdout)
+    longer = json.loads(tfcost(*args, "-T", "1125").stdout)
+    tower = next(tower for tower in shape_of(PHI4).towers if tower.name == "audio")
+    assert with_audio["audio"]["tokens"] == 125 == audio_input(tower, 10).tokens
+    assert with_audio["audio"]["seq_len"] == 1125
+    assert with_audio["kv_cache"] == longer["kv_cache"]
+    added = with_audio["flops"]["forward_per_sequence"] - longer["flops"]["forward_per_sequence"]
+    assert added == with_audio["audio"]["tower_forward"] == tower_flops_per_audio(tower, 10) > 0
+    assert with_audio["flops"]["forward_breakdown"]["audio_tower"] == added
+
+
+def test_serve_prefills_the_audio(tfcost, tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(PHI4))
+    args = ("serve", "--config", str(config), "-f", "json")
+    with_audio = json.loads(tfcost(*args, "-P", "1000", "--audio-seconds", "10").stdout)
+    longer = json.loads(tfcost(*args, "-P", "1125").stdout)
+    assert with_audio["setup"]["prompt"] == 1125
+    tower = next(tower for tower in shape_of(PHI4).towers if tower.name == "audio")
+    added = with_audio["latency"]["prefill_flops_per_gpu"] - longer["latency"]["prefill_flops_per_gpu"]
+    assert added == tower_flops_per_audio(tower, 10)
+
+
+def test_audio_on_a_model_without_an_audio_tower_is_one_clear_error(tfcost):
+    run = tfcost("estimate", "llama-3-8b", "--audio-seconds", "3")
+    assert run.code != 0
+    assert run.stderr.strip().splitlines() == [
+        "tfcost: error: --audio-seconds: llama-3-8b has no audio tower tfcost prices"
+    ]
