@@ -12,6 +12,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 WHY = "the truth tests need torch and transformers: pip install -e '.[test]'"
@@ -210,21 +211,7 @@ def test_gemma4s_audio_tower_flops_equal_flop_counter_mode(seconds):
 def test_phi4_multimodals_audio_tower_flops_equal_flop_counter_mode(seconds):
     """S seconds through a 1-layer Phi-4-multimodal conformer on the CPU, and the speech projector pair: past 500
     positions (40 s) the encoder runs in padded blocks of 500."""
-    audio = {
-        "hidden_size": 64,
-        "num_attention_heads": 2,
-        "num_blocks": 1,
-        "nemo_conv_channels": 32,
-        "ext_pw_out_channel": 64,
-        "depthwise_separable_out_channel": 64,
-        "intermediate_size": 32,
-    }
-    data = {**saved_forms("phi4_multimodal")["full"], "model_type": "phi4_multimodal", "audio_config": audio,
-            "hidden_size": 64, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2,
-            "num_key_value_heads": 1, "vocab_size": 256, "pad_token_id": 0, "bos_token_id": 0, "eos_token_id": 0,
-            "vision_config": {"hidden_size": 32, "intermediate_size": 32, "num_hidden_layers": 1,
-                              "num_attention_heads": 2}}  # fmt: skip
-    data.pop("rope_parameters", None)
+    data = phi4_tiny()
     tower = next(tower for tower in shape_of(data).towers if tower.name == "audio")
     frames, _, tokens = audio_input(tower, seconds)
     embed = build(config_from_dict(data), device="cpu").model.embed_tokens_extend.audio_embed
@@ -239,7 +226,6 @@ def test_phi4_multimodals_audio_tower_flops_equal_flop_counter_mode(seconds):
 def test_audio_tokens_are_what_the_processors_count(seconds):
     """Gemma4Processor._compute_audio_num_tokens (at most 750) and Phi4MultimodalFeatureExtractor's
     audio_embed_sizes, on S seconds of 16 kHz samples."""
-    import numpy as np
     from transformers.models.gemma4.feature_extraction_gemma4 import Gemma4AudioFeatureExtractor
     from transformers.models.gemma4.processing_gemma4 import Gemma4Processor
     from transformers.models.phi4_multimodal.feature_extraction_phi4_multimodal import (
@@ -472,3 +458,52 @@ def test_audio_on_a_model_without_an_audio_tower_is_one_clear_error(tfcost):
     assert run.stderr.strip().splitlines() == [
         "tfcost: error: --audio-seconds: llama-3-8b has no audio tower tfcost prices"
     ]
+
+
+def phi4_tiny(audio: bool = True) -> dict[str, Any]:
+    """Phi-4-multimodal with a 64-wide language model and 1-layer towers (the real 448-pixel crops of 14-pixel
+    patches), small enough for the CPU."""
+    data = {**saved_forms("phi4_multimodal")["full"], "model_type": "phi4_multimodal", "hidden_size": 64,
+            "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1,
+            "vocab_size": 256, "pad_token_id": 0, "bos_token_id": 0, "eos_token_id": 0,
+            "audio_config": {"hidden_size": 64, "num_attention_heads": 2, "num_blocks": 1, "nemo_conv_channels": 32,
+                             "ext_pw_out_channel": 64, "depthwise_separable_out_channel": 64,
+                             "intermediate_size": 32},
+            "vision_config": {"hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 1,
+                              "num_attention_heads": 2}}  # fmt: skip
+    data.pop("rope_parameters", None)
+    return data
+
+
+def phi4_crop_tokens(side: int, crop: int = 448, mask: int = 32, most: int = 36) -> tuple[int, int]:
+    """Phi4MultimodalImageProcessor for a square image (image_processing_phi4_multimodal.py: dynamic_preprocess,
+    _preprocess), re-derived: n = ceil(S / 448) crops a side while n^2 <= 36 (else the closest ratio, 6 x 6 for a
+    square), the crops' patch mask all ones (a square needs no padding), pooled [0::2, 0::2]; tokens = 256 + 1 +
+    the pooled mask's sum + its first column's sum + 16. Returns (encoder runs, tokens)."""
+    n = -(-side // crop)
+    if n * n > most:
+        n = 6
+    pooled = np.ones((mask * n, mask * n))[0::2, 0::2]
+    return n * n + 1, 256 + 1 + int(pooled.sum()) + int(pooled[:, 0].sum()) + 16
+
+
+@pytest.mark.parametrize("side", [100, 448, 449, 896, 1000, 2688, 4000])
+def test_phi4_multimodal_crops_an_image_as_its_processor_does(side):
+    tower = next(tower for tower in shape_of({"model_type": "phi4_multimodal"}).towers if tower.name == "vision")
+    passes, _, tokens = image_input(tower, side)
+    assert (passes, tokens) == phi4_crop_tokens(side)
+
+
+@pytest.mark.parametrize("side", [448, 896])
+def test_phi4_multimodals_image_tower_flops_equal_flop_counter_mode(side):
+    """Each crop through SigLIP (its pooling head too: it runs, unused), then img_projection_up and _down over the
+    image's tokens, separators included (Phi4MultimodalImageEmbedding.forward)."""
+    data = phi4_tiny()
+    tower = next(tower for tower in shape_of(data).towers if tower.name == "vision")
+    passes, _, tokens = image_input(tower, side)
+    embed = build(config_from_dict(data), device="cpu").model.embed_tokens_extend.image_embed
+    pixels = torch.zeros(passes, 3, 448, 448, dtype=torch.bfloat16)
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        embed.get_img_features(pixels, attention_mask=torch.ones(passes, 32, 32, dtype=torch.bool))
+        embed.img_projection_down(embed.img_projection_up(torch.zeros(1, tokens, 32, dtype=torch.bfloat16)))
+    assert tower_flops_per_image(tower, side) == int(counter.get_total_flops())

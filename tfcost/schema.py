@@ -331,10 +331,10 @@ class TowerRow(Frozen):
         "averaged into each token's row of the weight matrix (every patch: a dense matrix)"
     )
     bias: bool = Field(False, description="linear: out biases")
-    over: Literal["positions", "patches", "tokens", "weights", "relative", "frames"] = Field(
+    over: Literal["positions", "patches", "tokens", "weights", "passes", "relative", "frames"] = Field(
         "weights",
-        description="what it runs over (audio: 'frames', the feature frames; 'relative', the relative positions "
-        "an encoder layer projects, Gemma 4)",
+        description="what it runs over ('passes': once per encoder run, a pooling head's probe; audio: 'frames', "
+        "the feature frames, 'relative', the relative positions an encoder layer projects, Gemma 4)",
     )
     times: Size = Field(
         1, description="linear: runs per unit of `over` (a convolution's outputs along the frequency axis per frame)"

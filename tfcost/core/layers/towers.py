@@ -158,20 +158,19 @@ def image_input(tower: Tower, side: int | None = None) -> ImageInput:
 
 
 def tower_flops_per_image(tower: Tower, side: int | None = None) -> int:
-    """Forward matmul FLOPs of one image through the tower: for each encoder run, 2 in out per position, patch or
-    token of each linear row, and QK^T and AV over the P^2 score entries of every head in every encoder layer
-    (full, unmasked)."""
+    """Forward matmul FLOPs of one image through the tower: for each encoder run, 2 in out per position or patch
+    of each linear row (once for a `passes` row), and QK^T and AV over the P^2 score entries of every head in every
+    encoder layer (full, unmasked); then the rows over the tokens the language model reads, the image's."""
     passes, patch_count, tokens = image_input(tower, side)
-    units = {
-        "positions": patch_count + int(tower.class_token),
-        "patches": patch_count,
-        "tokens": tokens // passes,
-    }
-    total = 0
+    units = {"positions": patch_count + int(tower.class_token), "patches": patch_count, "passes": 1}
+    per_pass = on_tokens = 0
     for times, op, over, *_ in tower_ops(tower):
-        n = units.get(over, 0)
-        total += times * op_flops(op, n, n, False)
-    return passes * total
+        if over == "tokens":
+            on_tokens += times * op_flops(op, tokens, tokens, False)
+        else:
+            n = units.get(over, 0)
+            per_pass += times * op_flops(op, n, n, False)
+    return passes * per_pass + on_tokens
 
 
 class AudioInput(NamedTuple):
