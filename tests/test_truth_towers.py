@@ -109,7 +109,11 @@ def test_a_shrunk_release_prices_as_transformers_builds_it(name):
 WHOLE = ("gemma3", "llama4", "mistral3", "qwen3_5", "qwen3_5_moe")
 
 
-@pytest.mark.parametrize(("wrapper", "form"), [(w, f) for w in WHOLE for f in ("saved", "full")])
+@pytest.mark.parametrize(
+    ("wrapper", "form"),
+    [(w, f) for w in WHOLE for f in ("saved", "full")]
+    + [pytest.param("kimi_k25", f, marks=pytest.mark.thorough) for f in ("saved", "full")],  # a 671 B build
+)
 def test_a_wrappers_default_config_prices_as_transformers_builds_it(wrapper, form):
     """The config classes' defaults (qwen3_vl: three deepstack mergers), as save_pretrained and to_dict write
     them."""
@@ -507,4 +511,29 @@ def test_phi4_multimodals_image_tower_flops_equal_flop_counter_mode(side):
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         embed.get_img_features(pixels, attention_mask=torch.ones(passes, 32, 32, dtype=torch.bool))
         embed.img_projection_down(embed.img_projection_up(torch.zeros(1, tokens, 32, dtype=torch.bfloat16)))
+    assert tower_flops_per_image(tower, side) == int(counter.get_total_flops())
+
+
+@pytest.mark.parametrize("side", [224, 200])
+def test_kimi_k25s_image_tower_flops_equal_flop_counter_mode(side):
+    """Kimi K2.5's MoonViT at its native grid (rounded up to whole 2 x 2 merges) and its projector, through a
+    one-layer tower and a tiny DeepSeek-V3 on the CPU (the position grid is resampled by values)."""
+    data = {**saved_forms("kimi_k25")["full"], "model_type": "kimi_k25", "projection_hidden_size": 64}
+    text = dict(data["text_config"])
+    text.update(hidden_size=64, intermediate_size=64, moe_intermediate_size=32, num_hidden_layers=2,
+                num_attention_heads=2, num_key_value_heads=2, n_routed_experts=4, num_experts_per_tok=2,
+                n_shared_experts=1, first_k_dense_replace=1, q_lora_rank=None, kv_lora_rank=16,
+                qk_nope_head_dim=16, qk_rope_head_dim=16, v_head_dim=16, qk_head_dim=32, vocab_size=256, n_group=1,
+                topk_group=1)  # fmt: skip
+    vision = {**data["vision_config"], "num_hidden_layers": 1, "hidden_size": 64, "intermediate_size": 96,
+              "num_attention_heads": 2}  # fmt: skip
+    data = {**data, "text_config": text, "vision_config": vision}
+    tower = shape_of(data).towers[0]
+    _, patch_count, tokens = image_input(tower, side)
+    grid = round(patch_count**0.5)
+    model = build(config_from_dict(data), device="cpu", whole=True)
+    pixels = torch.zeros(grid * grid, 3, tower.patch_size, tower.patch_size, dtype=torch.bfloat16)
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        features = model.model.get_image_features(pixels, torch.tensor([[1, grid, grid]]))
+    assert sum(part.shape[0] for part in features.pooler_output) == tokens
     assert tower_flops_per_image(tower, side) == int(counter.get_total_flops())

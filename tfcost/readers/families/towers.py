@@ -523,11 +523,50 @@ def phi4_multimodal_towers(config: dict[str, Any], text: dict[str, Any], text_d:
     return [phi4_vision_tower(config, text_d), phi4_audio_tower(config, text_d)]
 
 
+# Kimi_K25VisionConfig's defaults (models/kimi_k25/configuration_kimi_k25.py).
+KIMI_K25_VISION: dict[str, Any] = {
+    "hidden_size": 1152, "intermediate_size": 4304, "num_hidden_layers": 27, "num_attention_heads": 16,
+    "patch_size": 14, "pos_emb_height": 64, "pos_emb_width": 64, "merge_kernel_size": [2, 2],
+}  # fmt: skip
+
+
+def kimi_k25_towers(config: dict[str, Any], text: dict[str, Any], text_d: int) -> list[dict[str, Any]]:
+    """Kimi K2.5 (models/kimi_k25/modeling_kimi_k25.py): Kimi_K25VisionModel, a 3 p^2 -> d patch convolution with
+    bias, a pos_emb_height x pos_emb_width x d position grid (resampled to each image's grid), LayerNorm encoder
+    layers with biased q, k, v, proj and fc1/fc2 (2D rotary: no table), a final LayerNorm, then
+    Kimi_K25MultimodalProjection: a LayerNorm of projection_hidden_size over the patches, in_proj d m^2 square and
+    out_proj d m^2 -> d_text, with biases, over the merged tokens (m x m patches each). Native resolution; tfcost's
+    image is the position grid's, pos_emb_height patches a side."""
+    wrapper = Fields(config, "kimi_k25")
+    v = sub_config(config, "kimi_k25", {})
+    d = v.int("hidden_size", KIMI_K25_VISION["hidden_size"])
+    d_ff = v.int("intermediate_size", KIMI_K25_VISION["intermediate_size"])
+    patch = side(v, "patch_size", KIMI_K25_VISION["patch_size"])
+    height, width = v.int("pos_emb_height", 64), v.int("pos_emb_width", 64)
+    kernel = v.raw("merge_kernel_size", KIMI_K25_VISION["merge_kernel_size"])
+    if not (isinstance(kernel, list | tuple) and len(kernel) == 2 and kernel[0] == kernel[1] and kernel[0] > 0):
+        raise v.wrong("merge_kernel_size", "a square [m, m] kernel", kernel)
+    merge = kernel[0]
+    merged = d * merge * merge
+    rows = [
+        row("patch_embedding", "linear", 3 * patch * patch, d, True, "patches"),
+        row("positions", "table", height * width, d),
+        row("final_layernorm", "norm", d, 2),
+        row("projector/pre_norm", "norm", wrapper.int("projection_hidden_size", 1152), 2),
+        row("projector/in_proj", "linear", merged, merged, True, "tokens"),
+        row("projector/out_proj", "linear", merged, text_d, True, "tokens"),
+    ]
+    layers = v.int("num_hidden_layers", KIMI_K25_VISION["num_hidden_layers"])
+    heads = v.int("num_attention_heads", KIMI_K25_VISION["num_attention_heads"])
+    return [vit_mapping("vision", "kimi_k25_vision", v, d, layers, heads, d_ff, height * patch, patch,
+                        (height // merge) ** 2, rows, sizing="native", merge=merge)]  # fmt: skip
+
+
 # The whole model ties its output head to the token embedding as the wrapper's own top-level tie_word_embeddings
 # says (PreTrainedModel reads self.config, the wrapper's), not its text_config's: each wrapper class's default.
 WRAPPER_TIE = {
     "gemma3": True, "gemma4": True, "paligemma": True, "llama4": False, "mistral3": True,
-    "qwen3_vl": False, "qwen3_vl_moe": False, "qwen3_5": False, "qwen3_5_moe": False,
+    "qwen3_vl": False, "qwen3_vl_moe": False, "qwen3_5": False, "qwen3_5_moe": False, "kimi_k25": True,
 }  # fmt: skip
 
 
@@ -550,4 +589,5 @@ TOWER_READERS: dict[str, TowerReader] = {
     "qwen3_5": qwen_vision_towers(deepstack=False),
     "qwen3_5_moe": qwen_vision_towers(deepstack=False),
     "phi4_multimodal": phi4_multimodal_towers,
+    "kimi_k25": kimi_k25_towers,
 }
