@@ -537,3 +537,16 @@ def test_kimi_k25s_image_tower_flops_equal_flop_counter_mode(side):
         features = model.model.get_image_features(pixels, torch.tensor([[1, grid, grid]]))
     assert sum(part.shape[0] for part in features.pooler_output) == tokens
     assert tower_flops_per_image(tower, side) == int(counter.get_total_flops())
+
+
+def test_train_with_audio_trains_the_audio_tower_on_every_sequence(tfcost, tmp_path):
+    """1,000 sequences of 1000 text + 125 audio tokens (10 s at 12.5 a second): the language model's FLOPs at
+    T = 1125, plus forward and backward (3x) of 10 s through Phi-4-multimodal's audio tower."""
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(PHI4))
+    args = ("train", "--config", str(config), "--tokens", "1125000", "--mfu", "0.4", "--zero", "0", "-f", "json")
+    with_audio = json.loads(tfcost(*args, "--seq", "1000", "--audio-seconds", "10").stdout)
+    longer = json.loads(tfcost(*args, "--seq", "1125").stdout)
+    tower = next(tower for tower in shape_of(PHI4).towers if tower.name == "audio")
+    assert with_audio["setup"]["seq_len"] == 1125
+    assert with_audio["flops"]["total"] - longer["flops"]["total"] == 1000 * 3 * tower_flops_per_audio(tower, 10)
