@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 from tfcost.cli.app import app
 from tfcost.cli.options import (
+    AudioSeconds,
     ConfigOption,
     EngineOption,
     ExplainOption,
@@ -203,6 +204,7 @@ def train(
     ] = default(TrainingSetup, "allocator_reserve"),
     images: Images = 0,
     image_size: ImageSize = None,
+    audio_seconds: AudioSeconds = 0,
     profile: ProfileOption = None,
     engine: EngineOption = "auto",
     output: FormatOption = "table",
@@ -223,7 +225,7 @@ def train(
         offload=offload, optimizer_in_backward=optimizer_in_backward, price_per_gpu_hour=price_per_gpu_hour,
         lora_rank=lora, lora_targets=lora_target_list, qlora=qlora, memory_convention=memory_convention,
         cuda_context_gib=cuda_context_gib, allocator_reserve=allocator_reserve, fp8_attention=fp8_attention,
-        kernels=kernels, loss=loss, images=images, image_size=image_size,
+        kernels=kernels, loss=loss, images=images, image_size=image_size, audio_seconds=audio_seconds,
     )  # fmt: skip
     if isinstance(result, TrainReport) and profile is None:  # does it fit? if not, the nearest layout that does
         from tfcost.cli.plan import with_suggestion

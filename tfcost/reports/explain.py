@@ -283,7 +283,7 @@ def tower_params_lines(shape: ModelShape) -> list[Line]:
     in x out (+ out biases) for a matmul, width x vectors for a norm, rows x columns for a table."""
     out = []
     for tower in shape.towers:
-        for times, op, _ in tower_ops(tower):
+        for times, op, *_ in tower_ops(tower):
             if not op_params(op):
                 continue
             bias = f" + {number(op.fan_out)}" if op.kind == "linear" and op.bias else ""
