@@ -50,7 +50,8 @@ def test_vllm_budgets_from_the_memory_the_driver_reports(capsys: pytest.CaptureF
     from tfcost.readers.presets import load_gpu
 
     assert reported_memory_bytes(load_gpu("h100-sxm")) == round(79.22 * 2**30)
-    assert reported_memory_bytes(load_gpu("a100-80gb")) == 80 * 2**30  # no reported figure: as sold
+    assert reported_memory_bytes(load_gpu("a100-80gb")) == round(79.15 * 2**30)  # vLLM: "total_gpu_memory (79.15GiB)"
+    assert reported_memory_bytes(load_gpu("a100-40gb")) == 40 * 2**30  # no reported figure: as sold
     report = run(["serve", "llama-3.1-8b", "--gpu", "h100-sxm", "-P", "4096", "-G", "1"], capsys)
     assert report["inputs"]["usable_bytes_per_gpu"] == int(80 * 2**30 * 0.9)
     kv_token = report["memory"]["kv_cache_bytes_per_token"]

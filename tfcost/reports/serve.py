@@ -74,7 +74,7 @@ class ServeExpected(ServeLatency):
     matmul_flops_per_s: float = quantity("FLOP/s reached by large matmuls", "flops_per_s")
     kv_tokens_per_sequence: int = quantity("KV slots per sequence, rounded up to whole blocks", "count")
     cuda_context_bytes: int = quantity("CUDA context and libraries, per GPU", "bytes")
-    workspace_bytes: int = quantity("activation workspace of the prefill, per GPU", "bytes")
+    workspace_bytes: int = quantity("activation peak of the prefill (vLLM's profile run), per GPU", "bytes")
     total_bytes_per_gpu: int = quantity("weights + KV blocks + state + context + workspace per GPU", "bytes")
     fits: bool = quantity("fits in the usable memory", "text")
     max_batch: int = quantity("largest batch at context P + G, in whole blocks", "count")
@@ -279,9 +279,9 @@ def serve_expected(
     decode_allreduce = expected.tensor_parallel_seconds(shape, b, t, rates)
     decode_s = decode_kernels + dequant + decode_allreduce + floor
 
-    workspace = serving.share_per_gpu(expected.workspace_bytes(shape, b * setup.prompt, b), t)
+    workspace = engine_memory.profile_activation_bytes(shape, b * setup.prompt, b, t)
     fixed = weights_per_gpu + rates.cuda_context_bytes + workspace
-    budget = serving.kv_budget_bytes_per_gpu(usable, fixed)
+    budget = engine_memory.vllm_kv_cache_bytes(usable, weights_per_gpu, workspace, rates.cuda_context_bytes)
     kv_per_token = serving.kv_cache_bytes_per_gpu(shape, 1, 1, kv_dtype, t)
     block_bytes = kv_per_token * setup.kv_block
     blocks = budget // block_bytes if block_bytes else 0  # a model with no KV cache (pure Mamba) has no blocks
