@@ -710,6 +710,31 @@ class ModelShape(Frozen):
             raise ValueError(f"mla: needs position 'rotary', not '{self.position}'")
 
 
+# A prompt's images and audio, in Workload, TrainingSetup and ServingSetup alike: left out of the JSON when not asked
+# for, so a text-only run's report is what it was.
+Images = Annotated[
+    SizeOrZero,
+    Field(description="N: images in each sequence's prompt, through the vision tower", exclude_if=lambda n: n == 0),
+]
+ImageSide = Annotated[
+    Size | None,
+    Field(
+        description="S: pixels on a side of each (square) image; null: the tower's own image_size",
+        exclude_if=lambda side: side is None,
+    ),
+]
+AudioSeconds = Annotated[
+    float,
+    Field(
+        ge=0,
+        le=86400,
+        allow_inf_nan=False,
+        description="seconds of audio in each sequence's prompt, through the audio tower",
+        exclude_if=lambda seconds: seconds == 0,
+    ),
+]
+
+
 class Workload(Frozen):
     """What the model is asked to do: T tokens per sequence, B sequences, stored at a dtype."""
 
@@ -719,23 +744,9 @@ class Workload(Frozen):
     causal: bool = Field(
         False, description="count only the score entries the mask keeps (causal triangle, sliding windows) in FLOPs"
     )
-    # Left out of the JSON when not asked for, so a text-only run's report is what it was.
-    images: SizeOrZero = Field(
-        0, description="N: images in each sequence's prompt, through the vision tower", exclude_if=lambda n: n == 0
-    )
-    image_size: Size | None = Field(
-        None,
-        description="S: pixels on a side of each (square) image; null: the tower's own image_size",
-        exclude_if=lambda side: side is None,
-    )
-    audio_seconds: float = Field(
-        0,
-        ge=0,
-        le=86400,
-        allow_inf_nan=False,
-        description="seconds of audio in each sequence's prompt, through the audio tower",
-        exclude_if=lambda seconds: seconds == 0,
-    )
+    images: Images = 0
+    image_size: ImageSide = None
+    audio_seconds: AudioSeconds = 0
 
 
 MeasureDtype = Literal["bf16", "fp16", "fp32"]  # what `tfcost measure` times: torch's floating types
@@ -845,23 +856,9 @@ class TrainingSetup(Frozen):
     virtual_stages: Size = Field(1, description="v: model chunks per pipeline stage (interleaved 1F1B)")
     cp: Size = Field(1, description="context-parallel size: each sequence split over cp GPUs")
     ep: Size = Field(1, description="expert-parallel size: each MoE layer's routed experts split over ep GPUs")
-    # Left out of the JSON when not asked for, so a text-only run's report is what it was.
-    images: SizeOrZero = Field(
-        0, description="N: images in each sequence's prompt, through the vision tower", exclude_if=lambda n: n == 0
-    )
-    image_size: Size | None = Field(
-        None,
-        description="S: pixels on a side of each (square) image; null: the tower's own image_size",
-        exclude_if=lambda side: side is None,
-    )
-    audio_seconds: float = Field(
-        0,
-        ge=0,
-        le=86400,
-        allow_inf_nan=False,
-        description="seconds of audio in each sequence's prompt, through the audio tower",
-        exclude_if=lambda seconds: seconds == 0,
-    )
+    images: Images = 0
+    image_size: ImageSide = None
+    audio_seconds: AudioSeconds = 0
     zero: Literal[0, 1, 2, 3] = Field(
         0, description="ZeRO stage: 1 shards optimizer states, 2 also gradients, 3 also weights"
     )
@@ -959,23 +956,9 @@ class ServingSetup(Frozen):
     fp8_attention: bool = Field(
         False, description="with FP8 compute, attention runs in FP8 too (else BF16, the engines' default kernels)"
     )
-    # Left out of the JSON when not asked for, so a text-only run's report is what it was.
-    images: SizeOrZero = Field(
-        0, description="N: images in each sequence's prompt, through the vision tower", exclude_if=lambda n: n == 0
-    )
-    image_size: Size | None = Field(
-        None,
-        description="S: pixels on a side of each (square) image; null: the tower's own image_size",
-        exclude_if=lambda side: side is None,
-    )
-    audio_seconds: float = Field(
-        0,
-        ge=0,
-        le=86400,
-        allow_inf_nan=False,
-        description="seconds of audio in each sequence's prompt, through the audio tower",
-        exclude_if=lambda seconds: seconds == 0,
-    )
+    images: Images = 0
+    image_size: ImageSide = None
+    audio_seconds: AudioSeconds = 0
 
     @property
     def context(self) -> int:
