@@ -183,6 +183,21 @@ def parallel_shapes(shape: ModelShape, base: TrainingSetup) -> Iterator[Training
                         )
 
 
+def legal_shapes(shape: ModelShape, base: TrainingSetup, gpu: GpuSpec, found: Search) -> Iterator[TrainingSetup]:
+    """`parallel_shapes` that Megatron's rules allow and whose step time the GPU table can predict; each other one
+    is counted in `found` under the reason that rejected it."""
+    for structure in parallel_shapes(shape, base):
+        try:
+            parallel.check_layout(shape, structure)
+        except UsageError as error:
+            found.reject(rule_reason(error, shape))
+            continue
+        if not step_time.can_predict(gpu, structure):
+            found.reject(NO_PREDICTION)
+            continue
+        yield structure
+
+
 def virtual_stage_counts(shape: ModelShape, setup: TrainingSetup) -> list[int]:
     """v over the divisors of every stage's layers, or of each stage's layer slots where the end stages hold one
     layer fewer for the embedding and the loss (`parallel.interleavable_layers`); 1 alone without pipeline
@@ -253,15 +268,7 @@ def search_training(shape: ModelShape, gpu_spec: GpuSpec, base: TrainingSetup, t
     found, fitting = Search(), list[Fitting]()
     batch = base.global_batch
     assert batch is not None
-    for structure in parallel_shapes(shape, base):
-        try:
-            parallel.check_layout(shape, structure)
-        except UsageError as error:
-            found.reject(rule_reason(error, shape))
-            continue
-        if not step_time.can_predict(pricer.gpu, structure):
-            found.reject(NO_PREDICTION)
-            continue
+    for structure in legal_shapes(shape, base, pricer.gpu, found):
         too_big = False  # the micro-batches are tried smallest first: once none fits, no larger one will
         for micro_batch in divisors(batch // structure.data_parallel):
             layers: dict[Recompute, dict[str, float]] = {}
@@ -436,15 +443,7 @@ def nearest_training_layout(
     batch = base.global_batch
     assert batch is not None
     shapes: list[Candidates] = []
-    for structure in parallel_shapes(shape, base):
-        try:
-            parallel.check_layout(shape, structure)
-        except UsageError as error:
-            found.reject(rule_reason(error, shape))
-            continue
-        if not step_time.can_predict(pricer.gpu, structure):
-            found.reject(NO_PREDICTION)
-            continue
+    for structure in legal_shapes(shape, base, pricer.gpu, found):
         options = suggested_options(shape, asked, structure.model_copy(update=asked_settings(asked)))
         if options is not None:
             shapes.append(Candidates(structure, len(options) - ("sequence_parallel" in options)))
