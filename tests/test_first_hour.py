@@ -224,16 +224,65 @@ def test_gpus_and_list_as_csv(tfcost):
     assert gpus[0]["device_names"] == "H100.*(SXM|HBM3); H100$"
 
 
-def test_six_n_says_which_n(tfcost):
-    """Two published conventions, each anchored to its source's figure: estimate's per-token 6N takes the
-    non-embedding N (Kaplan et al. 2020; the lesson's 9,229 crossover for GPT-2 small), train's 6ND every parameter
-    (Hoffmann et al. 2022; the nanoGPT notebook's 3.46 days). Each label says which N."""
-    estimate = json.loads(tfcost("estimate", "llama-3-8b", "-f", "json").stdout)
-    train = json.loads(tfcost("train", "llama-3-8b", "-f", "json").stdout)
-    assert estimate["flops"]["six_n_per_token"] == 6 * estimate["params"]["non_embedding"]
-    assert train["flops"]["six_nd"] == 6 * estimate["params"]["total"] * train["setup"]["tokens"]
-    table = tfcost("estimate", "llama-3-8b").stdout + tfcost("train", "llama-3-8b").stdout
-    assert "6N (N: non-embedding, Kaplan)" in table and "6ND (N: every parameter, embeddings too" in table
+# The N of 6N, from each model's own published figures, not from tfcost: Llama 3 8B's checkpoint holds 8,030,261,248
+# parameters, less its untied token table and output head, 2 x 128,256 x 4,096 (config.json: vocab_size, hidden_size);
+# GPT-2 small is 12 of the lesson's blocks (qkv 768 x 2,304 + 2,304, proj 768 x 768 + 768, MLP 768 x 3,072 + 3,072
+# and 3,072 x 768 + 768, two LayerNorms 4 x 768: 7,087,872 each) and the final LayerNorm's 2 x 768, the lesson's
+# "6N = 0.51 GFLOPs"; Mixtral 8x7B is its 12,879,925,248 active parameters (Mistral AI, "Mixtral of experts", 2023:
+# "only uses 12.9B parameters per token", test_mixtral_active_n_is_its_cards) less its two 32,000 x 4,096 tables.
+SIX_N_MODELS = {
+    "llama-3-8b": 6 * (8_030_261_248 - 2 * 128_256 * 4_096),
+    "gpt2-small": 6 * (12 * 7_087_872 + 2 * 768),
+    "mixtral-8x7b": 6 * (12_879_925_248 - 2 * 32_000 * 4_096),
+}
+
+
+@pytest.mark.parametrize(("model", "six_n"), SIX_N_MODELS.items())
+def test_every_command_prints_the_same_six_n(tfcost, model, six_n):
+    """One meaning of 6N everywhere (Kaplan et al. 2020, §2.1: N without the vocabulary and position embeddings;
+    a token's active parameters for MoE): estimate, compare, train's 6ND per token, both --explain, sweep's six_n
+    and the Python API give the same number, and every label says which N."""
+    import tfcost as api
+
+    def document(*args: str) -> dict:
+        run = tfcost(*args, "-f", "json")
+        assert run.code == 0, run.stderr
+        return json.loads(run.stdout)
+
+    estimate = document("estimate", model)
+    compare = document("compare", model, "gpt2-medium")["results"][0]
+    train = document("train", model, "--tokens", "1B")
+    explained = {line["quantity"]: line["value"] for line in document("estimate", model, "--explain")["explain"]}
+    train_explained = {
+        line["quantity"]: line["value"] for line in document("train", model, "--tokens", "1B", "--explain")["explain"]
+    }
+    sweep = read_csv(tfcost("sweep", model, "-T", "1024,2048", "-m", "six_n", "-f", "csv").stdout)
+    printed = {
+        "estimate": estimate["flops"]["six_n_per_token"],
+        "compare": compare["flops"]["six_n_per_token"],
+        "train 6ND / D": train["flops"]["six_nd"] // train["setup"]["tokens"],
+        "estimate --explain": explained["training per token"],
+        "train --explain 6ND / D": train_explained["6ND"] // 10**9,
+        "sweep six_n": {int(row["six_n"]) for row in sweep},
+        "tfcost.estimate": api.estimate(model).flops.six_n_per_token,
+        "tfcost.train 6ND / D": api.train(model, tokens="1B").flops.six_nd // 10**9,
+    }
+    assert train["flops"]["six_nd"] == six_n * 10**9 and train_explained["6ND"] == six_n * 10**9
+    assert printed == {**dict.fromkeys(printed, six_n), "sweep six_n": {six_n}}, printed
+    tables = tfcost("estimate", model).stdout + tfcost("train", model).stdout + tfcost("compare", model).stdout
+    labels = [line for line in tables.splitlines() if "6N" in line and "(N:" in line]
+    assert len(labels) == 4 and all("6N (N: non-embedding, Kaplan)" in line or "6ND (N: non-embedding, Kaplan)"
+                                    in line for line in labels), labels  # fmt: skip
+
+
+def test_mixtral_active_n_is_its_cards():
+    """Mistral AI's announcement ("Mixtral of experts", December 2023): "Mixtral has 46.7B total parameters but only
+    uses 12.9B parameters per token". SIX_N_MODELS' Mixtral figure rounds to the card's, both of them."""
+    from tfcost.core import params
+
+    mixtral = load_model("mixtral-8x7b")
+    active, total = params.active_params(mixtral), params.total_params(mixtral)
+    assert active == 12_879_925_248 and (round(active / 1e9, 1), round(total / 1e9, 1)) == (12.9, 46.7)
 
 
 TABLE_COMMANDS = [
