@@ -353,3 +353,42 @@ def test_train_defaults_to_a_layout_people_run(tfcost):
     # A whole number of micro-batches on every replica, at least one: 48 replicas of 1 x 4,096 tokens.
     odd = json.loads(tfcost("train", "llama-3-8b", "--gpus", "48", "-f", "json").stdout)
     assert odd["inputs"]["global_batch"] == 48 * round(2**22 / (4096 * 48))
+
+
+# What a command loaded, in a fresh interpreter (this one has loaded everything): the modules, and whether the
+# collector paused for the imports is running again.
+LOADED_PROBE = """
+import gc, io, sys, contextlib
+from tfcost.cli.main import main
+collecting = gc.isenabled()
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        main(sys.argv[1:])
+    except SystemExit:
+        pass
+print(collecting, " ".join(sorted(name for name in sys.modules if name.startswith("tfcost"))))
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "searched"),
+    [
+        (["train", "llama-3-8b", "--gpus", "8"], False),  # fits: no search, no chart module
+        (["serve", "llama-3-8b", "--batch", "4"], False),
+        (["train", "llama-3-8b", "--gpus", "1", "--zero", "0"], True),  # does not fit: the nearest layout that does
+    ],
+)
+def test_start_up_loads_the_search_only_for_a_layout_that_does_not_fit(args, searched):
+    """Start-up (benchmarks/run.py): a train or serve run that fits never imports `tfcost plan`'s search, its
+    report or the chart module; and the collector, paused while the CLI's modules load, runs again after."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", LOADED_PROBE, *args], capture_output=True, text=True, check=False)
+    collecting, loaded = done.stdout.split(" ", 1)
+    assert collecting == "True", done.stderr
+    modules = set(loaded.split())
+    assert f"tfcost.reports.{args[0]}" in modules  # the command ran
+    search = {"tfcost.costs.plan", "tfcost.reports.plan", "tfcost.render.plan"}
+    assert (search <= modules) if searched else not (search & modules), sorted(search & modules)
+    assert searched or "tfcost.render.plot" not in modules

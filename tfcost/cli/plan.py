@@ -59,12 +59,10 @@ def with_suggestion(
 ) -> Any:
     """A `train` or `serve` report; when its layout does not fit, with the nearest that does
     (tfcost.reports.plan.with_suggestion), the model read again without its notes (printed once already)."""
-    from tfcost.reports.plan import needs_suggestion
-    from tfcost.reports.plan import with_suggestion as suggested
-
-    if not needs_suggestion(result):
+    if not result.needs_suggestion():  # a layout that fits never imports the search
         return result
     from tfcost.readers.presets import load_gpu, resolve_source
+    from tfcost.reports.plan import with_suggestion as suggested
 
     shape = resolve_source(model, config, overrides or (), strict=strict, lenient=lenient, revision=revision).shape
     return suggested(result, shape, load_gpu(gpu), model_words(model, config, overrides))

@@ -94,6 +94,11 @@ class TrainReport(SourceNotes):
         exclude_if=lambda suggestion: suggestion is None,
     )
 
+    def needs_suggestion(self) -> bool:
+        """Whether the layout does not fit, so that `tfcost plan`'s search should name one that does (LoRA runs are
+        not searched). A method here, so that a run that fits never imports the search."""
+        return not self.memory_per_gpu.fits and self.setup.lora_rank is None
+
 
 TRAIN_SECTIONS: dict[str, str] = {
     "inputs": "Inputs",
