@@ -392,3 +392,49 @@ def test_start_up_loads_the_search_only_for_a_layout_that_does_not_fit(args, sea
     search = {"tfcost.costs.plan", "tfcost.reports.plan", "tfcost.render.plan"}
     assert (search <= modules) if searched else not (search & modules), sorted(search & modules)
     assert searched or "tfcost.render.plot" not in modules
+
+
+# The commands TABLE_COMMANDS leaves out, each needing something of its own: plan's search, a checkpoint's files
+# (inspect), torch (measure), torch and transformers (check). `import` prints a preset's YAML, not a table.
+MORE_TABLE_COMMANDS = [
+    (["plan", "train", "llama-3-8b", "--gpus", "8"], None),
+    (["plan", "serve", "llama-3-8b"], None),
+    (["inspect", "FOLDER"], None),
+    (["measure", "--heads", "4", "--kv-heads", "2", "--head-dim", "16", "--seq", "32", "--repeats", "2", "--device",
+      "cpu", "--backend", "all", "--backward"], "torch"),
+    (["check", "gpt2-small", "--seq", "16"], "transformers"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("width", [80, 120])
+@pytest.mark.parametrize(("args", "needs"), MORE_TABLE_COMMANDS, ids=lambda value: " ".join(value[:2]) if value else "")
+def test_the_other_commands_fit_the_terminal_too(tfcost, tmp_path, args, needs, width):
+    if needs:
+        pytest.importorskip(needs, reason=f"{args[0]} needs {needs}")
+    if "FOLDER" in args:
+        from tests.test_stored import TINY, tiny_tensors, write_safetensors
+
+        (tmp_path / "config.json").write_text(json.dumps(TINY))
+        write_safetensors(tmp_path / "model.safetensors", tiny_tensors())
+        args = [str(tmp_path) if arg == "FOLDER" else arg for arg in args]
+    run = tfcost(*args, env={"COLUMNS": str(width)})
+    assert run.code == 0, run.stderr
+    longest = max(run.stdout.splitlines(), key=len)
+    assert len(longest) <= width and "──" in run.stdout, longest  # a table's rule (measure's has no sides)
+
+
+def test_measure_prints_markdown_like_the_rest(tfcost):
+    """measure's attention timings in Markdown hold the rows its CSV holds (the tables in every format)."""
+    pytest.importorskip("torch", reason="measure needs torch")
+    from tfcost.units import human
+
+    args = ("measure", "--heads", "4", "--kv-heads", "2", "--head-dim", "16", "--seq", "32,64", "--repeats", "2",
+            "--device", "cpu", "--backend", "math")  # fmt: skip
+    markdown = tfcost(*args, "-f", "markdown")
+    assert markdown.code == 0, markdown.stderr
+    rows = [line for line in markdown.stdout.splitlines() if line.startswith("| ") and "---" not in line]
+    csv_rows = read_csv(tfcost(*args, "-f", "csv").stdout)
+    assert len(csv_rows) == 2 and len(rows) == 1 + len(csv_rows)  # a header and one row per length
+    for row, measured in zip(rows[1:], csv_rows, strict=True):
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        assert f"{int(measured['seq']):,}" in cells and human(int(measured["flops"]), "flops") in cells, (row, measured)
