@@ -178,6 +178,24 @@ def test_compare_csv_and_a_column_with_its_own_overrides(tfcost):
     assert bad.code == 1 and bad.stderr.count("\n") == 1 and "unknown key 'nope'" in bad.stderr
 
 
+@pytest.mark.parametrize("args", [["plan", "train", "llama-3-8b", "--gpus", "8"], ["plan", "serve", "llama-3-8b"]])
+def test_plan_as_csv_holds_the_json_layouts(tfcost, args):
+    """CSV for every table: plan's layouts too, a row per layout with the JSON's keys and exact values."""
+    rows = read_csv(tfcost(*args, "--top", "3", "-f", "csv").stdout)
+    document = json.loads(tfcost(*args, "--top", "3", "-f", "json").stdout)
+    assert len(rows) == len(document["layouts"]) == 3
+    for row, layout in zip(rows, document["layouts"], strict=True):
+        assert (row.pop("model"), row.pop("gpu"), int(row.pop("gpus"))) == ("llama-3-8b", "h100-sxm", 8)
+        assert row.keys() == layout.keys()
+        for key, value in layout.items():
+            if value is None:
+                assert row[key] == "", key
+            elif isinstance(value, bool) or isinstance(value, str):
+                assert row[key] == (json.dumps(value) if isinstance(value, bool) else value), key
+            else:
+                assert float(row[key]) == value, key  # exact: the same float's shortest repr
+
+
 def test_split_column():
     from tfcost.readers.presets import split_column
 
