@@ -106,6 +106,29 @@ def test_length_options_take_4k(tfcost, args, key, value):
 def test_sweep_and_measure_take_4k(tfcost):
     run = tfcost("sweep", "gpt2-small", "-T", "512..2k", "-f", "csv")
     assert [line.split(",")[2] for line in run.stdout.splitlines()[1:]] == ["512", "1024", "2048"]
+    pytest.importorskip("torch", reason="measure needs torch")
+    args = ("--heads", "2", "--head-dim", "8", "--repeats", "1", "--device", "cpu", "--backend", "math", "-f", "json")
+    measured = json.loads(tfcost("measure", "--seq", "1k,2K", *args).stdout)["measurements"]
+    assert [row["seq"] for row in measured] == [1024, 2048]
+
+
+def test_the_readme_installs_the_cpu_wheel_and_says_where_it_timed_the_tests():
+    """The README's CPU-only lines (PyTorch's "Start Locally" page, Pip, CPU: `--index-url
+    https://download.pytorch.org/whl/cpu`), the test pin the same as pyproject's `test` extra, and the test counts
+    and times naming the machine they were measured on."""
+    import re
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    assert "pip install torch --index-url https://download.pytorch.org/whl/cpu\n" in readme
+    assert readme.index("whl/cpu") < readme.index("pip install '.[hf,measure]'")
+    project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    (pin,) = [spec for spec in project["optional-dependencies"]["test"] if spec.startswith("torch")]
+    assert f"pip install '{pin}' --index-url https://download.pytorch.org/whl/cpu" in readme
+    counted = re.search(r"([\d,]+) tests, (\d+) min on a\s+(\d+)-core, CPU-only machine", readme)
+    assert counted is not None, "the README's test counts and times name no machine"
 
 
 @pytest.mark.parametrize(
