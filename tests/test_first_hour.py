@@ -5,6 +5,7 @@ on (GPU aliases, 4k for token counts, case-insensitive names, CSV, per-column ov
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -217,6 +218,34 @@ def test_plan_as_csv_holds_the_json_layouts(tfcost, args):
                 assert row[key] == (json.dumps(value) if isinstance(value, bool) else value), key
             else:
                 assert float(row[key]) == value, key  # exact: the same float's shortest repr
+
+
+def test_inspect_and_check_as_csv_hold_the_json_values(tfcost, tmp_path):
+    """CSV for every table: inspect's rows keyed as its JSON (stored.by_dtype.BF16), check's a row per compared
+    quantity with both sides and their difference, every value exact."""
+    from tests.test_stored import TINY, tiny_tensors, write_safetensors
+
+    (tmp_path / "config.json").write_text(json.dumps(TINY))
+    write_safetensors(tmp_path / "model.safetensors", tiny_tensors())
+    rows = read_csv(tfcost("inspect", str(tmp_path), "-f", "csv").stdout)
+    document = json.loads(tfcost("inspect", str(tmp_path), "-f", "json").stdout)
+    assert len(rows) > 10 and all(row["model"] == document["model"] for row in rows)
+    for row in rows:
+        node = document
+        for part in row["quantity"].split("."):
+            node = node[part]
+        assert int(row["value"]) == node, row
+    assert {row["quantity"]: int(row["value"]) for row in rows}["stored.total_bytes"] == sum(
+        2 * n if dtype == "BF16" else 4 * n if dtype == "F32" else n
+        for dtype, n in ((dtype, math.prod(shape)) for dtype, shape in tiny_tensors().values())
+    )  # bytes by the safetensors dtypes: BF16 2, F32 4, F8_E4M3 and U8 1
+    pytest.importorskip("transformers", reason="check needs transformers")
+    checked = read_csv(tfcost("check", "gpt2-small", "--seq", "16", "-f", "csv").stdout)
+    compared = json.loads(tfcost("check", "gpt2-small", "--seq", "16", "-f", "json").stdout)["rows"]
+    assert [row["quantity"] for row in checked] == [row["quantity"] for row in compared]
+    for row, expected in zip(checked, compared, strict=True):
+        for key in ("analytic", "transformers", "difference"):
+            assert (row[key] == "") if expected[key] is None else (float(row[key]) == expected[key]), (key, row)
 
 
 def test_split_column():
