@@ -403,3 +403,36 @@ def test_every_registered_mixer_kind_saves_something() -> None:
         assert (kind == "none") == (not saved), kind
         if kind != "none":
             assert sum(activations.saved_bytes(tensor, "bf16-mixed") for tensor in saved) > 0, kind
+
+
+def test_torchtitan_op_level_policy_by_hand() -> None:
+    """torchtitan's op-level selective checkpointing (torchtitan/parallelisms/parallelize_llama.py, 9dec370): the
+    block's input, then "Saves output of all compute ops, except every second mm". A Llama 3.1 8B block calls
+    aten.mm seven times, wq wk wv wo w1 w3 w2 (d 4096, K V 1024, F 14336), and keeps the 1st, 3rd, 5th and 7th
+    outputs (q 4096, v 1024, w1 14336, w2 4096) with SDPA's output (4096) and fp32 log-sum-exp (32 heads)."""
+    llama = load_model("llama-3.1-8b")
+    block = only_kind(llama)
+    terms = activations.layer_terms(llama, block, "selective-op", True, "bf16-mixed")
+    assert terms.stream_per_token == 2 * (4096 + 4096)  # the block's input, w2's output (row-parallel: d wide)
+    assert terms.split_per_token == 2 * (4096 + 1024 + 14336 + 4096) + 4 * 32
+    assert terms.stream_per_entry == terms.split_per_entry == 0  # SDPA's scores are never kept
+    # FP8 linears call torch._scaled_mm, not aten.mm: no matmul output is on the save list
+    fp8 = activations.layer_terms(llama, block, "selective-op", True, "fp8")
+    assert (fp8.stream_per_token, fp8.split_per_token) == (2 * 4096, 2 * 4096 + 4 * 32)
+    # under tensor parallelism the column-parallel outputs and SDPA's heads split over t, the d-wide ones do not
+    one_layer = activations.layer_activation_bytes(llama, block, 8192, 2, tp=2, recompute="selective-op", flash=True)
+    assert one_layer == 2 * 8192 * 2 * (4096 + 4096) + 2 * 8192 * (2 * (4096 + 1024 + 14336 + 4096) + 4 * 32) // 2
+    assert [name for name, _ in activations.held_tensors(llama, block, "selective-op", True)] == [
+        "layer input", "attention/q", "attention/v", "mlp/gate", "mlp/down", "attention/scores", "attention/values",
+    ]  # fmt: skip
+
+
+def test_op_level_policy_keeps_less_than_korthikanti_selective_and_more_than_full() -> None:
+    for name in ("llama-3.1-8b", "mixtral-8x7b", "deepseek-v3", "gpt2-small"):
+        shape = load_model(name)
+        for block, _ in blocks(shape):
+            bytes_under = {
+                recompute: activations.layer_activation_bytes(shape, block, 4096, 1, recompute=recompute, flash=True)
+                for recompute in ("selective", "selective-op", "full")
+            }
+            assert bytes_under["full"] < bytes_under["selective-op"] < bytes_under["selective"], (name, block)

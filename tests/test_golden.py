@@ -65,6 +65,7 @@ ADDED |= {"memory.state_bytes", "memory.state_bytes_per_gpu"}
 ADDED |= {"suggestion"}
 # Issue 22: attention in BF16 under FP8 matmuls unless --fp8-attention; norms fused unless --kernels eager.
 ADDED |= {"setup.fp8_attention", "setup.kernels"}  # --kernels: fused (the default) or eager norms
+ADDED |= {"setup.loss"}  # issue 22: --loss chunked (the default, the pinned 4sbV/t) or full (torchtitan's 3x)
 
 PINNED: dict[str, Any] = json.loads(GOLDEN.read_text())
 

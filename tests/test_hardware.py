@@ -14,7 +14,7 @@ ISSUE_GPUS = {"h100-sxm", "h100-pcie", "h200", "b200", "a100-40gb", "a100-80gb",
 ISSUE_12_GPUS = {"h800", "h20", "b300", "gb200", "rtx-a6000", "rtx-5090", "mi325x", "mi355x", "gaudi3", "tpu-v4",
                  "tpu-v5e", "tpu-v5p", "tpu-v6e"}  # fmt: skip
 # Issue 22: torchtitan's Grand Teton H100 (96 GB HBM2e at 2.4 TB/s, 500 W), which its benchmarks ran on.
-ISSUE_22_GPUS = {"h100-96gb-500w"}
+ISSUE_22_GPUS = {"h100-96gb-500w", "h100-nvl", "h200-nvl"}
 
 
 def test_table_has_every_gpu_with_a_source():
@@ -70,3 +70,15 @@ def test_roofline_takes_the_slower_of_compute_and_memory():
     assert not is_compute_bound(1e12, 2e9, 1e15, 1e12)
     assert roofline_seconds(1e12, 5e8, 1e15, 1e12) == pytest.approx(1e-3)
     assert is_compute_bound(1e12, 5e8, 1e15, 1e12)
+
+
+def test_nvl_cards_are_told_apart_from_the_sxm_parts():
+    """torch names the PCIe NVL cards 'NVIDIA H100 NVL' / 'NVIDIA H200 NVL' (cloud GPU tables list them so); the
+    H200 SXM is 'NVIDIA H200'. Each must find its own row: the NVL cards have less compute and PCIe links."""
+    assert gpu_for_device_name("NVIDIA H200").name == "h200"
+    assert gpu_for_device_name("NVIDIA H200 NVL").name == "h200-nvl"
+    assert gpu_for_device_name("NVIDIA H100 NVL").name == "h100-nvl"
+    assert gpu_for_device_name("NVIDIA H100 80GB HBM3").name == "h100-sxm"
+    nvl, sxm = load_gpu("h100-nvl"), load_gpu("h100-sxm")
+    assert (nvl.memory_gib, nvl.peak_bf16_tflops, nvl.memory_bandwidth_tb_per_s) == (94, 835, 3.9)  # torchtitan
+    assert nvl.peak_bf16_tflops < sxm.peak_bf16_tflops

@@ -146,3 +146,49 @@ def test_expert_parallel_rules():
         parallel.check_layout(mixtral, TrainingSetup(tokens=1, seq_len=4096, gpus=4, ep=8))
     with pytest.raises(UsageError, match="dense"):
         parallel.check_layout(gpt3, TrainingSetup(tokens=1, seq_len=2048, gpus=8, ep=2))
+
+
+def test_interleaving_an_embedding_and_loss_accounted_split():
+    # Megatron-Core's TransformerConfig: with --account-for-embedding-in-pipeline-split and
+    # --account-for-loss-in-pipeline-split, (L + 2) / p layer slots a stage, "number of layers on each pipeline rank
+    # ... must be divisible by virtual_pipeline_model_parallel_size"; with --decoder-first/last-pipeline-num-layers,
+    # v must divide the first, the last and the middle stages' layers.
+    assert parallel.accounted_slots([7] + [8] * 14 + [7]) == [8]  # Llama 3 405B: 126 + 2 over 16
+    assert parallel.accounted_slots([5] + [6] * 10 + [5]) == [6]  # BLOOM-176B: 70 + 2 over 12
+    assert parallel.accounted_slots([7] + [8] * 15) == [8]  # the embedding alone accounted: 127 + 1 over 16
+    assert parallel.accounted_slots([16, 16]) == [16, 17]  # p = 2: even, or both ends one short of 17
+    assert parallel.accounted_slots([4] * 15 + [1]) == []  # DeepSeek-V3's 4 x 15 + 1: no such split
+    assert parallel.accounted_slots([12]) == []
+    assert parallel.interleavable_layers([7] + [8] * 14 + [7]) == [1, 8]
+    assert parallel.interleavable_layers([4] * 15 + [1]) == [1]
+    assert parallel.interleavable_layers([12] * 8) == [12]
+    assert parallel.interleavable_layers([16, 16]) == [16, 17]  # v = 2, 4, 8, 16 (even) or 17 (one slot a chunk)
+    gpt2 = load_model("gpt2-small")  # 12 layers on 2 stages: 6 + 6, or 6 + 6 with the embedding and loss: 7 slots
+    for v, legal in ((2, True), (3, True), (6, True), (7, True), (4, False), (5, False)):
+        setup = TrainingSetup(tokens=1, seq_len=1024, gpus=2, pp=2, virtual_stages=v, global_batch=8)
+        if legal:
+            assert parallel.check_layout(gpt2, setup) == [6, 6]
+        else:
+            with pytest.raises(UsageError, match="layer slots"):
+                parallel.check_layout(gpt2, setup)
+    llama = load_model("llama-3.1-405b")
+    published = dict(gpus=16384, tp=8, pp=16, cp=16, pp_first_layers=7, pp_last_layers=7, global_batch=128)
+    for v in (2, 4, 8):  # Dubey et al. 2024 §3.3.2: "an interleaved schedule ... with V pipeline stages on one rank"
+        stages = parallel.check_layout(llama, layout(**published, virtual_stages=v))
+        assert stages == [7] + [8] * 14 + [7]
+    for v in (3, 7, 16):
+        with pytest.raises(UsageError, match="layer slots"):
+            parallel.check_layout(llama, layout(**published, virtual_stages=v))
+    # v chunks of 7 + 14 x 8 + 7 are priced as any interleaved layout: the bubble (p - 1)/(v m) of the busiest
+    # stage's time, "Overall pipeline bubble ratio is (PP-1)/(V*M)" (Llama 3 §3.3.2)
+    gpu = load_gpu("h100-sxm")
+    run = TrainingSetup(tokens=16777216, seq_len=131072, recompute="full", sequence_parallel=True, **published)
+    plain = train(llama, gpu, run)
+    interleaved = train(llama, gpu, run.model_copy(update={"virtual_stages": 8}))
+    assert plain.step is not None and interleaved.step is not None
+    assert interleaved.inputs.pipeline_bubble == pytest.approx(15 / (8 * 16))
+    # an eighth of the plain schedule's, and a little more: each micro-batch's stage time carries its 2 v
+    # point-to-point sends (pp_comm), 8 x as many
+    ratio = interleaved.step.seconds["bubble"] / plain.step.seconds["bubble"]
+    sends = interleaved.step.seconds["pp_comm"] - plain.step.seconds["pp_comm"]
+    assert ratio == pytest.approx((plain.step.seconds["bubble"] + 15 / 16 * sends) / 8 / plain.step.seconds["bubble"])

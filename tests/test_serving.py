@@ -135,3 +135,23 @@ def test_a_model_too_large_for_the_gpu_fits_nothing():
     result = serve(load_model("llama-2-70b"), load_gpu("rtx-4090"), ServingSetup())
     assert not result.memory.fits
     assert (result.max_batch, result.max_context) == (0, 0)
+
+
+def test_moe_decode_streams_only_the_experts_its_tokens_pick():
+    """A decode step of B tokens reads the routed experts some token picked, E (1 - (1 - k/E)^B) of E per layer
+    in expectation under uniform routing, not all E (issue 22). Independent count from Mixtral-8x7B's config.json
+    (mistralai/Mixtral-8x7B-v0.1: d 4096, expert d_ff 14336, 32 layers, 8 experts, top 2, vocab 32000, 8 KV heads
+    of 128, untied head) and its published 46.7B parameters."""
+    mixtral, gpu = load_model("mixtral-8x7b"), load_gpu("h100-sxm")
+    total = 46_702_792_704
+    experts = 32 * 8 * 3 * 4096 * 14336  # gate, up and down of every expert: 45,097,156,608
+    token_table = 32000 * 4096  # looked up by row, not streamed (the untied head is streamed)
+    kv_per_gpu = 256 * 32 * (8 // 2) * 128 * 2 * 2  # P + G = 256 slots, 4 of the 8 KV heads on each of 2 GPUs
+    for batch, unread_share in ((1, 6 / 8), (4, (6 / 8) ** 4)):  # a token misses 6 of 8; B tokens miss (6/8)^B
+        decode = serve(mixtral, gpu, ServingSetup(batch=batch, prompt=128, generate=128, gpus=2)).expected
+        weights_read = (total - experts * unread_share - token_table) * 2 / 2  # bf16, split over 2 GPUs
+        assert decode.decode_bytes_per_gpu == pytest.approx(weights_read + batch * kv_per_gpu, rel=1e-9)
+    # at batch 1 that is a quarter of the experts: 12.77 GB a step of the 46.7 GB each GPU holds
+    one = serve(mixtral, gpu, ServingSetup(batch=1, prompt=128, generate=128, gpus=2))
+    assert one.expected.decode_bytes_per_gpu == 12_765_630_464
+    assert one.memory.weights_bytes_per_gpu == total

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tfcost.core import flops, params
@@ -167,3 +169,56 @@ def test_layout_rules():
         training.check_parallel_layout(llama, setup(gpus=5, pp=5))
     with pytest.raises(ValueError, match="not a multiple of tp x pp"):
         setup(gpus=10, tp=4)
+
+
+def test_op_level_recompute_runs_the_matmuls_it_does_not_save():
+    """torchtitan's op-level policy saves every other aten.mm output (wq, wv, w1, w2 of wq wk wv wo w1 w3 w2) and
+    SDPA's: the backward runs wk, wo and w3 again, 2 x T x (4096 x 1024 + 4096 x 4096 + 4096 x 14336) per layer of
+    Llama 3.1 8B; under FP8 (torch._scaled_mm, not on the save list) every linear row."""
+    llama = load_model("llama-3.1-8b")
+    t = 8192
+    per_layer = 2 * t * (4096 * 1024 + 4096 * 4096 + 4096 * 14336)
+    assert training.recompute_flops(llama, t, t, "selective-op") == 32 * per_layer
+    every_linear = 2 * t * (4096 * (4096 + 1024 + 1024 + 4096) + 3 * 4096 * 14336)
+    assert training.recompute_flops(llama, t, t, "selective-op", "fp8") == 32 * every_linear
+    assert training.op_sac_recompute_share(llama, "bf16-mixed") == pytest.approx(per_layer / every_linear)
+
+
+def test_a_full_cross_entropy_holds_three_fp32_logit_tensors_at_its_peak():
+    """torchtitan's loss, cross_entropy(pred.flatten(0, 1).float(), ...): log_softmax's saved fp32 output, its
+    gradient from nll_loss and the logits' gradient, 4sbV each, alive at once in the backward."""
+    llama = load_model("llama-3.1-8b")
+    chunked = training.memory_per_gpu(llama, setup(seq_len=8192, micro_batch=2, flash=True))
+    full = training.memory_per_gpu(llama, setup(seq_len=8192, micro_batch=2, flash=True, loss="full"))
+    logits = 4 * 8192 * 2 * 128_256
+    assert full["activations"] - chunked["activations"] == 2 * logits
+    assert training.last_stage_logits_bytes(llama, setup(seq_len=8192, micro_batch=2, loss="full")) == 3 * logits
+    assert training.last_stage_logits_bytes(llama, setup(seq_len=8192, micro_batch=2, loss="full", pp=2, gpus=2)) == 0
+
+
+def test_offload_moves_gradients_but_not_the_gathered_layers():
+    """ZeRO-Offload keeps only the 16-bit weights on the GPU (DeepSpeed's estimator: `gpu_mem = 2 * total_params`
+    under cpu_offload); FSDP's CPU offload moves parameters and gradients; the layers ZeRO-3 gathers stay."""
+    llama = load_model("llama-2-7b")
+    n, layer = 6_738_415_616, 202_383_360
+    moved = training.memory_per_gpu(llama, setup(offload="optimizer"))
+    assert (moved["weights"], moved["gradients"], moved["optimizer"]) == (2 * n, 0, 0)
+    assert moved["host"] == 2 * n + 12 * n
+    sharded = training.memory_per_gpu(llama, setup(offload="params", zero=3, gpus=8))
+    assert (sharded["weights"], sharded["gradients"], sharded["optimizer"]) == (2 * 2 * layer, 0, 0)
+    assert sharded["host"] == 16 * n // 8
+
+
+def test_train_takes_the_op_level_policy_and_the_full_loss(tfcost):
+    args = ("train", "llama-3.1-8b", "--gpus", "8", "-T", "8192", "-b", "2", "--zero", "3", "--tokens", "1e9")
+    korthikanti = tfcost(*args, "--recompute", "selective", "-f", "json")
+    op_level = tfcost(*args, "--recompute", "selective-op", "--loss", "full", "-f", "json")
+    assert korthikanti.code == op_level.code == 0, op_level.stderr
+    setup = json.loads(op_level.stdout)["setup"]
+    assert (setup["recompute"], setup["loss"]) == ("selective-op", "full")
+    held = json.loads(op_level.stdout)["memory_per_gpu"]
+    assert held["logits_bytes"] == 3 * 4 * 8192 * 2 * 128_256
+    korthikanti_layer = json.loads(korthikanti.stdout)["memory_per_gpu"]["activations_per_layer_bytes"]
+    assert held["activations_per_layer_bytes"] < korthikanti_layer
+    refused = tfcost(*args, "--loss", "sum")
+    assert refused.code != 0 and "Traceback" not in refused.stderr and refused.stdout == ""

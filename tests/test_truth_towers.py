@@ -8,9 +8,11 @@ FlopCounterMode over transformers' image-feature path.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 WHY = "the truth tests need torch and transformers: pip install -e '.[test]'"
@@ -19,7 +21,15 @@ pytest.importorskip("transformers", reason=WHY)
 
 from truth_harness import FlopCounterMode, build, config_from_dict, parameter_count, saved_forms  # noqa: E402
 
-from tfcost.core.layers.towers import image_input, patches, tower_flops_per_image, tower_params  # noqa: E402
+from tfcost.core.layers.towers import (  # noqa: E402
+    audio_input,
+    audio_tokens,
+    image_input,
+    patches,
+    tower_flops_per_audio,
+    tower_flops_per_image,
+    tower_params,
+)
 from tfcost.core.params import language_model_params, total_params, towers_params  # noqa: E402
 from tfcost.readers.families.towers import TOWER_READERS  # noqa: E402
 from tfcost.readers.hf_config import read_config  # noqa: E402
@@ -33,6 +43,7 @@ RELEASES = {
     "gemma-3-4b": (4_300_079_472, 419_816_304),
     "gemma-3-12b": (12_187_325_040, 421_290_864),
     "gemma-3-27b": (27_432_406_640, 423_060_336),
+    "gemma-4-26b-a4b": (25_805_933_872, 572_792_112),
     "llama-4-scout": (108_641_793_536, 871_932_416),
     "llama-4-maverick": (401_583_781_376, 871_932_416),
     "mistral-small-3.1-24b": (24_011_361_280, 438_958_080),
@@ -98,7 +109,11 @@ def test_a_shrunk_release_prices_as_transformers_builds_it(name):
 WHOLE = ("gemma3", "llama4", "mistral3", "qwen3_5", "qwen3_5_moe")
 
 
-@pytest.mark.parametrize(("wrapper", "form"), [(w, f) for w in WHOLE for f in ("saved", "full")])
+@pytest.mark.parametrize(
+    ("wrapper", "form"),
+    [(w, f) for w in WHOLE for f in ("saved", "full")]
+    + [pytest.param("kimi_k25", f, marks=pytest.mark.thorough) for f in ("saved", "full")],  # a 671 B build
+)
 def test_a_wrappers_default_config_prices_as_transformers_builds_it(wrapper, form):
     """The config classes' defaults (qwen3_vl: three deepstack mergers), as save_pretrained and to_dict write
     them."""
@@ -138,10 +153,97 @@ def test_gemma4s_vision_tower_prices_as_transformers_builds_it(vision, form):
     assert (image_input(shape.towers[0]).patches, shape.towers[0].tokens_per_image) == (280 * 9, 280)
 
 
-def test_gemma4s_audio_tower_is_named_as_not_priced():
-    data = {**saved_forms("gemma4")["full"], "model_type": "gemma4", "vision_config": GEMMA4_VISION[0],
-            "audio_config": {"model_type": "gemma4_audio"}}  # fmt: skip
-    assert read_config(data).not_priced == ["audio tower (gemma4_audio)"]
+# Whole models transformers 5.24 builds from the default configs (AutoConfig.for_model) with their towers: Gemma 4
+# with a default audio_config (and vision_config), and Phi-4-multimodal (Phi4MultimodalForCausalLM: the language
+# model with its image and audio embeddings inside).
+AUDIO_WHOLE = {
+    "gemma4-audio": ({"model_type": "gemma4", "audio_config": {"model_type": "gemma4_audio"}}, 5_385_541_408),
+    "gemma4-vision-audio": (
+        {"model_type": "gemma4", "vision_config": GEMMA4_VISION[0], "audio_config": {"model_type": "gemma4_audio"}},
+        5_554_675_488,
+    ),
+    "phi4_multimodal": ({"model_type": "phi4_multimodal"}, 5_308_268_992),
+}
+
+
+@pytest.mark.parametrize("form", ["saved", "full"])
+@pytest.mark.parametrize("name", sorted(AUDIO_WHOLE))
+def test_an_audio_towers_whole_model_prices_as_transformers_builds_it(name, form):
+    """Gemma 4's conformer (Gemma4AudioModel and its embedder) and Phi-4-multimodal's SigLIP crops and conformer:
+    the whole model's parameters, and the towers' (everything outside the language model's own modules)."""
+    extra, whole = AUDIO_WHOLE[name]
+    data = {**saved_forms(extra["model_type"])[form], **extra}
+    shape = shape_of(data)
+    if name == "phi4_multimodal":  # a flat config: the causal LM is the whole model
+        model = build(config_from_dict(data))
+        outside = ("model.embed_tokens_extend.",)
+        towers = sum(p.numel() for n, p in model.named_parameters() if n.startswith(outside))
+        built = parameter_count(model)
+    else:
+        built, towers = whole_and_towers(data)
+    assert (total_params(shape), towers_params(shape)) == (built, towers)
+    assert total_params(shape) == whole
+
+
+def gemma4_tiny(audio: dict[str, Any]) -> dict[str, Any]:
+    data = {**saved_forms("gemma4")["full"], "model_type": "gemma4", "audio_config": audio}
+    text = {key: value for key, value in data["text_config"].items() if key not in ("layer_types", "per_layer_config")}
+    text.update(num_hidden_layers=2, hidden_size=64, intermediate_size=64, vocab_size=256, num_attention_heads=2,
+                vocab_size_per_layer_input=256, hidden_size_per_layer_input=16, num_key_value_heads=1, head_dim=32,
+                global_head_dim=32)  # fmt: skip
+    return {**data, "text_config": text}
+
+
+@pytest.mark.parametrize("seconds", [1, 2.5, 7])
+def test_gemma4s_audio_tower_flops_equal_flop_counter_mode(seconds):
+    """S seconds as Gemma4Processor frames them (25 tokens a second) through a 1-layer conformer on the CPU: the
+    two subsampling convolutions over time x 128 mel bins, the chunked local attention (12 queries over 24 keys,
+    and 13 relative positions), the light convolution, both feed-forwards and the embedder."""
+    audio = {"model_type": "gemma4_audio", "hidden_size": 64, "num_attention_heads": 2, "num_hidden_layers": 1,
+             "output_proj_dims": 48}  # fmt: skip
+    data = gemma4_tiny(audio)
+    tower = next(tower for tower in shape_of(data).towers if tower.name == "audio")
+    frames, _, tokens = audio_input(tower, seconds)
+    model = build(config_from_dict(data), device="cpu", whole=True)
+    features = torch.zeros(1, frames, 128, dtype=torch.bfloat16)
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        out = model.model.get_audio_features(features, torch.ones(1, frames, dtype=torch.bool))
+    assert out.pooler_output.shape[1] == tokens == math.ceil(25 * seconds)
+    assert tower_flops_per_audio(tower, seconds) == int(counter.get_total_flops())
+
+
+@pytest.mark.parametrize("seconds", [1, 7, 45])
+def test_phi4_multimodals_audio_tower_flops_equal_flop_counter_mode(seconds):
+    """S seconds through a 1-layer Phi-4-multimodal conformer on the CPU, and the speech projector pair: past 500
+    positions (40 s) the encoder runs in padded blocks of 500."""
+    data = phi4_tiny()
+    tower = next(tower for tower in shape_of(data).towers if tower.name == "audio")
+    frames, _, tokens = audio_input(tower, seconds)
+    embed = build(config_from_dict(data), device="cpu").model.embed_tokens_extend.audio_embed
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        hidden = embed.encoder(torch.zeros(1, frames, 80, dtype=torch.bfloat16), None)
+        embed.down_proj_for_speech(embed.up_proj_for_speech(hidden))
+    assert hidden.shape[1] == tokens
+    assert tower_flops_per_audio(tower, seconds) == int(counter.get_total_flops())
+
+
+@pytest.mark.parametrize("seconds", [0.5, 1, 3.7, 30, 31])
+def test_audio_tokens_are_what_the_processors_count(seconds):
+    """Gemma4Processor._compute_audio_num_tokens (at most 750) and Phi4MultimodalFeatureExtractor's
+    audio_embed_sizes, on S seconds of 16 kHz samples."""
+    from transformers.models.gemma4.feature_extraction_gemma4 import Gemma4AudioFeatureExtractor
+    from transformers.models.gemma4.processing_gemma4 import Gemma4Processor
+    from transformers.models.phi4_multimodal.feature_extraction_phi4_multimodal import (
+        Phi4MultimodalFeatureExtractor,
+    )
+
+    samples = np.zeros(round(seconds * 16000), dtype=np.float32)
+    stub = type("Processor", (), {"feature_extractor": Gemma4AudioFeatureExtractor(), "audio_seq_length": 750})()
+    gemma = Gemma4Processor._compute_audio_num_tokens(stub, samples, 16000)
+    phi = int(Phi4MultimodalFeatureExtractor()(samples, sampling_rate=16000)["audio_embed_sizes"][0])
+    gemma_shape = shape_of({**saved_forms("gemma4")["saved"], "model_type": "gemma4", **AUDIO_WHOLE["gemma4-audio"][0]})
+    phi_shape = shape_of({"model_type": "phi4_multimodal"})
+    assert (audio_tokens(gemma_shape, seconds), audio_tokens(phi_shape, seconds)) == (gemma, phi)
 
 
 @pytest.mark.thorough  # a minute on the CPU
@@ -321,3 +423,130 @@ def test_train_with_images_trains_the_tower_on_every_sequence(tfcost, gemma_imag
     assert with_images["setup"]["seq_len"] == 1512
     assert with_images["flops"]["total"] - longer["flops"]["total"] == 1000 * 3 * 2 * gemma_image_flops
     assert with_images["memory_per_gpu"]["weights_bytes"] == 2 * RELEASES["gemma-3-27b"][0]
+
+
+PHI4 = {"model_type": "phi4_multimodal"}
+
+
+def test_estimate_with_audio_adds_its_tokens_and_tower_flops(tfcost, tmp_path):
+    """--audio-seconds 10 -T 1000 on Phi-4-multimodal: the language model over 1000 + 125 tokens (12.5 a second),
+    plus the audio tower over 10 s."""
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(PHI4))
+    args = ("estimate", "--config", str(config), "-f", "json")
+    with_audio = json.loads(tfcost(*args, "-T", "1000", "--audio-seconds", "10").stdout)
+    longer = json.loads(tfcost(*args, "-T", "1125").stdout)
+    tower = next(tower for tower in shape_of(PHI4).towers if tower.name == "audio")
+    assert with_audio["audio"]["tokens"] == 125 == audio_input(tower, 10).tokens
+    assert with_audio["audio"]["seq_len"] == 1125
+    assert with_audio["kv_cache"] == longer["kv_cache"]
+    added = with_audio["flops"]["forward_per_sequence"] - longer["flops"]["forward_per_sequence"]
+    assert added == with_audio["audio"]["tower_forward"] == tower_flops_per_audio(tower, 10) > 0
+    assert with_audio["flops"]["forward_breakdown"]["audio_tower"] == added
+
+
+def test_serve_prefills_the_audio(tfcost, tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(PHI4))
+    args = ("serve", "--config", str(config), "-f", "json")
+    with_audio = json.loads(tfcost(*args, "-P", "1000", "--audio-seconds", "10").stdout)
+    longer = json.loads(tfcost(*args, "-P", "1125").stdout)
+    assert with_audio["setup"]["prompt"] == 1125
+    tower = next(tower for tower in shape_of(PHI4).towers if tower.name == "audio")
+    added = with_audio["latency"]["prefill_flops_per_gpu"] - longer["latency"]["prefill_flops_per_gpu"]
+    assert added == tower_flops_per_audio(tower, 10)
+
+
+def test_audio_on_a_model_without_an_audio_tower_is_one_clear_error(tfcost):
+    run = tfcost("estimate", "llama-3-8b", "--audio-seconds", "3")
+    assert run.code != 0
+    assert run.stderr.strip().splitlines() == [
+        "tfcost: error: --audio-seconds: llama-3-8b has no audio tower tfcost prices"
+    ]
+
+
+def phi4_tiny(audio: bool = True) -> dict[str, Any]:
+    """Phi-4-multimodal with a 64-wide language model and 1-layer towers (the real 448-pixel crops of 14-pixel
+    patches), small enough for the CPU."""
+    data = {**saved_forms("phi4_multimodal")["full"], "model_type": "phi4_multimodal", "hidden_size": 64,
+            "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1,
+            "vocab_size": 256, "pad_token_id": 0, "bos_token_id": 0, "eos_token_id": 0,
+            "audio_config": {"hidden_size": 64, "num_attention_heads": 2, "num_blocks": 1, "nemo_conv_channels": 32,
+                             "ext_pw_out_channel": 64, "depthwise_separable_out_channel": 64,
+                             "intermediate_size": 32},
+            "vision_config": {"hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 1,
+                              "num_attention_heads": 2}}  # fmt: skip
+    data.pop("rope_parameters", None)
+    return data
+
+
+def phi4_crop_tokens(side: int, crop: int = 448, mask: int = 32, most: int = 36) -> tuple[int, int]:
+    """Phi4MultimodalImageProcessor for a square image (image_processing_phi4_multimodal.py: dynamic_preprocess,
+    _preprocess), re-derived: n = ceil(S / 448) crops a side while n^2 <= 36 (else the closest ratio, 6 x 6 for a
+    square), the crops' patch mask all ones (a square needs no padding), pooled [0::2, 0::2]; tokens = 256 + 1 +
+    the pooled mask's sum + its first column's sum + 16. Returns (encoder runs, tokens)."""
+    n = -(-side // crop)
+    if n * n > most:
+        n = 6
+    pooled = np.ones((mask * n, mask * n))[0::2, 0::2]
+    return n * n + 1, 256 + 1 + int(pooled.sum()) + int(pooled[:, 0].sum()) + 16
+
+
+@pytest.mark.parametrize("side", [100, 448, 449, 896, 1000, 2688, 4000])
+def test_phi4_multimodal_crops_an_image_as_its_processor_does(side):
+    tower = next(tower for tower in shape_of({"model_type": "phi4_multimodal"}).towers if tower.name == "vision")
+    passes, _, tokens = image_input(tower, side)
+    assert (passes, tokens) == phi4_crop_tokens(side)
+
+
+@pytest.mark.parametrize("side", [448, 896])
+def test_phi4_multimodals_image_tower_flops_equal_flop_counter_mode(side):
+    """Each crop through SigLIP (its pooling head too: it runs, unused), then img_projection_up and _down over the
+    image's tokens, separators included (Phi4MultimodalImageEmbedding.forward)."""
+    data = phi4_tiny()
+    tower = next(tower for tower in shape_of(data).towers if tower.name == "vision")
+    passes, _, tokens = image_input(tower, side)
+    embed = build(config_from_dict(data), device="cpu").model.embed_tokens_extend.image_embed
+    pixels = torch.zeros(passes, 3, 448, 448, dtype=torch.bfloat16)
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        embed.get_img_features(pixels, attention_mask=torch.ones(passes, 32, 32, dtype=torch.bool))
+        embed.img_projection_down(embed.img_projection_up(torch.zeros(1, tokens, 32, dtype=torch.bfloat16)))
+    assert tower_flops_per_image(tower, side) == int(counter.get_total_flops())
+
+
+@pytest.mark.parametrize("side", [224, 200])
+def test_kimi_k25s_image_tower_flops_equal_flop_counter_mode(side):
+    """Kimi K2.5's MoonViT at its native grid (rounded up to whole 2 x 2 merges) and its projector, through a
+    one-layer tower and a tiny DeepSeek-V3 on the CPU (the position grid is resampled by values)."""
+    data = {**saved_forms("kimi_k25")["full"], "model_type": "kimi_k25", "projection_hidden_size": 64}
+    text = dict(data["text_config"])
+    text.update(hidden_size=64, intermediate_size=64, moe_intermediate_size=32, num_hidden_layers=2,
+                num_attention_heads=2, num_key_value_heads=2, n_routed_experts=4, num_experts_per_tok=2,
+                n_shared_experts=1, first_k_dense_replace=1, q_lora_rank=None, kv_lora_rank=16,
+                qk_nope_head_dim=16, qk_rope_head_dim=16, v_head_dim=16, qk_head_dim=32, vocab_size=256, n_group=1,
+                topk_group=1)  # fmt: skip
+    vision = {**data["vision_config"], "num_hidden_layers": 1, "hidden_size": 64, "intermediate_size": 96,
+              "num_attention_heads": 2}  # fmt: skip
+    data = {**data, "text_config": text, "vision_config": vision}
+    tower = shape_of(data).towers[0]
+    _, patch_count, tokens = image_input(tower, side)
+    grid = round(patch_count**0.5)
+    model = build(config_from_dict(data), device="cpu", whole=True)
+    pixels = torch.zeros(grid * grid, 3, tower.patch_size, tower.patch_size, dtype=torch.bfloat16)
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        features = model.model.get_image_features(pixels, torch.tensor([[1, grid, grid]]))
+    assert sum(part.shape[0] for part in features.pooler_output) == tokens
+    assert tower_flops_per_image(tower, side) == int(counter.get_total_flops())
+
+
+def test_train_with_audio_trains_the_audio_tower_on_every_sequence(tfcost, tmp_path):
+    """1,000 sequences of 1000 text + 125 audio tokens (10 s at 12.5 a second): the language model's FLOPs at
+    T = 1125, plus forward and backward (3x) of 10 s through Phi-4-multimodal's audio tower."""
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(PHI4))
+    args = ("train", "--config", str(config), "--tokens", "1125000", "--mfu", "0.4", "--zero", "0", "-f", "json")
+    with_audio = json.loads(tfcost(*args, "--seq", "1000", "--audio-seconds", "10").stdout)
+    longer = json.loads(tfcost(*args, "--seq", "1125").stdout)
+    tower = next(tower for tower in shape_of(PHI4).towers if tower.name == "audio")
+    assert with_audio["setup"]["seq_len"] == 1125
+    assert with_audio["flops"]["total"] - longer["flops"]["total"] == 1000 * 3 * tower_flops_per_audio(tower, 10)

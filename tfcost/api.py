@@ -157,13 +157,15 @@ def estimate(
     revision: str | None = None,
     images: int | None = None,
     image_size: int | None = None,
+    audio_seconds: float | None = None,
 ) -> Estimate | EngineEstimate:
     """`tfcost estimate`: parameters, FLOPs, KV cache, score matrix and the crossovers in T of one model.
 
     `model` is a preset name, a YAML preset or config.json path, or a Hub id; `config` a config.json path instead.
     `seq`, `batch`, `dtype`, `causal` are the workload (T, B, the cache's dtype, the causal count; None: the
     command's default); `images` and `image_size` put N images of S pixels a side through a multimodal model's
-    vision tower, their tokens in T; `gpu` adds the T at which one layer's score matrix outgrows that GPU.
+    vision tower, their tokens in T (`audio_seconds`: S seconds of audio through its audio tower); `gpu` adds
+    the T at which one layer's score matrix outgrows that GPU.
     `engine`: "analytic", "transformers" (needs tfcost[hf]) or "auto"; `explain` adds each quantity's formula
     (the report's `explain`).
     """
@@ -171,7 +173,15 @@ def estimate(
 
     workload = validated(
         Workload,
-        **given(seq_len=seq, batch=batch, dtype=dtype, causal=causal, images=images, image_size=image_size),
+        **given(
+            seq_len=seq,
+            batch=batch,
+            dtype=dtype,
+            causal=causal,
+            images=images,
+            image_size=image_size,
+            audio_seconds=audio_seconds,
+        ),
     )
     asked = request(model, config, overrides, strict, lenient, revision)
     found = asked.for_engine(engine)

@@ -331,7 +331,34 @@ class TowerRow(Frozen):
         "averaged into each token's row of the weight matrix (every patch: a dense matrix)"
     )
     bias: bool = Field(False, description="linear: out biases")
-    over: Literal["positions", "patches", "tokens", "weights"] = Field("weights", description="what it runs over")
+    over: Literal["positions", "patches", "tokens", "weights", "passes", "relative", "frames"] = Field(
+        "weights",
+        description="what it runs over ('passes': once per encoder run, a pooling head's probe; audio: 'frames', "
+        "the feature frames, 'relative', the relative positions an encoder layer projects, Gemma 4)",
+    )
+    times: Size = Field(
+        1, description="linear: runs per unit of `over` (a convolution's outputs along the frequency axis per frame)"
+    )
+    stride: Size = Field(1, description="frames: runs over ceil(frames / stride) time steps (strided convolutions)")
+    extra: SizeOrZero = Field(0, description="positions: runs over this many more (a padded convolution's output)")
+
+
+class AudioFeed(Frozen):
+    """How an audio encoder takes S seconds of audio, as its processor and encoder do: N = S x sample_rate samples
+    cut into (N + pad - window) // hop + 1 feature frames, subsampled to ceil(frames / reduction) encoder
+    positions, one token each (capped at max_tokens where the processor caps them); attention within chunks of
+    `chunk` queries over `context` keys (Gemma 4) or full within blocks of `block` positions (Phi-4-multimodal)."""
+
+    sample_rate: Size = Field(16000, description="samples a second")
+    window: Size = Field(description="samples one feature frame reads (its unfold's size)")
+    hop: Size = Field(description="samples between frames")
+    pad: SizeOrZero = Field(0, description="samples padded before the first frame")
+    reduction: Size = Field(description="feature frames per encoder position (the subsampling convolutions)")
+    max_tokens: Size | None = Field(None, description="most tokens one audio becomes (Gemma 4: 750)")
+    chunk: Size | None = Field(None, description="queries a block of chunked local attention")
+    context: Size | None = Field(None, description="keys each chunk reads (the chunk, its left and right context)")
+    relative: SizeOrZero = Field(0, description="relative positions projected to keys once per layer (Gemma 4)")
+    block: Size | None = Field(None, description="full attention within blocks of this many positions (Phi-4)")
 
 
 class Tower(Frozen):
@@ -353,22 +380,27 @@ class Tower(Frozen):
     mlp: Literal["plain", "gated"] = Field("plain", description="plain fc1/fc2, or gated (Pixtral)")
     norm: Literal["layernorm", "rmsnorm"] = Field("layernorm", description="the encoder's norms")
     bias: bool = Field(True, description="biases on q, k, v, o and the MLP's matrices")
-    image_size: Size = Field(description="pixels on a side of one image (or tile) as the tower takes it")
-    patch_size: Size = Field(description="pixels on a side of one patch")
+    image_size: Size = Field(1, description="pixels on a side of one image (or tile) as the tower takes it")
+    patch_size: Size = Field(1, description="pixels on a side of one patch")
     class_token: bool = Field(False, description="a class token before the patches (Llama 4)")
-    tokens_per_image: Size = Field(description="tokens the language model reads for one image at image_size")
+    tokens_per_image: Size = Field(1, description="tokens the language model reads for one image at image_size")
     patches_per_image: Size | None = Field(
         None, description="patches one image is padded to, where the processor fixes a budget (Gemma 4: 280 x 3^2)"
     )
-    sizing: Literal["fixed", "tiles", "native"] = Field(
+    sizing: Literal["fixed", "tiles", "native", "crops"] = Field(
         "fixed",
         description="how an image of another size is fed: fixed (resized to image_size: SigLIP), tiles (cut into "
-        "image_size tiles, plus a global one: Llama 4), native (its own patch grid: Pixtral, Qwen)",
+        "image_size tiles, plus a global one: Llama 4), native (its own patch grid: Pixtral, Qwen), crops (tiles "
+        "whose tokens are pooled 2 x 2 with a separator a row: Phi-4-multimodal)",
     )
     merge: Size = Field(1, description="native: patches merged into one token, per side (spatial_merge_size)")
     max_tiles: Size = Field(1, description="tiles: most tiles per image (Llama 4's processor: 16)")
     max_image_size: Size | None = Field(None, description="native: larger images are resized down to it (Pixtral)")
     rows: tuple[TowerRow, ...] = Field((), strict=False, description="the pieces outside the encoder layers")
+    layer_rows: tuple[TowerRow, ...] = Field(
+        (), strict=False, description="rows in every encoder layer beside its attention and MLP (a conformer's)"
+    )
+    audio: AudioFeed | None = Field(None, description="an audio tower: how seconds of audio become its positions")
 
 
 class ModelShape(Frozen):
@@ -696,6 +728,14 @@ class Workload(Frozen):
         description="S: pixels on a side of each (square) image; null: the tower's own image_size",
         exclude_if=lambda side: side is None,
     )
+    audio_seconds: float = Field(
+        0,
+        ge=0,
+        le=86400,
+        allow_inf_nan=False,
+        description="seconds of audio in each sequence's prompt, through the audio tower",
+        exclude_if=lambda seconds: seconds == 0,
+    )
 
 
 MeasureDtype = Literal["bf16", "fp16", "fp32"]  # what `tfcost measure` times: torch's floating types
@@ -752,12 +792,17 @@ class GpuSpec(Frozen):
     notes: str | None = Field(None, description="caveats: conflicting sources, unverified figures")
 
 
-Recompute = Literal["none", "selective", "full"]
+# selective: Korthikanti et al. 2022's (the attention scores recomputed); selective-op: torchtitan's op-level policy
+# (the outputs of every other aten.mm and of SDPA saved, the rest recomputed: tfcost.core.activations)
+Recompute = Literal["none", "selective", "selective-op", "full"]
 Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "adafactor", "sgd", "muon"]
 Precision = Literal["bf16-mixed", "fp8", "bf16", "fp32"]
 Kernels = Literal["fused", "eager"]  # how the norms run: fused (compiled) or eager PyTorch (fp32 copies kept)
 Offload = Literal["none", "optimizer", "params"]
 MemoryConvention = Literal["zero", "deepspeed"]
+# How the loss holds the logits: chunked (upcast and log-softmaxed a chunk at a time: torchtune, LitGPT) or full (one
+# fp32 cross-entropy over all of them: torchtitan, transformers)
+Loss = Literal["chunked", "full"]
 
 
 class TrainingSetup(Frozen):
@@ -809,6 +854,14 @@ class TrainingSetup(Frozen):
         description="S: pixels on a side of each (square) image; null: the tower's own image_size",
         exclude_if=lambda side: side is None,
     )
+    audio_seconds: float = Field(
+        0,
+        ge=0,
+        le=86400,
+        allow_inf_nan=False,
+        description="seconds of audio in each sequence's prompt, through the audio tower",
+        exclude_if=lambda seconds: seconds == 0,
+    )
     zero: Literal[0, 1, 2, 3] = Field(
         0, description="ZeRO stage: 1 shards optimizer states, 2 also gradients, 3 also weights"
     )
@@ -846,6 +899,11 @@ class TrainingSetup(Frozen):
     qlora: bool = Field(False, description="store the frozen base in NF4 with double quantisation (QLoRA)")
     memory_convention: MemoryConvention = Field(
         "zero", description="model states as the ZeRO paper counts them, or as DeepSpeed's estimators do"
+    )
+    loss: Loss = Field(
+        "chunked",
+        description="chunked: the fp32 log-probabilities alone at the loss (4sbV/t); full: one fp32 cross-entropy over "
+        "all the logits, 3 x that at the backward's peak (torchtitan)",
     )
     cuda_context_gib: float = Field(
         0.5, ge=0, le=1024, description="memory the CUDA context takes, GiB (an assumption)"
@@ -906,6 +964,14 @@ class ServingSetup(Frozen):
         None,
         description="S: pixels on a side of each (square) image; null: the tower's own image_size",
         exclude_if=lambda side: side is None,
+    )
+    audio_seconds: float = Field(
+        0,
+        ge=0,
+        le=86400,
+        allow_inf_nan=False,
+        description="seconds of audio in each sequence's prompt, through the audio tower",
+        exclude_if=lambda seconds: seconds == 0,
     )
 
     @property

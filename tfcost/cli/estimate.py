@@ -10,6 +10,7 @@ import typer
 
 from tfcost.cli.app import app
 from tfcost.cli.options import (
+    AudioSeconds,
     Batch,
     Causal,
     ConfigOption,
@@ -46,6 +47,7 @@ def estimate(
     causal: Causal = default(Workload, "causal"),
     images: Images = 0,
     image_size: ImageSize = None,
+    audio_seconds: AudioSeconds = 0,
     gpu: Annotated[
         str | None,
         typer.Option("--gpu", help="GPU from `tfcost gpus`: also the T at which one layer's score matrix outgrows it."),
@@ -61,7 +63,7 @@ def estimate(
     result = api.estimate(
         model, config=config, overrides=overrides, seq=seq, batch=batch, dtype=dtype, causal=causal, gpu=gpu,
         engine=engine, explain=explain, strict=strict, lenient=lenient, revision=revision, images=images,
-        image_size=image_size,
+        image_size=image_size, audio_seconds=audio_seconds,
     )  # fmt: skip
     render.print_report_notes(result)
     render.print_report(result, output, render.estimate_table)

@@ -52,6 +52,16 @@ ImageSize = Annotated[
         "--image-size", min=1, help="Pixels on a side of each image [default: the tower's own].", show_default=False
     ),
 ]
+AudioSeconds = Annotated[
+    float,
+    typer.Option(
+        "--audio-seconds",
+        min=0,
+        max=86400,
+        help="Seconds of audio per sequence: their tokens join it, the audio tower runs.",
+        show_default=False,
+    ),
+]
 DtypeOption = Annotated[Dtype, typer.Option("--dtype", help="Storage dtype of the KV cache and score matrix.")]
 Causal = Annotated[
     bool,

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 from tfcost.cli.app import app
 from tfcost.cli.options import (
+    AudioSeconds,
     Batch,
     ConfigOption,
     EngineOption,
@@ -78,6 +79,7 @@ def serve(
     ] = default(ServingSetup, "generate"),
     images: Images = 0,
     image_size: ImageSize = None,
+    audio_seconds: AudioSeconds = 0,
     reserve: Annotated[
         float,
         typer.Option(
@@ -126,7 +128,7 @@ def serve(
         gpus=gpus, weights_dtype=weights_dtype, kv_dtype=kv_dtype, batch=batch, prompt=prompt, generate=generate,
         reserve=reserve, compute_efficiency=compute_efficiency, memory_efficiency=memory_efficiency,
         group_size=group_size, kv_block=kv_block, fp8_attention=fp8_attention,
-        images=images, image_size=image_size,
+        images=images, image_size=image_size, audio_seconds=audio_seconds,
     )  # fmt: skip
     if isinstance(result, ServeReport) and profile is None:  # does it fit? if not, the nearest layout that does
         from tfcost.cli.plan import with_suggestion

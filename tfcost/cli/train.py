@@ -10,6 +10,7 @@ import typer
 
 from tfcost.schema import (
     Kernels,
+    Loss,
     MemoryConvention,
     Offload,
     Optimizer,
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
 from tfcost.cli.app import app
 from tfcost.cli.options import (
+    AudioSeconds,
     ConfigOption,
     EngineOption,
     ExplainOption,
@@ -186,6 +188,14 @@ def train(
         MemoryConvention,
         typer.Option("--memory-convention", help="zero: the ZeRO paper's model states; deepspeed: its estimators."),
     ] = default(TrainingSetup, "memory_convention"),
+    loss: Annotated[
+        Loss,
+        typer.Option(
+            "--loss",
+            help="chunked: the loss upcasts the logits a chunk at a time (torchtune, LitGPT), keeping the fp32 "
+            "log-probabilities; full: one fp32 cross-entropy over them all (torchtitan): 3x that at its peak.",
+        ),
+    ] = default(TrainingSetup, "loss"),
     cuda_context_gib: Annotated[
         float, typer.Option("--cuda-context-gib", min=0, help="CUDA context per GPU, GiB (an assumption).")
     ] = default(TrainingSetup, "cuda_context_gib"),
@@ -194,6 +204,7 @@ def train(
     ] = default(TrainingSetup, "allocator_reserve"),
     images: Images = 0,
     image_size: ImageSize = None,
+    audio_seconds: AudioSeconds = 0,
     profile: ProfileOption = None,
     engine: EngineOption = "auto",
     output: FormatOption = "table",
@@ -214,7 +225,7 @@ def train(
         offload=offload, optimizer_in_backward=optimizer_in_backward, price_per_gpu_hour=price_per_gpu_hour,
         lora_rank=lora, lora_targets=lora_target_list, qlora=qlora, memory_convention=memory_convention,
         cuda_context_gib=cuda_context_gib, allocator_reserve=allocator_reserve, fp8_attention=fp8_attention,
-        kernels=kernels, images=images, image_size=image_size,
+        kernels=kernels, loss=loss, images=images, image_size=image_size, audio_seconds=audio_seconds,
     )  # fmt: skip
     if isinstance(result, TrainReport) and profile is None:  # does it fit? if not, the nearest layout that does
         from tfcost.cli.plan import with_suggestion

@@ -16,6 +16,21 @@ one of the d-wide residual stream (norm inputs, the attention and MLP inputs, th
 under sequence parallelism. A fused attention kernel (FlashAttention, Dao 2022) keeps no score entries but one fp32
 log-sum-exp per query row and head (4asb, as llm-analysis counts it); selective recomputation keeps neither.
 Elements are 2 bytes (4 in fp32 training), dropout masks 1 byte; masks are counted as the paper does, dropout on.
+
+torchtitan's selective recomputation is another policy, by operator (`--recompute selective-op`, `op_sac_tensors`):
+the checkpointed layer keeps its input, and what its policy marks MUST_SAVE; everything else is recomputed. Its code
+(torchtitan/parallelisms/parallelize_llama.py, 2024; the llama3 configs' `selective_ac_option = 'op'`):
+
+    _save_list = {torch.ops.aten.mm.default, torch.ops.aten._scaled_dot_product_efficient_attention.default,
+                  torch.ops.aten._scaled_dot_product_flash_attention.default,
+                  torch.ops._c10d_functional.reduce_scatter_tensor.default}
+    # Saves output of all compute ops, except every second mm
+    to_save = func in _save_list and not (func == torch.ops.aten.mm.default and meta[mm_count_key] % 2 == 0)
+
+So of a layer's matmul rows, in table order (a Llama layer's wq, wk, wv, wo, w1, w3, w2: the order torchtitan's
+forward calls them), the 1st, 3rd, 5th... keep their outputs; SDPA keeps its output and its fp32 log-sum-exp. FP8
+linears (torchao's Float8Linear) call torch._scaled_mm, not aten.mm, so under --precision fp8 no matmul output is
+saved; routed experts run grouped GEMMs, not aten.mm, and are recomputed too.
 """
 
 from __future__ import annotations
@@ -25,7 +40,7 @@ from functools import lru_cache
 
 from tfcost.core.blocks import Block, blocks
 from tfcost.core.layers import layer_ops
-from tfcost.core.ops import Saved, SavedWhen
+from tfcost.core.ops import Op, Saved, SavedWhen
 from tfcost.schema import ModelShape, Precision, Recompute
 from tfcost.units import ceil_div
 
@@ -100,15 +115,54 @@ def saved_tensors(shape: ModelShape, block: Block) -> tuple[tuple[str, Saved], .
 
 
 def held_tensors(
-    shape: ModelShape, block: Block, recompute: Recompute, flash: bool, dropout: bool = True
+    shape: ModelShape,
+    block: Block,
+    recompute: Recompute,
+    flash: bool,
+    dropout: bool = True,
+    precision: Precision = "bf16-mixed",
 ) -> tuple[tuple[str, Saved], ...]:
     """The saved tensors that stay until the backward pass under this setup (none of the rows' under full
-    recomputation, which keeps the layer's input alone)."""
+    recomputation, which keeps the layer's input alone; torchtitan's op-level policy's under selective-op)."""
     if recompute == "full":
         return ()
+    if recompute == "selective-op":
+        return op_sac_tensors(shape, block, precision)
     return tuple(
         (row, saved) for row, saved in saved_tensors(shape, block) if held(saved.when, recompute, flash, dropout)
     )
+
+
+def op_sac_saved_matmuls(shape: ModelShape, block: Block, precision: Precision) -> tuple[Op, ...]:
+    """The matmul rows whose outputs torchtitan's op-level policy saves: the odd-numbered aten.mm calls of the
+    layer, in table order; none under FP8 (torch._scaled_mm is not on the save list). Grouped expert GEMMs are not
+    aten.mm and are not counted."""
+    if precision == "fp8":
+        return ()
+    matmuls = [op for op in layer_ops(shape, block) if op.work == "matmul"]
+    return tuple(matmuls[0::2])
+
+
+def op_sac_tensors(shape: ModelShape, block: Block, precision: Precision) -> tuple[tuple[str, Saved], ...]:
+    """What a layer keeps under torchtitan's op-level selective checkpointing (module docstring): its input (the
+    checkpoint's argument, d wide), the outputs of the saved matmuls (a column-parallel row's split over t, a
+    row-parallel one's d-wide on the residual stream), and each attention's SDPA output (heads x value width, split)
+    and fp32 log-sum-exp (one per head)."""
+    out = [("layer input", Saved("checkpointed input", shape.d_model, split=False))]
+    for op in op_sac_saved_matmuls(shape, block, precision):
+        out.append((op.name, Saved("output (aten.mm, saved)", op.fan_out, split=op.tp_split == "column")))
+    for op in layer_ops(shape, block):
+        if op.kind == "values":
+            out.append((op.name, Saved("output (SDPA, saved)", op.fan_in * op.fan_out)))
+        elif op.kind == "scores":
+            out.append((op.name, Saved("log-sum-exp (SDPA, saved)", op.fan_out, store="fp32")))
+    return tuple(out)
+
+
+def op_sac_recomputed_matmuls(shape: ModelShape, block: Block, precision: Precision) -> tuple[Op, ...]:
+    """The linear rows torchtitan's op-level policy runs again in the backward pass: every one it does not save."""
+    saved = {op.name for op in op_sac_saved_matmuls(shape, block, precision)}
+    return tuple(op for op in layer_ops(shape, block) if op.kind == "linear" and op.name not in saved)
 
 
 @lru_cache(maxsize=4096)
@@ -123,7 +177,7 @@ def layer_terms(
     terms = {(split, per): 0 for split in (False, True) for per in ("token", "entry")}
     # per-chunk and per-compressed tensors, by chunk length or compression rate
     by_rate: dict[str, dict[int, int]] = {"chunk": {}, "compressed": {}, "compressed_entry": {}}
-    for _, saved in held_tensors(shape, block, recompute, flash, dropout):
+    for _, saved in held_tensors(shape, block, recompute, flash, dropout, precision):
         if saved.per in by_rate:
             # a kernel's chunk states and the compressed scores are per channel or head (split); the compressed
             # entries one key-value head, held whole on every rank (not split)

@@ -8,6 +8,9 @@ c context-parallel size.
 
 from __future__ import annotations
 
+import math
+from functools import lru_cache
+
 from tfcost.core import activations, params
 from tfcost.core.blocks import layer_count, moe_layer_count
 from tfcost.errors import UsageError
@@ -47,6 +50,38 @@ def stage_layers(n_layers: int, pp: int, first: int | None = None, last: int | N
     return stages
 
 
+def accounted_slots(stages: list[int]) -> list[int]:
+    """The layers a stage would hold, s, if the split were Megatron-LM's `--account-for-embedding-in-pipeline-split`
+    / `--account-for-loss-in-pipeline-split`: every stage s layers except that the embedding takes a layer's place
+    on the first stage and the loss on the last, which then hold s - 1 (Megatron-Core's TransformerConfig: "the
+    embedding layer will be treated as a standard transformer layer in the context of partition and placement for
+    pipeline parallelism"; the same for the loss). Llama 3 405B's 7 + 14 x 8 + 7 is this split of 126 + 2 over 16
+    stages (s = 8): "we reduce one Transformer layer each from the first and the last stages ... the first model
+    chunk on the first stage has only the embedding, and the last model chunk on the last stage has only output
+    projection and loss calculation" (Dubey et al. 2024 §3.3.2); BLOOM-176B's 5 + 10 x 6 + 5 is 70 + 2 over 12.
+    Empty when the stages are not such a split (or p = 1)."""
+    if len(stages) < 2:
+        return []
+    first, middle, last = stages[0], set(stages[1:-1]), stages[-1]
+    if len(middle) > 1:
+        return []
+    # With no middle stage s is the larger end, or one more than both when they are equal (both accounted).
+    candidates = middle or {max(first, last), max(first, last) + (first == last)}
+    return sorted(s for s in candidates if first in (s, s - 1) and last in (s, s - 1))
+
+
+def interleavable_layers(stages: list[int]) -> list[int]:
+    """The layer counts v may divide for the interleaved schedule (a divisor of any of them is a legal v): every stage's
+    layers, as Megatron-Core checks `--num-layers-per-virtual-pipeline-stage` with `--decoder-first/last-pipeline-
+    num-layers` ("number of layers at last stage ... must be divisible by virtual pipeline parallel degree", the
+    same for the first and the middle stages), or, for a split that accounts for the embedding and the loss
+    (`accounted_slots`), s: "number of layers on each pipeline rank ... (after enable account_for_embedding_in_
+    pipeline_split or account_for_loss_in_pipeline_split) must be divisible by virtual_pipeline_model_parallel_size"
+    (each of the p v model chunks then holds s / v layer slots, the first chunk's first slot the embedding and the
+    last chunk's last slot the loss: Llama 3's v = 8 chunks of one slot on 16 stages)."""
+    return sorted({math.gcd(*stages), *accounted_slots(stages)})
+
+
 def micro_batches(setup: TrainingSetup) -> int:
     """m = B / (b x N_d): micro-batches each replica runs per optimizer step (Megatron's num_microbatches).
     Without a global batch: one micro-batch per replica."""
@@ -81,7 +116,8 @@ def check_layout(shape: ModelShape, setup: TrainingSetup) -> list[int]:
     - t divides the query and the key-value heads (each GPU holds whole heads);
     - with sequence parallelism, t divides T; with context parallelism, 2c divides T (each GPU takes two
       chunks of the sequence, one early and one late, to balance the causal work: Megatron-Core's CP);
-    - the stages' layers as `stage_layers`, and v divides each stage's layers (interleaved 1F1B), with p > 1;
+    - the stages' layers as `stage_layers`, and v divides each stage's layers (interleaved 1F1B), with p > 1, or
+      the layer slots of a split that counts the embedding and the loss as layers (`interleavable_layers`);
     - b x N_d divides the global batch; the interleaved schedule needs m to be a multiple of p;
     - e (expert parallelism) divides the routed experts and N_d x c.
     """
@@ -99,8 +135,11 @@ def check_layout(shape: ModelShape, setup: TrainingSetup) -> list[int]:
     if v > 1:
         if setup.pp == 1:
             raise UsageError("--virtual-stages needs pp > 1")
-        if any(layers % v for layers in stages):
-            raise UsageError(f"virtual stages ({v}) must divide every stage's layers ({stages})")
+        if all(layers % v for layers in interleavable_layers(stages)):
+            raise UsageError(
+                f"virtual stages ({v}) must divide every stage's layers ({stages}), or each stage's layer slots "
+                "where the first and last stages hold one layer fewer for the embedding and the loss"
+            )
     if setup.ep > 1:
         if shape.moe is None:
             raise UsageError(f"--ep needs a mixture-of-experts model; {shape.name} is dense")
@@ -126,6 +165,7 @@ def check_layout(shape: ModelShape, setup: TrainingSetup) -> list[int]:
     return stages
 
 
+@lru_cache(maxsize=4096)  # asked for every layout a plan search prices (memory and step time), per model
 def routed_expert_params(shape: ModelShape) -> int:
     """Parameters of every routed expert of every MoE layer: what expert parallelism splits."""
     if shape.moe is None:

@@ -12,7 +12,9 @@ What is searched, for training on N GPUs with a fixed global batch B (sequences 
   (`--decoder-first/last-pipeline-num-layers`): the middle stages ceil(L / p) layers each and the two ends the rest,
   split equally (Llama 3 405B: 7 + 14 x 8 + 7; BLOOM-176B: 5 + 10 x 6 + 5), or only the last stage lighter when
   the rest is odd;
-- virtual stages v (interleaved 1F1B) over the divisors of every stage's layers, with p > 1;
+- virtual stages v (interleaved 1F1B) over the divisors of every stage's layers, with p > 1, or of each stage's
+  layer slots when the end stages are one layer lighter, the embedding and the loss taking a layer's place
+  (Megatron's `--account-for-embedding/loss-in-pipeline-split`; Llama 3 405B's v chunks of 7 + 14 x 8 + 7);
 - micro-batch b over the divisors of B / dp (m = B / (b dp) micro-batches a step);
 - ZeRO stage 0-3 (3 is FSDP's full sharding), recomputation none, selective or full, offload none, optimizer or
   params. Offload moves states to host memory and its PCIe traffic is not priced by the step time, so it is never
@@ -26,12 +28,14 @@ not once per setting of the options below it.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import math
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from tfcost.core.blocks import layer_count
 from tfcost.costs import fit, parallel, serving, step_time, throughput, training
@@ -117,21 +121,30 @@ class TrainLayout:
     cost: float | None
 
 
+class Fitting(NamedTuple):  # a tuple: made for each of the tens of thousands of layouts that fit
+    """A layout that fits, before it is priced: what it holds, one layer's times (`step_time.layer_seconds`) and a
+    lower bound on its step time (`step_bound`)."""
+
+    setup: TrainingSetup
+    held: dict[str, int]
+    layer: dict[str, float]
+    bound: float
+
+
 @dataclass
 class Search:
-    """What a search looked at: how many layouts, why each refused one was, and those kept."""
+    """What a search looked at: how many layouts, why each refused one was, how many fit, and those priced (all
+    that fit, or as many as the best `top` needed: `price_ranked`), best first."""
 
     searched: int = 0
     rejected: Counter[str] = field(default_factory=Counter)
     layouts: list[TrainLayout] = field(default_factory=list)
+    feasible: int = 0
+    cut_short: bool = False  # the nearest-layout search stopped at NEAREST_BUDGET before finding one
 
     def reject(self, reason: str, count: int = 1) -> None:
         self.searched += count
         self.rejected[reason] += count
-
-    @property
-    def feasible(self) -> int:
-        return len(self.layouts)
 
     def most_rejected(self) -> str | None:
         """The reason that refused the most layouts."""
@@ -171,11 +184,13 @@ def parallel_shapes(shape: ModelShape, base: TrainingSetup) -> Iterator[Training
 
 
 def virtual_stage_counts(shape: ModelShape, setup: TrainingSetup) -> list[int]:
-    """v over the divisors of every stage's layers (1 alone without pipeline parallelism)."""
+    """v over the divisors of every stage's layers, or of each stage's layer slots where the end stages hold one
+    layer fewer for the embedding and the loss (`parallel.interleavable_layers`); 1 alone without pipeline
+    parallelism."""
     if setup.pp == 1:
         return [1]
     stages = parallel.stage_layers(layer_count(shape), setup.pp, setup.pp_first_layers, setup.pp_last_layers)
-    return divisors(math.gcd(*stages))
+    return sorted({v for layers in parallel.interleavable_layers(stages) for v in divisors(layers)})
 
 
 class TrainPricer:
@@ -192,14 +207,28 @@ class TrainPricer:
         self.capacity = hardware.memory_bytes(gpu_spec)
         self.overhead = fit.overhead_bytes(self.capacity, base.cuda_context_gib, base.allocator_reserve)
 
-    def memory(self, setup: TrainingSetup) -> dict[str, int]:
-        return training.memory_per_gpu(self.shape, setup)
+    def memory(self, setup: TrainingSetup, activations: dict[Recompute, int] | None = None) -> dict[str, int]:
+        """What the layout holds per GPU. `activations`: the activation bytes by recomputation, kept for one
+        parallel shape, micro-batch and v: they do not change with ZeRO or offload."""
+        if activations is None:
+            return training.memory_per_gpu(self.shape, setup)
+        if setup.recompute not in activations:
+            activations[setup.recompute] = training.activation_bytes_per_gpu(self.shape, setup)
+        return training.memory_per_gpu(self.shape, setup, activations[setup.recompute])
 
     def fits(self, held: dict[str, int]) -> bool:
         return fit.fits(held["total"], self.overhead, self.capacity)
 
-    def price(self, setup: TrainingSetup, held: dict[str, int]) -> TrainLayout:
-        parts = step_time.step_seconds(self.shape, self.gpu, setup)
+    def layer(self, setup: TrainingSetup, layers: dict[Recompute, dict[str, float]]) -> dict[str, float]:
+        """One layer's times (`step_time.layer_seconds`), kept in `layers` by recomputation for one parallel shape and
+        micro-batch: they do not change with v, ZeRO or offload."""
+        if setup.recompute not in layers:
+            layers[setup.recompute] = step_time.layer_seconds(self.shape, self.gpu, setup)
+        return layers[setup.recompute]
+
+    def price(self, setup: TrainingSetup, held: dict[str, int], layer: dict[str, float] | None = None) -> TrainLayout:
+        """The layout's step time, days, MFU and cost (`layer`: its `layer_seconds`, when known)."""
+        parts = step_time.step_seconds(self.shape, self.gpu, setup, layer)
         seconds = self.steps * parts["total"]
         price = self.base.price_per_gpu_hour
         return TrainLayout(
@@ -214,13 +243,14 @@ class TrainPricer:
         )
 
 
-def search_training(shape: ModelShape, gpu_spec: GpuSpec, base: TrainingSetup) -> Search:
+def search_training(shape: ModelShape, gpu_spec: GpuSpec, base: TrainingSetup, top: int | None = None) -> Search:
     """Every legal training layout of `base` (its GPUs, tokens, T, global batch, precision and optimizer kept),
-    those that fit priced and ranked fastest first (module docstring)."""
+    those that fit ranked fastest first (module docstring): all of them priced, or with `top`, those the best
+    `top` need (`price_ranked`)."""
     if base.global_batch is None:
         base = base.model_copy(update={"global_batch": default_global_batch(base.seq_len)})
     pricer = TrainPricer(shape, gpu_spec, base)
-    found = Search()
+    found, fitting = Search(), list[Fitting]()
     batch = base.global_batch
     assert batch is not None
     for structure in parallel_shapes(shape, base):
@@ -234,10 +264,11 @@ def search_training(shape: ModelShape, gpu_spec: GpuSpec, base: TrainingSetup) -
             continue
         too_big = False  # the micro-batches are tried smallest first: once none fits, no larger one will
         for micro_batch in divisors(batch // structure.data_parallel):
+            layers: dict[Recompute, dict[str, float]] = {}
             for virtual in virtual_stage_counts(shape, structure):
                 setup = structure.model_copy(update={"micro_batch": micro_batch, "virtual_stages": virtual})
                 try:
-                    parallel.check_layout(shape, setup)
+                    stages = parallel.check_layout(shape, setup)
                 except UsageError as error:
                     found.reject(rule_reason(error, shape))
                     continue
@@ -245,9 +276,41 @@ def search_training(shape: ModelShape, gpu_spec: GpuSpec, base: TrainingSetup) -
                     found.reject(DOES_NOT_FIT, OPTIONS_PER_LAYOUT)
                     too_big = too_big or virtual == 1
                     continue
-                search_options(pricer, setup, found)
-    found.layouts.sort(key=lambda layout: rank(base, layout))
+                search_options(pricer, setup, max(stages), found, layers, fitting)
+    found.layouts = price_ranked(pricer, fitting, top)
     return found
+
+
+def step_bound(stage: int, m: int, pp: int, virtual_stages: int, layer: dict[str, float]) -> float:
+    """A lower bound on `step_time.step_seconds`, from one layer's times alone: the busiest stage runs m
+    micro-batches through at least the largest stage's S layers (a stage with fewer is the busiest only when the
+    head makes it slower), and the bubble idles (p - 1)/(v m) of that, m S x layer (1 + (p - 1)/(v m)); every other
+    part (the head, the pipeline sends, the data-parallel sync, the optimizer) is a time, never negative.
+    tests/test_plan.py checks the bound against every layout of several searches. `stage`: S, the most layers a
+    stage holds."""
+    return m * stage * sum(layer.values()) * (1 + parallel.bubble_fraction(pp, m, virtual_stages))
+
+
+def price_ranked(pricer: TrainPricer, fitting: list[Fitting], top: int | None) -> list[TrainLayout]:
+    """The layouts that fit, priced and ranked (`rank`): all, or with `top`, only as many as the best `top` need.
+    Taken by their lower bound (`step_bound`), those that do not need offload first (they rank first), a layout is
+    left unpriced once its bound exceeds the top-th best step time already found: it cannot rank among the top
+    (branch and bound: the best `top` are exactly those the whole pricing gives)."""
+    base, priced = pricer.base, list[TrainLayout]()
+    groups = ([f for f in fitting if f.setup.offload == "none"], [f for f in fitting if f.setup.offload != "none"])
+    for group in groups:
+        wanted = None if top is None else top - len(priced)
+        if wanted is not None and wanted <= 0:
+            break
+        best: list[float] = []  # the `wanted` smallest step times so far, negated (a max-heap)
+        for candidate in sorted(group, key=lambda f: f.bound):
+            if wanted is not None and len(best) == wanted and candidate.bound > -best[0]:
+                break
+            layout = pricer.price(candidate.setup, candidate.held, candidate.layer)
+            priced.append(layout)
+            if wanted is not None:
+                (heapq.heappush if len(best) < wanted else heapq.heappushpop)(best, -layout.step_seconds)
+    return sorted(priced, key=lambda layout: rank(base, layout))
 
 
 def rank(base: TrainingSetup, layout: TrainLayout) -> tuple[bool, float, int]:
@@ -256,20 +319,33 @@ def rank(base: TrainingSetup, layout: TrainLayout) -> tuple[bool, float, int]:
     return layout.setup.offload != "none", layout.step_seconds, distance(base, layout.setup)
 
 
-def search_options(pricer: TrainPricer, setup: TrainingSetup, found: Search) -> None:
+def search_options(
+    pricer: TrainPricer,
+    setup: TrainingSetup,
+    stage: int,
+    found: Search,
+    layers: dict[Recompute, dict[str, float]],
+    fitting: list[Fitting],
+) -> None:
     """Recomputation x ZeRO x offload over one parallel layout: offload only where the layout does not fit
     without it, the lighter offload first. Less recomputation never holds less, so the offloads a more recomputing
-    setting could not fit without are refused for a less recomputing one untried (counted all the same)."""
+    setting could not fit without are refused for a less recomputing one untried (counted all the same). `stage`:
+    the most layers a pipeline stage holds."""
+    activations: dict[Recompute, int] = {}
+    m = parallel.micro_batches(setup)
     for zero in ZERO_STAGES:
         lightest = 0  # the first offload that can fit at this ZeRO stage, from the recomputations tried so far
         for recompute in RECOMPUTES[::-1]:
             found.reject(DOES_NOT_FIT, lightest)
             for index in range(lightest, len(OFFLOADS)):
                 candidate = setup.model_copy(update={"recompute": recompute, "zero": zero, "offload": OFFLOADS[index]})
-                held = pricer.memory(candidate)
+                held = pricer.memory(candidate, activations)
                 found.searched += 1
                 if pricer.fits(held):
-                    found.layouts.append(pricer.price(candidate, held))
+                    layer = pricer.layer(candidate, layers)
+                    bound = step_bound(stage, m, setup.pp, setup.virtual_stages, layer)
+                    fitting.append(Fitting(candidate, held, layer, bound))
+                    found.feasible += 1
                     found.reject(FITS_WITHOUT_OFFLOAD, len(OFFLOADS) - index - 1)
                     break
                 found.rejected[DOES_NOT_FIT] += 1
@@ -286,16 +362,173 @@ def distance(base: TrainingSetup, setup: TrainingSetup) -> int:
     return len(changed_fields(base, setup))
 
 
-def nearest_training_layout(shape: ModelShape, gpu_spec: GpuSpec, asked: TrainingSetup) -> TrainLayout | None:
-    """The layout that fits closest to the one asked for (fewest options changed, then fastest), with its GPUs,
-    tokens, T and global batch (as given, or as the asked layout implies: b x N_d x m); None when none fits."""
+# The suggestion under `train` -------------------------------------------------------------------------------
+
+# The most layouts (memory and step-time evaluations) the suggestion looks at: about a second on one core (0.1 ms
+# each for DeepSeek-V3's 61 layers). It searches outward from the asked layout, one changed option at a time, so
+# it finds the nearest layout long before this wherever one is near; `tfcost plan train` searches them all.
+NEAREST_BUDGET = 10_000
+ENDS = ("pp_first_layers", "pp_last_layers")
+
+
+def end_stages(shape: ModelShape, setup: TrainingSetup) -> tuple[int, int] | None:
+    """The first and last stages' layers as the split gives them; None without pipeline parallelism."""
+    if setup.pp == 1:
+        return None
+    stages = parallel.stage_layers(layer_count(shape), setup.pp, setup.pp_first_layers, setup.pp_last_layers)
+    return stages[0], stages[-1]
+
+
+def suggested_options(shape: ModelShape, asked: TrainingSetup, setup: TrainingSetup) -> dict[str, object] | None:
+    """The options to add to the asked command line for `setup`, by name (the order of LAYOUT_FIELDS), or None when
+    they cannot say it. The end stages' layers count as changed only where they differ from what the asked ones
+    give: `--pp-first-layers 4` on 16 stages of DeepSeek-V3's 61 layers with `--pp-last-layers 1` is the even split
+    of the other 60, so a layout that leaves `pp_first_layers` unset there changes nothing; where they do change,
+    the option names the stage's layers as a number. A layout without pipeline parallelism cannot drop a
+    `--pp-first/last-layers` the asked one gives (an option can be changed, not removed): None."""
+    options: dict[str, object] = {}
+    for name in LAYOUT_FIELDS[:-1]:
+        if name not in ENDS and getattr(asked, name) != getattr(setup, name):
+            options[name] = getattr(setup, name)
+    if asked.pp_first_layers is None and asked.pp_last_layers is None:
+        options.update({name: getattr(setup, name) for name in ENDS if getattr(setup, name) is not None})
+    else:
+        ends = end_stages(shape, setup)
+        if ends is None:
+            return None
+        for name, asked_value, value in zip(ENDS, end_stages(shape, asked) or (None, None), ends, strict=True):
+            if asked_value != value or (getattr(asked, name) is None and getattr(setup, name) is not None):
+                options[name] = value
+    if setup.sequence_parallel != asked.sequence_parallel:
+        options["sequence_parallel"] = setup.sequence_parallel
+    return {name: options[name] for name in LAYOUT_FIELDS if name in options}
+
+
+@dataclass
+class Candidates:
+    """The settings below one parallel shape that the nearest-layout search has looked at, kept across its rounds
+    so that each memory evaluation is done once: per (micro-batch, v), the setup (None: a rule refuses it, or even
+    the least-memory options do not fit), and per (micro-batch, v, ZeRO, recompute), the lightest offload that fits
+    (None: none)."""
+
+    structure: TrainingSetup
+    changed: int  # options changed by the shape alone (tp, pp, cp, ep, the end stages)
+    setups: dict[tuple[int, int], TrainingSetup | None] = field(default_factory=dict)
+    offloads: dict[tuple[int, int, int, str], Offload | None] = field(default_factory=dict)
+    smallest_too_big: int | None = None  # the smallest micro-batch whose least-memory options do not fit at v = 1
+
+
+def nearest_training_layout(
+    shape: ModelShape, gpu_spec: GpuSpec, asked: TrainingSetup
+) -> tuple[TrainLayout | None, Search]:
+    """The layout that fits closest to the one asked for (fewest options changed, then `rank`: fastest), with its
+    GPUs, tokens, T and global batch (as given, or as the asked layout implies: b x N_d x m), and what the search
+    looked at; (None, ...) when none fits within NEAREST_BUDGET evaluations.
+
+    The same layouts `search_training` tries, searched outward from the asked one: round k keeps the layouts that
+    change exactly k options and stops at the first round that finds one (each memory evaluation is done once over
+    all rounds), so a layout one option away costs a few evaluations where the whole search of DeepSeek-V3 on
+    2,048 GPUs is 1.3 million (tests/test_plan.py checks that both give the same layout)."""
     base = asked.model_copy(
         update={"global_batch": parallel.global_batch(asked), "mfu": None, "hfu": None, "tflops_per_gpu": None}
     )
-    found = search_training(shape, gpu_spec, base)
-    if not found.layouts:
-        return None
-    return min(found.layouts, key=lambda layout: (distance(asked, layout.setup), rank(asked, layout)))
+    pricer, found = TrainPricer(shape, gpu_spec, base), Search()
+    batch = base.global_batch
+    assert batch is not None
+    shapes: list[Candidates] = []
+    for structure in parallel_shapes(shape, base):
+        try:
+            parallel.check_layout(shape, structure)
+        except UsageError as error:
+            found.reject(rule_reason(error, shape))
+            continue
+        if not step_time.can_predict(pricer.gpu, structure):
+            found.reject(NO_PREDICTION)
+            continue
+        options = suggested_options(shape, asked, structure.model_copy(update=asked_settings(asked)))
+        if options is not None:
+            shapes.append(Candidates(structure, len(options) - ("sequence_parallel" in options)))
+    shapes.sort(key=lambda candidates: candidates.changed)
+    evaluations = 0
+    for limit in range(len(LAYOUT_FIELDS)):
+        kept: list[TrainingSetup] = []
+        for candidates in shapes:
+            if candidates.changed > limit or evaluations > NEAREST_BUDGET:
+                break
+            evaluations += collect(pricer, asked, candidates, limit, kept, found)
+        if kept:  # every layout nearer was tried in the rounds before
+            priced = [pricer.price(setup, pricer.memory(setup)) for setup in kept]
+            found.layouts.extend(priced)
+            found.feasible += len(priced)
+            return min(priced, key=lambda layout: rank(asked, layout)), found
+        if evaluations > NEAREST_BUDGET:
+            found.cut_short = True
+            break
+    return None, found
+
+
+def asked_settings(asked: TrainingSetup) -> dict[str, object]:
+    """The settings below the parallel shape, as asked."""
+    return {name: getattr(asked, name) for name in ("micro_batch", "virtual_stages", "zero", "recompute", "offload")}
+
+
+def collect(
+    pricer: TrainPricer, asked: TrainingSetup, candidates: Candidates, limit: int, kept: list[TrainingSetup],
+    found: Search,
+) -> int:  # fmt: skip
+    """Add to `kept` the layouts of one parallel shape that fit and change exactly `limit` options from `asked`
+    (the lightest offload that fits, as `search_options` keeps); returns the memory evaluations it made."""
+    structure, evaluations = candidates.structure, 0
+    batch = pricer.base.global_batch
+    assert batch is not None
+    for micro_batch in divisors(batch // structure.data_parallel):
+        changed_batch = candidates.changed + (micro_batch != asked.micro_batch)
+        if changed_batch > limit:
+            continue
+        if candidates.smallest_too_big is not None and micro_batch >= candidates.smallest_too_big:
+            break  # a larger micro-batch never holds less, nor a larger v (tests/test_plan.py)
+        for virtual in virtual_stage_counts(pricer.shape, structure):
+            changed_virtual = changed_batch + (virtual != asked.virtual_stages)
+            if changed_virtual > limit:
+                continue
+            key = (micro_batch, virtual)
+            if key not in candidates.setups:
+                setup: TrainingSetup | None = structure.model_copy(
+                    update={"micro_batch": micro_batch, "virtual_stages": virtual}
+                )
+                try:
+                    parallel.check_layout(pricer.shape, setup)  # type: ignore[arg-type]
+                except UsageError as error:
+                    found.reject(rule_reason(error, pricer.shape))
+                    setup = None
+                if setup is not None:
+                    evaluations += 1
+                    if not pricer.fits(pricer.memory(setup.model_copy(update=LEAST_MEMORY))):
+                        found.reject(DOES_NOT_FIT, OPTIONS_PER_LAYOUT)
+                        setup = None
+                        if virtual == 1:
+                            candidates.smallest_too_big = min(micro_batch, candidates.smallest_too_big or micro_batch)
+                candidates.setups[key] = setup
+            setup = candidates.setups[key]
+            if setup is None:
+                continue
+            for zero, recompute in itertools.product(ZERO_STAGES, RECOMPUTES):
+                changed = changed_virtual + (zero != asked.zero) + (recompute != asked.recompute)
+                if changed > limit:
+                    continue
+                option_key = (micro_batch, virtual, zero, recompute)
+                if option_key not in candidates.offloads:
+                    candidates.offloads[option_key] = None
+                    for offload in OFFLOADS:
+                        evaluations += 1
+                        update = {"zero": zero, "recompute": recompute, "offload": offload}
+                        if pricer.fits(pricer.memory(setup.model_copy(update=update))):
+                            candidates.offloads[option_key] = offload
+                            break
+                lightest = candidates.offloads[option_key]
+                if lightest is not None and changed + (lightest != asked.offload) == limit:
+                    kept.append(setup.model_copy(update={"zero": zero, "recompute": recompute, "offload": lightest}))
+    return evaluations
 
 
 # Serving ---------------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from tfcost.core import flops, memory, params, weights
-from tfcost.core.layers.towers import image_flops
+from tfcost.core.layers.towers import audio_flops, image_flops
 from tfcost.core.model import model_of
 from tfcost.errors import TfcostError, UsageError
 from tfcost.hardware.rates import (
@@ -259,8 +259,10 @@ def prefill_flops(shape: ModelShape, prompt: int, batch: int) -> int:
 
 def images_prefill_flops(shape: ModelShape, setup: ServingSetup) -> int:
     """The vision tower's forward over each prompt's images (--images; their tokens are already in P), before the
-    language model's prefill: B x N x one image's tower FLOPs."""
-    return setup.batch * image_flops(shape, setup.images, setup.image_size)
+    language model's prefill: B x N x one image's tower FLOPs; and the audio tower's over its audio
+    (--audio-seconds)."""
+    audio = audio_flops(shape, setup.audio_seconds) if setup.audio_seconds else 0
+    return setup.batch * (image_flops(shape, setup.images, setup.image_size) + audio)
 
 
 def decode_step_flops(shape: ModelShape, context: int, batch: int, encoder_tokens: int | None = None) -> int:

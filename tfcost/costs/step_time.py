@@ -282,6 +282,7 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
     recompute = {
         "none": 0.0,
         "selective": attention_fwd,
+        "selective-op": matmul_fwd * training.op_sac_recompute_share(shape, setup.precision) + elementwise_fwd,
         "full": matmul_fwd + attention_fwd + elementwise_fwd + tp_fwd + cp_fwd,
     }[setup.recompute]
     return {
@@ -339,10 +340,13 @@ def head_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> float
     return 3 * outside * setup.micro_batch / (setup.tp * setup.cp) / (peak * gpu.matmul_efficiency)
 
 
-def step_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict[str, float]:
-    """One optimizer step, by part, on the busiest pipeline stage; "total" is their sum."""
+def step_seconds(
+    shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup, layer: dict[str, float] | None = None
+) -> dict[str, float]:
+    """One optimizer step, by part, on the busiest pipeline stage; "total" is their sum. `layer`: this setup's
+    `layer_seconds` when the caller has it (a plan search reuses it across v, ZeRO and offload)."""
     stages = parallel.stage_layers(layer_count(shape), setup.pp, setup.pp_first_layers, setup.pp_last_layers)
-    layer = layer_seconds(shape, gpu, setup)
+    layer = layer_seconds(shape, gpu, setup) if layer is None else layer
     head = head_seconds(shape, gpu, setup)
     per_layer = sum(layer.values())
     times = [n * per_layer + (head if i == len(stages) - 1 else 0.0) for i, n in enumerate(stages)]

@@ -8,8 +8,9 @@ FLOPs here are model FLOPs (what MFU counts, PaLM App. B) unless called hardware
 
 from __future__ import annotations
 
-from tfcost.core import activations, flops, params
-from tfcost.core.blocks import Block, layer_count
+from tfcost.core import activations, flops, ops, params
+from tfcost.core.blocks import Block, blocks, layer_count
+from tfcost.core.layers import layer_ops
 from tfcost.core.model import model_of
 from tfcost.costs import finetune, fit, parallel
 from tfcost.costs.precision import bytes_per_param
@@ -25,6 +26,18 @@ SECONDS_PER_DAY = 86_400
 SECONDS_PER_HOUR = 3_600
 
 LOGIT_BYTES = 4  # the output logits are kept in fp32 for the loss (Korthikanti et al. 2022: 4sbv/t)
+# One cross-entropy over all the fp32 logits (`--loss full`), as torchtitan computes it:
+#     def loss_fn(pred, labels):
+#         return torch.nn.functional.cross_entropy(pred.flatten(0, 1).float(), labels.flatten(0, 1))
+#     ...
+#     pred = model(input_ids); loss = loss_fn(pred, labels)
+#     # need to free to before bwd to avoid peaking memory
+#     del pred; loss.backward()
+# log_softmax saves its fp32 output (4sbV/t); its backward takes the gradient of that output from nll_loss (a dense
+# fp32 tensor of the same size) and returns the logits' fp32 gradient: three 4sbV/t tensors alive at once, with
+# every layer's saved activations still held. A loss that upcasts a chunk at a time (torchtune's
+# CEWithChunkedOutputLoss, LitGPT's chunked_cross_entropy) keeps the log-probabilities and a chunk's transients.
+FULL_LOSS_PEAK_LOGITS = 3
 
 
 def default_seq_len(shape: ModelShape) -> int:
@@ -106,22 +119,53 @@ def training_flops_over(training_per_sequence: int, seq_len: int, tokens: int) -
     return training_per_sequence * tokens // seq_len
 
 
-def recompute_flops(shape: ModelShape, seq_len: int, tokens: int, recompute: Recompute) -> int:
+def recompute_flops(
+    shape: ModelShape, seq_len: int, tokens: int, recompute: Recompute, precision: Precision = "bf16-mixed"
+) -> int:
     """The forward work done again in the backward pass, over D tokens.
 
     selective: QK^T and AV of every layer (Korthikanti et al. 2022's selective
     recomputation; llm-analysis adds 4bs^2h per layer).
     full: every layer's forward once more, but not the output head (Narayanan et al. 2021 Eq. 3: four passes
     over the layers, three over the logits).
+    selective-op: the linear rows torchtitan's op-level policy does not save (`activations.op_sac_recomputed_matmuls`:
+    every second aten.mm, every FP8 or grouped-expert GEMM); attention's SDPA output is saved, never recomputed.
     """
     if recompute == "none":
         return 0
+    if recompute == "selective-op":
+        return op_sac_recompute_flops(shape, seq_len, tokens, precision)
     parts = flops.forward_flops_breakdown(shape, seq_len)
     if recompute == "selective":  # every attention's, an encoder-decoder's cross-attention too
         per_sequence = sum(value for key, value in parts.items() if key.endswith(("/scores", "/values")))
     else:
         per_sequence = sum(parts.values()) - parts.get("output_head", 0)
     return per_sequence * tokens // seq_len
+
+
+def op_sac_recompute_flops(shape: ModelShape, seq_len: int, tokens: int, precision: Precision) -> int:
+    """The forward FLOPs of the linear rows torchtitan's op-level policy recomputes, every layer, over D tokens."""
+    per_sequence = sum(
+        count * sum(
+            ops.op_flops(op, flops.block_tokens(block, seq_len, None), seq_len, False)
+            for op in activations.op_sac_recomputed_matmuls(shape, block, precision)
+        )
+        for block, count in blocks(shape)
+    )  # fmt: skip
+    return per_sequence * tokens // seq_len
+
+
+def op_sac_recompute_share(shape: ModelShape, precision: Precision) -> float:
+    """The share of the layers' linear FLOPs torchtitan's op-level policy recomputes (`op_sac_recompute_flops` over
+    every linear row's), independent of T: each row's FLOPs are per token."""
+    seq_len = 1
+    linear = sum(
+        count * ops.op_flops(op, seq_len, seq_len, False)
+        for block, count in blocks(shape)
+        for op in layer_ops(shape, block)
+        if op.kind == "linear"
+    )
+    return op_sac_recompute_flops(shape, seq_len, seq_len, precision) / linear if linear else 0.0
 
 
 def gpu_hours(seconds: float, gpus: int) -> float:
@@ -241,8 +285,12 @@ def activation_bytes_per_layer_of(shape: ModelShape, setup: TrainingSetup) -> in
 
 
 def last_stage_logits_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
-    """The logits on the busiest GPU: only when it is also the last pipeline stage (p = 1)."""
-    return logits_bytes(shape, setup.seq_len // setup.cp, setup.micro_batch, setup.tp) if setup.pp == 1 else 0
+    """The logits on the busiest GPU: only when it is also the last pipeline stage (p = 1); under `--loss full` the
+    three fp32 logit-sized tensors of the loss's backward (FULL_LOSS_PEAK_LOGITS)."""
+    if setup.pp > 1:
+        return 0
+    copies = FULL_LOSS_PEAK_LOGITS if setup.loss == "full" else 1
+    return copies * logits_bytes(shape, setup.seq_len // setup.cp, setup.micro_batch, setup.tp)
 
 
 def trainable_params(shape: ModelShape, setup: TrainingSetup) -> int:
@@ -293,14 +341,17 @@ def frozen_base_bytes_per_gpu(shape: ModelShape, setup: TrainingSetup) -> int:
     return ceil_div(finetune.frozen_base_bytes(shape, setup.qlora), shards)
 
 
-def memory_per_gpu(shape: ModelShape, setup: TrainingSetup) -> dict[str, int]:
+def memory_per_gpu(shape: ModelShape, setup: TrainingSetup, activations: int | None = None) -> dict[str, int]:
     """Everything the busiest GPU holds: weights, gradients, optimizer states and activations, and their total;
-    and what lives in host memory instead ("host").
+    and what lives in host memory instead ("host"). `activations`: this setup's `activation_bytes_per_gpu` when the
+    caller has it (a plan search reuses it across ZeRO stages and offloads, which do not change it).
 
     Optimizer-in-backward (torchtune's optimizer_in_bwd): each parameter is stepped as soon as its gradient is
-    complete and the gradient freed, so only the largest one is alive at once. A paged optimizer's states and
-    ZeRO-Offload's optimizer states (master copy included, Ren et al. 2021) sit in host memory; offloading
-    params (ZeRO-Infinity) moves the weights there too.
+    complete and the gradient freed, so only the largest one is alive at once. A paged optimizer's states sit in
+    host memory; ZeRO-Offload's optimizer states (master copy included, Ren et al. 2021) and gradients too;
+    offloading params (ZeRO-Infinity, FSDP's CPU offload) moves the weights there as well, but for the layers
+    ZeRO-3 gathers for compute. Under `--memory-convention deepspeed` (ZeRO-2 and 3, no LoRA) the model states are
+    DeepSpeed's estimators' (`fit.deepspeed_model_states`).
     """
     trainable = trainable_params(shape, setup)
     replicas = setup.data_parallel * setup.cp
@@ -315,12 +366,14 @@ def memory_per_gpu(shape: ModelShape, setup: TrainingSetup) -> dict[str, int]:
         )  # fmt: skip
         parts = {key: parts[key] + sharded[key] for key in parts}
     if setup.memory_convention == "deepspeed" and setup.zero in (2, 3) and setup.lora_rank is None:
-        parts = fit.deepspeed_model_states(
+        parts, host = fit.deepspeed_model_states(
             ceil_div(trainable, setup.tp * setup.pp), setup.zero, setup.data_parallel * setup.cp,
-            ceil_div(params.params_per_layer(shape), setup.tp),
+            ceil_div(largest_weight_params(shape), setup.tp), setup.offload,
         )  # fmt: skip
-    elif setup.zero == 3:
-        parts["weights"] += zero3_gathered_bytes(params.params_per_layer(shape), setup)
+        parts["activations"] = activation_bytes_per_gpu(shape, setup) if activations is None else activations
+        parts["total"] = sum(parts.values())
+        parts["host"] = host
+        return parts
     if setup.lora_rank is not None:  # the frozen base besides the adapters' own weights
         parts["weights"] += frozen_base_bytes_per_gpu(shape, setup)
     if setup.optimizer_in_backward:
@@ -330,10 +383,19 @@ def memory_per_gpu(shape: ModelShape, setup: TrainingSetup) -> dict[str, int]:
     if setup.offload != "none" or setup.optimizer.startswith("paged-"):
         host += parts["optimizer"]
         parts["optimizer"] = 0
+    if setup.offload != "none":
+        # ZeRO-Offload moves the gradients with the optimizer states: DeepSpeed's ZeRO-2 estimator keeps only the
+        # 16-bit weights on the GPU under cpu_offload (`gpu_mem = 2 * total_params`, tfcost.costs.fit); FSDP's
+        # CPUOffload(offload_params=True) "implicitly enables gradient offloading to CPU in order for params and
+        # grads to be on same device to work with optimizer" (PyTorch FSDP docs).
+        host += parts["gradients"]
+        parts["gradients"] = 0
     if setup.offload == "params":
         host += parts["weights"]
         parts["weights"] = 0
-    parts["activations"] = activation_bytes_per_gpu(shape, setup)
+    if setup.zero == 3 or setup.offload == "params":  # the layers gathered (or streamed in) for compute stay
+        parts["weights"] += zero3_gathered_bytes(params.params_per_layer(shape), setup)
+    parts["activations"] = activation_bytes_per_gpu(shape, setup) if activations is None else activations
     parts["total"] = sum(parts.values())
     parts["host"] = host
     return parts

@@ -266,7 +266,7 @@ TRAIN_NEEDS_READER = {
     "pp_first_layers": "--pp-first-layers", "pp_last_layers": "--pp-last-layers",
     "sequence_parallel": "--sequence-parallel", "recompute": "--recompute", "precision": "--precision",
     "lora_rank": "--lora", "qlora": "--qlora", "offload": "--offload",
-    "optimizer_in_backward": "--optimizer-in-backward", "memory_convention": "--memory-convention",
+    "optimizer_in_backward": "--optimizer-in-backward", "memory_convention": "--memory-convention", "loss": "--loss",
 }  # fmt: skip
 # And what `serve` does: tensor parallelism splits heads the engine does not know, and KV blocks size the expected
 # engine's memory, which the engine's bound does not report.

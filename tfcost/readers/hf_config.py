@@ -145,6 +145,9 @@ def read_config(config: dict[str, Any], *, strict: bool = False, lenient: bool =
     family = FAMILIES[model_type]
     fields = Fields(config, model_type)
     mapping = family.read(fields)
+    if model_type in TOWER_READERS:  # a flat multimodal config (Phi-4-multimodal): its towers beside its keys
+        mapping["towers"] = TOWER_READERS[model_type](fields.config, fields.config, mapping["d_model"])
+        fields.read.update(TOWER_CONFIGS)
     notes: list[str] = []
     if fields.config.get("quantization_config") is not None:
         mapping["quantization"], notes = quantization(

@@ -13,7 +13,7 @@ from typing import Any
 from tfcost.errors import TfcostError
 from tfcost.render import plot
 from tfcost.render.tables import CONVENTIONS, clean, neutral, new_table, print_csv, print_table
-from tfcost.reports.plan import ServePlanLayout, ServePlanReport, TrainPlanReport
+from tfcost.reports.plan import NOT_NEAR, ServePlanLayout, ServePlanReport, TrainPlanReport
 from tfcost.reports.suggestion import Suggestion
 from tfcost.units import human
 
@@ -197,6 +197,8 @@ def suggestion_line(suggestion: Suggestion, what: str) -> str:
     """One line: the nearest layout that fits (or why none does), and the command that lists them all."""
     suggestion = neutral(suggestion)
     if not suggestion.options:
+        if suggestion.reason == NOT_NEAR:  # the search near the asked layout stopped: others may fit
+            return f"{what}; {NOT_NEAR}; see `{suggestion.command}`."
         reason = f" (most were refused as: {suggestion.reason})" if suggestion.reason else ""
         return f"No layout of these GPUs fits{reason}; see `{suggestion.command}`."
     figures = []

@@ -291,6 +291,7 @@ def workload_caption(result: Estimate | EngineEstimate | CheckReport) -> str:
     w = result.workload
     mask = "causal-masked scores" if w.causal else "full T x T scores"
     images = f" + {w.images:,} image{'s' * (w.images > 1)}" if getattr(w, "images", 0) else ""
+    images += f" + {w.audio_seconds:g} s of audio" if getattr(w, "audio_seconds", 0) else ""
     return f"T = {w.seq_len:,} tokens{images}, batch {w.batch:,}, {w.dtype}, {mask}"
 
 
@@ -573,8 +574,9 @@ def train_title(result: TrainReport | EngineTrainReport) -> list[str]:
 
 def images_suffix(setup: BaseModel) -> str:
     """Where --images was given: that T (or P) includes the images' tokens."""
-    images = getattr(setup, "images", 0)
-    return f" (with the tokens of {images:,} image{'s' * (images > 1)})" if images else ""
+    images, seconds = getattr(setup, "images", 0), getattr(setup, "audio_seconds", 0)
+    parts = [f"{images:,} image{'s' * (images > 1)}"] * bool(images) + [f"{seconds:g} s of audio"] * bool(seconds)
+    return f" (with the tokens of {' and '.join(parts)})" if parts else ""
 
 
 def train_table(result: TrainReport, markdown: bool = False) -> None:

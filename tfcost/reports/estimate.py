@@ -135,6 +135,26 @@ class ImagesReport(Section):
     tower_forward: int = quantity("vision tower forward, the images", "flops")
 
 
+class AudioReport(Section):
+    """Audio in each sequence's prompt (--audio-seconds): the tokens it adds and its audio tower's forward pass."""
+
+    seconds: float = quantity("seconds of audio per sequence", "count")
+    tokens: int = quantity("audio tokens added to T", "count")
+    seq_len: int = quantity("T with the image and audio tokens (every figure below)", "count")
+    tower_forward: int = quantity("audio tower forward, the audio", "flops")
+
+
+def audio_report(shape: ModelShape, workload: Workload) -> AudioReport | None:
+    if not workload.audio_seconds:
+        return None
+    return AudioReport(
+        seconds=workload.audio_seconds,
+        tokens=images.audio_prompt_tokens(shape, workload.audio_seconds),
+        seq_len=images.with_image_tokens(shape, workload).seq_len,
+        tower_forward=images.audio_forward_flops(shape, workload.audio_seconds),
+    )
+
+
 def images_report(shape: ModelShape, workload: Workload) -> ImagesReport | None:
     if not workload.images:
         return None
@@ -219,6 +239,7 @@ class Estimate(SourceNotes):
     workload: Workload
     params: ParamsReport
     images: ImagesReport | None = Field(default=None, exclude_if=lambda images: images is None)
+    audio: AudioReport | None = Field(default=None, exclude_if=lambda audio: audio is None)
     flops: FlopsReport
     kv_cache: KvCacheReport
     score_matrix: ScoreMatrixReport
@@ -228,6 +249,7 @@ class Estimate(SourceNotes):
 SECTIONS: dict[str, str] = {
     "params": "Parameters",
     "images": "Images",
+    "audio": "Audio",
     "flops": "FLOPs",
     "kv_cache": "KV cache",
     "score_matrix": "Score matrix",
@@ -263,6 +285,7 @@ def estimate(shape: ModelShape, workload: Workload, gpu: GpuSpec | None = None, 
             towers=params.towers_params(shape) if shape.towers else None,
         ),
         images=images_report(shape, workload),
+        audio=audio_report(shape, workload),
         flops=FlopsReport(
             six_n_per_token=flops.six_n_flops_per_token(shape),
             attention_scores_per_token=flops.attention_score_flops_per_token(shape, t),

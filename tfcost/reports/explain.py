@@ -283,7 +283,7 @@ def tower_params_lines(shape: ModelShape) -> list[Line]:
     in x out (+ out biases) for a matmul, width x vectors for a norm, rows x columns for a table."""
     out = []
     for tower in shape.towers:
-        for times, op, _ in tower_ops(tower):
+        for times, op, *_ in tower_ops(tower):
             if not op_params(op):
                 continue
             bias = f" + {number(op.fan_out)}" if op.kind == "linear" and op.bias else ""
@@ -710,7 +710,7 @@ def activation_lines(shape: ModelShape, setup: TrainingSetup, block: Block, per_
     and per score entry, then the layer's bytes for the micro-batch on one GPU (Korthikanti et al. 2022 §4)."""
     from tfcost.core import activations  # train only: estimate need not import them
 
-    kept = activations.held_tensors(shape, block, setup.recompute, setup.flash)
+    kept = activations.held_tensors(shape, block, setup.recompute, setup.flash, precision=setup.precision)
     terms = activations.layer_terms(shape, block, setup.recompute, setup.flash, setup.precision)
     out = []
     for label, per, total in (

@@ -87,7 +87,7 @@ def plan_train_setup(shape: ModelShape, gpu: GpuSpec, base: TrainingSetup, top: 
     if base.global_batch is None:
         base = base.model_copy(update={"global_batch": search.default_global_batch(base.seq_len)})
     assert base.global_batch is not None
-    found = search.search_training(shape, gpu, base)
+    found = search.search_training(shape, gpu, base, top)
     return TrainPlanReport(
         model=shape.name,
         gpu=gpu.name,
@@ -307,6 +307,10 @@ def plan_command(kind: str, model: Sequence[str], words: Sequence[str]) -> str:
     return shlex.join(["tfcost", "plan", kind, *model, *words])
 
 
+# The suggestion's reason when the nearest-layout search stopped at its budget (tfcost.costs.plan.NEAREST_BUDGET).
+NOT_NEAR = f"none of the {search.NEAREST_BUDGET:,} layouts nearest the one asked for fits"
+
+
 def train_suggestion(shape: ModelShape, gpu: GpuSpec, asked: TrainingSetup, model: Sequence[str]) -> Suggestion:
     """The nearest training layout that fits the asked one's GPUs, tokens, T and global batch, and the `plan train`
     command (`model`: the model as given on the command line, e.g. ["llama-3-8b"] or ["--config", "c.json"])."""
@@ -321,14 +325,13 @@ def train_suggestion(shape: ModelShape, gpu: GpuSpec, asked: TrainingSetup, mode
     }
     words = [word for name, value in given.items() if value is not None for word in option_words(name, value)]
     command = plan_command("train", model, ["--gpus", str(asked.gpus), "--gpu", gpu.name, *words])
-    nearest = search.nearest_training_layout(shape, gpu, asked)
+    nearest, found = search.nearest_training_layout(shape, gpu, asked)
     if nearest is None:
-        found = search.search_training(shape, gpu, asked.model_copy(update={"global_batch": batch}))
-        return Suggestion(options=[], reason=found.most_rejected(), command=command)
-    changed = search.changed_fields(asked, nearest.setup)
-    if nearest.setup.sequence_parallel != asked.sequence_parallel:
-        changed.append("sequence_parallel")
-    words = [word for name in changed for word in option_words(name, getattr(nearest.setup, name))]
+        reason = NOT_NEAR if found.cut_short else found.most_rejected()
+        return Suggestion(options=[], reason=reason, command=command)
+    options = search.suggested_options(shape, asked, nearest.setup)
+    assert options is not None  # the search keeps only layouts the options can say
+    words = [word for name, value in options.items() for word in option_words(name, value)]
     return Suggestion(
         options=words,
         step_seconds=nearest.step_seconds,

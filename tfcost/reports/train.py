@@ -70,7 +70,9 @@ class TrainMemory(Section):
     cuda_context_bytes: int = quantity("CUDA context (assumed; --cuda-context-gib)", "bytes")
     allocator_reserve_bytes: int = quantity("allocator reserve (assumed share; --allocator-reserve)", "bytes")
     fits: bool = quantity("fits: total + context + reserve <= the GPU's memory", "text")
-    host_bytes: int = quantity("host memory: paged or offloaded optimizer states (and offloaded weights)", "bytes")
+    host_bytes: int = quantity(
+        "host memory: paged optimizer states; offloaded states, gradients (and weights)", "bytes"
+    )
 
 
 class TrainReport(SourceNotes):
@@ -121,7 +123,7 @@ def train(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup, explained: bool
         finetune.check_rank(shape, setup.lora_rank, setup.lora_targets)
         adapters = finetune.lora_params(shape, setup.lora_rank, setup.lora_targets)
     model_flops = training.model_training_flops(shape, t, tokens, adapters) + images.images_training_flops(shape, setup)
-    recomputed = training.recompute_flops(shape, t, tokens, setup.recompute)
+    recomputed = training.recompute_flops(shape, t, tokens, setup.recompute, setup.precision)
     six_nd = flops.six_nd_flops(shape, tokens)
     hardware_flops = model_flops + recomputed
     step = None

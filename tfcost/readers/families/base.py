@@ -323,6 +323,21 @@ def llama_family(flags: LlamaFlags) -> Reader:
 read_gemma = llama_family(LlamaFlags(head_dim_default=256, tied_default=True, bias="attention"))
 
 
+# Phi4MultimodalConfig's defaults (models/phi4_multimodal/configuration_phi4_multimodal.py): a config may leave
+# any of them out.
+PHI4_MULTIMODAL = {
+    "vocab_size": 200064, "hidden_size": 3072, "intermediate_size": 8192, "num_hidden_layers": 32,
+    "num_attention_heads": 32, "num_key_value_heads": 8, "max_position_embeddings": 131072,
+}  # fmt: skip
+
+
+def read_phi4_multimodal(fields: Fields) -> dict[str, Any]:
+    """Phi-4-multimodal's language model, Phi-3's reader over the config with the class's defaults beneath it (a new
+    dict: the user's is not changed)."""
+    fields.config = PHI4_MULTIMODAL | {key: value for key, value in fields.config.items() if value is not None}
+    return llama_family(LlamaFlags(window="every-layer"))(fields)
+
+
 def read_mixtral(fields: Fields) -> dict[str, Any]:
     shape = llama_like(fields, head_dim_default=None, tied_default=False, biases=False)
     window = fields.int("sliding_window", None)
@@ -800,6 +815,13 @@ FAMILIES: dict[str, Family] = {
     # Phi3Attention has no bias whatever `attention_bias` says (Phi-3-mini's Hub file sets it).
     "phi3": Family(
         llama_family(LlamaFlags(window="every-layer")),
+        LLAMA_IGNORED | {"original_max_position_embeddings"},
+        unused=frozenset({"attention_bias"}),
+    ),
+    # Phi-4-multimodal's language model: Phi-3's (fused qkv and gate_up, no biases) with Phi4MultimodalConfig's
+    # defaults; its vision and audio towers are read by tfcost.readers.families.towers.
+    "phi4_multimodal": Family(
+        read_phi4_multimodal,
         LLAMA_IGNORED | {"original_max_position_embeddings"},
         unused=frozenset({"attention_bias"}),
     ),
