@@ -66,6 +66,7 @@ ADDED |= {"suggestion"}
 # Issue 22: attention in BF16 under FP8 matmuls unless --fp8-attention; norms fused unless --kernels eager.
 ADDED |= {"setup.fp8_attention", "setup.kernels"}  # --kernels: fused (the default) or eager norms
 ADDED |= {"setup.loss"}  # issue 22: --loss chunked (the default, the pinned 4sbV/t) or full (torchtitan's 3x)
+ADDED |= {"setup.ep_overlap"}  # issue 22: expert all-to-alls overlapped with compute (DualPipe, Megatron-Core)
 
 PINNED: dict[str, Any] = json.loads(GOLDEN.read_text())
 

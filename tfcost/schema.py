@@ -893,6 +893,9 @@ class TrainingSetup(Frozen):
     dp_overlap: bool = Field(
         True, description="data-parallel collectives in per-layer buckets overlapped with compute (DDP, FSDP)"
     )
+    ep_overlap: bool = Field(
+        False, description="expert all-to-alls overlapped with another micro-batch's compute (DualPipe, Megatron-Core)"
+    )
     price_per_gpu_hour: float | None = Field(None, ge=0, le=1e6, description="price of one GPU-hour, for the cost line")
     lora_rank: Size | None = Field(None, description="r: fine-tune LoRA adapters of this rank on a frozen base")
     lora_targets: tuple[str, ...] = Field(("q", "k", "v", "o"), description="matrices LoRA adapts in each layer")

@@ -161,6 +161,14 @@ def train(
             help="Overlap data-parallel gradient reduction (and ZeRO gathers) with compute, per-layer buckets.",
         ),
     ] = default(TrainingSetup, "dp_overlap"),
+    ep_overlap: Annotated[
+        bool,
+        typer.Option(
+            "--ep-overlap",
+            help="Overlap the expert all-to-alls with another micro-batch's compute (DualPipe; Megatron-Core's "
+            "--overlap-moe-expert-parallel-comm).",
+        ),
+    ] = default(TrainingSetup, "ep_overlap"),
     offload: Annotated[
         Offload, typer.Option("--offload", help="ZeRO-Offload to host memory: optimizer states, or params too.")
     ] = default(TrainingSetup, "offload"),
@@ -222,6 +230,7 @@ def train(
         global_batch=global_batch, cp=cp, ep=ep, virtual_stages=virtual_stages, pp_first_layers=pp_first_layers,
         pp_last_layers=pp_last_layers, zero=zero, tp=tp, pp=pp, sequence_parallel=sequence_parallel,
         recompute=recompute, optimizer=optimizer, precision=precision, flash=flash, dp_overlap=dp_overlap,
+        ep_overlap=ep_overlap,
         offload=offload, optimizer_in_backward=optimizer_in_backward, price_per_gpu_hour=price_per_gpu_hour,
         lora_rank=lora, lora_targets=lora_target_list, qlora=qlora, memory_convention=memory_convention,
         cuda_context_gib=cuda_context_gib, allocator_reserve=allocator_reserve, fp8_attention=fp8_attention,

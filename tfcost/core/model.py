@@ -137,7 +137,12 @@ class Model:
         a routed expert row is tokens x k rows of one expert's width; column-parallel rows split their columns over
         t, row-parallel rows their inner dimension. The sum of 2 x rows x inner x cols at t = cp = 1 is the layers'
         linear FLOPs fold (`linear_flops`)."""
-        out: list[tuple[int, int, int]] = []
+        return [(rows, inner, cols) for rows, inner, cols, _ in self.gemm_groups(seq_len, sequences, tp, cp)]
+
+    def gemm_groups(self, seq_len: int, sequences: int, tp: int = 1, cp: int = 1) -> list[tuple[int, int, int, int]]:
+        """`gemms` with the routed experts E each GEMM's rows are spread over (1 for a dense GEMM): a grouped GEMM
+        runs E problems of about rows / E rows each (tfcost.costs.step_time prices their tiles)."""
+        out: list[tuple[int, int, int, int]] = []
         for group in self.layers:
             fused: list[tuple[Op, int, int, int]] = []  # (first row, rows, inner, cols)
             for op in group.rows:
@@ -154,7 +159,8 @@ class Model:
                     inner = ceil_div(inner, tp)
                 else:
                     cols = ceil_div(cols, tp)
-                out += [(rows, inner, cols)] * group.count
+                experts = first.experts.experts if first.experts is not None else 1
+                out += [(rows, inner, cols, experts)] * group.count
         return out
 
     def activation_elements_per_token(self) -> float:

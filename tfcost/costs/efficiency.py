@@ -14,12 +14,21 @@ are the fractions that differ from the BF16 dense case the GPU table's matmul_ef
 - Attention under FP8: Transformer Engine's FP8 recipe, torchao's float8 training (it swaps nn.Linear only) and
   the serving engines' default kernels run scaled-dot-product attention in BF16, so attention is priced at the
   BF16 peak unless the user says the engine runs FP8 attention (`--fp8-attention`, FlashAttention-3's FP8 path).
+- Fused attention by GPU generation: FlashAttention-2 reaches "up to 225 TFLOPs/s per A100 GPU (72% model FLOPs
+  utilization)" (Dao 2023, abstract), but on Hopper "FlashAttention-2 achieving only 35% utilization on the H100
+  GPU" (Shah et al. 2024, FlashAttention-3, abstract): FA2 cannot use Hopper's asynchronous wgmma and TMA. PyTorch's
+  SDPA flash backend (torchtitan), llm-foundry's and HF's flash-attn calls run FA2, so fused attention on a Hopper
+  GPU is priced at 0.35 of its peak; FA3 ("75% utilization") needs the user's own kernel and is not the default.
 """
 
 from __future__ import annotations
 
 from tfcost.hardware import rates as hardware
 from tfcost.schema import GpuSpec
+
+FLASH_EFFICIENCY = 0.73  # FlashAttention-2 forward+backward on A100: up to 230 of 312 TFLOP/s (Dao 2023, abstract)
+HOPPER_FLASH_EFFICIENCY = 0.35  # "FlashAttention-2 achieving only 35% utilization on the H100 GPU" (FA3, abstract)
+HOPPER_NAMES = ("h100", "h200", "h800", "h20", "gh200")  # GH100/GH200 dies (the GPU table's names start so)
 
 FP8_MATMUL_FRACTION = 0.5
 FP8_MATMUL_SOURCE = (
@@ -42,3 +51,9 @@ def attention_peak_flops_per_s(gpu: GpuSpec, compute_dtype: str, fp8_attention: 
     peak = hardware.peak_flops_per_s(gpu, dtype) or hardware.peak_flops_per_s(gpu, "bf16")
     assert peak is not None  # the bf16 peak is a required field
     return peak
+
+
+def flash_attention_efficiency(gpu: GpuSpec) -> float:
+    """The share of the attention peak FlashAttention-2 reaches forward and backward: 0.35 on Hopper (FA3's
+    abstract), else FLASH_EFFICIENCY (FA2's A100 figure)."""
+    return HOPPER_FLASH_EFFICIENCY if gpu.name.startswith(HOPPER_NAMES) else FLASH_EFFICIENCY

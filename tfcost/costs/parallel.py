@@ -183,3 +183,17 @@ def all_to_all_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
     element = activations.ACTIVATION_BYTES[setup.precision]
     per_pass = tokens * shape.moe.experts_per_token * shape.d_model * element * (setup.ep - 1) // setup.ep
     return 4 * per_pass  # dispatch + combine, forward + backward
+
+
+def all_to_all_split(shape: ModelShape, setup: TrainingSetup, node_gpus: int) -> tuple[float, float]:
+    """`all_to_all_bytes` split by the link each copy crosses: (to the other GPUs of this node, to other nodes).
+    Megatron-Core orders the ranks "tp-cp-ep-dp-pp", so the e ranks of an expert-parallel group sit t x c apart and
+    a node of n GPUs holds min(e, n / (t c)) of them; under uniform routing a token's k copies go to each rank of
+    the group alike, (inside - 1)/e of them over the node's link and (e - inside)/e across the network."""
+    if shape.moe is None or setup.ep == 1:
+        return 0.0, 0.0
+    tokens = setup.micro_batch * setup.seq_len // setup.cp
+    element = activations.ACTIVATION_BYTES[setup.precision]
+    copies = 4 * tokens * shape.moe.experts_per_token * shape.d_model * element  # dispatch + combine, fwd + bwd
+    inside = max(1, min(setup.ep, node_gpus // (setup.tp * setup.cp)))
+    return copies * (inside - 1) / setup.ep, copies * (setup.ep - inside) / setup.ep

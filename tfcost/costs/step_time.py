@@ -11,8 +11,8 @@ rows (tfcost.core.model.Model), the average of its layers:
   Background User's Guide" §3.2);
 - attention: QK^T and AV at the same efficiency, plus the score tensor's memory traffic (written by QK^T, read
   and written by the fused scale-mask-softmax and by dropout with its 1-byte mask, read by AV: 13 bytes per entry
-  in 16-bit, Megatron-LM's kernels); with flash attention, the kernel at FlashAttention-2's measured efficiency,
-  backward 2.5 x forward (Dao 2023 §4.1);
+  in 16-bit, Megatron-LM's kernels); with flash attention, the kernel at FlashAttention-2's measured efficiency
+  on the GPU's generation (costs/efficiency.py: 0.73 on A100, 0.35 on Hopper), backward 2.5 x forward (Dao 2023 §4.1);
 - memory-bound ops: norms, residual/bias-dropout-adds and the MLP activation, each reading and writing its
   tensors once at the HBM bandwidth; backward twice the forward's traffic;
 - recomputation: selective redoes the attention scores; full redoes the layer's forward (compute and TP comm);
@@ -21,8 +21,14 @@ rows (tfcost.core.model.Model), the average of its layers:
   b x T/c x d activations, ring cost (t-1)/t x size / bandwidth (Megatron-LM runs them unoverlapped);
 - context-parallel ring attention: c-1 exchanges of what the cache rows hold (K and V; MLA's latent) forward, of
   them and their gradients backward;
-- expert parallelism: the all-to-all dispatch and combine of each MoE layer, forward and backward
-  (`parallel.all_to_all_bytes`), over NVLink while t x e fits in a node;
+- expert parallelism: the all-to-all dispatch and combine of each MoE layer, forward and backward, the copies to
+  this node's GPUs over NVLink and to other nodes over the network at once (`ep_seconds`); with `--ep-overlap`
+  (Megatron-Core's --overlap-moe-expert-parallel-comm, whose combined 1F1B schedule runs "MoE all-to-all
+  communication (dispatch/combine) ... with computation on the other stream"; DeepSeek-V3's DualPipe, where "both
+  all-to-all and PP communication can be fully hidden during execution", §3.2.1) only what outlasts the layer's
+  compute is exposed, and while it runs its kernels hold EP_COMM_SMS of the SMs: exposed = max(C - W, C x 20/SMs);
+- routed experts: a grouped GEMM over the E / e experts a GPU holds, each expert's rows padded to whole tiles
+  (`grouped_wave_efficiency`);
 - pipeline: each stage boundary sends one micro-batch's activations forward and their gradients back, split over
   t (Narayanan et al. 2021 §4.1), over the network unless the whole run is one node; bubble (p-1)/v of one
   micro-batch's stage time;
@@ -56,17 +62,19 @@ from tfcost.core import activations, params
 from tfcost.core.blocks import layer_count, moe_layer_count
 from tfcost.core.model import model_of
 from tfcost.costs import parallel, training
-from tfcost.costs.efficiency import attention_peak_flops_per_s, fp8_matmul_scale
+from tfcost.costs.efficiency import attention_peak_flops_per_s, flash_attention_efficiency, fp8_matmul_scale
 from tfcost.hardware import rates as hardware
 from tfcost.schema import GpuSpec, ModelShape, TrainingSetup
 from tfcost.units import GIGA, ceil_div
 
 GEMM_TILE = (256, 128)  # cuBLAS's largest output tile on A100/H100 (NVIDIA Matrix Multiplication guide §2.3)
-FLASH_EFFICIENCY = 0.73  # FlashAttention-2 forward+backward on A100: up to 230 of 312 TFLOP/s (Dao 2023, abstract)
 FLASH_BACKWARD_FACTOR = 2.5  # FlashAttention's backward: 5 matmuls to the forward's 2 (Dao 2023 §4.1)
 NVLINK_BUS_EFFICIENCY = 200 / 300  # nccl-tests all_reduce busbw on 8 A100 SXM4 80GB (NVIDIA/nccl-tests#149)
 NETWORK_BUS_EFFICIENCY = 96 / 100  # nccl-tests all_reduce over 4 x 200 Gb/s HDR per 8 A100 (NVIDIA/nccl-tests#119)
 SCORE_BYTES_PER_ENTRY = 13  # QK^T writes 2; softmax reads 2, writes 2; dropout reads 2, writes 2 + 1 mask; AV reads 2
+# SMs the overlapped all-to-all kernels hold while they run: "we allocate 20 out of the 132 SMs available in the H800
+# GPU for this purpose, which will limit the computational throughput" (DeepSeek-V3 report §3.5.1; DeepEP's default)
+EP_COMM_SMS = 20
 MAIN_GRAD_BYTES = 4  # Megatron-LM accumulates and all-reduces gradients in fp32 (its default main_grads)
 GPUS_PER_NODE = 8  # tensor and context parallelism stay inside a node up to this many GPUs
 
@@ -111,7 +119,7 @@ def matmul_terms(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> Matmu
     gemms, distinct, layers, flops = layer_matmuls(*key)
     if gemms:
         assert gpu.matmul_efficiency is not None and gpu.sm_count is not None
-        efficiency = layer_matmul_efficiency(*key, gpu.sm_count, gpu.matmul_efficiency)
+        efficiency = layer_matmul_efficiency(*key, setup.ep, gpu.sm_count, gpu.matmul_efficiency)
     else:
         efficiency = gpu.matmul_efficiency or 1.0
     precision_scale = fp8_matmul_scale(gpu) if setup.precision == "fp8" else 1.0  # costs/efficiency.py
@@ -122,13 +130,15 @@ def matmul_terms(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> Matmu
 @lru_cache(maxsize=4096)  # a layout search (tfcost plan) asks for the same micro-batch's GEMMs thousands of times
 def layer_matmuls(
     shape: ModelShape, micro_batch: int, t: int, s: int, c: int
-) -> tuple[tuple[tuple[int, int, int], ...], tuple[tuple[int, int, int, int], ...], int, float]:
-    """(every GEMM, the distinct ones with their counts, layers, FLOPs per layer) of one micro-batch's forward."""
-    gemms = layer_gemms(shape, micro_batch * s // c, t, s, c)
-    layers = model_of(shape).n_layers
+) -> tuple[tuple[tuple[int, int, int, int], ...], tuple[tuple[int, int, int, int], ...], int, float]:
+    """(every GEMM with the routed experts its rows spread over, the distinct ones with their counts, layers, FLOPs
+    per layer) of one micro-batch's forward."""
+    model = model_of(shape)
+    grouped = model.gemm_groups(s, micro_batch, t, c)  # as layer_gemms: b sequences of T / c positions
+    gemms = [(rows, inner, cols) for rows, inner, cols, _ in grouped]
     counted = Counter(gemms)
-    flops = sum(count * 2 * rows * inner * cols for (rows, inner, cols), count in counted.items()) / layers
-    return tuple(gemms), tuple((count, *gemm) for gemm, count in counted.items()), layers, flops
+    flops = sum(count * 2 * rows * inner * cols for (rows, inner, cols), count in counted.items()) / model.n_layers
+    return tuple(grouped), tuple((count, *gemm) for gemm, count in counted.items()), model.n_layers, flops
 
 
 def matmul_efficiency(gpu: GpuSpec, gemms: Sequence[tuple[int, int, int]]) -> float:
@@ -139,17 +149,38 @@ def matmul_efficiency(gpu: GpuSpec, gemms: Sequence[tuple[int, int, int]]) -> fl
 
 @lru_cache(maxsize=4096)  # as layer_matmuls: once per micro-batch shape and GPU in a layout search
 def layer_matmul_efficiency(
-    shape: ModelShape, micro_batch: int, t: int, s: int, c: int, sm_count: int, best: float
+    shape: ModelShape, micro_batch: int, t: int, s: int, c: int, ep: int, sm_count: int, best: float
 ) -> float:
-    """matmul_efficiency of one micro-batch's layer GEMMs (layer_matmuls) on a GPU of `sm_count` SMs."""
-    return wave_weighted(sm_count, best, layer_matmuls(shape, micro_batch, t, s, c)[0])
+    """matmul_efficiency of one micro-batch's layer GEMMs (layer_matmuls) on a GPU of `sm_count` SMs, a routed
+    expert GEMM as a grouped GEMM over the E / e experts each GPU holds under expert parallelism e."""
+    gemms = layer_matmuls(shape, micro_batch, t, s, c)[0]
+    return wave_weighted(sm_count, best, [(rows, inner, cols, experts // ep) for rows, inner, cols, experts in gemms])
 
 
-def wave_weighted(sm_count: int, best: float, gemms: Sequence[tuple[int, int, int]]) -> float:
-    """`best` x the FLOP-weighted wave efficiency of these GEMMs on `sm_count` SMs."""
-    work = [rows * inner * cols for rows, inner, cols in gemms]
-    waves = sum(w * wave_efficiency(rows, cols, sm_count) for w, (rows, _, cols) in zip(work, gemms, strict=True))
+def grouped_wave_efficiency(rows: int, cols: int, groups: int, sms: int) -> float:
+    """Share of the tile slots a grouped GEMM keeps busy: `groups` problems of rows / groups x cols each, launched
+    together (CUTLASS's grouped GEMM and Transformer Engine's, as MoE layers run their experts), each padded to
+    whole 256 x 128 output tiles ("tile quantization": a dimension the tile does not divide leaves part of its last
+    tile idle, NVIDIA Matrix Multiplication guide §2.3), the tiles run in waves of one per SM. A few hundred rows
+    per expert leave most of a tile row idle: 300 rows fill 300 of 512."""
+    per_group = ceil_div(rows, groups)
+    tiles = groups * ceil_div(per_group, GEMM_TILE[0]) * ceil_div(cols, GEMM_TILE[1])
+    return rows * cols / (GEMM_TILE[0] * GEMM_TILE[1]) / (ceil_div(tiles, sms) * sms)
+
+
+def wave_weighted(sm_count: int, best: float, gemms: Sequence[tuple[int, ...]]) -> float:
+    """`best` x the FLOP-weighted wave efficiency of these GEMMs on `sm_count` SMs: (rows, inner, cols) each, or
+    (rows, inner, cols, groups) with the experts a grouped GEMM's rows spread over on one GPU."""
+    work = [gemm[0] * gemm[1] * gemm[2] for gemm in gemms]
+    waves = sum(w * gemm_wave_efficiency(gemm, sm_count) for w, gemm in zip(work, gemms, strict=True))
     return best * waves / sum(work)
+
+
+def gemm_wave_efficiency(gemm: tuple[int, ...], sms: int) -> float:
+    """`wave_efficiency` of a dense GEMM, `grouped_wave_efficiency` of one spread over more than one expert."""
+    rows, _, cols, *rest = gemm
+    groups = rest[0] if rest else 1
+    return grouped_wave_efficiency(rows, cols, groups, sms) if groups > 1 else wave_efficiency(rows, cols, sms)
 
 
 def ring_seconds(size_bytes: float, ranks: int, bandwidth: float) -> float:
@@ -261,7 +292,7 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
     activation = element * model.activation_elements_per_token()  # the MLP rows' activations (none without an MLP)
     elementwise_fwd = tokens * (d_wide * d / (t if setup.sequence_parallel else 1) + activation / t) / bandwidth
     if setup.flash:
-        attention_fwd = attention_flops / (attention_peak * FLASH_EFFICIENCY)
+        attention_fwd = attention_flops / (attention_peak * flash_attention_efficiency(gpu))
         attention_bwd = FLASH_BACKWARD_FACTOR * attention_fwd
     else:  # the score entries each scores row's heads materialise, split over t by heads and c by queries
         entries = b * model.score_entries(s) / (n_layers * t * c)
@@ -276,8 +307,7 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
     kv_bytes = tokens * model.cache_width(t) / n_layers * element
     cp_fwd = (c - 1) * kv_bytes / link_bandwidth(gpu, t * c, True) if c > 1 else 0.0
 
-    ep_bytes = parallel.all_to_all_bytes(shape, setup) * moe_share(shape)
-    ep_comm = ep_bytes / link_bandwidth(gpu, t * setup.ep, True) if setup.ep > 1 else 0.0
+    ep_comm = ep_seconds(shape, gpu, setup)
 
     recompute = {
         "none": 0.0,
@@ -285,8 +315,13 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
         "selective-op": matmul_fwd * training.op_sac_recompute_share(shape, setup.precision) + elementwise_fwd,
         "full": matmul_fwd + attention_fwd + elementwise_fwd + tp_fwd + cp_fwd,
     }[setup.recompute]
+    matmuls = (2 if setup.lora_rank is not None else 3) * matmul_fwd  # a frozen base has no weight grads
+    if setup.ep_overlap:  # the all-to-alls on their own stream beside another micro-batch's compute
+        compute = matmuls + attention_fwd + attention_bwd + 3 * elementwise_fwd + recompute
+        assert gpu.sm_count is not None  # can_predict
+        ep_comm = max(ep_comm - compute, ep_comm * EP_COMM_SMS / gpu.sm_count)
     return {
-        "matmuls": (2 if setup.lora_rank is not None else 3) * matmul_fwd,  # a frozen base has no weight grads
+        "matmuls": matmuls,
         "attention": attention_fwd + attention_bwd,
         "memory_bound": 3 * elementwise_fwd,
         "recompute": recompute,
@@ -311,6 +346,21 @@ def layer_forward_seconds(parts: dict[str, float], setup: TrainingSetup) -> floa
         + parts["cp_comm"] / 3
         + parts["ep_comm"] / 2
     )
+
+
+def ep_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> float:
+    """One layer's expert-parallel all-to-alls (dispatch and combine, forward and backward), the average over the
+    layers: the copies to GPUs of this node over its link and those to other nodes over the network
+    (`parallel.all_to_all_split`), at once, so the slower of the two. NCCL's all-to-all (torch's all_to_all_single,
+    Megatron-Core's alltoall dispatcher) is one group of sends and receives to every peer, each on its own link."""
+    if setup.ep == 1:
+        return 0.0
+    inside = max(1, min(setup.ep, node_size(gpu) // (setup.tp * setup.cp)))
+    intra, inter = parallel.all_to_all_split(shape, setup, node_size(gpu))
+    seconds = intra / link_bandwidth(gpu, inside * setup.tp * setup.cp, True) if intra else 0.0
+    if inter:
+        seconds = max(seconds, inter / link_bandwidth(gpu, setup.ep, False))
+    return seconds * moe_share(shape)
 
 
 def overlapped_seconds(bucket: float, window: float, buckets: int) -> float:
