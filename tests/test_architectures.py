@@ -203,10 +203,12 @@ def test_serving_keeps_mla_latent_whole_per_gpu():
 
 
 def test_training_prices_moe_by_active_parameters_and_every_attention():
-    from tfcost.costs.training import recompute_flops, six_nd_flops
+    from tfcost.core.flops import six_nd_flops
+    from tfcost.core.params import embedding_params
+    from tfcost.costs.training import recompute_flops
 
     mixtral = load_model("mixtral-8x7b")
-    assert six_nd_flops(mixtral, 10**9) == 6 * active_params(mixtral) * 10**9
+    assert six_nd_flops(mixtral, 10**9) == 6 * (active_params(mixtral) - embedding_params(mixtral)) * 10**9
     t5 = load_model("t5-small")
     parts = forward_flops_breakdown(t5, 512)
     attention = sum(v for k, v in parts.items() if k.endswith(("attention/scores", "attention/values")))

@@ -5,6 +5,7 @@ on (GPU aliases, 4k for token counts, case-insensitive names, CSV, per-column ov
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -106,6 +107,29 @@ def test_length_options_take_4k(tfcost, args, key, value):
 def test_sweep_and_measure_take_4k(tfcost):
     run = tfcost("sweep", "gpt2-small", "-T", "512..2k", "-f", "csv")
     assert [line.split(",")[2] for line in run.stdout.splitlines()[1:]] == ["512", "1024", "2048"]
+    pytest.importorskip("torch", reason="measure needs torch")
+    args = ("--heads", "2", "--head-dim", "8", "--repeats", "1", "--device", "cpu", "--backend", "math", "-f", "json")
+    measured = json.loads(tfcost("measure", "--seq", "1k,2K", *args).stdout)["measurements"]
+    assert [row["seq"] for row in measured] == [1024, 2048]
+
+
+def test_the_readme_installs_the_cpu_wheel_and_says_where_it_timed_the_tests():
+    """The README's CPU-only lines (PyTorch's "Start Locally" page, Pip, CPU: `--index-url
+    https://download.pytorch.org/whl/cpu`), the test pin the same as pyproject's `test` extra, and the test counts
+    and times naming the machine they were measured on."""
+    import re
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    assert "pip install torch --index-url https://download.pytorch.org/whl/cpu\n" in readme
+    assert readme.index("whl/cpu") < readme.index("pip install '.[hf,measure]'")
+    project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    (pin,) = [spec for spec in project["optional-dependencies"]["test"] if spec.startswith("torch")]
+    assert f"pip install '{pin}' --index-url https://download.pytorch.org/whl/cpu" in readme
+    counted = re.search(r"([\d,]+) tests, (\d+) min on a\s+(\d+)-core, CPU-only machine", readme)
+    assert counted is not None, "the README's test counts and times name no machine"
 
 
 @pytest.mark.parametrize(
@@ -178,6 +202,52 @@ def test_compare_csv_and_a_column_with_its_own_overrides(tfcost):
     assert bad.code == 1 and bad.stderr.count("\n") == 1 and "unknown key 'nope'" in bad.stderr
 
 
+@pytest.mark.parametrize("args", [["plan", "train", "llama-3-8b", "--gpus", "8"], ["plan", "serve", "llama-3-8b"]])
+def test_plan_as_csv_holds_the_json_layouts(tfcost, args):
+    """CSV for every table: plan's layouts too, a row per layout with the JSON's keys and exact values."""
+    rows = read_csv(tfcost(*args, "--top", "3", "-f", "csv").stdout)
+    document = json.loads(tfcost(*args, "--top", "3", "-f", "json").stdout)
+    assert len(rows) == len(document["layouts"]) == 3
+    for row, layout in zip(rows, document["layouts"], strict=True):
+        assert (row.pop("model"), row.pop("gpu"), int(row.pop("gpus"))) == ("llama-3-8b", "h100-sxm", 8)
+        assert row.keys() == layout.keys()
+        for key, value in layout.items():
+            if value is None:
+                assert row[key] == "", key
+            elif isinstance(value, bool) or isinstance(value, str):
+                assert row[key] == (json.dumps(value) if isinstance(value, bool) else value), key
+            else:
+                assert float(row[key]) == value, key  # exact: the same float's shortest repr
+
+
+def test_inspect_and_check_as_csv_hold_the_json_values(tfcost, tmp_path):
+    """CSV for every table: inspect's rows keyed as its JSON (stored.by_dtype.BF16), check's a row per compared
+    quantity with both sides and their difference, every value exact."""
+    from tests.test_stored import TINY, tiny_tensors, write_safetensors
+
+    (tmp_path / "config.json").write_text(json.dumps(TINY))
+    write_safetensors(tmp_path / "model.safetensors", tiny_tensors())
+    rows = read_csv(tfcost("inspect", str(tmp_path), "-f", "csv").stdout)
+    document = json.loads(tfcost("inspect", str(tmp_path), "-f", "json").stdout)
+    assert len(rows) > 10 and all(row["model"] == document["model"] for row in rows)
+    for row in rows:
+        node = document
+        for part in row["quantity"].split("."):
+            node = node[part]
+        assert int(row["value"]) == node, row
+    assert {row["quantity"]: int(row["value"]) for row in rows}["stored.total_bytes"] == sum(
+        2 * n if dtype == "BF16" else 4 * n if dtype == "F32" else n
+        for dtype, n in ((dtype, math.prod(shape)) for dtype, shape in tiny_tensors().values())
+    )  # bytes by the safetensors dtypes: BF16 2, F32 4, F8_E4M3 and U8 1
+    pytest.importorskip("transformers", reason="check needs transformers")
+    checked = read_csv(tfcost("check", "gpt2-small", "--seq", "16", "-f", "csv").stdout)
+    compared = json.loads(tfcost("check", "gpt2-small", "--seq", "16", "-f", "json").stdout)["rows"]
+    assert [row["quantity"] for row in checked] == [row["quantity"] for row in compared]
+    for row, expected in zip(checked, compared, strict=True):
+        for key in ("analytic", "transformers", "difference"):
+            assert (row[key] == "") if expected[key] is None else (float(row[key]) == expected[key]), (key, row)
+
+
 def test_split_column():
     from tfcost.readers.presets import split_column
 
@@ -224,16 +294,65 @@ def test_gpus_and_list_as_csv(tfcost):
     assert gpus[0]["device_names"] == "H100.*(SXM|HBM3); H100$"
 
 
-def test_six_n_says_which_n(tfcost):
-    """Two published conventions, each anchored to its source's figure: estimate's per-token 6N takes the
-    non-embedding N (Kaplan et al. 2020; the lesson's 9,229 crossover for GPT-2 small), train's 6ND every parameter
-    (Hoffmann et al. 2022; the nanoGPT notebook's 3.46 days). Each label says which N."""
-    estimate = json.loads(tfcost("estimate", "llama-3-8b", "-f", "json").stdout)
-    train = json.loads(tfcost("train", "llama-3-8b", "-f", "json").stdout)
-    assert estimate["flops"]["six_n_per_token"] == 6 * estimate["params"]["non_embedding"]
-    assert train["flops"]["six_nd"] == 6 * estimate["params"]["total"] * train["setup"]["tokens"]
-    table = tfcost("estimate", "llama-3-8b").stdout + tfcost("train", "llama-3-8b").stdout
-    assert "6N (N: non-embedding, Kaplan)" in table and "6ND (N: every parameter, embeddings too" in table
+# The N of 6N, from each model's own published figures, not from tfcost: Llama 3 8B's checkpoint holds 8,030,261,248
+# parameters, less its untied token table and output head, 2 x 128,256 x 4,096 (config.json: vocab_size, hidden_size);
+# GPT-2 small is 12 of the lesson's blocks (qkv 768 x 2,304 + 2,304, proj 768 x 768 + 768, MLP 768 x 3,072 + 3,072
+# and 3,072 x 768 + 768, two LayerNorms 4 x 768: 7,087,872 each) and the final LayerNorm's 2 x 768, the lesson's
+# "6N = 0.51 GFLOPs"; Mixtral 8x7B is its 12,879,925,248 active parameters (Mistral AI, "Mixtral of experts", 2023:
+# "only uses 12.9B parameters per token", test_mixtral_active_n_is_its_cards) less its two 32,000 x 4,096 tables.
+SIX_N_MODELS = {
+    "llama-3-8b": 6 * (8_030_261_248 - 2 * 128_256 * 4_096),
+    "gpt2-small": 6 * (12 * 7_087_872 + 2 * 768),
+    "mixtral-8x7b": 6 * (12_879_925_248 - 2 * 32_000 * 4_096),
+}
+
+
+@pytest.mark.parametrize(("model", "six_n"), SIX_N_MODELS.items())
+def test_every_command_prints_the_same_six_n(tfcost, model, six_n):
+    """One meaning of 6N everywhere (Kaplan et al. 2020, §2.1: N without the vocabulary and position embeddings;
+    a token's active parameters for MoE): estimate, compare, train's 6ND per token, both --explain, sweep's six_n
+    and the Python API give the same number, and every label says which N."""
+    import tfcost as api
+
+    def document(*args: str) -> dict:
+        run = tfcost(*args, "-f", "json")
+        assert run.code == 0, run.stderr
+        return json.loads(run.stdout)
+
+    estimate = document("estimate", model)
+    compare = document("compare", model, "gpt2-medium")["results"][0]
+    train = document("train", model, "--tokens", "1B")
+    explained = {line["quantity"]: line["value"] for line in document("estimate", model, "--explain")["explain"]}
+    train_explained = {
+        line["quantity"]: line["value"] for line in document("train", model, "--tokens", "1B", "--explain")["explain"]
+    }
+    sweep = read_csv(tfcost("sweep", model, "-T", "1024,2048", "-m", "six_n", "-f", "csv").stdout)
+    printed = {
+        "estimate": estimate["flops"]["six_n_per_token"],
+        "compare": compare["flops"]["six_n_per_token"],
+        "train 6ND / D": train["flops"]["six_nd"] // train["setup"]["tokens"],
+        "estimate --explain": explained["training per token"],
+        "train --explain 6ND / D": train_explained["6ND"] // 10**9,
+        "sweep six_n": {int(row["six_n"]) for row in sweep},
+        "tfcost.estimate": api.estimate(model).flops.six_n_per_token,
+        "tfcost.train 6ND / D": api.train(model, tokens="1B").flops.six_nd // 10**9,
+    }
+    assert train["flops"]["six_nd"] == six_n * 10**9 and train_explained["6ND"] == six_n * 10**9
+    assert printed == {**dict.fromkeys(printed, six_n), "sweep six_n": {six_n}}, printed
+    tables = tfcost("estimate", model).stdout + tfcost("train", model).stdout + tfcost("compare", model).stdout
+    labels = [line for line in tables.splitlines() if "6N" in line and "(N:" in line]
+    assert len(labels) == 4 and all("6N (N: non-embedding, Kaplan)" in line or "6ND (N: non-embedding, Kaplan)"
+                                    in line for line in labels), labels  # fmt: skip
+
+
+def test_mixtral_active_n_is_its_cards():
+    """Mistral AI's announcement ("Mixtral of experts", December 2023): "Mixtral has 46.7B total parameters but only
+    uses 12.9B parameters per token". SIX_N_MODELS' Mixtral figure rounds to the card's, both of them."""
+    from tfcost.core import params
+
+    mixtral = load_model("mixtral-8x7b")
+    active, total = params.active_params(mixtral), params.total_params(mixtral)
+    assert active == 12_879_925_248 and (round(active / 1e9, 1), round(total / 1e9, 1)) == (12.9, 46.7)
 
 
 TABLE_COMMANDS = [
@@ -304,3 +423,88 @@ def test_train_defaults_to_a_layout_people_run(tfcost):
     # A whole number of micro-batches on every replica, at least one: 48 replicas of 1 x 4,096 tokens.
     odd = json.loads(tfcost("train", "llama-3-8b", "--gpus", "48", "-f", "json").stdout)
     assert odd["inputs"]["global_batch"] == 48 * round(2**22 / (4096 * 48))
+
+
+# What a command loaded, in a fresh interpreter (this one has loaded everything): the modules, and whether the
+# collector paused for the imports is running again.
+LOADED_PROBE = """
+import gc, io, sys, contextlib
+from tfcost.cli.main import main
+collecting = gc.isenabled()
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        main(sys.argv[1:])
+    except SystemExit:
+        pass
+print(collecting, " ".join(sorted(name for name in sys.modules if name.startswith("tfcost"))))
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "searched"),
+    [
+        (["train", "llama-3-8b", "--gpus", "8"], False),  # fits: no search, no chart module
+        (["serve", "llama-3-8b", "--batch", "4"], False),
+        (["train", "llama-3-8b", "--gpus", "1", "--zero", "0"], True),  # does not fit: the nearest layout that does
+    ],
+)
+def test_start_up_loads_the_search_only_for_a_layout_that_does_not_fit(args, searched):
+    """Start-up (benchmarks/run.py): a train or serve run that fits never imports `tfcost plan`'s search, its
+    report or the chart module; and the collector, paused while the CLI's modules load, runs again after."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", LOADED_PROBE, *args], capture_output=True, text=True, check=False)
+    collecting, loaded = done.stdout.split(" ", 1)
+    assert collecting == "True", done.stderr
+    modules = set(loaded.split())
+    assert f"tfcost.reports.{args[0]}" in modules  # the command ran
+    search = {"tfcost.costs.plan", "tfcost.reports.plan", "tfcost.render.plan"}
+    assert (search <= modules) if searched else not (search & modules), sorted(search & modules)
+    assert searched or "tfcost.render.plot" not in modules
+
+
+# The commands TABLE_COMMANDS leaves out, each needing something of its own: plan's search, a checkpoint's files
+# (inspect), torch (measure), torch and transformers (check). `import` prints a preset's YAML, not a table.
+MORE_TABLE_COMMANDS = [
+    (["plan", "train", "llama-3-8b", "--gpus", "8"], None),
+    (["plan", "serve", "llama-3-8b"], None),
+    (["inspect", "FOLDER"], None),
+    (["measure", "--heads", "4", "--kv-heads", "2", "--head-dim", "16", "--seq", "32", "--repeats", "2", "--device",
+      "cpu", "--backend", "all", "--backward"], "torch"),
+    (["check", "gpt2-small", "--seq", "16"], "transformers"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("width", [80, 120])
+@pytest.mark.parametrize(("args", "needs"), MORE_TABLE_COMMANDS, ids=lambda value: " ".join(value[:2]) if value else "")
+def test_the_other_commands_fit_the_terminal_too(tfcost, tmp_path, args, needs, width):
+    if needs:
+        pytest.importorskip(needs, reason=f"{args[0]} needs {needs}")
+    if "FOLDER" in args:
+        from tests.test_stored import TINY, tiny_tensors, write_safetensors
+
+        (tmp_path / "config.json").write_text(json.dumps(TINY))
+        write_safetensors(tmp_path / "model.safetensors", tiny_tensors())
+        args = [str(tmp_path) if arg == "FOLDER" else arg for arg in args]
+    run = tfcost(*args, env={"COLUMNS": str(width)})
+    assert run.code == 0, run.stderr
+    longest = max(run.stdout.splitlines(), key=len)
+    assert len(longest) <= width and "──" in run.stdout, longest  # a table's rule (measure's has no sides)
+
+
+def test_measure_prints_markdown_like_the_rest(tfcost):
+    """measure's attention timings in Markdown hold the rows its CSV holds (the tables in every format)."""
+    pytest.importorskip("torch", reason="measure needs torch")
+    from tfcost.units import human
+
+    args = ("measure", "--heads", "4", "--kv-heads", "2", "--head-dim", "16", "--seq", "32,64", "--repeats", "2",
+            "--device", "cpu", "--backend", "math")  # fmt: skip
+    markdown = tfcost(*args, "-f", "markdown")
+    assert markdown.code == 0, markdown.stderr
+    rows = [line for line in markdown.stdout.splitlines() if line.startswith("| ") and "---" not in line]
+    csv_rows = read_csv(tfcost(*args, "-f", "csv").stdout)
+    assert len(csv_rows) == 2 and len(rows) == 1 + len(csv_rows)  # a header and one row per length
+    for row, measured in zip(rows[1:], csv_rows, strict=True):
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        assert f"{int(measured['seq']):,}" in cells and human(int(measured["flops"]), "flops") in cells, (row, measured)

@@ -35,8 +35,8 @@ plan_app = typer.Typer(
 )
 app.add_typer(plan_app)
 
-PlanFormat = Literal["table", "json", "markdown"]
-ServePlanFormat = Literal["table", "json", "markdown", "chart"]
+PlanFormat = Literal["table", "json", "csv", "markdown"]
+ServePlanFormat = Literal["table", "json", "csv", "markdown", "chart"]
 TopOption = Annotated[int, typer.Option("--top", "-k", min=1, help="Layouts to list.")]
 PlanGpus = Annotated[int, typer.Option("--gpus", min=1, help="GPUs to lay the run out on.")]
 
@@ -59,12 +59,10 @@ def with_suggestion(
 ) -> Any:
     """A `train` or `serve` report; when its layout does not fit, with the nearest that does
     (tfcost.reports.plan.with_suggestion), the model read again without its notes (printed once already)."""
-    from tfcost.reports.plan import needs_suggestion
-    from tfcost.reports.plan import with_suggestion as suggested
-
-    if not needs_suggestion(result):
+    if not result.needs_suggestion():  # a layout that fits never imports the search
         return result
     from tfcost.readers.presets import load_gpu, resolve_source
+    from tfcost.reports.plan import with_suggestion as suggested
 
     shape = resolve_source(model, config, overrides or (), strict=strict, lenient=lenient, revision=revision).shape
     return suggested(result, shape, load_gpu(gpu), model_words(model, config, overrides))
@@ -116,7 +114,7 @@ def plan_train(
         typer.Option("--price", "--price-per-gpu-hour", min=0, help="Price of one GPU-hour: adds a cost column."),
     ] = None,
     top: TopOption = 10,
-    output: Annotated[PlanFormat, typer.Option("--format", "-f", help="table, json or markdown.")] = "table",
+    output: Annotated[PlanFormat, typer.Option("--format", "-f", help="table, json, csv or markdown.")] = "table",
 ) -> None:
     """Training: every tp x pp x cp x dp (x ep) layout, virtual stages, ZeRO, recomputation, micro-batch and
     offload; those that fit, by predicted step time."""
@@ -132,6 +130,8 @@ def plan_train(
     )  # fmt: skip
     if output == "json":
         tables.print_json(report)
+    elif output == "csv":
+        render.print_plan_csv(report)
     elif report.feasible:
         render.plan_train_table(report, markdown=output == "markdown")
     fail_when_empty(report.feasible, render.no_layout_line(report))
@@ -179,7 +179,7 @@ def plan_serve(
     ] = None,
     output: Annotated[
         ServePlanFormat,
-        typer.Option("--format", "-f", help="table, json, markdown, or chart (the Pareto front in the terminal)."),
+        typer.Option("--format", "-f", help="table, json, csv, markdown, or chart (the Pareto front in the terminal)."),
     ] = "table",
 ) -> None:
     """Serving: tensor parallel x replicas, weight and KV formats and batch; those that fit and meet the TTFT/TPOT
@@ -200,6 +200,8 @@ def plan_serve(
     )  # fmt: skip
     if output == "json":
         tables.print_json(report)
+    elif output == "csv":
+        render.print_plan_csv(report)
     elif report.feasible and output == "chart":
         color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
         render.print_chart(report, render.terminal_chart(report, color=color))

@@ -243,8 +243,8 @@ def train(
     render.print_report_notes(result)
     if isinstance(result, TrainReport):
         render.print_report(result, output, render.train_table)
-        if output in ("table", "markdown"):  # CSV and JSON carry it as data (the suggestion field)
-            from tfcost.render.plan import print_suggestion
+        if output in ("table", "markdown") and result.suggestion is not None:  # CSV and JSON: the field
+            from tfcost.render.plan import print_suggestion  # with the plot module: only when there is one
 
             print_suggestion(result.suggestion, "Does not fit")
     else:

@@ -155,10 +155,29 @@ def training_flops(shape: ModelShape, seq_len: int, causal: bool = False) -> int
     return training_flops_from_forward(forward_flops(shape, seq_len, causal))
 
 
+# The one meaning of "6N" in tfcost: estimate, compare, train's 6ND, --explain, sweep's six_n and the Python API all
+# price it through six_n_params, and every label names it with SIX_N_MEANING. Kaplan et al. 2020, §2.1: "N ...
+# excluding all vocabulary and positional embeddings", and "C ≈ 6N floating point operators per training token".
+# (Hoffmann et al. 2022 and the nanoGPT sizing notebook size runs with every parameter instead; tfcost keeps
+# Kaplan's, the rule's own source, and the exact model FLOPs beside it count the embeddings' matmuls.)
+SIX_N_MEANING = "N: non-embedding, Kaplan"
+
+
+def six_n_params(shape: ModelShape) -> int:
+    """The N of 6N: the non-embedding parameters (Kaplan et al. 2020, §2.1), a token's active ones for MoE
+    (torchtitan, Megatron-LM count an MoE model's 6N over the experts a token uses)."""
+    return active_non_embedding_params(shape)
+
+
 def six_n_flops_per_token(shape: ModelShape) -> int:
-    """Training FLOPs per token, 6N with N the non-embedding parameters: 2N forward + 4N backward
-    (Kaplan et al. 2020, §2.1). For MoE, N counts the active experts only (torchtitan, Megatron-LM)."""
-    return 6 * active_non_embedding_params(shape)
+    """Training FLOPs per token, 6N: 2N forward + 4N backward (Kaplan et al. 2020, §2.1), N = six_n_params."""
+    return 6 * six_n_params(shape)
+
+
+def six_nd_flops(shape: ModelShape, tokens: int) -> int:
+    """Training FLOPs of D tokens by the 6N rule, 6N x D (Kaplan et al. 2020, §2.1: C = 6N per token), N the same
+    six_n_params as everywhere else. The exact count is `costs.training.model_training_flops`."""
+    return six_n_flops_per_token(shape) * tokens
 
 
 def attention_score_flops_per_token(shape: ModelShape, seq_len: int) -> int:

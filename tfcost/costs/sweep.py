@@ -34,7 +34,7 @@ class Metric:
 
 METRICS: dict[str, Metric] = {
     "params": Metric("parameters", "count", False, False),
-    "six_n": Metric("6N, training FLOPs per token (N: non-embedding)", "flops", False, False),
+    "six_n": Metric(f"6N, training FLOPs per token ({flops.SIX_N_MEANING})", "flops", False, False),
     "attention_flops": Metric(
         "attention-score FLOPs per token, 6*L*T*d", "flops", False, False, "attention_vs_6n", reference=True
     ),

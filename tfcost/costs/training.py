@@ -105,13 +105,6 @@ def defaults_notes_of(setup: TrainingSetup, chinchilla_tokens: int, default_seq:
 # Compute ---------------------------------------------------------------------------------------------------
 
 
-def six_nd_flops(shape: ModelShape, tokens: int) -> int:
-    """6*N*D with N every parameter, embeddings included: how Hoffmann et al. 2022 and the nanoGPT sizing
-    notebook (model_size = params()['total']) size a run. For MoE, N counts the experts a token uses (the
-    active parameters, as torchtitan does). The exact count is `model_training_flops`."""
-    return 6 * params.active_params(shape) * tokens
-
-
 def model_training_flops(shape: ModelShape, seq_len: int, tokens: int, lora_params: int | None = None) -> int:
     """Exact matmul FLOPs of training on D tokens in T-token sequences: 3 x forward per sequence, D/T sequences.
     The full T x T scores are counted, as MFU conventionally does (PaLM App. B, nanoGPT, torchtitan).

@@ -12,7 +12,7 @@ from typing import Any
 
 from tfcost.errors import TfcostError
 from tfcost.render import plot
-from tfcost.render.tables import CONVENTIONS, clean, neutral, new_table, print_table
+from tfcost.render.tables import CONVENTIONS, clean, neutral, new_table, print_csv, print_table
 from tfcost.reports.plan import NOT_NEAR, ServePlanLayout, ServePlanReport, TrainPlanReport
 from tfcost.reports.suggestion import Suggestion
 from tfcost.units import human
@@ -225,3 +225,12 @@ def print_suggestion(suggestion: Suggestion | None, what: str) -> None:
         if width is not None and width > 0:  # a file or a pipe keeps the line whole
             line = "\n".join(textwrap.wrap(line, width, break_on_hyphens=False, break_long_words=False))
         sys.stdout.write(line + "\n")
+
+
+def print_plan_csv(report: TrainPlanReport | ServePlanReport) -> None:
+    """The layouts that fit, a row each with the model, GPU and GPU count first, the columns named as in the
+    JSON's layouts (exact values: bytes and seconds unrounded); a search with none prints nothing (the error line
+    says why)."""
+    first = {"model": report.model, "gpu": report.gpu, "gpus": report.gpus}
+    rows = [{**first, **layout} for layout in report.model_dump(mode="json")["layouts"]]
+    print_csv(rows)

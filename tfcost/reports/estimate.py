@@ -117,7 +117,7 @@ class ParamsReport(Section):
 
 
 class FlopsReport(Section):
-    six_n_per_token: int = quantity("training per token, 6N (N: non-embedding, Kaplan)", "flops")
+    six_n_per_token: int = quantity(f"training per token, 6N ({flops.SIX_N_MEANING})", "flops")
     attention_scores_per_token: int = quantity("attention scores per token, 6*L*T*d", "flops")
     forward_per_sequence: int = quantity("forward, one sequence (exact matmuls)", "flops")
     training_per_sequence: int = quantity("training, one sequence (3x forward)", "flops")

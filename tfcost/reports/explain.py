@@ -397,7 +397,7 @@ def six_n_lines(shape: ModelShape) -> list[Line]:
     formula, working = "total - embedding", f"{number(total_n)} - {number(embedding)}"
     if inactive:
         formula, working = f"{formula} - unused experts", f"{working} - {number(inactive)}"
-    n = params.active_non_embedding_params(shape)
+    n = flops.six_n_params(shape)
     return [
         line("N, non-embedding (active)", formula, working, n, "count", SIX_N),
         line("training per token", "6N", f"6·{number(n)}", flops.six_n_flops_per_token(shape), "flops", SIX_N),
@@ -550,11 +550,10 @@ def train_lines(
     clock at an MFU, the predicted step's matmuls and gradient reduce (when `gpu` is given: the step is predicted),
     and the memory per GPU by part. `seconds_from_mfu` is (seconds, peak FLOP/s, MFU) when the time comes from an
     MFU; `held` is training.memory_per_gpu."""
-    from tfcost.costs import training  # train only: estimate need not import them
 
     t, d = setup.seq_len, setup.tokens
-    n = params.active_params(shape)
-    out = [line("6ND", "6·N·D", f"6·{number(n)}·{number(d)}", training.six_nd_flops(shape, d), "flops", TRAINING)]
+    n = flops.six_n_params(shape)
+    out = [line("6ND", "6·N·D", f"6·{number(n)}·{number(d)}", flops.six_nd_flops(shape, d), "flops", SIX_N)]
     out += forward_lines(shape, t, False)
     per_sequence = flops.training_flops(shape, t)
     out += run_lines(setup, per_sequence if setup.lora_rank is None else None, model_flops, seconds_from_mfu)

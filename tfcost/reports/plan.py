@@ -283,18 +283,11 @@ def plan_serve(
 # The suggestion under `train` and `serve` ------------------------------------------------------------------
 
 
-def needs_suggestion(report: TrainReport | ServeReport) -> bool:
-    """Whether a report's layout does not fit (serve: in its expected memory); LoRA runs are not searched."""
-    if isinstance(report, TrainReport):
-        return not report.memory_per_gpu.fits and report.setup.lora_rank is None
-    return not report.expected.fits
-
-
 def with_suggestion(
     report: TrainReport | ServeReport, shape: ModelShape, gpu: GpuSpec, model: Sequence[str]
 ) -> TrainReport | ServeReport:
     """The report with the nearest layout that fits (`train_suggestion`, `serve_suggestion`) when it needs one."""
-    if not needs_suggestion(report):
+    if not report.needs_suggestion():
         return report
     if isinstance(report, TrainReport):
         return report.model_copy(update={"suggestion": train_suggestion(shape, gpu, report.setup, model)})

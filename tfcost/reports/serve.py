@@ -105,6 +105,11 @@ class ServeReport(SourceNotes):
         exclude_if=lambda suggestion: suggestion is None,
     )
 
+    def needs_suggestion(self) -> bool:
+        """Whether the layout does not fit in its expected memory, so that `tfcost plan`'s search should name one
+        that does. A method here, so that a run that fits never imports the search."""
+        return not self.expected.fits
+
 
 SERVE_SECTIONS: dict[str, str] = {
     "inputs": "Inputs",

@@ -35,7 +35,7 @@ class TrainInputs(Section):
 
 
 class TrainFlops(Section):
-    six_nd: int = quantity("6ND (N: every parameter, embeddings too, Chinchilla)", "flops")
+    six_nd: int = quantity(f"6ND ({flops.SIX_N_MEANING})", "flops")
     total: int = quantity(
         "model FLOPs, exact: training per sequence x D / T (LoRA: 2 x forward + 6 x adapters)", "flops"
     )
@@ -46,7 +46,7 @@ class TrainFlops(Section):
 class TrainTime(Section):
     throughput_from: str = quantity("throughput from", "text")
     days: float = quantity("wall clock", "days")
-    days_6nd: float = quantity("wall clock from 6ND (N: every parameter) at the same MFU", "days")
+    days_6nd: float = quantity(f"wall clock from 6ND ({flops.SIX_N_MEANING}) at the same MFU", "days")
     gpu_hours: float = quantity("GPU-hours = wall clock x gpus", "hours")
     model_utilization: float = quantity("MFU = model FLOP/s / (gpus x peak)", "fraction")
     hardware_utilization: float = quantity("HFU = hardware FLOP/s / (gpus x peak)", "fraction")
@@ -96,6 +96,11 @@ class TrainReport(SourceNotes):
         exclude_if=lambda suggestion: suggestion is None,
     )
 
+    def needs_suggestion(self) -> bool:
+        """Whether the layout does not fit, so that `tfcost plan`'s search should name one that does (LoRA runs are
+        not searched). A method here, so that a run that fits never imports the search."""
+        return not self.memory_per_gpu.fits and self.setup.lora_rank is None
+
 
 TRAIN_SECTIONS: dict[str, str] = {
     "inputs": "Inputs",
@@ -119,7 +124,7 @@ def train(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup, explained: bool
         adapters = finetune.lora_params(shape, setup.lora_rank, setup.lora_targets)
     model_flops = training.model_training_flops(shape, t, tokens, adapters) + images.images_training_flops(shape, setup)
     recomputed = training.recompute_flops(shape, t, tokens, setup.recompute, setup.precision)
-    six_nd = training.six_nd_flops(shape, tokens)
+    six_nd = flops.six_nd_flops(shape, tokens)
     hardware_flops = model_flops + recomputed
     step = None
     if setup.mfu is None and setup.hfu is None and setup.tflops_per_gpu is None and step_time.can_predict(gpu, setup):
