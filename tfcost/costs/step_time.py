@@ -153,8 +153,11 @@ def layer_matmul_efficiency(
 ) -> float:
     """matmul_efficiency of one micro-batch's layer GEMMs (layer_matmuls) on a GPU of `sm_count` SMs, a routed
     expert GEMM as a grouped GEMM over the E / e experts each GPU holds under expert parallelism e."""
-    gemms = layer_matmuls(shape, micro_batch, t, s, c)[0]
-    return wave_weighted(sm_count, best, [(rows, inner, cols, experts // ep) for rows, inner, cols, experts in gemms])
+    gemms = Counter(
+        (rows, inner, cols, experts // ep)
+        for rows, inner, cols, experts in layer_matmuls(shape, micro_batch, t, s, c)[0]
+    )
+    return wave_weighted(sm_count, best, list(gemms), list(gemms.values()))
 
 
 def grouped_wave_efficiency(rows: int, cols: int, groups: int, sms: int) -> float:
@@ -168,10 +171,14 @@ def grouped_wave_efficiency(rows: int, cols: int, groups: int, sms: int) -> floa
     return rows * cols / (GEMM_TILE[0] * GEMM_TILE[1]) / (ceil_div(tiles, sms) * sms)
 
 
-def wave_weighted(sm_count: int, best: float, gemms: Sequence[tuple[int, ...]]) -> float:
+def wave_weighted(
+    sm_count: int, best: float, gemms: Sequence[tuple[int, ...]], counts: Sequence[int] | None = None
+) -> float:
     """`best` x the FLOP-weighted wave efficiency of these GEMMs on `sm_count` SMs: (rows, inner, cols) each, or
-    (rows, inner, cols, groups) with the experts a grouped GEMM's rows spread over on one GPU."""
-    work = [gemm[0] * gemm[1] * gemm[2] for gemm in gemms]
+    (rows, inner, cols, groups) with the experts a grouped GEMM's rows spread over on one GPU; `counts`: how many
+    times each runs (a model's layers repeat the same few GEMMs, so a plan search weighs the distinct ones)."""
+    counts = counts or [1] * len(gemms)
+    work = [count * gemm[0] * gemm[1] * gemm[2] for count, gemm in zip(counts, gemms, strict=True)]
     waves = sum(w * gemm_wave_efficiency(gemm, sm_count) for w, gemm in zip(work, gemms, strict=True))
     return best * waves / sum(work)
 
