@@ -167,12 +167,65 @@ def terminal_width() -> int | None:
 
 
 def natural_width(table: Any) -> int:
-    """The width a rich table takes when nothing limits it, measured once per table (a layout pass of its own)."""
+    """The width a rich table takes when nothing limits it: from its cells' text (cell_widths), else by a layout
+    pass of rich's own; worked out once per table."""
     known = getattr(table, "tfcost_natural_width", None)
     if known is None:
-        known = int(console(width=1 << 16).measure(table).maximum)
+        widths = cell_widths(table)
+        if widths is not None:
+            known = sum(widths) + len(widths) + 1  # a rule between columns and one at each edge
+        else:
+            known = int(console(width=1 << 16).measure(table).maximum)
         table.tfcost_natural_width = known
     return int(known)
+
+
+def cell_widths(table: Any) -> list[int] | None:
+    """Each column's width, padding included, as rich's Table.__rich_measure__ works it out for a table nothing
+    limits (the widest line of the header and cells, by cell_len, plus the padding, clamped to the
+    column's min_width and max_width), read off the cells' text instead of two layout passes over every cell (a
+    third of `compare`'s rendering for 56 models). None for a table outside the plain case the builders here make
+    (str or Text cells, a box with edges, the default padding, no fixed or ratio widths), which rich measures.
+    tests/test_render_widths.py checks it against rich's measure for every command's tables."""
+    known = getattr(table, "tfcost_cell_widths", None)
+    if known is not None:
+        return list(known)
+    from rich.cells import cell_len
+    from rich.text import Text
+
+    plain = (
+        table.columns
+        and table.box is not None
+        and table.show_edge
+        and table.pad_edge
+        and not table.collapse_padding
+        and not table.show_footer
+        and table.width is None
+        and table.min_width is None
+        and tuple(table.padding) == (0, 1, 0, 1)
+    )
+    if not plain:
+        return None
+    widths = []
+    for column in table.columns:
+        given = getattr(column, "_cells", None)  # rich's own list of a column's cells
+        if column.width is not None or column.ratio is not None or not isinstance(given, list):
+            return None
+        cells = [column.header, *given] if table.show_header else given
+        widest = 0
+        for cell in cells:
+            text = cell.plain if isinstance(cell, Text) else cell
+            if not isinstance(text, str):
+                return None
+            widest = max(widest, max((cell_len(line) for line in text.splitlines()), default=0))
+        width = widest + 2  # the padding: one space either side
+        if column.min_width is not None:
+            width = max(width, column.min_width + 2)
+        if column.max_width is not None:
+            width = min(width, column.max_width + 2)
+        widths.append(width)
+    table.tfcost_cell_widths = widths
+    return list(widths)
 
 
 def too_wide(table: Any) -> bool:
@@ -198,7 +251,11 @@ def print_table(table: Any, *notes: str) -> None:
         console(width=width).print(table)
     else:
         # A table that does not expand is laid out at min(natural width, console width): an unbounded console gives
-        # the natural width in one layout pass.
+        # the natural width. With each column's width known from its cells, given as the column's fixed width
+        # (rich lays a fixed column out at exactly that width, as it would have chosen), rich skips its own
+        # measuring pass over every cell.
+        for column, column_width in zip(table.columns, cell_widths(table) or (), strict=False):
+            column.width = column_width - 2
         console(width=1 << 16).print(table)
     out = console(width=width) if width is not None else console()
     if out.width < 1:  # COLUMNS=0 would print every note as nothing
