@@ -58,6 +58,53 @@ def test_tables_outside_the_plain_case_are_left_to_rich():
     assert tables.cell_widths(fixed) is None
 
 
+def rich_text(table: Any) -> str:
+    """What rich itself prints for a table, to no terminal."""
+    out = tables.console(width=1 << 16)
+    with out.capture() as captured:
+        out.print(table)
+    return captured.get()
+
+
+def test_plain_text_is_what_rich_prints():
+    """A header of two lines (bottom-aligned) beside one, stacked lines under bold headings, sections and their
+    rules, right and left justification, wide characters and empty cells, a title of two lines: the same text."""
+    table = tables.new_table(False, title="a title\nof two lines", title_justify="left")
+    table.add_column("quantity\n(unit)")
+    table.add_column("値", justify="right")
+    table.add_column("", justify="right")
+    table.add_section()
+    tables.add_section(table, "Parameters", [["per block", "1", "漢字"], ["total", "22", ""]])
+    table.add_section()
+    tables.add_section(table, "FLOPs", [["forward", "333", "x"]])
+    table.add_row("last", "", "4,444")
+    text = tables.plain_text(table, tables.console(width=1 << 16))
+    assert text is not None and text == rich_text(table)
+    assert text.splitlines()[0] == "a title" + " " * (len(text.splitlines()[2]) - len("a title"))
+
+
+def test_rich_prints_what_plain_text_does_not_cover():
+    """A terminal (styles: bold headings), rules between all rows, a title rich would wrap, a tab: rich prints
+    them."""
+
+    def table_of(**options: Any) -> Any:
+        table = tables.new_table(False, **options)
+        table.add_column("x")
+        table.add_row("1")
+        return table
+
+    plain = tables.console(width=1 << 16)
+    assert tables.plain_text(table_of(), plain) == rich_text(table_of())
+    terminal = type(plain)(force_terminal=True, width=1 << 16)  # rich's Console, as a terminal
+    assert terminal.color_system is not None and tables.plain_text(table_of(), terminal) is None
+    assert tables.plain_text(table_of(show_lines=True), plain) is None
+    assert tables.plain_text(table_of(show_header=False), plain) is None
+    assert tables.plain_text(table_of(title="a title wider than the table"), plain) is None
+    tabbed = table_of()
+    tabbed.add_row("a\tb")
+    assert tables.plain_text(tabbed, plain) is None
+
+
 def commands(tmp_path) -> list[tuple[str, ...]]:
     wide = tmp_path / "wide.yaml"  # a user's model named in wide characters
     text = (presets_dir() / "models" / "gpt2-small.yaml").read_text(encoding="utf-8")
@@ -76,8 +123,12 @@ def commands(tmp_path) -> list[tuple[str, ...]]:
 def test_every_command_prints_the_same_with_richs_own_widths(tmp_path, monkeypatch, columns):
     """Each command's output with cell_widths as shipped, and with it returning None (rich measures every table
     itself, as before): byte for byte the same, at several terminal widths and none (a pipe)."""
-    seen = []
-    shipped = tables.cell_widths
+    seen, printed = [], []
+    shipped, shipped_plain = tables.cell_widths, tables.plain_text
+
+    def recorded(table: Any, out: Any) -> str | None:
+        printed.append(shipped_plain(table, out))
+        return printed[-1]
 
     def counted(table):
         widths = shipped(table)
@@ -92,10 +143,14 @@ def test_every_command_prints_the_same_with_richs_own_widths(tmp_path, monkeypat
         monkeypatch.delenv("COLUMNS", raising=False)
     for argv in commands(tmp_path):
         monkeypatch.setattr(tables, "cell_widths", counted)
+        monkeypatch.setattr(tables, "plain_text", recorded)
         fast = run_in_process(*argv, env=env)
         monkeypatch.setattr(tables, "cell_widths", lambda table: None)
+        monkeypatch.setattr(tables, "plain_text", lambda table, out: None)
         slow = run_in_process(*argv, env=env)
         assert fast.code == slow.code == 0, (argv, fast.stderr)
         assert fast.stdout == slow.stdout, argv
         assert fast.stderr == slow.stderr, argv
     assert seen and all(seen)  # every table the commands built was laid out from its cells
+    # tables printed without rich's layout: all that fit (at 80 columns most are narrowed, their labels wrapped)
+    assert sum(text is not None for text in printed) > (0 if columns == "80" else len(printed) * 3 // 4)

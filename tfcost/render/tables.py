@@ -254,14 +254,89 @@ def print_table(table: Any, *notes: str) -> None:
         # the natural width. With each column's width known from its cells, given as the column's fixed width
         # (rich lays a fixed column out at exactly that width, as it would have chosen), rich skips its own
         # measuring pass over every cell.
-        for column, column_width in zip(table.columns, cell_widths(table) or (), strict=False):
-            column.width = column_width - 2
-        console(width=1 << 16).print(table)
+        whole = console(width=1 << 16)
+        text = plain_text(table, whole)
+        if text is not None:
+            whole.file.write(text)
+        else:
+            for column, column_width in zip(table.columns, cell_widths(table) or (), strict=False):
+                column.width = column_width - 2
+            whole.print(table)
     out = console(width=width) if width is not None else console()
     if out.width < 1:  # COLUMNS=0 would print every note as nothing
         out = console(width=1 << 16)
     for note in notes:
         out.print(note)
+
+
+def plain_text(table: Any, out: Any) -> str | None:
+    """The text rich prints for a table that fits, where rich would print it without any style (to a file or a
+    pipe: no colour, no bold) in its default heavy-headed box; None for anything else, which rich prints.
+
+    rich spends a few ms a table, and most of `compare`'s 56 models, laying out lines whose every width is known
+    already (cell_widths): here each line is its text padded to its column, between the box's rules, as rich
+    draws them (the header row bottom-aligned, the others top-aligned; a rule after each section; the title's lines
+    padded to the table's width). tests/test_render_widths.py checks every command's output against rich's."""
+    from rich import box
+
+    widths = cell_widths(table)
+    plain = (
+        widths is not None
+        and out.color_system is None
+        and not out.options.ascii_only
+        and not out.legacy_windows
+        and table.box is box.HEAVY_HEAD
+        and table.show_header
+        and not table.show_lines
+        and not table.leading
+        and not table.caption
+        and (not table.title or (isinstance(table.title, str) and table.title_justify == "left"))
+        and all(column.vertical == "top" for column in table.columns)
+    )
+    if not plain or widths is None:
+        return None
+    from rich.cells import cell_len
+    from rich.text import Text
+
+    width = sum(widths) + len(widths) + 1
+    columns = [[column.header, *column._cells] for column in table.columns]
+    lines_of = [[(cell.plain if isinstance(cell, Text) else cell).split("\n") for cell in cells] for cells in columns]
+    title = table.title.split("\n") if table.title else []
+    texts = [line for cells in lines_of for lines in cells for line in lines] + title
+    if not all(text.isprintable() for text in texts) or any(cell_len(line) > width for line in title):
+        return None  # a control character or a tab, which rich treats specially, or a title rich would wrap
+    for cells, column_width in zip(lines_of, widths, strict=True):
+        if any(cell_len(line) > column_width - 2 for lines in cells for line in lines):
+            return None  # a cell wider than its column's max_width, which rich wraps
+    out_lines = [line + " " * (width - cell_len(line)) for line in title]
+
+    def rule(left: str, horizontal: str, cross: str, right: str) -> str:
+        return left + cross.join(horizontal * column_width for column_width in widths) + right
+
+    def row_lines(index: int, edge: str, divider: str) -> list[str]:
+        cells = [lines[index] for lines in lines_of]
+        height = max(len(lines) for lines in cells)
+        padded = []
+        for lines, column_width, column in zip(cells, widths, table.columns, strict=True):
+            blank = [""] * (height - len(lines))
+            stacked = blank + lines if index == 0 else lines + blank  # the header row is bottom-aligned
+            room = [column_width - 2 - cell_len(line) for line in stacked]
+            if column.justify == "right":
+                padded.append([f" {' ' * space}{line} " for line, space in zip(stacked, room, strict=True)])
+            else:
+                padded.append([f" {line}{' ' * space} " for line, space in zip(stacked, room, strict=True)])
+        return [edge + divider.join(parts) + edge for parts in zip(*padded, strict=True)]
+
+    rows = table.row_count
+    out_lines.append(rule("┏", "━", "┳", "┓"))
+    out_lines += row_lines(0, "┃", "┃")
+    out_lines.append(rule("┡", "━", "╇", "┩"))
+    for index in range(1, rows + 1):
+        out_lines += row_lines(index, "│", "│")
+        if table.rows[index - 1].end_section and index < rows:
+            out_lines.append(rule("├", "─", "┼", "┤"))
+    out_lines.append(rule("└", "─", "┴", "┘"))
+    return "".join(line + "\n" for line in out_lines)
 
 
 def fit(layouts: Sequence[Callable[[], Any]]) -> Any:
