@@ -47,6 +47,11 @@ def test_every_shipped_preset_validates_and_builds_as_validation_builds_it(name)
     assert presets.load_model(name.upper()) is built
 
 
+def test_every_shipped_preset_is_named_as_its_file():
+    """`tfcost list --family F` reads only the files whose names start with F: each preset's name is its file's."""
+    assert [model.name for model in presets.all_models()] == list(presets.model_preset_paths())
+
+
 def test_every_shipped_gpu_row_validates_and_builds_as_validation_builds_it():
     rows = safe_load((presets.presets_dir() / "gpus.yaml").read_text(encoding="utf-8"))
     for row, built in zip(rows, presets.all_gpus(), strict=True):
