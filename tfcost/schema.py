@@ -956,6 +956,12 @@ class ServingSetup(Frozen):
     fp8_attention: bool = Field(
         False, description="with FP8 compute, attention runs in FP8 too (else BF16, the engines' default kernels)"
     )
+    gqa_decode: Literal["shared", "per-query-head"] = Field(
+        "shared",
+        description="how decode attention reads a key-value head several query heads share: once (FlashAttention, "
+        "FlashInfer, TensorRT-LLM's XQA) or once per query head (TensorRT-LLM's masked MHA before v0.8)",
+        exclude_if=lambda reads: reads == "shared",
+    )
     images: Images = 0
     image_size: ImageSide = None
     audio_seconds: AudioSeconds = 0

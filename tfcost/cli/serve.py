@@ -4,7 +4,7 @@ No `from __future__ import annotations` here: typer would then eval and compile 
 string twice on each run, where real annotations cost nothing.
 """
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -111,6 +111,14 @@ def serve(
             "--fp8-attention", help="With FP8 weights, the engine runs attention in FP8 too (default: BF16 attention)."
         ),
     ] = default(ServingSetup, "fp8_attention"),
+    gqa_decode: Annotated[
+        Literal["shared", "per-query-head"],
+        typer.Option(
+            "--gqa-decode",
+            help="How decode attention reads a key-value head shared by several query heads: once (default; "
+            "FlashAttention, FlashInfer, TensorRT-LLM's XQA) or once per query head (TensorRT-LLM before v0.8).",
+        ),
+    ] = default(ServingSetup, "gqa_decode"),
     profile: ProfileOption = None,
     engine: EngineOption = "auto",
     output: FormatOption = "table",
@@ -127,7 +135,7 @@ def serve(
         strict=strict, lenient=lenient, revision=revision,
         gpus=gpus, weights_dtype=weights_dtype, kv_dtype=kv_dtype, batch=batch, prompt=prompt, generate=generate,
         reserve=reserve, compute_efficiency=compute_efficiency, memory_efficiency=memory_efficiency,
-        group_size=group_size, kv_block=kv_block, fp8_attention=fp8_attention,
+        group_size=group_size, kv_block=kv_block, fp8_attention=fp8_attention, gqa_decode=gqa_decode,
         images=images, image_size=image_size, audio_seconds=audio_seconds,
     )  # fmt: skip
     if isinstance(result, ServeReport) and profile is None:  # does it fit? if not, the nearest layout that does

@@ -70,6 +70,11 @@ class ServeExpected(ServeLatency):
     decode_dequant_ms: float = quantity("decode dequantization of int8/int4/fp4 weights", "ms")
     decode_allreduce_ms: float = quantity("decode tensor-parallel all-reduces (2 per layer)", "ms")
     step_floor_ms: float = quantity("per-step floor: kernels x one kernel's fixed cost", "ms")
+    decode_mean_ms_per_token: float = quantity("mean decode step of the generation, at context P + (G + 1) / 2", "ms")
+    run_ms: float = quantity("a static batch's whole run = prefill + G mean decode steps", "ms")
+    run_tokens_per_s: float = quantity("static-batch throughput over the run, B x G / run", "per_s")
+    inflight_step_ms: float = quantity("in-flight step, concurrency B: B decode + B x P/G prompt tokens", "ms")
+    inflight_tokens_per_s: float = quantity("in-flight batching throughput at concurrency B, B / step", "per_s")
     stream_bytes_per_s: float = quantity("bandwidth reached streaming weights and KV", "bytes_per_s")
     matmul_flops_per_s: float = quantity("FLOP/s reached by large matmuls", "flops_per_s")
     kv_tokens_per_sequence: int = quantity("KV slots per sequence, rounded up to whole blocks", "count")
@@ -272,17 +277,54 @@ def serve_expected(
     ) + expected.head_seconds(shape, head_flops, head_bytes, rates)
     prefill_allreduce = expected.tensor_parallel_seconds(shape, b * setup.prompt, t, rates)
     prefill_s = prefill_kernels + dequant + prefill_allreduce + floor
-    decode_flops = serving.share_per_gpu(serving.decode_step_flops(shape, setup.context, b), t)
-    one_token = expected.attention_flops(shape, setup.context) - expected.attention_flops(shape, setup.context - 1)
-    decode_attention = serving.share_per_gpu(b * one_token, t) if decoder_only else 0
     state_per_gpu = serving.state_bytes_per_gpu(shape, b, kv_dtype, t)  # read and written once a step
+    decode_stream_s = expected.weights_stream_seconds(shape, layer_weights - decode_unread, rates)
+    head_s = expected.head_seconds(shape, head_flops, head_bytes, rates)
+    reads = expected.cache_reads_per_decode(shape, t, setup.gqa_decode)
+
+    def decode_step(context: int) -> tuple[int, int, int, float]:
+        """One decode step at `context`: its FLOPs and attention FLOPs per GPU, its cache bytes, its kernels' time."""
+        flops = serving.share_per_gpu(serving.decode_step_flops(shape, context, b), t)
+        one_token = expected.attention_flops(shape, context) - expected.attention_flops(shape, context - 1)
+        attention = serving.share_per_gpu(b * one_token, t) if decoder_only else 0
+        cache = serving.kv_cache_bytes_per_gpu(
+            shape, expected.allocated_kv_tokens(context, setup.kv_block), b, kv_dtype, t
+        )
+        cache_read = cache * reads  # bytes the attention kernel streams: each head's cache `reads` times
+        kernels = expected.split_step_seconds(
+            flops - head_flops - attention, decode_stream_s, attention, cache_read + state_per_gpu, rates, rows=b
+        )
+        return flops, attention, cache, kernels + head_s
+
+    decode_flops, _, _, decode_kernels = decode_step(setup.context)
     decode_bytes = layer_weights - decode_unread + head_bytes + kv_per_gpu + state_per_gpu
-    decode_kernels = expected.phase_seconds(
-        decode_flops - head_flops, kv_per_gpu + state_per_gpu, rates, decode_attention,
-        weight_stream_s=expected.weights_stream_seconds(shape, layer_weights - decode_unread, rates), rows=b,
-    ) + expected.head_seconds(shape, head_flops, head_bytes, rates)  # fmt: skip
     decode_allreduce = expected.tensor_parallel_seconds(shape, b, t, rates)
     decode_s = decode_kernels + dequant + decode_allreduce + floor
+
+    # A whole run (issue 22): a static batch's G steps at their mean context after the prefill; and in-flight
+    # batching's steady step at concurrency B, B decode tokens and B x P / G prompt tokens in one step, the
+    # projections and attention each at its own roofline (expected.split_step_seconds).
+    mean_context = expected.mean_decode_context(setup.prompt, setup.generate)
+    mean_flops, mean_attention, mean_cache, mean_kernels = decode_step(mean_context)
+    decode_mean_s = mean_kernels + dequant + decode_allreduce + floor
+    run_s = prefill_s + setup.generate * decode_mean_s
+    prompt_rows = expected.prompt_tokens_per_step(b, setup.prompt, setup.generate)
+    rows = b + prompt_rows
+    prompt_share = prompt_rows / setup.prompt  # prompts prefilled per step, B / G
+    linear_per_token = (mean_flops - mean_attention - head_flops) / b
+    inflight_unread = serving.unread_expert_bytes_per_gpu(
+        shape, setup.weights_dtype, max(round(rows), 1), t, setup.group_size
+    )
+    inflight_kernels = expected.split_step_seconds(
+        linear_per_token * rows,
+        expected.weights_stream_seconds(shape, layer_weights - inflight_unread, rates),
+        mean_attention + prompt_share * (prefill_attention / b if decoder_only else 0),
+        mean_cache * reads + state_per_gpu + prompt_share * prompt_kv / b,
+        rates,
+        rows=max(round(rows), 1),
+    ) + expected.head_seconds(shape, head_flops * (1 + prompt_share / b), head_bytes, rates)
+    inflight_allreduce = expected.tensor_parallel_seconds(shape, max(round(rows), 1), t, rates)
+    inflight_s = inflight_kernels + dequant + inflight_allreduce + floor
 
     workspace = engine_memory.profile_activation_bytes(shape, b * setup.prompt, b, t)
     fixed = weights_per_gpu + rates.cuda_context_bytes + workspace
@@ -323,6 +365,11 @@ def serve_expected(
         decode_dequant_ms=milliseconds(dequant),
         decode_allreduce_ms=milliseconds(decode_allreduce),
         step_floor_ms=milliseconds(floor),
+        decode_mean_ms_per_token=milliseconds(decode_mean_s),
+        run_ms=milliseconds(run_s),
+        run_tokens_per_s=hardware.achieved_per_s(b * setup.generate, run_s),
+        inflight_step_ms=milliseconds(inflight_s),
+        inflight_tokens_per_s=hardware.achieved_per_s(b, inflight_s),
         stream_bytes_per_s=rates.stream_bytes_per_s,
         matmul_flops_per_s=rates.matmul_flops_per_s,
         kv_tokens_per_sequence=kv_tokens,
