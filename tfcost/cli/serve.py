@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from tfcost.schema import (
+    KvPool,
     ServingSetup,
     WeightsDtype,
 )
@@ -84,7 +85,8 @@ def serve(
         float,
         typer.Option(
             "--reserve",
-            help="Fraction of GPU memory kept free, in [0, 1) (vLLM's gpu_memory_utilization is 1 - reserve).",
+            help="Fraction of GPU memory kept free, in [0, 1) (vLLM's gpu_memory_utilization, TensorRT-LLM's "
+            "free_gpu_memory_fraction, SGLang's mem_fraction_static is 1 - reserve; see --kv-pool).",
         ),
     ] = default(ServingSetup, "reserve"),
     compute_efficiency: Annotated[
@@ -119,6 +121,15 @@ def serve(
             "FlashAttention, FlashInfer, TensorRT-LLM's XQA) or once per query head (TensorRT-LLM before v0.8).",
         ),
     ] = default(ServingSetup, "gqa_decode"),
+    kv_pool: Annotated[
+        KvPool,
+        typer.Option(
+            "--kv-pool",
+            help="How the engine sizes its KV cache from 1 - reserve: vllm (of the card, less weights, profiled "
+            "activations and CUDA context), trtllm (of what is free after those), sglang (of the card less the "
+            "context, weights included; activations not profiled).",
+        ),
+    ] = default(ServingSetup, "kv_pool"),
     profile: ProfileOption = None,
     engine: EngineOption = "auto",
     output: FormatOption = "table",
@@ -135,7 +146,7 @@ def serve(
         strict=strict, lenient=lenient, revision=revision,
         gpus=gpus, weights_dtype=weights_dtype, kv_dtype=kv_dtype, batch=batch, prompt=prompt, generate=generate,
         reserve=reserve, compute_efficiency=compute_efficiency, memory_efficiency=memory_efficiency,
-        group_size=group_size, kv_block=kv_block, fp8_attention=fp8_attention, gqa_decode=gqa_decode,
+        group_size=group_size, kv_block=kv_block, fp8_attention=fp8_attention, gqa_decode=gqa_decode, kv_pool=kv_pool,
         images=images, image_size=image_size, audio_seconds=audio_seconds,
     )  # fmt: skip
     if isinstance(result, ServeReport) and profile is None:  # does it fit? if not, the nearest layout that does

@@ -328,7 +328,9 @@ def serve_expected(
 
     workspace = engine_memory.profile_activation_bytes(shape, b * setup.prompt, b, t)
     fixed = weights_per_gpu + rates.cuda_context_bytes + workspace
-    budget = engine_memory.vllm_kv_cache_bytes(usable, weights_per_gpu, workspace, rates.cuda_context_bytes)
+    budget = engine_memory.kv_pool_bytes(
+        setup.kv_pool, usable, 1 - setup.reserve, weights_per_gpu, workspace, rates.cuda_context_bytes
+    )
     kv_per_token = serving.kv_cache_bytes_per_gpu(shape, 1, 1, kv_dtype, t)
     block_bytes = kv_per_token * setup.kv_block
     blocks = budget // block_bytes if block_bytes else 0  # a model with no KV cache (pure Mamba) has no blocks
@@ -376,7 +378,7 @@ def serve_expected(
         cuda_context_bytes=rates.cuda_context_bytes,
         workspace_bytes=workspace,
         total_bytes_per_gpu=fixed + kv_per_gpu + state_per_gpu,
-        fits=fixed + kv_per_gpu + state_per_gpu <= usable,
+        fits=kv_per_gpu + state_per_gpu <= budget,  # the engine's pool holds them (vLLM's: usable - fixed)
         max_batch=max_batch,
         max_kv_tokens=max_kv_tokens,
         sources=rates.sources,
