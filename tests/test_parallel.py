@@ -104,6 +104,11 @@ def test_layout_rules():
         parallel.check_layout(gpt3, layout(gpus=64, tp=8, pp=8, virtual_stages=3, global_batch=12))
     with pytest.raises(UsageError, match="2 x cp"):
         parallel.check_layout(gpt3, TrainingSetup(tokens=10**9, seq_len=2050, gpus=16, tp=8, cp=2))
+    # Megatron-Core's own attention asserts "Context parallelism is only supported by TEDotProductAttention!", and
+    # Transformer Engine disables its unfused backend under context parallelism: the ring needs a fused kernel.
+    with pytest.raises(UsageError, match="context parallelism .* needs fused attention"):
+        parallel.check_layout(gpt3, layout(gpus=16, tp=8, cp=2, flash=False))
+    assert parallel.check_layout(gpt3, layout(gpus=16, tp=8, cp=2)) == [96]
     assert parallel.check_layout(gpt3, layout(gpus=64, tp=8, pp=8, virtual_stages=3, global_batch=64)) == [12] * 8
 
 
