@@ -222,3 +222,67 @@ def test_train_takes_the_op_level_policy_and_the_full_loss(tfcost):
     assert held["activations_per_layer_bytes"] < korthikanti_layer
     refused = tfcost(*args, "--loss", "sum")
     assert refused.code != 0 and "Traceback" not in refused.stderr and refused.stdout == ""
+
+
+LLAMA_2_7B_PARAMS = 6_738_415_616  # Touvron et al. 2023 / the checkpoint's parameter count
+LLAMA_2_7B_LAYER = 202_383_360  # one decoder layer: 4 x 4096^2 + 3 x 4096 x 11008 + 2 x 4096
+
+
+def test_fsdp_under_pipeline_parallelism_keeps_the_stage_gathered_and_its_gradients_unsharded():
+    """torchtitan under PP: reshard_after_forward=False ("For PP, do not reshard after forward to avoid
+    per-microbatch all-gathers"), and torch.distributed.pipelining reduce-scatters only at the last micro-batch's
+    backward (set_requires_gradient_sync(last_backward)), FSDP2 accumulating the rest in fp32 (reduce_dtype)."""
+    llama = load_model("llama-2-7b")
+    n, layer = LLAMA_2_7B_PARAMS, LLAMA_2_7B_LAYER
+    assert params.total_params(llama) == n and params.params_per_layer(llama) == layer
+    # 16 GPUs: pp 2, 8 data-parallel ranks; global batch 16 of micro-batch 1: 2 micro-batches per step
+    pipelined = setup(gpus=16, pp=2, zero=3, global_batch=16)
+    held = training.memory_per_gpu(llama, pipelined)
+    stage = n // 2  # each of the 2 stages holds half the parameters (n is even)
+    assert held["weights"] == 2 * stage // 8 + 2 * stage  # the bf16 shard, and the whole stage gathered
+    assert held["gradients"] == 2 * stage // 8 + 4 * stage  # the sharded bf16 gradients and the fp32 accumulation
+    assert held["optimizer"] == 12 * stage // 8
+    # --reshard-after-forward always: the two live layers (one in use, one prefetched) instead of the stage
+    freed = training.memory_per_gpu(
+        llama, setup(gpus=16, pp=2, zero=3, global_batch=16, reshard_after_forward="always")
+    )
+    assert freed["weights"] == 2 * stage // 8 + 2 * 2 * layer
+    assert freed["gradients"] == held["gradients"]  # the pipeline's gradient sync does not depend on the flag
+    # one micro-batch per step: its backward is the last, so the gradients are reduce-scattered at once
+    one = training.memory_per_gpu(llama, setup(gpus=16, pp=2, zero=3, global_batch=8))
+    assert one["gradients"] == 2 * stage // 8 and one["weights"] == held["weights"]
+    # without pipeline parallelism: the live layers, unless never resharded (every layer gathered at the forward's end)
+    flat = training.memory_per_gpu(llama, setup(gpus=8, zero=3, global_batch=16))
+    assert (flat["weights"], flat["gradients"]) == (2 * n // 8 + 2 * 2 * layer, 2 * n // 8)
+    kept = training.memory_per_gpu(llama, setup(gpus=8, zero=3, reshard_after_forward="never"))
+    assert kept["weights"] == 2 * n // 8 + 2 * n
+    # ZeRO-1 under PP (Megatron's, DeepSpeed's pipeline engine): no FSDP, nothing added
+    zero1 = training.memory_per_gpu(llama, setup(gpus=16, pp=2, zero=1, global_batch=16))
+    assert (zero1["weights"], zero1["gradients"]) == (2 * stage, 2 * stage)
+
+
+def test_train_takes_reshard_after_forward(tfcost):
+    args = (
+        "train",
+        "llama-2-7b",
+        "--gpus",
+        "16",
+        "--pp",
+        "2",
+        "--zero",
+        "3",
+        "--global-batch",
+        "16",
+        "--tokens",
+        "1e9",
+    )
+    default = tfcost(*args, "-f", "json")
+    always = tfcost(*args, "--reshard-after-forward", "always", "-f", "json")
+    assert default.code == always.code == 0, always.stderr
+    assert json.loads(default.stdout)["setup"]["reshard_after_forward"] == "default"
+    assert json.loads(always.stdout)["setup"]["reshard_after_forward"] == "always"
+    kept = json.loads(default.stdout)["memory_per_gpu"]["weights_bytes"]
+    freed = json.loads(always.stdout)["memory_per_gpu"]["weights_bytes"]
+    assert kept - freed == 2 * LLAMA_2_7B_PARAMS // 2 - 2 * 2 * LLAMA_2_7B_LAYER
+    refused = tfcost(*args, "--reshard-after-forward", "sometimes")
+    assert refused.code != 0 and "Traceback" not in refused.stderr and refused.stdout == ""

@@ -814,6 +814,10 @@ MemoryConvention = Literal["zero", "deepspeed"]
 # How the loss holds the logits: chunked (upcast and log-softmaxed a chunk at a time: torchtune, LitGPT) or full (one
 # fp32 cross-entropy over all of them: torchtitan, transformers)
 Loss = Literal["chunked", "full"]
+# When FSDP (ZeRO-3) frees a layer's gathered weights after its forward (torchtitan's
+# --parallelism.fsdp_reshard_after_forward): always, never (kept gathered until the backward), or default (never
+# under pipeline parallelism, else always)
+ReshardAfterForward = Literal["default", "always", "never"]
 
 
 class TrainingSetup(Frozen):
@@ -904,6 +908,11 @@ class TrainingSetup(Frozen):
         "chunked",
         description="chunked: the fp32 log-probabilities alone at the loss (4sbV/t); full: one fp32 cross-entropy over "
         "all the logits, 3 x that at the backward's peak (torchtitan)",
+    )
+    reshard_after_forward: ReshardAfterForward = Field(
+        "default",
+        description="ZeRO-3 / FSDP: free each layer's gathered weights after its forward (always), keep them until "
+        "its backward (never), or default: never under pipeline parallelism, else always (torchtitan)",
     )
     cuda_context_gib: float = Field(
         0.5, ge=0, le=1024, description="memory the CUDA context takes, GiB (an assumption)"

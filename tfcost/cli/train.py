@@ -16,6 +16,7 @@ from tfcost.schema import (
     Optimizer,
     Precision,
     Recompute,
+    ReshardAfterForward,
     TrainingSetup,
 )
 
@@ -204,6 +205,14 @@ def train(
             "log-probabilities; full: one fp32 cross-entropy over them all (torchtitan): 3x that at its peak.",
         ),
     ] = default(TrainingSetup, "loss"),
+    reshard_after_forward: Annotated[
+        ReshardAfterForward,
+        typer.Option(
+            "--reshard-after-forward",
+            help="ZeRO-3 / FSDP: always free a layer's gathered weights after its forward, never (kept until its "
+            "backward), or default: never under --pp > 1, else always (torchtitan's fsdp_reshard_after_forward).",
+        ),
+    ] = default(TrainingSetup, "reshard_after_forward"),
     cuda_context_gib: Annotated[
         float, typer.Option("--cuda-context-gib", min=0, help="CUDA context per GPU, GiB (an assumption).")
     ] = default(TrainingSetup, "cuda_context_gib"),
@@ -234,7 +243,8 @@ def train(
         offload=offload, optimizer_in_backward=optimizer_in_backward, price_per_gpu_hour=price_per_gpu_hour,
         lora_rank=lora, lora_targets=lora_target_list, qlora=qlora, memory_convention=memory_convention,
         cuda_context_gib=cuda_context_gib, allocator_reserve=allocator_reserve, fp8_attention=fp8_attention,
-        kernels=kernels, loss=loss, images=images, image_size=image_size, audio_seconds=audio_seconds,
+        kernels=kernels, loss=loss, reshard_after_forward=reshard_after_forward, images=images, image_size=image_size,
+        audio_seconds=audio_seconds,
     )  # fmt: skip
     if isinstance(result, TrainReport) and profile is None:  # does it fit? if not, the nearest layout that does
         from tfcost.cli.plan import with_suggestion

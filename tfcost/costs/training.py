@@ -13,7 +13,7 @@ from tfcost.core.blocks import Block, blocks, layer_count
 from tfcost.core.layers import layer_ops
 from tfcost.core.model import model_of
 from tfcost.costs import finetune, fit, parallel
-from tfcost.costs.precision import bytes_per_param
+from tfcost.costs.precision import MASTER_BYTES, bytes_per_param
 from tfcost.errors import TfcostError
 from tfcost.hardware import rates as hardware
 from tfcost.schema import GpuSpec, ModelShape, Optimizer, Precision, Recompute, TrainingSetup
@@ -313,6 +313,66 @@ def zero3_gathered_bytes(layer_params: int, setup: TrainingSetup) -> int:
     return live * bytes_per_param(setup.precision, setup.optimizer)["weights"]
 
 
+# FSDP2 accumulates a gradient it does not reduce-scatter yet in the reduce dtype (torch.distributed.fsdp
+# _fully_shard/_fsdp_param.py, FSDPParam.to_accumulated_grad_if_needed:
+#     self.unsharded_accumulated_grad = unsharded_grad.to(self.reduce_dtype)
+# ), fp32 by torchtitan's default: `mixed_precision_reduce: Literal["float32"] = "float32"`.
+ACCUMULATED_GRADIENT_BYTES = 4
+
+
+def keeps_weights_gathered(setup: TrainingSetup) -> bool:
+    """Whether ZeRO-3 / FSDP keeps every layer's gathered weights from its forward to its backward
+    (reshard_after_forward=False). torchtitan's default does under pipeline parallelism
+    (torchtitan/parallelisms/parallelize_llama.py, apply_fsdp):
+        if pp_enabled:
+            # For PP, do not reshard after forward to avoid per-microbatch
+            # all-gathers, which can be expensive and non-overlapped
+            reshard_after_forward = False
+    and --parallelism.fsdp_reshard_after_forward always|never overrides it ("never" will disable
+    `reshard_after_forward` for all forward passes)."""
+    if setup.reshard_after_forward == "default":
+        return setup.pp > 1
+    return setup.reshard_after_forward == "never"
+
+
+def accumulates_unsharded_gradients(setup: TrainingSetup) -> bool:
+    """Whether FSDP under pipeline parallelism holds each stage's gradients unsharded through the step: the pipeline
+    reduce-scatters them at the last micro-batch's backward only (torch.distributed.pipelining, PipelineStage):
+        self.submod.set_is_last_backward(last_backward)
+        self.submod.set_requires_gradient_sync(last_backward)
+    With one micro-batch per step that backward is the last. DeepSpeed's ZeRO-3 never runs under its pipeline engine
+    ("ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism", deepspeed/runtime/pipe/engine.py), so ZeRO-3
+    with p > 1 is FSDP's. Without a global batch the step is taken to have at least p micro-batches, as the
+    activations' 1F1B count does."""
+    return setup.pp > 1 and (setup.global_batch is None or parallel.micro_batches(setup) > 1)
+
+
+def gpu_share_params(shape: ModelShape, setup: TrainingSetup, n_params: int) -> int:
+    """Of `n_params` (all the model's or its trainable ones), those one GPU holds before ZeRO shards them over the
+    data-parallel ranks: 1/(t p), the routed experts (of full training) 1/(t p e)."""
+    experts = parallel.routed_expert_params(shape) if setup.ep > 1 and setup.lora_rank is None else 0
+    return ceil_div(n_params - experts, setup.tp * setup.pp) + ceil_div(experts, setup.tp * setup.pp * setup.ep)
+
+
+def gathered_weight_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
+    """ZeRO-3 weights gathered on one GPU when none is freed after its forward: all of its 1/(t p) share (assumed
+    even over the stages) at the weights' bytes, beside its shard; under LoRA the frozen base too (FSDP gathers it)."""
+    if setup.lora_rank is not None:
+        adapters = gpu_share_params(shape, setup, trainable_params(shape, setup))
+        base = ceil_div(finetune.frozen_base_bytes(shape, setup.qlora), setup.tp * setup.pp)
+        return base + adapters * bytes_per_param(setup.precision, setup.optimizer)["weights"]
+    weights = bytes_per_param(setup.precision, setup.optimizer)["weights"]
+    return gpu_share_params(shape, setup, params.total_params(shape)) * weights
+
+
+def unsharded_gradient_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
+    """The gradients FSDP accumulates unsharded over a pipeline step's micro-batches: one GPU's 1/(t p) share of the
+    trainable parameters, fp32 under mixed precision (ACCUMULATED_GRADIENT_BYTES), else the gradients' own bytes."""
+    mixed = MASTER_BYTES[setup.precision] > 0
+    element = ACCUMULATED_GRADIENT_BYTES if mixed else bytes_per_param(setup.precision, setup.optimizer)["gradients"]
+    return gpu_share_params(shape, setup, trainable_params(shape, setup)) * element
+
+
 def data_parallel_memory_per_gpu(
     n_params: int, layer_params: int, activations: int, setup: TrainingSetup
 ) -> dict[str, int]:
@@ -393,8 +453,12 @@ def memory_per_gpu(shape: ModelShape, setup: TrainingSetup, activations: int | N
     if setup.offload == "params":
         host += parts["weights"]
         parts["weights"] = 0
-    if setup.zero == 3 or setup.offload == "params":  # the layers gathered (or streamed in) for compute stay
+    if setup.zero == 3 and keeps_weights_gathered(setup):
+        parts["weights"] += gathered_weight_bytes(shape, setup)
+    elif setup.zero == 3 or setup.offload == "params":  # the layers gathered (or streamed in) for compute stay
         parts["weights"] += zero3_gathered_bytes(params.params_per_layer(shape), setup)
+    if setup.zero == 3 and accumulates_unsharded_gradients(setup):
+        parts["gradients"] += unsharded_gradient_bytes(shape, setup)
     parts["activations"] = activation_bytes_per_gpu(shape, setup) if activations is None else activations
     parts["total"] = sum(parts.values())
     parts["host"] = host

@@ -60,8 +60,12 @@ class TrainStep(Section):
 
 
 class TrainMemory(Section):
-    weights_bytes: int = quantity("weights = N x bytes / (tp x pp) [/ N_d, + live layers at ZeRO-3]", "bytes")
-    gradients_bytes: int = quantity("gradients = N x bytes / (tp x pp) [/ N_d at ZeRO-2+]", "bytes")
+    weights_bytes: int = quantity(
+        "weights = N x bytes / (tp x pp) [/ N_d, + live layers at ZeRO-3: all if pp > 1]", "bytes"
+    )
+    gradients_bytes: int = quantity(
+        "gradients = N x bytes / (tp x pp) [/ N_d at ZeRO-2+; + fp32 whole at ZeRO-3, pp > 1]", "bytes"
+    )
     optimizer_bytes: int = quantity("optimizer states = N x bytes / (tp x pp) [/ N_d at ZeRO-1+]", "bytes")
     activations_per_layer_bytes: int = quantity("activations, one layer (Korthikanti)", "bytes")
     logits_bytes: int = quantity("logits, fp32, 4sbV/t (last stage)", "bytes")
