@@ -240,7 +240,7 @@ def test_fsdp_under_pipeline_parallelism_keeps_the_stage_gathered_and_its_gradie
     held = training.memory_per_gpu(llama, pipelined)
     stage = n // 2  # each of the 2 stages holds half the parameters (n is even)
     assert held["weights"] == 2 * stage // 8 + 2 * stage  # the bf16 shard, and the whole stage gathered
-    assert held["gradients"] == 2 * stage // 8 + 4 * stage  # the sharded bf16 gradients and the fp32 accumulation
+    assert held["gradients"] == 4 * stage  # fp32, unsharded, until the last backward's reduce-scatter
     assert held["optimizer"] == 12 * stage // 8
     # --reshard-after-forward always: the two live layers (one in use, one prefetched) instead of the stage
     freed = training.memory_per_gpu(
@@ -286,3 +286,40 @@ def test_train_takes_reshard_after_forward(tfcost):
     assert kept - freed == 2 * LLAMA_2_7B_PARAMS // 2 - 2 * 2 * LLAMA_2_7B_LAYER
     refused = tfcost(*args, "--reshard-after-forward", "sometimes")
     assert refused.code != 0 and "Traceback" not in refused.stderr and refused.stdout == ""
+
+
+def test_litgpt_lora_under_fsdp_keeps_whole_layer_gradients_unsharded():
+    """LitGPT 8641822's lora.py on 2 GPUs: FSDPStrategy(auto_wrap_policy={Block}, ...) puts each layer's adapters and
+    frozen weights in one FSDP1 unit (use_orig_params=True): gradients "equivalent to not freezing those parameters";
+    and 128 micro-batches under no_sync: FSDP "will accumulate the full model gradients (instead of gradient
+    shards)"."""
+    llama = load_model("llama-2-7b")
+    layers = 32 * LLAMA_2_7B_LAYER
+    adapters = 32 * 2 * 8 * (4096 + 4096)  # rank 8 on q and v: 4,194,304, as LitGPT's table prints
+    base = dict(gpus=2, zero=3, seq_len=1304, precision="bf16", lora_rank=8, lora_targets=("q", "v"))
+    assert training.trainable_params(llama, setup(**base)) == adapters == 4_194_304
+    plain = training.memory_per_gpu(llama, setup(**base, global_batch=256))
+    assert plain["gradients"] == 2 * adapters // 2  # bf16 adapters' gradients, sharded over the 2 GPUs
+    frozen = training.memory_per_gpu(llama, setup(**base, global_batch=256, frozen_gradients=True))
+    assert frozen["gradients"] == 2 * (layers + adapters) // 2
+    kept = training.memory_per_gpu(
+        llama, setup(**base, global_batch=256, frozen_gradients=True, accumulate_unsharded=True)
+    )
+    assert kept["gradients"] == 2 * (layers + adapters)  # bf16-true: no upcast, unsharded
+    assert kept["weights"] == frozen["weights"] == plain["weights"]
+    # one micro-batch per step: nothing to accumulate
+    once = training.memory_per_gpu(llama, setup(**base, frozen_gradients=True, accumulate_unsharded=True))
+    assert once["gradients"] == frozen["gradients"]
+    # full training under no_sync with bf16-mixed: FSDP2's fp32 reduce dtype
+    full = training.memory_per_gpu(llama, setup(gpus=8, zero=3, global_batch=16, accumulate_unsharded=True))
+    assert full["gradients"] == 4 * LLAMA_2_7B_PARAMS
+
+
+def test_fsdp_only_flags_are_refused_without_zero_3(tfcost):
+    args = ("train", "llama-2-7b", "--gpus", "2", "--tokens", "1e9", "--lora", "8")
+    for flag in ("--accumulate-unsharded", "--frozen-gradients"):
+        refused = tfcost(*args, flag)
+        assert refused.code != 0 and "Traceback" not in refused.stderr and refused.stdout == ""
+        assert "zero 3" in refused.stderr, refused.stderr
+    no_lora = tfcost("train", "llama-2-7b", "--gpus", "2", "--zero", "3", "--tokens", "1e9", "--frozen-gradients")
+    assert no_lora.code != 0 and "lora" in no_lora.stderr and "Traceback" not in no_lora.stderr

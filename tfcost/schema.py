@@ -914,6 +914,16 @@ class TrainingSetup(Frozen):
         description="ZeRO-3 / FSDP: free each layer's gathered weights after its forward (always), keep them until "
         "its backward (never), or default: never under pipeline parallelism, else always (torchtitan)",
     )
+    accumulate_unsharded: bool = Field(
+        False,
+        description="ZeRO-3 / FSDP: the step's micro-batches accumulate their gradients unsharded, reduce-scattered "
+        "at the last (FSDP's no_sync, Lightning's no_backward_sync); under pipeline parallelism always",
+    )
+    frozen_gradients: bool = Field(
+        False,
+        description="LoRA under ZeRO-3 / FSDP1 with each adapter in its frozen layer's unit (use_orig_params=True): "
+        "the layers' gradients are kept as if they were not frozen",
+    )
     cuda_context_gib: float = Field(
         0.5, ge=0, le=1024, description="memory the CUDA context takes, GiB (an assumption)"
     )
@@ -925,6 +935,10 @@ class TrainingSetup(Frozen):
     def _check_layout(self) -> TrainingSetup:
         if self.qlora and self.lora_rank is None:
             raise ValueError("qlora needs a lora rank (--lora R)")
+        if (self.accumulate_unsharded or self.frozen_gradients) and self.zero != 3:
+            raise ValueError("--accumulate-unsharded and --frozen-gradients describe FSDP (ZeRO-3): add --zero 3")
+        if self.frozen_gradients and self.lora_rank is None:
+            raise ValueError("--frozen-gradients needs a lora rank (--lora R)")
         if self.gpus % (self.tp * self.pp * self.cp):
             raise ValueError(
                 f"gpus ({self.gpus}) is not a multiple of tp x pp x cp ({self.tp} x {self.pp} x {self.cp}): "

@@ -213,6 +213,22 @@ def train(
             "backward), or default: never under --pp > 1, else always (torchtitan's fsdp_reshard_after_forward).",
         ),
     ] = default(TrainingSetup, "reshard_after_forward"),
+    accumulate_unsharded: Annotated[
+        bool,
+        typer.Option(
+            "--accumulate-unsharded",
+            help="ZeRO-3 / FSDP: micro-batches accumulate their gradients unsharded, reduce-scattered at the step's "
+            "last (FSDP's no_sync, Lightning's no_backward_sync); always so under --pp > 1.",
+        ),
+    ] = default(TrainingSetup, "accumulate_unsharded"),
+    frozen_gradients: Annotated[
+        bool,
+        typer.Option(
+            "--frozen-gradients",
+            help="LoRA under ZeRO-3 / FSDP1 with each adapter in its frozen layer's unit (LitGPT's Block wrapping): "
+            "the layers' gradients are kept as if not frozen.",
+        ),
+    ] = default(TrainingSetup, "frozen_gradients"),
     cuda_context_gib: Annotated[
         float, typer.Option("--cuda-context-gib", min=0, help="CUDA context per GPU, GiB (an assumption).")
     ] = default(TrainingSetup, "cuda_context_gib"),
@@ -244,7 +260,7 @@ def train(
         lora_rank=lora, lora_targets=lora_target_list, qlora=qlora, memory_convention=memory_convention,
         cuda_context_gib=cuda_context_gib, allocator_reserve=allocator_reserve, fp8_attention=fp8_attention,
         kernels=kernels, loss=loss, reshard_after_forward=reshard_after_forward, images=images, image_size=image_size,
-        audio_seconds=audio_seconds,
+        audio_seconds=audio_seconds, accumulate_unsharded=accumulate_unsharded, frozen_gradients=frozen_gradients,
     )  # fmt: skip
     if isinstance(result, TrainReport) and profile is None:  # does it fit? if not, the nearest layout that does
         from tfcost.cli.plan import with_suggestion

@@ -336,15 +336,22 @@ def keeps_weights_gathered(setup: TrainingSetup) -> bool:
 
 
 def accumulates_unsharded_gradients(setup: TrainingSetup) -> bool:
-    """Whether FSDP under pipeline parallelism holds each stage's gradients unsharded through the step: the pipeline
-    reduce-scatters them at the last micro-batch's backward only (torch.distributed.pipelining, PipelineStage):
+    """Whether FSDP holds the gradients unsharded through the step, reduce-scattering them at the last micro-batch's
+    backward only. Under pipeline parallelism always (torch.distributed.pipelining, PipelineStage):
         self.submod.set_is_last_backward(last_backward)
         self.submod.set_requires_gradient_sync(last_backward)
-    With one micro-batch per step that backward is the last. DeepSpeed's ZeRO-3 never runs under its pipeline engine
-    ("ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism", deepspeed/runtime/pipe/engine.py), so ZeRO-3
-    with p > 1 is FSDP's. Without a global batch the step is taken to have at least p micro-batches, as the
-    activations' 1F1B count does."""
-    return setup.pp > 1 and (setup.global_batch is None or parallel.micro_batches(setup) > 1)
+    DeepSpeed's ZeRO-3 never runs under its pipeline engine ("ZeRO-2 and ZeRO-3 are incompatible with pipeline
+    parallelism", deepspeed/runtime/pipe/engine.py), so ZeRO-3 with p > 1 is FSDP's. Without it, when the trainer
+    accumulates under no_sync (`--accumulate-unsharded`; LitGPT's `with fabric.no_backward_sync(model,
+    enabled=is_accumulating)`): "This likely results in higher memory usage because FSDP will accumulate the full
+    model gradients (instead of gradient shards) until the eventual sync" (FullyShardedDataParallel.no_sync).
+    With one micro-batch per step its backward is the last; without a global batch a pipelined step is taken to
+    have at least p micro-batches, as the activations' 1F1B count does."""
+    if setup.pp == 1 and not setup.accumulate_unsharded:
+        return False
+    if setup.global_batch is None:
+        return setup.pp > 1
+    return parallel.micro_batches(setup) > 1
 
 
 def gpu_share_params(shape: ModelShape, setup: TrainingSetup, n_params: int) -> int:
@@ -365,12 +372,27 @@ def gathered_weight_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
     return gpu_share_params(shape, setup, params.total_params(shape)) * weights
 
 
+def gradient_params(shape: ModelShape, setup: TrainingSetup) -> int:
+    """The parameters that get gradients: the trainable ones; under `--frozen-gradients` also every layer's frozen
+    weights, which FSDP1 flattens into one parameter with its adapters when they share a unit (LitGPT 8641822's
+    FSDPStrategy(auto_wrap_policy={Block}, ...), use_orig_params=True by Lightning's default): "For
+    use_orig_params=True, FSDP supports mixing frozen and non-frozen, but we recommend not doing so since then the
+    gradient memory usage will be higher than expected (namely, equivalent to not freezing those parameters)"
+    (torch.distributed.fsdp.FullyShardedDataParallel). The embedding and head, in the root unit without adapters,
+    stay without."""
+    trainable = trainable_params(shape, setup)
+    if not setup.frozen_gradients:
+        return trainable
+    return trainable + sum(params.params_by_layer_kind(shape).values())
+
+
 def unsharded_gradient_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
-    """The gradients FSDP accumulates unsharded over a pipeline step's micro-batches: one GPU's 1/(t p) share of the
-    trainable parameters, fp32 under mixed precision (ACCUMULATED_GRADIENT_BYTES), else the gradients' own bytes."""
+    """The gradients FSDP accumulates unsharded over a step's micro-batches: one GPU's 1/(t p) share of the
+    parameters that get gradients, fp32 under mixed precision (ACCUMULATED_GRADIENT_BYTES: FSDP2's reduce dtype;
+    FSDP1 is taken to do the same), else the gradients' own bytes."""
     mixed = MASTER_BYTES[setup.precision] > 0
     element = ACCUMULATED_GRADIENT_BYTES if mixed else bytes_per_param(setup.precision, setup.optimizer)["gradients"]
-    return gpu_share_params(shape, setup, trainable_params(shape, setup)) * element
+    return gpu_share_params(shape, setup, gradient_params(shape, setup)) * element
 
 
 def data_parallel_memory_per_gpu(
@@ -436,6 +458,9 @@ def memory_per_gpu(shape: ModelShape, setup: TrainingSetup, activations: int | N
         return parts
     if setup.lora_rank is not None:  # the frozen base besides the adapters' own weights
         parts["weights"] += frozen_base_bytes_per_gpu(shape, setup)
+    if setup.frozen_gradients:  # the layers' frozen weights get sharded gradients too (FSDP1's flat parameters)
+        per_param = bytes_per_param(setup.precision, setup.optimizer)["gradients"]
+        parts["gradients"] = ceil_div(gradient_params(shape, setup) * per_param, setup.tp * setup.pp * replicas)
     if setup.optimizer_in_backward:
         per_param = bytes_per_param(setup.precision, setup.optimizer)["gradients"]
         parts["gradients"] = min(parts["gradients"], ceil_div(largest_weight_params(shape) * per_param, setup.tp))
@@ -457,8 +482,8 @@ def memory_per_gpu(shape: ModelShape, setup: TrainingSetup, activations: int | N
         parts["weights"] += gathered_weight_bytes(shape, setup)
     elif setup.zero == 3 or setup.offload == "params":  # the layers gathered (or streamed in) for compute stay
         parts["weights"] += zero3_gathered_bytes(params.params_per_layer(shape), setup)
-    if setup.zero == 3 and accumulates_unsharded_gradients(setup):
-        parts["gradients"] += unsharded_gradient_bytes(shape, setup)
+    if setup.zero == 3 and accumulates_unsharded_gradients(setup):  # until the last backward's reduce-scatter
+        parts["gradients"] = max(parts["gradients"], unsharded_gradient_bytes(shape, setup))
     parts["activations"] = activation_bytes_per_gpu(shape, setup) if activations is None else activations
     parts["total"] = sum(parts.values())
     parts["host"] = host
