@@ -323,3 +323,20 @@ def test_fsdp_only_flags_are_refused_without_zero_3(tfcost):
         assert "zero 3" in refused.stderr, refused.stderr
     no_lora = tfcost("train", "llama-2-7b", "--gpus", "2", "--zero", "3", "--tokens", "1e9", "--frozen-gradients")
     assert no_lora.code != 0 and "lora" in no_lora.stderr and "Traceback" not in no_lora.stderr
+
+
+def test_offloaded_activations_leave_one_layer_and_the_logits_on_the_gpu():
+    """torchtune's activation offloading wraps the model's forward ("All but the last output Linear in every step will
+    be offloaded"); the loss runs outside it, so its logits stay; the backward brings one layer's back at a time."""
+    llama = load_model("llama-2-7b")
+    kept = setup(seq_len=2048, micro_batch=2, recompute="full")
+    on_gpu = training.memory_per_gpu(llama, kept)
+    offloaded = training.memory_per_gpu(llama, kept.model_copy(update={"offload_activations": True}))
+    layer = 2 * 2048 * 2 * 4096  # full recomputation keeps each layer's bf16 input: 2sbh (Korthikanti et al. 2022)
+    logits = 4 * 2048 * 2 * 32_000  # the loss's fp32 log-probabilities, 4sbV
+    assert on_gpu["activations"] == 32 * layer + logits
+    assert offloaded["activations"] == layer + logits
+    assert offloaded["host"] - on_gpu["host"] == 31 * layer
+    assert {k: offloaded[k] for k in ("weights", "gradients", "optimizer")} == {
+        k: on_gpu[k] for k in ("weights", "gradients", "optimizer")
+    }

@@ -919,6 +919,11 @@ class TrainingSetup(Frozen):
         description="ZeRO-3 / FSDP: the step's micro-batches accumulate their gradients unsharded, reduce-scattered "
         "at the last (FSDP's no_sync, Lightning's no_backward_sync); under pipeline parallelism always",
     )
+    offload_activations: bool = Field(
+        False,
+        description="every layer's saved activations but the one in use move to host memory (torchtune's "
+        "enable_activation_offloading); the loss's logits stay",
+    )
     frozen_gradients: bool = Field(
         False,
         description="LoRA under ZeRO-3 / FSDP1 with each adapter in its frozen layer's unit (use_orig_params=True): "

@@ -221,6 +221,14 @@ def train(
             "last (FSDP's no_sync, Lightning's no_backward_sync); always so under --pp > 1.",
         ),
     ] = default(TrainingSetup, "accumulate_unsharded"),
+    offload_activations: Annotated[
+        bool,
+        typer.Option(
+            "--offload-activations",
+            help="Every layer's saved activations but the one in use go to host memory (torchtune's "
+            "enable_activation_offloading); the loss's logits stay.",
+        ),
+    ] = default(TrainingSetup, "offload_activations"),
     frozen_gradients: Annotated[
         bool,
         typer.Option(
@@ -261,6 +269,7 @@ def train(
         cuda_context_gib=cuda_context_gib, allocator_reserve=allocator_reserve, fp8_attention=fp8_attention,
         kernels=kernels, loss=loss, reshard_after_forward=reshard_after_forward, images=images, image_size=image_size,
         audio_seconds=audio_seconds, accumulate_unsharded=accumulate_unsharded, frozen_gradients=frozen_gradients,
+        offload_activations=offload_activations,
     )  # fmt: skip
     if isinstance(result, TrainReport) and profile is None:  # does it fit? if not, the nearest layout that does
         from tfcost.cli.plan import with_suggestion

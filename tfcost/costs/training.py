@@ -259,6 +259,14 @@ def activation_bytes_per_gpu(shape: ModelShape, setup: TrainingSetup) -> int:
     computes the logits, 4sbV/t; with p > 1 a stage's layers are each counted as the largest kind (an upper bound
     where kinds differ: which kinds a stage holds is not placed).
     """
+    layers = layers_activation_bytes(shape, setup)
+    if setup.offload_activations:
+        layers -= offloaded_activation_bytes(shape, setup)
+    return layers + last_stage_logits_bytes(shape, setup)
+
+
+def layers_activation_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
+    """What the busiest GPU's layers save for the backward pass (`activation_bytes_per_gpu` less the logits)."""
     stages = parallel.stage_layers(layer_count(shape), setup.pp, setup.pp_first_layers, setup.pp_last_layers)
     in_flight = min(parallel.micro_batches(setup), setup.pp) if setup.global_batch is not None else setup.pp
     busiest = max(min(in_flight, setup.pp - i) * layers for i, layers in enumerate(stages))
@@ -268,7 +276,18 @@ def activation_bytes_per_gpu(shape: ModelShape, setup: TrainingSetup) -> int:
         layers_bytes = sum(count * per_layer for _, count, per_layer in kinds)
     else:
         layers_bytes = max(per_layer for _, _, per_layer in kinds) * busiest
-    return round(layers_bytes * factor) + last_stage_logits_bytes(shape, setup)
+    return round(layers_bytes * factor)
+
+
+def offloaded_activation_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
+    """What `--offload-activations` moves to host memory: every layer's saved activations but one layer's, the
+    largest, which the backward brings back to use. torchtune's activation offloading (get_act_offloading_ctx_manager,
+    around the model's forward; the loss runs outside it): "All but the last output Linear in every step will be
+    offloaded", so the logits the loss keeps stay on the GPU."""
+    if not setup.offload_activations:
+        return 0
+    layers = layers_activation_bytes(shape, setup)
+    return layers - min(layers, activation_bytes_per_layer_of(shape, setup))
 
 
 def activation_bytes_by_layer_kind_of(shape: ModelShape, setup: TrainingSetup) -> tuple[tuple[Block, int, int], ...]:
@@ -486,5 +505,5 @@ def memory_per_gpu(shape: ModelShape, setup: TrainingSetup, activations: int | N
         parts["gradients"] = max(parts["gradients"], unsharded_gradient_bytes(shape, setup))
     parts["activations"] = activation_bytes_per_gpu(shape, setup) if activations is None else activations
     parts["total"] = sum(parts.values())
-    parts["host"] = host
+    parts["host"] = host + offloaded_activation_bytes(shape, setup)
     return parts
