@@ -194,6 +194,10 @@ def test_a_full_cross_entropy_holds_three_fp32_logit_tensors_at_its_peak():
     assert full["activations"] - chunked["activations"] == 2 * logits
     assert training.last_stage_logits_bytes(llama, setup(seq_len=8192, micro_batch=2, loss="full")) == 3 * logits
     assert training.last_stage_logits_bytes(llama, setup(seq_len=8192, micro_batch=2, loss="full", pp=2, gpus=2)) == 0
+    # the upcast compiled with the loss (torchtune's compile_loss): its fp32 copy released, the bf16 logits kept
+    assert training.last_stage_logits_bytes(llama, setup(seq_len=8192, micro_batch=2, loss="compiled")) == logits // 2
+    compiled = training.memory_per_gpu(llama, setup(seq_len=8192, micro_batch=2, flash=True, loss="compiled"))
+    assert chunked["activations"] - compiled["activations"] == 2 * 8192 * 2 * 128_256
 
 
 def test_offload_moves_gradients_but_not_the_gathered_layers():

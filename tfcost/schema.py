@@ -811,9 +811,10 @@ Precision = Literal["bf16-mixed", "fp8", "bf16", "fp32"]
 Kernels = Literal["fused", "eager"]  # how the norms run: fused (compiled) or eager PyTorch (fp32 copies kept)
 Offload = Literal["none", "optimizer", "params"]
 MemoryConvention = Literal["zero", "deepspeed"]
-# How the loss holds the logits: chunked (upcast and log-softmaxed a chunk at a time: torchtune, LitGPT) or full (one
-# fp32 cross-entropy over all of them: torchtitan, transformers)
-Loss = Literal["chunked", "full"]
+# How the loss holds the logits: chunked (upcast and log-softmaxed a chunk at a time: torchtune, LitGPT), full (one
+# fp32 cross-entropy over all of them: torchtitan, transformers) or compiled (the upcast compiled with the loss, the
+# fp32 copy released: torchtune under compile=True)
+Loss = Literal["chunked", "full", "compiled"]
 # When FSDP (ZeRO-3) frees a layer's gathered weights after its forward (torchtitan's
 # --parallelism.fsdp_reshard_after_forward): always, never (kept gathered until the backward), or default (never
 # under pipeline parallelism, else always)
@@ -907,7 +908,8 @@ class TrainingSetup(Frozen):
     loss: Loss = Field(
         "chunked",
         description="chunked: the fp32 log-probabilities alone at the loss (4sbV/t); full: one fp32 cross-entropy over "
-        "all the logits, 3 x that at the backward's peak (torchtitan)",
+        "all the logits, 3 x that at the backward's peak (torchtitan); compiled: the upcast compiled with the loss, "
+        "the bf16 logits alone (2sbV/t; torchtune under compile=True)",
     )
     reshard_after_forward: ReshardAfterForward = Field(
         "default",

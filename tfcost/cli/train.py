@@ -202,7 +202,8 @@ def train(
         typer.Option(
             "--loss",
             help="chunked: the loss upcasts the logits a chunk at a time (torchtune, LitGPT), keeping the fp32 "
-            "log-probabilities; full: one fp32 cross-entropy over them all (torchtitan): 3x that at its peak.",
+            "log-probabilities; full: one fp32 cross-entropy over them all (torchtitan): 3x that at its peak; "
+            "compiled: the upcast compiled with the loss (torchtune, compile=True) keeps the bf16 logits alone.",
         ),
     ] = default(TrainingSetup, "loss"),
     reshard_after_forward: Annotated[

@@ -38,6 +38,12 @@ LOGIT_BYTES = 4  # the output logits are kept in fp32 for the loss (Korthikanti 
 # every layer's saved activations still held. A loss that upcasts a chunk at a time (torchtune's
 # CEWithChunkedOutputLoss, LitGPT's chunked_cross_entropy) keeps the log-probabilities and a chunk's transients.
 FULL_LOSS_PEAK_LOGITS = 3
+# A loss compiled with its upcast (`--loss compiled`: torchtune's CEWithChunkedOutputLoss under compile=True) does not
+# keep the fp32 copy: "Chunked cross entropy reduces memory by processing and upcasting one chunk at a time. This
+# allows the memory to be released after the computation. If we dont chunk, then compiling model+loss together or
+# independently has no difference, as long as we compile the upcasting with the loss" (torchtune PR #1390); the
+# backward needs the bf16 logits themselves, 2sbV/t (a chunk's gradient beside them, 1/8 of that, is left out).
+COMPILED_LOSS_LOGIT_BYTES = 2
 
 
 def default_seq_len(shape: ModelShape) -> int:
@@ -305,11 +311,14 @@ def activation_bytes_per_layer_of(shape: ModelShape, setup: TrainingSetup) -> in
 
 def last_stage_logits_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
     """The logits on the busiest GPU: only when it is also the last pipeline stage (p = 1); under `--loss full` the
-    three fp32 logit-sized tensors of the loss's backward (FULL_LOSS_PEAK_LOGITS)."""
+    three fp32 logit-sized tensors of the loss's backward (FULL_LOSS_PEAK_LOGITS), under `--loss compiled` the bf16
+    logits alone (COMPILED_LOSS_LOGIT_BYTES)."""
     if setup.pp > 1:
         return 0
-    copies = FULL_LOSS_PEAK_LOGITS if setup.loss == "full" else 1
-    return copies * logits_bytes(shape, setup.seq_len // setup.cp, setup.micro_batch, setup.tp)
+    fp32 = logits_bytes(shape, setup.seq_len // setup.cp, setup.micro_batch, setup.tp)
+    if setup.loss == "compiled":
+        return fp32 * COMPILED_LOSS_LOGIT_BYTES // LOGIT_BYTES
+    return FULL_LOSS_PEAK_LOGITS * fp32 if setup.loss == "full" else fp32
 
 
 def trainable_params(shape: ModelShape, setup: TrainingSetup) -> int:
