@@ -52,8 +52,11 @@ OFFLOADS: tuple[Offload, ...] = ("none", "optimizer", "params")
 
 OPTIONS_PER_LAYOUT = len(RECOMPUTES) * len(ZERO_STAGES) * len(OFFLOADS)
 # The options that hold the least on a GPU: memory only grows with the micro-batch and the virtual stages and only
-# shrinks with recomputation, ZeRO and offload (tests/test_plan.py checks it), so when this does not fit, none does.
-LEAST_MEMORY = {"recompute": "full", "zero": 3, "offload": "params"}
+# shrinks with recomputation and offload (tests/test_plan.py checks it), so when this does not fit, none does. With
+# the params offloaded every model state is on the host whatever the ZeRO stage, but ZeRO-3 under pipeline
+# parallelism keeps its stage gathered and its gradients unsharded (FSDP's, `training.keeps_weights_gathered`), and
+# DeepSpeed's ZeRO-2/3 estimators keep 2N or 4 x the largest layer: ZeRO-1 is the least of them.
+LEAST_MEMORY = {"recompute": "full", "zero": 1, "offload": "params"}
 DOES_NOT_FIT = "does not fit in GPU memory"
 FITS_WITHOUT_OFFLOAD = "fits without offload (offload is never faster: its PCIe time is not priced)"
 NO_PREDICTION = "the GPU table has no link or matmul figures to predict the step time"
