@@ -16,7 +16,7 @@ from itertools import pairwise
 from pydantic import BaseModel, ConfigDict, Field
 
 from tfcost.core import activations, flops, params
-from tfcost.core.blocks import blocks
+from tfcost.core.blocks import blocks, moe_layer_count
 from tfcost.core.layers import head_ops, layer_ops
 from tfcost.core.model import model_of
 from tfcost.core.ops import Op, op_flops, op_params
@@ -134,6 +134,62 @@ def tensor_parallel_seconds(shape: ModelShape, tokens: int, gpus: int, rates: En
     each of tokens x d activations (Megatron-LM tensor parallelism)."""
     message = tokens * shape.d_model * ACTIVATION_BYTES
     return ALLREDUCES_PER_LAYER * shape.n_layers * allreduce_seconds(message, gpus, rates)
+
+
+def expert_parallel_allreduce_seconds(shape: ModelShape, tokens: int, gpus: int, rates: EngineRates) -> float:
+    """`tensor_parallel_seconds` with expert parallelism: the all-reduce after each MoE layer's experts is replaced
+    by the all-to-all (`all_to_all_seconds`), and attention's (and dense layers' MLP) all-reduces over t stay."""
+    message = tokens * shape.d_model * ACTIVATION_BYTES
+    count = ALLREDUCES_PER_LAYER * shape.n_layers - moe_layer_count(shape)
+    return count * allreduce_seconds(message, gpus, rates)
+
+
+def all_to_all_seconds(shape: ModelShape, tokens: int, ep: int, rates: EngineRates) -> float:
+    """The expert-parallel dispatch and combine of one forward pass: in each MoE layer every GPU sends its `tokens`
+    tokens to their k experts and takes the results back ("All-to-All Dispatch: Tokens are shuffled across GPUs to
+    their assigned experts ... All-to-All Combine: Results are gathered back", SGLang's expert-parallelism docs;
+    vLLM: "The underlying communication pattern for expert parallelism is All-to-All among the ranks in the EP
+    group"). Under uniform routing (ep - 1) / ep of the k copies leave the GPU, bf16 d-wide, each way at the link
+    bandwidth (DeepEP's intranode kernels reach it: "Intranode | 8 | 153 GB/s (NVLink)" on H800's "~160 GB/s
+    NVLink maximum bandwidth"), plus one hop's latency and one kernel's floor each way. Zero for ep = 1."""
+    if ep == 1 or shape.moe is None:
+        return 0.0
+    message = tokens * shape.moe.experts_per_token * (ep - 1) / ep * shape.d_model * ACTIVATION_BYTES
+    transfer = 0.0 if rates.link_bytes_per_s is None else message / rates.link_bytes_per_s
+    return 2 * moe_layer_count(shape) * (transfer + rates.link_latency_s + rates.kernel_floor_s)
+
+
+def pipeline_send_seconds(shape: ModelShape, tokens: int, rates: EngineRates) -> float:
+    """One stage-to-stage send of `tokens` tokens: vLLM's non-last stage returns
+    `IntermediateTensors({"hidden_states": hidden_states, "residual": residual})` (its Llama forward), two bf16
+    d-wide rows a token, sent point to point on the link (one hop)."""
+    message = 2 * tokens * shape.d_model * ACTIVATION_BYTES
+    transfer = 0.0 if rates.link_bytes_per_s is None else message / rates.link_bytes_per_s
+    return transfer + rates.link_latency_s
+
+
+def pipeline_seconds(
+    layer_seconds: float, end_seconds: float, stages: list[int], n_layers: int, send_s: float
+) -> tuple[float, float]:
+    """(one pass, the slowest stage) of a pipeline of stages holding `stages` layers: each stage's time is its
+    layers' share of `layer_seconds` (the whole stack's), the last adding `end_seconds` (the head and its kernels);
+    one pass of a micro-batch is every stage in turn plus a send between each."""
+    times = [layer_seconds * layers / n_layers for layers in stages]
+    times[-1] += end_seconds
+    return sum(times) + (len(stages) - 1) * send_s, max(times)
+
+
+def pipeline_token_seconds(one_pass: float, slowest: float, in_flight: int) -> float:
+    """The time between two tokens of a sequence with `in_flight` micro-batches in the pipeline (vLLM's executor:
+    "max_concurrent_batches ... return self.parallel_config.pipeline_parallel_size", one batch in flight per stage):
+    its own pass, or every micro-batch through the slowest stage if that is longer."""
+    return max(one_pass, in_flight * slowest)
+
+
+def pipeline_batch_seconds(one_pass: float, slowest: float, in_flight: int) -> float:
+    """The time until the last of `in_flight` micro-batches is through the pipeline once (every prompt of the batch
+    prefilled): the first one's pass, then each other one a slowest stage later."""
+    return one_pass + (in_flight - 1) * slowest
 
 
 def dequant_seconds(quantized_weights_per_gpu: int, dtype: WeightsDtype, rates: EngineRates) -> float:
