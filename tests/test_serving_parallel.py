@@ -34,7 +34,7 @@ def test_stage_layers_as_vllm_splits_them():
 
 def test_pipeline_times_by_hand():
     # Stages of 2 and 2 layers (4 in all): 8 ms of layers, 1 ms of head on the last, 0.5 ms a send.
-    one_pass, slowest = expected.pipeline_seconds(8.0, 1.0, [2, 2], 4, 0.5)
+    one_pass, slowest = expected.pipeline_seconds(8.0, 1.0, [2, 2], 4, [0.5])
     assert (one_pass, slowest) == (4.0 + 5.0 + 0.5, 5.0)
     assert expected.pipeline_token_seconds(one_pass, slowest, 1) == 9.5  # one micro-batch: its own pass
     assert expected.pipeline_token_seconds(one_pass, slowest, 2) == 10.0  # two: both through the slowest stage
@@ -142,3 +142,18 @@ def test_plan_serve_counts_the_expert_rule(tfcost):
     dense = json.loads(tfcost("plan", "serve", "llama-3.1-8b", "--gpus", "4", "--top", "1000", "-f", "json").stdout)
     assert {layout["ep"] for layout in dense["layouts"]} == {1}  # no expert parallelism without experts
     assert {layout["pp"] for layout in dense["layouts"]} == {1, 2, 4}
+
+
+def test_a_replica_wider_than_a_node_crosses_the_network():
+    shape = load_model("qwen3-30b-a3b")
+    # ep 16 over two 8-GPU nodes (DGX H100: one 400 Gb/s port a GPU, 50 GB/s): of each token's 8 copies, 8 in 16 go
+    # to the other node at 50 GB/s while 7 in 16 go over NVLink at 450 GB/s; the network is the slower.
+    wide = serve(shape, H100, ServingSetup(gpus=1, ep=16, batch=16)).expected
+    copies = 1 * 8 * 2048 * 2
+    one_way = max(copies * 8 / 16 / 50e9, copies * 7 / 16 / 450e9) + 0.6e-6 + expected.KERNEL_FLOOR_S
+    assert wide.decode_all_to_all_ms == pytest.approx(2 * 48 * one_way * 1e3, rel=1e-12)
+    # tp 8 x pp 2: the second stage on the second node, its one send over the network.
+    piped = serve(shape, H100, ServingSetup(gpus=8, pp=2)).expected
+    assert piped.pipeline_send_ms == pytest.approx((2 * 2048 * 2 / 50e9 + 0.6e-6) * 1e3, rel=1e-12)
+    inside = serve(shape, H100, ServingSetup(gpus=4, pp=2)).expected  # both stages on one node: NVLink
+    assert inside.pipeline_send_ms == pytest.approx((2 * 2048 * 2 / 450e9 + 0.6e-6) * 1e3, rel=1e-12)

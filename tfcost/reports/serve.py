@@ -83,7 +83,7 @@ class ServeExpected(ServeLatency):
     )
     pipeline_send_ms: float | None = Field(
         default=None,
-        description="decode stage-to-stage send (hidden states and residual), each of pp - 1",
+        description="decode stage-to-stage sends (hidden states and residual), the pp - 1 of one pass",
         json_schema_extra={"unit": "ms"},
         exclude_if=lambda value: value is None,
     )
@@ -351,17 +351,18 @@ def serve_expected(
         prefill_s += prefill_all_to_all
         decode_s += decode_all_to_all
     stages = serving.stage_layers(shape.n_layers, pp)
+    across = expected.stage_boundaries_across_nodes(pp, serving.stage_gpus(t, setup.ep), rates)
+    decode_sends = [expected.pipeline_send_seconds(shape, b, rates, crosses) for crosses in across]
     if pp > 1:  # each stage its layers' share; the head and its kernels on the last (expected.pipeline_seconds)
         end_floor = expected.KERNELS_OUTSIDE_LAYERS * rates.kernel_floor_s + rates.step_fixed_s
+        prefill_sends = [expected.pipeline_send_seconds(shape, b * setup.prompt, rates, crosses) for crosses in across]
         one_pass, slowest = expected.pipeline_seconds(
-            prefill_s - prefill_head - end_floor, prefill_head + end_floor, stages, shape.n_layers,
-            expected.pipeline_send_seconds(shape, b * setup.prompt, rates),
-        )  # fmt: skip
+            prefill_s - prefill_head - end_floor, prefill_head + end_floor, stages, shape.n_layers, prefill_sends
+        )
         prefill_s = expected.pipeline_batch_seconds(one_pass, slowest, in_flight)
         one_pass, slowest = expected.pipeline_seconds(
-            decode_s - decode_head - end_floor, decode_head + end_floor, stages, shape.n_layers,
-            expected.pipeline_send_seconds(shape, b, rates),
-        )  # fmt: skip
+            decode_s - decode_head - end_floor, decode_head + end_floor, stages, shape.n_layers, decode_sends
+        )
         decode_s = expected.pipeline_token_seconds(one_pass, slowest, in_flight)
 
     workspace = engine_memory.profile_activation_bytes(shape, b * setup.prompt, b, t)
@@ -423,7 +424,7 @@ def serve_expected(
         decode_allreduce_ms=milliseconds(decode_allreduce),
         prefill_all_to_all_ms=milliseconds(prefill_all_to_all) if setup.ep > 1 else None,
         decode_all_to_all_ms=milliseconds(decode_all_to_all) if setup.ep > 1 else None,
-        pipeline_send_ms=milliseconds(expected.pipeline_send_seconds(shape, b, rates)) if pp > 1 else None,
+        pipeline_send_ms=milliseconds(sum(decode_sends)) if pp > 1 else None,
         step_floor_ms=milliseconds(floor),
         stream_bytes_per_s=rates.stream_bytes_per_s,
         matmul_flops_per_s=rates.matmul_flops_per_s,
