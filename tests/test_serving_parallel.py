@@ -108,6 +108,7 @@ def test_api_takes_pp_and_ep():
         (("mixtral-8x7b", "--ep", "3", "--gpus", "1"), "ep (3) must divide the 8 routed experts of mixtral-8x7b"),
         (("mixtral-8x7b", "--ep", "2", "--gpus", "4"), "ep (2) must be a multiple of tp (4)"),
         (("t5-small", "--pp", "2"), "pp (2) is not priced for an encoder-decoder model"),
+        (("llama-3-8b", "--pp", "2", "--explain"), "--explain works out tensor parallelism only"),
     ],
 )
 def test_bad_layouts_are_one_line(tfcost, args, words):

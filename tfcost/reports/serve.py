@@ -7,6 +7,7 @@ from pydantic import Field
 
 from tfcost.core import memory, params
 from tfcost.costs import engine_memory, expected, images, serving
+from tfcost.errors import UsageError
 from tfcost.hardware import rates as hardware
 from tfcost.reports.estimate import Section, SourceNotes, quantity, stepped_cache_note
 from tfcost.reports.explain import serve_lines
@@ -162,6 +163,8 @@ def serve(
     serving.check_generates(shape)
     serving.check_tensor_parallel(shape, t)
     serving.check_parallel(shape, t, setup.pp, setup.ep)
+    if explained and (setup.pp > 1 or setup.ep > 1):
+        raise UsageError("--explain works out tensor parallelism only: not with --pp or --ep")
     # With pipeline or expert parallelism the bound is one forward step of b sequences through every stage (a GPU
     # of each, summed), and the memory that of the stage with the most layers (docs/serving.md).
     held_sequences, _, b = serving.step_sequences(setup)
