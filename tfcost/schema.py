@@ -933,6 +933,8 @@ class TrainingSetup(Frozen):
 
 
 WeightsDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"]
+# How a serving engine sizes its KV-cache pool (tfcost.costs.engine_memory.kv_pool_bytes): vLLM, TensorRT-LLM, SGLang.
+KvPool = Literal["vllm", "trtllm", "sglang"]
 
 
 class ServingSetup(Frozen):
@@ -966,6 +968,18 @@ class ServingSetup(Frozen):
     kv_block: Size = Field(16, description="tokens per KV-cache block (vLLM's PagedAttention default)")
     fp8_attention: bool = Field(
         False, description="with FP8 compute, attention runs in FP8 too (else BF16, the engines' default kernels)"
+    )
+    gqa_decode: Literal["shared", "per-query-head"] = Field(
+        "shared",
+        description="how decode attention reads a key-value head several query heads share: once (FlashAttention, "
+        "FlashInfer, TensorRT-LLM's XQA) or once per query head (TensorRT-LLM's masked MHA before v0.8)",
+        exclude_if=lambda reads: reads == "shared",
+    )
+    kv_pool: KvPool = Field(
+        "vllm",
+        description="how the engine sizes its KV-cache pool from the fraction 1 - reserve: vLLM's "
+        "gpu_memory_utilization, TensorRT-LLM's free_gpu_memory_fraction, SGLang's mem_fraction_static",
+        exclude_if=lambda pool: pool == "vllm",
     )
     images: Images = 0
     image_size: ImageSide = None

@@ -89,6 +89,11 @@ class ServeExpected(ServeLatency):
         exclude_if=lambda value: value is None,
     )
     step_floor_ms: float = quantity("per-step floor: kernels x one kernel's fixed cost", "ms")
+    decode_mean_ms_per_token: float = quantity("mean decode step of the generation, at context P + (G + 1) / 2", "ms")
+    run_ms: float = quantity("a static batch's whole run = prefill + G mean decode steps", "ms")
+    run_tokens_per_s: float = quantity("static-batch throughput over the run, B x G / run", "per_s")
+    inflight_step_ms: float = quantity("in-flight step, concurrency B: B decode + B x P/G prompt tokens", "ms")
+    inflight_tokens_per_s: float = quantity("in-flight batching throughput at concurrency B, B / step", "per_s")
     stream_bytes_per_s: float = quantity("bandwidth reached streaming weights and KV", "bytes_per_s")
     matmul_flops_per_s: float = quantity("FLOP/s reached by large matmuls", "flops_per_s")
     kv_tokens_per_sequence: int = quantity("KV slots per sequence, rounded up to whole blocks", "count")
@@ -337,36 +342,85 @@ def serve_expected(
     prefill_allreduce = allreduce_seconds(shape, b * setup.prompt, setup, rates)
     prefill_all_to_all = expected.all_to_all_seconds(shape, ceil_div(b * setup.prompt, t), setup.ep, rates)
     prefill_s = prefill_kernels + dequant + prefill_allreduce + floor
-    decode_flops = serving.share_per_gpu(serving.decode_step_flops(shape, setup.context, b), t)
-    one_token = expected.attention_flops(shape, setup.context) - expected.attention_flops(shape, setup.context - 1)
-    decode_attention = serving.share_per_gpu(b * one_token, t) if decoder_only else 0
+
+    # On the layout: a step adds the expert all-to-all and passes through the pipeline's stages, each its layers'
+    # share, the head and its kernels on the last (expected.pipeline_seconds); pp = ep = 1 leaves it as it is.
+    stages = serving.stage_layers(shape.n_layers, pp)
+    across = expected.stage_boundaries_across_nodes(pp, expert_gpus, rates)
+    end_floor = expected.KERNELS_OUTSIDE_LAYERS * rates.kernel_floor_s + rates.step_fixed_s
+
+    def on_layout(step_s: float, head_s: float, tokens: int, a2a_s: float, per_token: bool) -> float:
+        if setup.ep > 1:
+            step_s += a2a_s
+        if pp == 1:
+            return step_s
+        sends = [expected.pipeline_send_seconds(shape, tokens, rates, crosses) for crosses in across]
+        one_pass, slowest = expected.pipeline_seconds(
+            step_s - head_s - end_floor, head_s + end_floor, stages, shape.n_layers, sends
+        )
+        if per_token:  # a sequence's next token
+            return expected.pipeline_token_seconds(one_pass, slowest, in_flight)
+        return expected.pipeline_batch_seconds(one_pass, slowest, in_flight)  # every micro-batch's prompts
+
+    prefill_s = on_layout(prefill_s, prefill_head, b * setup.prompt, prefill_all_to_all, per_token=False)
     state_per_gpu = serving.state_bytes_per_gpu(shape, b, kv_dtype, t)  # read and written once a step
+    decode_stream_s = expected.weights_stream_seconds(shape, layer_weights - decode_unread, rates)
+    head_s = expected.head_seconds(shape, head_flops, head_bytes, rates)
+    reads = expected.cache_reads_per_decode(shape, t, setup.gqa_decode)
+
+    def decode_step(context: int) -> tuple[int, int, int, float]:
+        """One decode step at `context`: its FLOPs and attention FLOPs per GPU, its cache bytes, its kernels' time."""
+        flops = serving.share_per_gpu(serving.decode_step_flops(shape, context, b), t)
+        one_token = expected.attention_flops(shape, context) - expected.attention_flops(shape, context - 1)
+        attention = serving.share_per_gpu(b * one_token, t) if decoder_only else 0
+        cache = serving.kv_cache_bytes_per_gpu(
+            shape, expected.allocated_kv_tokens(context, setup.kv_block), b, kv_dtype, t
+        )
+        cache_read = cache * reads  # bytes the attention kernel streams: each head's cache `reads` times
+        kernels = expected.split_step_seconds(
+            flops - head_flops - attention, decode_stream_s, attention, cache_read + state_per_gpu, rates, rows=b
+        )
+        return flops, attention, cache, kernels + head_s
+
+    decode_flops, _, _, decode_kernels = decode_step(setup.context)
     decode_bytes = layer_weights - decode_unread + head_bytes + kv_per_gpu + state_per_gpu
-    decode_head = expected.head_seconds(shape, head_flops, head_bytes, rates)
-    decode_kernels = expected.phase_seconds(
-        decode_flops - head_flops, kv_per_gpu + state_per_gpu, rates, decode_attention,
-        weight_stream_s=expected.weights_stream_seconds(shape, layer_weights - decode_unread, rates), rows=b,
-    ) + decode_head  # fmt: skip
     decode_allreduce = allreduce_seconds(shape, b, setup, rates)
     decode_all_to_all = expected.all_to_all_seconds(shape, ceil_div(b, t), setup.ep, rates)
     decode_s = decode_kernels + dequant + decode_allreduce + floor
-    if setup.ep > 1:
-        prefill_s += prefill_all_to_all
-        decode_s += decode_all_to_all
-    stages = serving.stage_layers(shape.n_layers, pp)
-    across = expected.stage_boundaries_across_nodes(pp, serving.stage_gpus(t, setup.ep), rates)
-    decode_sends = [expected.pipeline_send_seconds(shape, b, rates, crosses) for crosses in across]
-    if pp > 1:  # each stage its layers' share; the head and its kernels on the last (expected.pipeline_seconds)
-        end_floor = expected.KERNELS_OUTSIDE_LAYERS * rates.kernel_floor_s + rates.step_fixed_s
-        prefill_sends = [expected.pipeline_send_seconds(shape, b * setup.prompt, rates, crosses) for crosses in across]
-        one_pass, slowest = expected.pipeline_seconds(
-            prefill_s - prefill_head - end_floor, prefill_head + end_floor, stages, shape.n_layers, prefill_sends
+    decode_s = on_layout(decode_s, head_s, b, decode_all_to_all, per_token=True)
+
+    # A whole run (issue 22): a static batch's G steps at their mean context after the prefill; and in-flight
+    # batching's steady step at concurrency B, B decode tokens and B x P / G prompt tokens in one step, the
+    # projections and attention each at its own roofline (expected.split_step_seconds).
+    mean_context = expected.mean_decode_context(setup.prompt, setup.generate)
+    mean_flops, mean_attention, mean_cache, mean_kernels = decode_step(mean_context)
+    decode_mean_s = mean_kernels + dequant + decode_allreduce + floor
+    decode_mean_s = on_layout(decode_mean_s, head_s, b, decode_all_to_all, per_token=True)
+    run_s = prefill_s + setup.generate * decode_mean_s
+    prompt_rows = expected.prompt_tokens_per_step(b, setup.prompt, setup.generate)
+    rows = b + prompt_rows
+    prompt_share = prompt_rows / setup.prompt  # prompts prefilled per step, B / G
+    linear_per_token = (mean_flops - mean_attention - head_flops) / b
+    inflight_unread = serving.unread_expert_bytes_per_gpu(
+        shape, setup.weights_dtype, max(round(rows), 1) * ranks, expert_gpus, setup.group_size
+    )
+    inflight_head = expected.head_seconds(shape, head_flops * (1 + prompt_share / b), head_bytes, rates)
+    inflight_kernels = (
+        expected.split_step_seconds(
+            linear_per_token * rows,
+            expected.weights_stream_seconds(shape, layer_weights - inflight_unread, rates),
+            mean_attention + prompt_share * (prefill_attention / b if decoder_only else 0),
+            mean_cache * reads + state_per_gpu + prompt_share * prompt_kv / b,
+            rates,
+            rows=max(round(rows), 1),
         )
-        prefill_s = expected.pipeline_batch_seconds(one_pass, slowest, in_flight)
-        one_pass, slowest = expected.pipeline_seconds(
-            decode_s - decode_head - end_floor, decode_head + end_floor, stages, shape.n_layers, decode_sends
-        )
-        decode_s = expected.pipeline_token_seconds(one_pass, slowest, in_flight)
+        + inflight_head
+    )
+    inflight_rows = max(round(rows), 1)
+    inflight_allreduce = allreduce_seconds(shape, inflight_rows, setup, rates)
+    inflight_s = inflight_kernels + dequant + inflight_allreduce + floor
+    inflight_all_to_all = expected.all_to_all_seconds(shape, ceil_div(inflight_rows, t), setup.ep, rates)
+    inflight_s = on_layout(inflight_s, inflight_head, inflight_rows, inflight_all_to_all, per_token=True)
 
     workspace = engine_memory.profile_activation_bytes(shape, b * setup.prompt, b, t)
     kv_per_token = serving.kv_cache_bytes_per_gpu(shape, 1, 1, kv_dtype, t)
@@ -388,10 +442,13 @@ def serve_expected(
     stage_weights = [stage_part(layer_weights, layers) for layers in stages] if pp > 1 else [weights_per_gpu]
     stage_weights[0] += lookup_bytes if pp > 1 else 0  # the embedding on the first stage, the head on the last
     stage_weights[-1] += head_bytes if pp > 1 else 0
-    totals, batches, capacities = [], [], []
+    totals, fitting, batches, capacities = [], [], [], []
     for layers, weights in zip(stages, stage_weights, strict=True):
         totals.append(weights + rates.cuda_context_bytes + workspace + stage_part(held_kv, layers))
-        budget = engine_memory.vllm_kv_cache_bytes(usable, weights, workspace, rates.cuda_context_bytes)
+        budget = engine_memory.kv_pool_bytes(
+            setup.kv_pool, usable, 1 - setup.reserve, weights, workspace, rates.cuda_context_bytes
+        )
+        fitting.append(stage_part(held_kv, layers) <= budget)  # the engine's pool holds them (vLLM's: usable - fixed)
         batches.append(
             serving.max_batch(budget, stage_part(sequence_kv, layers), stage_part(state_per_sequence, layers))
         )
@@ -427,15 +484,24 @@ def serve_expected(
         decode_allreduce_ms=milliseconds(decode_allreduce),
         prefill_all_to_all_ms=milliseconds(prefill_all_to_all) if setup.ep > 1 else None,
         decode_all_to_all_ms=milliseconds(decode_all_to_all) if setup.ep > 1 else None,
-        pipeline_send_ms=milliseconds(sum(decode_sends)) if pp > 1 else None,
+        pipeline_send_ms=milliseconds(
+            sum(expected.pipeline_send_seconds(shape, b, rates, crosses) for crosses in across)
+        )
+        if pp > 1
+        else None,
         step_floor_ms=milliseconds(floor),
+        decode_mean_ms_per_token=milliseconds(decode_mean_s),
+        run_ms=milliseconds(run_s),
+        run_tokens_per_s=hardware.achieved_per_s(setup.batch * setup.generate, run_s),
+        inflight_step_ms=milliseconds(inflight_s),
+        inflight_tokens_per_s=hardware.achieved_per_s(setup.batch, inflight_s),
         stream_bytes_per_s=rates.stream_bytes_per_s,
         matmul_flops_per_s=rates.matmul_flops_per_s,
         kv_tokens_per_sequence=kv_tokens,
         cuda_context_bytes=rates.cuda_context_bytes,
         workspace_bytes=workspace,
         total_bytes_per_gpu=total,
-        fits=total <= usable,
+        fits=all(fitting),
         max_batch=max_batch * ranks,
         max_kv_tokens=max_kv_tokens,
         sources=rates.sources,
