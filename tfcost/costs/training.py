@@ -341,6 +341,23 @@ def frozen_base_bytes_per_gpu(shape: ModelShape, setup: TrainingSetup) -> int:
     return ceil_div(finetune.frozen_base_bytes(shape, setup.qlora), shards)
 
 
+def held_zero_stage(setup: TrainingSetup) -> int:
+    """The ZeRO stage the model states are held at through a step: `setup.zero`, except that ZeRO-2 under pipeline
+    parallelism with more than one micro-batch holds its gradients unsharded, as ZeRO-1: the stage accumulates every
+    micro-batch's gradients before one reduce-scatter. No framework shards them sooner there: DeepSpeed's pipeline
+    engine refuses it ("ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism",
+    deepspeed/runtime/pipe/engine.py); Megatron-LM's distributed optimizer shards only the optimizer states
+    ("num_bytes_per_parameter = 18 if not args.use_distributed_optimizer else 6 + (12 / args.data_parallel_size)",
+    megatron/training/theoretical_memory_usage.py); FSDP under torch.distributed.pipelining reduce-scatters at the
+    last micro-batch's backward only (`set_requires_gradient_sync(last_backward)`), and Llama 3 "use[s] FP32 gradient
+    accumulation during backward computation over multiple micro-batches and also reduce-scatter[s] gradients in FP32
+    across data parallel workers in FSDP" (Dubey et al. 2024 §3.3.2). ZeRO-3 is left as it is. Without a global
+    batch the step is taken to have more than one micro-batch, as the activations' 1F1B count takes p."""
+    if setup.zero == 2 and setup.pp > 1 and (setup.global_batch is None or parallel.micro_batches(setup) > 1):
+        return 1
+    return setup.zero
+
+
 def memory_per_gpu(shape: ModelShape, setup: TrainingSetup, activations: int | None = None) -> dict[str, int]:
     """Everything the busiest GPU holds: weights, gradients, optimizer states and activations, and their total;
     and what lives in host memory instead ("host"). `activations`: this setup's `activation_bytes_per_gpu` when the
@@ -356,13 +373,13 @@ def memory_per_gpu(shape: ModelShape, setup: TrainingSetup, activations: int | N
     trainable = trainable_params(shape, setup)
     replicas = setup.data_parallel * setup.cp
     experts = parallel.routed_expert_params(shape) if setup.ep > 1 and setup.lora_rank is None else 0
+    zero = held_zero_stage(setup)
     parts = model_state_bytes_per_gpu(
-        trainable - experts, setup.precision, setup.optimizer, setup.zero, replicas, setup.tp * setup.pp
+        trainable - experts, setup.precision, setup.optimizer, zero, replicas, setup.tp * setup.pp
     )
     if experts:  # expert parallelism: each GPU holds 1/e of the routed experts, ZeRO shards them over N_d c / e
         sharded = model_state_bytes_per_gpu(
-            experts, setup.precision, setup.optimizer, setup.zero, replicas // setup.ep,
-            setup.tp * setup.pp * setup.ep,
+            experts, setup.precision, setup.optimizer, zero, replicas // setup.ep, setup.tp * setup.pp * setup.ep,
         )  # fmt: skip
         parts = {key: parts[key] + sharded[key] for key in parts}
     if setup.memory_convention == "deepspeed" and setup.zero in (2, 3) and setup.lora_rank is None:
