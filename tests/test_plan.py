@@ -298,12 +298,14 @@ def test_plan_serve_meets_the_targets_as_serve_expects(tfcost):
     for layout in report["layouts"][:5] + report["pareto"]:
         assert SERVE_KEYS <= set(layout)
         assert layout["ttft_ms"] <= 150 and layout["tpot_ms"] <= 10
-        assert layout["tp"] * layout["replicas"] == 4 and (layout["pp"], layout["ep"]) == (1, 1)
-        setup = ServingSetup(gpus=layout["tp"], batch=layout["batch"], weights_dtype=layout["weights_dtype"],
-                             kv_dtype=layout["kv_dtype"], prompt=1024, generate=256)  # fmt: skip
+        # A dense model: no expert parallelism; a replica is pp stages of tp GPUs.
+        assert layout["ep"] == 1 and layout["tp"] * layout["pp"] * layout["replicas"] == 4
+        setup = ServingSetup(gpus=layout["tp"], pp=layout["pp"], batch=layout["batch"],
+                             weights_dtype=layout["weights_dtype"], kv_dtype=layout["kv_dtype"], prompt=1024,
+                             generate=256)  # fmt: skip
         expected = serve(shape, gpu, setup).expected  # the figures `serve` prints for the same layout
         assert expected.fits and expected.ttft_ms == layout["ttft_ms"] and expected.tpot_ms == layout["tpot_ms"]
-        assert layout["tokens_per_s_per_gpu"] == pytest.approx(expected.tokens_per_s / layout["tp"])
+        assert layout["tokens_per_s_per_gpu"] == pytest.approx(expected.tokens_per_s / (layout["tp"] * layout["pp"]))
         assert layout["tokens_per_s_per_user"] == pytest.approx(1000 / expected.tpot_ms)
     per_gpu = [layout["tokens_per_s_per_gpu"] for layout in report["layouts"]]
     assert per_gpu == sorted(per_gpu, reverse=True)

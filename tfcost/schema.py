@@ -971,6 +971,17 @@ class ServingSetup(Frozen):
     """How a model is served: tensor parallel over `gpus`, weight and KV dtypes, the batch and its lengths."""
 
     gpus: Size = Field(1, description="GPUs, tensor parallel (each holds 1/gpus of every layer)")
+    pp: Size = Field(
+        1,
+        description="pipeline stages, each on its own gpus (vLLM's --pipeline-parallel-size)",
+        exclude_if=lambda p: p == 1,
+    )
+    ep: Size = Field(
+        1,
+        description="expert-parallel GPUs (vLLM's --enable-expert-parallel: tp x dp, ep / gpus attention data-parallel "
+        "ranks); 1: experts split by tensor parallelism",
+        exclude_if=lambda e: e == 1,
+    )
     weights_dtype: WeightsDtype | None = Field(
         None, description="storage dtype of the weights; null: as the checkpoint stores them (quantization), else bf16"
     )

@@ -53,6 +53,18 @@ def serve(
     gpus: Annotated[int, typer.Option("--gpus", min=1, help="GPUs in tensor parallel.")] = default(
         ServingSetup, "gpus"
     ),
+    pp: Annotated[
+        int, typer.Option("--pp", min=1, help="Pipeline stages, each on its own --gpus (vLLM's uneven split).")
+    ] = default(ServingSetup, "pp"),
+    ep: Annotated[
+        int,
+        typer.Option(
+            "--ep",
+            min=1,
+            help="Expert-parallel GPUs of a stage, a multiple of --gpus (MoE only; ep / gpus attention data-parallel "
+            "ranks).",
+        ),
+    ] = default(ServingSetup, "ep"),
     weights_dtype: Annotated[
         WeightsDtype | None,
         typer.Option(
@@ -144,7 +156,8 @@ def serve(
     result = api.serve(
         model, config=config, overrides=overrides, gpu=gpu, profile=profile, engine=engine, explain=explain,
         strict=strict, lenient=lenient, revision=revision,
-        gpus=gpus, weights_dtype=weights_dtype, kv_dtype=kv_dtype, batch=batch, prompt=prompt, generate=generate,
+        gpus=gpus, pp=pp, ep=ep, weights_dtype=weights_dtype, kv_dtype=kv_dtype, batch=batch, prompt=prompt,
+        generate=generate,
         reserve=reserve, compute_efficiency=compute_efficiency, memory_efficiency=memory_efficiency,
         group_size=group_size, kv_block=kv_block, fp8_attention=fp8_attention, gqa_decode=gqa_decode, kv_pool=kv_pool,
         images=images, image_size=image_size, audio_seconds=audio_seconds,
