@@ -158,6 +158,7 @@ def estimate(
     images: int | None = None,
     image_size: int | None = None,
     audio_seconds: float | None = None,
+    crossovers: bool = True,
 ) -> Estimate | EngineEstimate:
     """`tfcost estimate`: parameters, FLOPs, KV cache, score matrix and the crossovers in T of one model.
 
@@ -167,7 +168,8 @@ def estimate(
     vision tower, their tokens in T (`audio_seconds`: S seconds of audio through its audio tower); `gpu` adds
     the T at which one layer's score matrix outgrows that GPU.
     `engine`: "analytic", "transformers" (needs tfcost[hf]) or "auto"; `explain` adds each quantity's formula
-    (the report's `explain`).
+    (the report's `explain`); `crossovers=False` leaves the crossovers out (the report's `crossovers` is None),
+    as `tfcost compare` does for its table and CSV, which print none.
     """
     from tfcost.schema import Workload
 
@@ -195,7 +197,7 @@ def estimate(
 
     source = asked.source()
     chosen_gpu = load_gpu(gpu) if gpu is not None else None
-    estimated = run_estimate(source.shape, workload, chosen_gpu, explained=explain)
+    estimated = run_estimate(source.shape, workload, chosen_gpu, explained=explain, with_crossovers=crossovers)
     return with_source(estimated, source, tokens=workload.seq_len)
 
 

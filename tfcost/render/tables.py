@@ -436,9 +436,10 @@ def estimate_table(result: Estimate | EngineEstimate, markdown: bool = False) ->
 
         sections_table(result, ENGINE_SECTIONS, title, [*notes, ENGINE_NOTE], markdown)
         return
-    crossovers = [(c.label, *crossover_cells(c)) for c in result.crossovers]
+    found = result.crossovers or []
+    crossovers = [(c.label, *crossover_cells(c)) for c in found]
     notes += [result.kv_cache.note] if result.kv_cache.note else []
-    notes += [f"{c.label}: none, {c.reason}." for c in result.crossovers if c.reason]
+    notes += [f"{c.label}: none, {c.reason}." for c in found if c.reason]
     notes.append(CROSSOVER_NOTE)
     sections_table(result, SECTIONS, title, [*notes, CONVENTIONS], markdown, extra={"Crossovers (T)": crossovers})
 

@@ -243,7 +243,9 @@ class Estimate(SourceNotes):
     flops: FlopsReport
     kv_cache: KvCacheReport
     score_matrix: ScoreMatrixReport
-    crossovers: list[CrossoverReport]  # the lesson's crossovers in T (tfcost.costs.crossover), rounded down
+    # The lesson's crossovers in T (tfcost.costs.crossover), rounded down; None where the caller left them out
+    # (compare's table and CSV print none, and they were a third of pricing a preset): no key in the JSON then.
+    crossovers: list[CrossoverReport] | None = Field(exclude_if=lambda found: found is None)
 
 
 SECTIONS: dict[str, str] = {
@@ -257,9 +259,15 @@ SECTIONS: dict[str, str] = {
 }
 
 
-def estimate(shape: ModelShape, workload: Workload, gpu: GpuSpec | None = None, explained: bool = False) -> Estimate:
+def estimate(
+    shape: ModelShape,
+    workload: Workload,
+    gpu: GpuSpec | None = None,
+    explained: bool = False,
+    with_crossovers: bool = True,
+) -> Estimate:
     """Run the core over one model and workload; with a GPU, also the T at which a score matrix outgrows it;
-    `explained`: with every quantity's working (tfcost.reports.explain)."""
+    `explained`: with every quantity's working (tfcost.reports.explain); `with_crossovers` false: crossovers None."""
     # Images (--images) lengthen each sequence by their tokens; every figure is then the longer sequence's.
     t, b, dtype, causal = (
         images.with_image_tokens(shape, workload).seq_len,
@@ -305,5 +313,5 @@ def estimate(shape: ModelShape, workload: Workload, gpu: GpuSpec | None = None, 
             bytes_per_layer=memory.score_matrix_bytes_per_layer(shape, t, b, dtype),
             bytes=memory.score_matrix_bytes(shape, t, b, dtype),
         ),
-        crossovers=crossover_reports(crossover.crossovers(shape, b, dtype, gpu)),
+        crossovers=crossover_reports(crossover.crossovers(shape, b, dtype, gpu)) if with_crossovers else None,
     )
