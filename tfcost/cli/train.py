@@ -272,7 +272,9 @@ def train(
         audio_seconds=audio_seconds, accumulate_unsharded=accumulate_unsharded, frozen_gradients=frozen_gradients,
         offload_activations=offload_activations,
     )  # fmt: skip
-    if isinstance(result, TrainReport) and profile is None:  # does it fit? if not, the nearest layout that does
+    # Does it fit? If not, the nearest layout that does; `tfcost plan`'s command module (its typer app) is
+    # imported only then.
+    if isinstance(result, TrainReport) and profile is None and result.needs_suggestion():
         from tfcost.cli.plan import with_suggestion
 
         result = with_suggestion(result, model, config, overrides, strict, lenient, revision, gpu)
