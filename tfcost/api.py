@@ -192,8 +192,8 @@ def estimate(
 
         return transformers_estimate(found, workload)
     from tfcost.readers.presets import load_gpu
+    from tfcost.reports.base import with_source
     from tfcost.reports.estimate import estimate as run_estimate
-    from tfcost.reports.estimate import with_source
 
     source = asked.source()
     chosen_gpu = load_gpu(gpu) if gpu is not None else None
@@ -252,7 +252,7 @@ def train(
 
         return train_report(found, spec, make_setup, explained=explain)
     from tfcost.costs import training
-    from tfcost.reports.estimate import with_source
+    from tfcost.reports.base import with_source
     from tfcost.reports.train import train as run_train
     from tfcost.reports.train import with_default_layout
 
@@ -316,7 +316,7 @@ def serve(
         from tfcost.engines.dispatch import serve_report
 
         return serve_report(found, gpu_or_profile(gpu, measured), chosen, explained=explain)
-    from tfcost.reports.estimate import with_source
+    from tfcost.reports.base import with_source
     from tfcost.reports.serve import serve as run_serve
     from tfcost.reports.stored import stored_report
 
@@ -371,7 +371,7 @@ def plan(search: str, asked: ModelRequest, gpu: str, options: dict[str, Any]) ->
     searches = plan_module()
     source = asked.source()
     report = getattr(searches, search)(source.shape, load_gpu(gpu), **options)
-    from tfcost.reports.estimate import SourceNotes, with_source
+    from tfcost.reports.base import SourceNotes, with_source
 
     return with_source(report, source) if isinstance(report, SourceNotes) else report
 

@@ -9,7 +9,7 @@ from tfcost.core import memory, params
 from tfcost.costs import engine_memory, expected, images, serving
 from tfcost.errors import UsageError
 from tfcost.hardware import rates as hardware
-from tfcost.reports.estimate import Section, SourceNotes, quantity, stepped_cache_note
+from tfcost.reports.base import Section, SourceNotes, quantity, stepped_cache_note
 from tfcost.reports.explain import serve_lines
 from tfcost.reports.suggestion import Suggestion
 from tfcost.schema import GpuSpec, ModelShape, ServingSetup

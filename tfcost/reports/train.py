@@ -11,7 +11,7 @@ from tfcost.core import flops, params
 from tfcost.core.blocks import layer_count
 from tfcost.costs import engine_memory, finetune, fit, images, parallel, step_time, throughput, training
 from tfcost.hardware import rates as hardware
-from tfcost.reports.estimate import Section, SourceNotes, quantity
+from tfcost.reports.base import Section, SourceNotes, quantity
 from tfcost.reports.explain import train_lines
 from tfcost.reports.suggestion import Suggestion
 from tfcost.schema import GpuSpec, ModelShape, TrainingSetup
