@@ -282,7 +282,7 @@ def train(
     if isinstance(result, TrainReport):
         render.print_report(result, output, render.train_table)
         if output in ("table", "markdown") and result.suggestion is not None:  # CSV and JSON: the field
-            from tfcost.render.plan import print_suggestion  # with the plot module: only when there is one
+            from tfcost.render.plan import print_suggestion  # only when there is one
 
             print_suggestion(result.suggestion, "Does not fit")
     else:
