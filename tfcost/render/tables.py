@@ -21,8 +21,7 @@ from pydantic import BaseModel
 from tfcost import __version__
 from tfcost.errors import TfcostError, redact_credentials
 from tfcost.render import safe_text
-from tfcost.reports.base import SourceNotes
-from tfcost.reports.explain import Line
+from tfcost.reports.base import Line, SourceNotes
 from tfcost.schema import GpuSpec, ModelShape
 from tfcost.units import Unit, human
 

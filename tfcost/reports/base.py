@@ -1,23 +1,37 @@
-"""What every report is built from: its sections' base, the notes on its model's source that each carries, the
-quantity field (a label and a unit), and the stepped-cache note that estimate and serve both print.
+"""What every report is built from: its sections' base, the notes on its model's source that each carries (with
+--explain's lines, tfcost.reports.explain), the quantity field (a label and a unit), and the stepped-cache note
+that estimate and serve both print.
 
-Here rather than in estimate.py, so that `train` and `serve` build none of estimate's report classes (~4 ms).
+Here rather than in estimate.py and explain.py, so that `train` and `serve` build none of estimate's report
+classes (~4 ms) and import the working's module only for --explain.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from tfcost.core import memory, weights
-from tfcost.reports.explain import Line
 from tfcost.reports.stored import StoredReport, stored_report
 from tfcost.units import Unit
 
 if TYPE_CHECKING:
     from tfcost.readers.presets import ModelSource
     from tfcost.schema import ModelShape
+
+
+@dataclass(frozen=True)
+class Line:
+    """One explained quantity: `quantity = formula = working = result`, and where the formula comes from."""
+
+    quantity: str
+    formula: str
+    working: str  # the formula with the model's numbers: an arithmetic expression equal to `value`
+    value: int | float
+    result: str  # the value in its unit, as the tables print it
+    source: str
 
 
 def quantity(label: str, unit: Unit) -> Any:

@@ -15,7 +15,6 @@ from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 from tfcost.core import flops, memory, params
 from tfcost.costs import crossover, images
 from tfcost.reports.base import Section, SourceNotes, quantity, stepped_cache_note
-from tfcost.reports.explain import estimate_lines
 from tfcost.schema import GpuSpec, ModelShape, Workload
 
 
@@ -185,8 +184,13 @@ def estimate(
         workload.dtype,
         workload.causal,
     )
+    lines = None
+    if explained:
+        from tfcost.reports.explain import estimate_lines  # the working's module: only for --explain
+
+        lines = estimate_lines(shape, t, b, dtype, causal)
     return Estimate(
-        explain=estimate_lines(shape, t, b, dtype, causal) if explained else None,
+        explain=lines,
         model=shape.name,
         source=shape.source,
         workload=workload,
