@@ -47,6 +47,9 @@ def test_a_flashattention_1_class_kernel_takes_twice_fa2s_attention_time(capsys:
     # sequence; d = 2048, T = 2048, 24 layers, b = 14 per GPU, one micro-batch.
     flops = 2 * 2 * 2048**2 * 2048 * 24 * 14
     assert fa1["attention"] == pytest.approx(3.5 * flops / (312e12 * 0.73 / 2), rel=1e-9)
+    with pytest.raises(SystemExit):
+        main([*mpt, "--flash-kernel", "fa1"])  # the table says which kernel it priced
+    assert "flash attention (FlashAttention-1 class);" in capsys.readouterr().out
 
 
 def test_serving_fp8_prefill_prices_attention_at_the_bf16_peak(capsys: pytest.CaptureFixture[str]) -> None:
