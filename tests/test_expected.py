@@ -140,3 +140,91 @@ def test_matmul_rate_follows_the_rows_in_flight():
     assert phase_seconds(1e11, 0, rates, rows=128) == pytest.approx(2.0)
     assert phase_seconds(1e11, 0, rates, rows=256) == pytest.approx(1e11 / 7.5e10)
     assert phase_seconds(1e11, 0, rates) == pytest.approx(1.0)  # no rows given: the single rate
+
+
+# A whole run and in-flight batching (issue 22) ------------------------------------------------------------------
+
+
+def test_mean_decode_context_is_the_mean_of_the_steps_contexts():
+    """The G steps of a generation attend to P + 1, ..., P + G positions."""
+    from tfcost.costs.expected import mean_decode_context
+
+    for prompt, generate in [(128, 2048), (1000, 1000), (5, 1), (2048, 127)]:
+        contexts = range(prompt + 1, prompt + generate + 1)
+        assert mean_decode_context(prompt, generate) == math.floor(sum(contexts) / generate)
+
+
+def test_mean_step_is_the_mean_of_every_steps_time():
+    """With one-token blocks the cache grows one token a step, and a memory-bound step's time is linear in its
+    context: the step at P + (G + 1) / 2 is the mean of the G steps, each priced as a one-token generation at its own
+    context (P' = context - 1, G' = 1)."""
+    gpu, shape = load_gpu("h100-sxm"), load_model("llama-2-7b")
+    prompt, generate = 1000, 63
+    report = serve(shape, gpu, ServingSetup(batch=16, prompt=prompt, generate=generate, kv_block=1))
+    steps = [
+        serve(
+            shape, gpu, ServingSetup(batch=16, prompt=context - 1, generate=1, kv_block=1)
+        ).expected.decode_ms_per_token
+        for context in range(prompt + 1, prompt + generate + 1)
+    ]
+    assert report.expected.decode_mean_ms_per_token == pytest.approx(sum(steps) / generate, rel=1e-9)
+    assert report.expected.run_ms == pytest.approx(report.expected.prefill_ms + sum(steps), rel=1e-9)
+    assert report.expected.run_tokens_per_s == pytest.approx(16 * generate / report.expected.run_ms * 1000)
+
+
+def test_in_flight_step_carries_the_tokens_trtllm_bench_sizes_it_for():
+    """trtllm-bench (tensorrt_llm/bench/build/tuning.py, finetune_setting) sizes a step's tokens as
+    raw_bs * (1 + input_len / output_len): the batch's decode tokens and its share of prompt tokens."""
+    from tfcost.costs.expected import prompt_tokens_per_step
+
+    for batch, isl, osl in [(115, 1000, 1000), (64, 128, 2048), (50, 5000, 500)]:
+        assert batch + prompt_tokens_per_step(batch, isl, osl) == pytest.approx(batch * (1 + isl / osl))
+
+
+def test_in_flight_step_lies_between_decode_alone_and_decode_then_prefill():
+    """Mixing B x P / G prompt tokens into a decode step costs at least the decode step and at most the decode step
+    plus a 1/G share of the batch's prefill run on its own (no overlap at all)."""
+    gpu = load_gpu("h100-sxm")
+    for model, batch, prompt, generate in [("llama-2-7b", 64, 2048, 128), ("llama-2-70b", 32, 1000, 1000)]:
+        shape = load_model(model)
+        setup = ServingSetup(gpus=2, weights_dtype="fp8", batch=batch, prompt=prompt, generate=generate)
+        e = serve(shape, gpu, setup).expected
+        assert e.decode_mean_ms_per_token < e.inflight_step_ms
+        assert e.inflight_step_ms < e.decode_mean_ms_per_token + e.prefill_ms / generate
+        assert e.inflight_tokens_per_s == pytest.approx(batch / e.inflight_step_ms * 1000)
+
+
+def test_per_query_head_decode_reads_a_gqa_cache_once_per_query_head():
+    """Llama-2-70B has 64 query heads on 8 key-value heads: each key-value head serves 8 query heads at any tensor
+    parallelism that splits both; Llama-2-7B (32 and 32) reads its cache once either way. At batch 1 the attention
+    is memory-bound, so the step grows by exactly 7 more reads of the cache at the stream rate."""
+    from tfcost.costs.expected import cache_reads_per_decode
+    from tfcost.costs.serving import kv_cache_bytes_per_gpu
+
+    llama70, llama7 = load_model("llama-2-70b"), load_model("llama-2-7b")
+    assert [cache_reads_per_decode(llama70, t, "per-query-head") for t in (1, 2, 4, 8)] == [8, 8, 8, 8]
+    assert cache_reads_per_decode(llama70, 1, "shared") == 1
+    assert cache_reads_per_decode(llama7, 1, "per-query-head") == 1
+    gpu = load_gpu("a100-80gb")
+    setup = ServingSetup(gpus=4, weights_dtype="bf16", batch=1, prompt=4000, generate=96)
+    shared = serve(llama70, gpu, setup).expected
+    per_head = serve(llama70, gpu, setup.model_copy(update={"gqa_decode": "per-query-head"})).expected
+    cache = kv_cache_bytes_per_gpu(llama70, 4096, 1, "bf16", 4)  # 4,096 slots: whole 16-token blocks
+    stream = table_rates(gpu, "bf16").stream_bytes_per_s
+    assert per_head.decode_ms_per_token - shared.decode_ms_per_token == pytest.approx(7 * cache / stream * 1000)
+
+
+def test_xqa_speedup_on_llama_70b_lies_within_what_per_query_head_reads_give():
+    """TensorRT-LLM's XQA post (docs/source/blogs/XQA-kernel.md): Llama-70B, 1 H200, 128/2048, FP8, 1,227 tok/s per
+    GPU without XQA and 2,941 with it (2.4x), batch not stated. Between batch 64 and the largest batch that fits,
+    the speedup tfcost gives for shared over per-query-head reads spans the published one."""
+    shape, gpu = load_model("llama-2-70b"), load_gpu("h200")
+    setup = ServingSetup(weights_dtype="fp8", kv_dtype="fp8", batch=1, prompt=128, generate=2048)
+    largest = serve(shape, gpu, setup).expected.max_batch
+
+    def speedup(batch: int) -> float:
+        at = setup.model_copy(update={"batch": batch})
+        per_head = serve(shape, gpu, at.model_copy(update={"gqa_decode": "per-query-head"}))
+        return serve(shape, gpu, at).expected.run_tokens_per_s / per_head.expected.run_tokens_per_s
+
+    assert speedup(64) < 2941 / 1227 < speedup(largest)

@@ -67,6 +67,12 @@ ADDED |= {"suggestion"}
 ADDED |= {"setup.fp8_attention", "setup.kernels"}  # --kernels: fused (the default) or eager norms
 ADDED |= {"setup.loss"}  # issue 22: --loss chunked (the default, the pinned 4sbV/t) or full (torchtitan's 3x)
 ADDED |= {"setup.ep_overlap"}  # issue 22: expert all-to-alls overlapped with compute (DualPipe, Megatron-Core)
+ADDED |= {
+    "setup.accumulate_unsharded",
+    "setup.frozen_gradients",
+    "setup.offload_activations",
+}  # issue 22: FSDP's no_sync, FSDP1 mixed units
+ADDED |= {"setup.reshard_after_forward"}  # issue 22: FSDP keeps gathered weights under PP (torchtitan's default)
 ADDED |= {"setup.flash_kernel"}  # issue 22: --flash-kernel fa2 (the default) or fa1 (flash-attn 1.x, Triton)
 
 PINNED: dict[str, Any] = json.loads(GOLDEN.read_text())

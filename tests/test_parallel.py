@@ -7,7 +7,8 @@ import json
 import pytest
 from test_cli import one_line_error
 
-from tfcost.costs import parallel
+from tfcost.core import params
+from tfcost.costs import parallel, training
 from tfcost.errors import UsageError
 from tfcost.readers.presets import load_gpu, load_model
 from tfcost.reports.train import train
@@ -104,6 +105,11 @@ def test_layout_rules():
         parallel.check_layout(gpt3, layout(gpus=64, tp=8, pp=8, virtual_stages=3, global_batch=12))
     with pytest.raises(UsageError, match="2 x cp"):
         parallel.check_layout(gpt3, TrainingSetup(tokens=10**9, seq_len=2050, gpus=16, tp=8, cp=2))
+    # Megatron-Core's own attention asserts "Context parallelism is only supported by TEDotProductAttention!", and
+    # Transformer Engine disables its unfused backend under context parallelism: the ring needs a fused kernel.
+    with pytest.raises(UsageError, match=r"context parallelism \(cp 2\) needs fused attention"):
+        parallel.check_layout(gpt3, layout(gpus=16, tp=8, cp=2, flash=False))
+    assert parallel.check_layout(gpt3, layout(gpus=16, tp=8, cp=2)) == [96]
     assert parallel.check_layout(gpt3, layout(gpus=64, tp=8, pp=8, virtual_stages=3, global_batch=64)) == [12] * 8
 
 
@@ -192,3 +198,24 @@ def test_interleaving_an_embedding_and_loss_accounted_split():
     ratio = interleaved.step.seconds["bubble"] / plain.step.seconds["bubble"]
     sends = interleaved.step.seconds["pp_comm"] - plain.step.seconds["pp_comm"]
     assert ratio == pytest.approx((plain.step.seconds["bubble"] + 15 / 16 * sends) / 8 / plain.step.seconds["bubble"])
+
+
+def test_zero2_under_pipeline_parallelism_holds_the_gradients_as_zero1():
+    # A pipeline stage accumulates every micro-batch's gradients before one reduce-scatter (DeepSpeed's pipeline
+    # engine refuses ZeRO-2; Megatron-LM's distributed optimizer shards the optimizer states only; FSDP under
+    # torch.distributed.pipelining syncs at the last backward): with m > 1 ZeRO-2 holds them unsharded. Llama-3-8B,
+    # t 1, p 2, d 4 over 8 GPUs: 8.03B / 2 parameters a GPU at 2 bytes, sharded over 4 only with one micro-batch.
+    shape = load_model("llama-3-8b")
+    stage_params = params.total_params(shape) / 2
+
+    def gradients(**fields: object) -> int:
+        return training.memory_per_gpu(shape, layout(gpus=8, pp=2, **fields))["gradients"]
+
+    assert gradients(zero=2, global_batch=8) == pytest.approx(2 * stage_params, rel=1e-9)  # m = 2
+    assert gradients(zero=2, global_batch=8) == gradients(zero=1, global_batch=8)
+    assert gradients(zero=2, global_batch=4) == pytest.approx(2 * stage_params / 4, rel=1e-9)  # m = 1
+    no_pipeline = training.memory_per_gpu(shape, layout(gpus=8, zero=2, global_batch=64))["gradients"]
+    assert no_pipeline == pytest.approx(2 * params.total_params(shape) / 8, rel=1e-9)
+    # The optimizer states stay sharded: ZeRO-2's optimizer bytes are ZeRO-1's.
+    held = training.memory_per_gpu(shape, layout(gpus=8, pp=2, zero=2, global_batch=8))
+    assert held["optimizer"] == pytest.approx(12 * stage_params / 4, rel=1e-9)

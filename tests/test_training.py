@@ -194,6 +194,10 @@ def test_a_full_cross_entropy_holds_three_fp32_logit_tensors_at_its_peak():
     assert full["activations"] - chunked["activations"] == 2 * logits
     assert training.last_stage_logits_bytes(llama, setup(seq_len=8192, micro_batch=2, loss="full")) == 3 * logits
     assert training.last_stage_logits_bytes(llama, setup(seq_len=8192, micro_batch=2, loss="full", pp=2, gpus=2)) == 0
+    # the upcast compiled with the loss (torchtune's compile_loss): its fp32 copy released, the bf16 logits kept
+    assert training.last_stage_logits_bytes(llama, setup(seq_len=8192, micro_batch=2, loss="compiled")) == logits // 2
+    compiled = training.memory_per_gpu(llama, setup(seq_len=8192, micro_batch=2, flash=True, loss="compiled"))
+    assert chunked["activations"] - compiled["activations"] == 2 * 8192 * 2 * 128_256
 
 
 def test_offload_moves_gradients_but_not_the_gathered_layers():
@@ -222,3 +226,121 @@ def test_train_takes_the_op_level_policy_and_the_full_loss(tfcost):
     assert held["activations_per_layer_bytes"] < korthikanti_layer
     refused = tfcost(*args, "--loss", "sum")
     assert refused.code != 0 and "Traceback" not in refused.stderr and refused.stdout == ""
+
+
+LLAMA_2_7B_PARAMS = 6_738_415_616  # Touvron et al. 2023 / the checkpoint's parameter count
+LLAMA_2_7B_LAYER = 202_383_360  # one decoder layer: 4 x 4096^2 + 3 x 4096 x 11008 + 2 x 4096
+
+
+def test_fsdp_under_pipeline_parallelism_keeps_the_stage_gathered_and_its_gradients_unsharded():
+    """torchtitan under PP: reshard_after_forward=False ("For PP, do not reshard after forward to avoid
+    per-microbatch all-gathers"), and torch.distributed.pipelining reduce-scatters only at the last micro-batch's
+    backward (set_requires_gradient_sync(last_backward)), FSDP2 accumulating the rest in fp32 (reduce_dtype)."""
+    llama = load_model("llama-2-7b")
+    n, layer = LLAMA_2_7B_PARAMS, LLAMA_2_7B_LAYER
+    assert params.total_params(llama) == n and params.params_per_layer(llama) == layer
+    # 16 GPUs: pp 2, 8 data-parallel ranks; global batch 16 of micro-batch 1: 2 micro-batches per step
+    pipelined = setup(gpus=16, pp=2, zero=3, global_batch=16)
+    held = training.memory_per_gpu(llama, pipelined)
+    stage = n // 2  # each of the 2 stages holds half the parameters (n is even)
+    assert held["weights"] == 2 * stage // 8 + 2 * stage  # the bf16 shard, and the whole stage gathered
+    assert held["gradients"] == 4 * stage  # fp32, unsharded, until the last backward's reduce-scatter
+    assert held["optimizer"] == 12 * stage // 8
+    # --reshard-after-forward always: the two live layers (one in use, one prefetched) instead of the stage
+    freed = training.memory_per_gpu(
+        llama, setup(gpus=16, pp=2, zero=3, global_batch=16, reshard_after_forward="always")
+    )
+    assert freed["weights"] == 2 * stage // 8 + 2 * 2 * layer
+    assert freed["gradients"] == held["gradients"]  # the pipeline's gradient sync does not depend on the flag
+    # one micro-batch per step: its backward is the last, so the gradients are reduce-scattered at once
+    one = training.memory_per_gpu(llama, setup(gpus=16, pp=2, zero=3, global_batch=8))
+    assert one["gradients"] == 2 * stage // 8 and one["weights"] == held["weights"]
+    # without pipeline parallelism: the live layers, unless never resharded (every layer gathered at the forward's end)
+    flat = training.memory_per_gpu(llama, setup(gpus=8, zero=3, global_batch=16))
+    assert (flat["weights"], flat["gradients"]) == (2 * n // 8 + 2 * 2 * layer, 2 * n // 8)
+    kept = training.memory_per_gpu(llama, setup(gpus=8, zero=3, reshard_after_forward="never"))
+    assert kept["weights"] == 2 * n // 8 + 2 * n
+    # ZeRO-1 under PP (Megatron's, DeepSpeed's pipeline engine): no FSDP, nothing added
+    zero1 = training.memory_per_gpu(llama, setup(gpus=16, pp=2, zero=1, global_batch=16))
+    assert (zero1["weights"], zero1["gradients"]) == (2 * stage, 2 * stage)
+
+
+def test_train_takes_reshard_after_forward(tfcost):
+    args = (
+        "train",
+        "llama-2-7b",
+        "--gpus",
+        "16",
+        "--pp",
+        "2",
+        "--zero",
+        "3",
+        "--global-batch",
+        "16",
+        "--tokens",
+        "1e9",
+    )
+    default = tfcost(*args, "-f", "json")
+    always = tfcost(*args, "--reshard-after-forward", "always", "-f", "json")
+    assert default.code == always.code == 0, always.stderr
+    assert json.loads(default.stdout)["setup"]["reshard_after_forward"] == "default"
+    assert json.loads(always.stdout)["setup"]["reshard_after_forward"] == "always"
+    kept = json.loads(default.stdout)["memory_per_gpu"]["weights_bytes"]
+    freed = json.loads(always.stdout)["memory_per_gpu"]["weights_bytes"]
+    assert kept - freed == 2 * LLAMA_2_7B_PARAMS // 2 - 2 * 2 * LLAMA_2_7B_LAYER
+    refused = tfcost(*args, "--reshard-after-forward", "sometimes")
+    assert refused.code != 0 and "Traceback" not in refused.stderr and refused.stdout == ""
+
+
+def test_litgpt_lora_under_fsdp_keeps_whole_layer_gradients_unsharded():
+    """LitGPT 8641822's lora.py on 2 GPUs: FSDPStrategy(auto_wrap_policy={Block}, ...) puts each layer's adapters and
+    frozen weights in one FSDP1 unit (use_orig_params=True): gradients "equivalent to not freezing those parameters";
+    and 128 micro-batches under no_sync: FSDP "will accumulate the full model gradients (instead of gradient
+    shards)"."""
+    llama = load_model("llama-2-7b")
+    layers = 32 * LLAMA_2_7B_LAYER
+    adapters = 32 * 2 * 8 * (4096 + 4096)  # rank 8 on q and v: 4,194,304, as LitGPT's table prints
+    base = dict(gpus=2, zero=3, seq_len=1304, precision="bf16", lora_rank=8, lora_targets=("q", "v"))
+    assert training.trainable_params(llama, setup(**base)) == adapters == 4_194_304
+    plain = training.memory_per_gpu(llama, setup(**base, global_batch=256))
+    assert plain["gradients"] == 2 * adapters // 2  # bf16 adapters' gradients, sharded over the 2 GPUs
+    frozen = training.memory_per_gpu(llama, setup(**base, global_batch=256, frozen_gradients=True))
+    assert frozen["gradients"] == 2 * (layers + adapters) // 2
+    kept = training.memory_per_gpu(
+        llama, setup(**base, global_batch=256, frozen_gradients=True, accumulate_unsharded=True)
+    )
+    assert kept["gradients"] == 2 * (layers + adapters)  # bf16-true: no upcast, unsharded
+    assert kept["weights"] == frozen["weights"] == plain["weights"]
+    # one micro-batch per step: nothing to accumulate
+    once = training.memory_per_gpu(llama, setup(**base, frozen_gradients=True, accumulate_unsharded=True))
+    assert once["gradients"] == frozen["gradients"]
+    # full training under no_sync with bf16-mixed: FSDP2's fp32 reduce dtype
+    full = training.memory_per_gpu(llama, setup(gpus=8, zero=3, global_batch=16, accumulate_unsharded=True))
+    assert full["gradients"] == 4 * LLAMA_2_7B_PARAMS
+
+
+def test_fsdp_only_flags_are_refused_without_zero_3(tfcost):
+    args = ("train", "llama-2-7b", "--gpus", "2", "--tokens", "1e9", "--lora", "8")
+    for flag in ("--accumulate-unsharded", "--frozen-gradients"):
+        refused = tfcost(*args, flag)
+        assert refused.code != 0 and "Traceback" not in refused.stderr and refused.stdout == ""
+        assert "zero 3" in refused.stderr, refused.stderr
+    no_lora = tfcost("train", "llama-2-7b", "--gpus", "2", "--zero", "3", "--tokens", "1e9", "--frozen-gradients")
+    assert no_lora.code != 0 and "lora" in no_lora.stderr and "Traceback" not in no_lora.stderr
+
+
+def test_offloaded_activations_leave_one_layer_and_the_logits_on_the_gpu():
+    """torchtune's activation offloading wraps the model's forward ("All but the last output Linear in every step will
+    be offloaded"); the loss runs outside it, so its logits stay; the backward brings one layer's back at a time."""
+    llama = load_model("llama-2-7b")
+    kept = setup(seq_len=2048, micro_batch=2, recompute="full")
+    on_gpu = training.memory_per_gpu(llama, kept)
+    offloaded = training.memory_per_gpu(llama, kept.model_copy(update={"offload_activations": True}))
+    layer = 2 * 2048 * 2 * 4096  # full recomputation keeps each layer's bf16 input: 2sbh (Korthikanti et al. 2022)
+    logits = 4 * 2048 * 2 * 32_000  # the loss's fp32 log-probabilities, 4sbV
+    assert on_gpu["activations"] == 32 * layer + logits
+    assert offloaded["activations"] == layer + logits
+    assert offloaded["host"] - on_gpu["host"] == 31 * layer
+    assert {k: offloaded[k] for k in ("weights", "gradients", "optimizer")} == {
+        k: on_gpu[k] for k in ("weights", "gradients", "optimizer")
+    }

@@ -294,9 +294,9 @@ def serve(
     """`tfcost serve`: serving memory, largest batch and context, prefill and decode times (bound and expected).
 
     Every keyword after the model's is a field of `tfcost.schema.ServingSetup`, named as the command's option with
-    underscores (gpus, weights_dtype, kv_dtype, batch, prompt, generate, reserve, compute_efficiency,
-    memory_efficiency, group_size, kv_block); a field not given keeps its default. With a measured `profile` the
-    efficiencies are its own (1.0 over its measured rates).
+    underscores (gpus, pp, ep, weights_dtype, kv_dtype, batch, prompt, generate, reserve, compute_efficiency,
+    memory_efficiency, group_size, kv_block, kv_pool); a field not given keeps its default. With a measured
+    `profile` the efficiencies are its own (1.0 over its measured rates).
     """
     from tfcost.schema import ServingSetup
 
@@ -307,6 +307,10 @@ def serve(
         setup = {**setup, "memory_efficiency": 1.0, "compute_efficiency": 1.0}
     chosen = validated(ServingSetup, **given(**setup))
     if found is not None:
+        if chosen.pp > 1 or chosen.ep > 1:
+            from tfcost.errors import UsageError
+
+            raise UsageError("--pp and --ep are priced by the formulas, not by the transformers engine")
         from tfcost.engines.dispatch import serve_report
 
         return serve_report(found, gpu_or_profile(gpu, measured), chosen, explained=explain)

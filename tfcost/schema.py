@@ -814,9 +814,14 @@ Kernels = Literal["fused", "eager"]  # how the norms run: fused (compiled) or ea
 FlashKernel = Literal["fa2", "fa1"]
 Offload = Literal["none", "optimizer", "params"]
 MemoryConvention = Literal["zero", "deepspeed"]
-# How the loss holds the logits: chunked (upcast and log-softmaxed a chunk at a time: torchtune, LitGPT) or full (one
-# fp32 cross-entropy over all of them: torchtitan, transformers)
-Loss = Literal["chunked", "full"]
+# How the loss holds the logits: chunked (upcast and log-softmaxed a chunk at a time: torchtune, LitGPT), full (one
+# fp32 cross-entropy over all of them: torchtitan, transformers) or compiled (the upcast compiled with the loss, the
+# fp32 copy released: torchtune under compile=True)
+Loss = Literal["chunked", "full", "compiled"]
+# When FSDP (ZeRO-3) frees a layer's gathered weights after its forward (torchtitan's
+# --parallelism.fsdp_reshard_after_forward): always, never (kept gathered until the backward), or default (never
+# under pipeline parallelism, else always)
+ReshardAfterForward = Literal["default", "always", "never"]
 
 
 class TrainingSetup(Frozen):
@@ -909,7 +914,28 @@ class TrainingSetup(Frozen):
     loss: Loss = Field(
         "chunked",
         description="chunked: the fp32 log-probabilities alone at the loss (4sbV/t); full: one fp32 cross-entropy over "
-        "all the logits, 3 x that at the backward's peak (torchtitan)",
+        "all the logits, 3 x that at the backward's peak (torchtitan); compiled: the upcast compiled with the loss, "
+        "the bf16 logits alone (2sbV/t; torchtune under compile=True)",
+    )
+    reshard_after_forward: ReshardAfterForward = Field(
+        "default",
+        description="ZeRO-3 / FSDP: free each layer's gathered weights after its forward (always), keep them until "
+        "its backward (never), or default: never under pipeline parallelism, else always (torchtitan)",
+    )
+    accumulate_unsharded: bool = Field(
+        False,
+        description="ZeRO-3 / FSDP: the step's micro-batches accumulate their gradients unsharded, reduce-scattered "
+        "at the last (FSDP's no_sync, Lightning's no_backward_sync); under pipeline parallelism always",
+    )
+    offload_activations: bool = Field(
+        False,
+        description="every layer's saved activations but the one in use move to host memory (torchtune's "
+        "enable_activation_offloading); the loss's logits stay",
+    )
+    frozen_gradients: bool = Field(
+        False,
+        description="LoRA under ZeRO-3 / FSDP1 with each adapter in its frozen layer's unit (use_orig_params=True): "
+        "the layers' gradients are kept as if they were not frozen",
     )
     cuda_context_gib: float = Field(
         0.5, ge=0, le=1024, description="memory the CUDA context takes, GiB (an assumption)"
@@ -922,6 +948,10 @@ class TrainingSetup(Frozen):
     def _check_layout(self) -> TrainingSetup:
         if self.qlora and self.lora_rank is None:
             raise ValueError("qlora needs a lora rank (--lora R)")
+        if (self.accumulate_unsharded or self.frozen_gradients) and self.zero != 3:
+            raise ValueError("--accumulate-unsharded and --frozen-gradients describe FSDP (ZeRO-3): add --zero 3")
+        if self.frozen_gradients and self.lora_rank is None:
+            raise ValueError("--frozen-gradients needs a lora rank (--lora R)")
         if self.gpus % (self.tp * self.pp * self.cp):
             raise ValueError(
                 f"gpus ({self.gpus}) is not a multiple of tp x pp x cp ({self.tp} x {self.pp} x {self.cp}): "
@@ -939,12 +969,25 @@ class TrainingSetup(Frozen):
 
 
 WeightsDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"]
+# How a serving engine sizes its KV-cache pool (tfcost.costs.engine_memory.kv_pool_bytes): vLLM, TensorRT-LLM, SGLang.
+KvPool = Literal["vllm", "trtllm", "sglang"]
 
 
 class ServingSetup(Frozen):
     """How a model is served: tensor parallel over `gpus`, weight and KV dtypes, the batch and its lengths."""
 
     gpus: Size = Field(1, description="GPUs, tensor parallel (each holds 1/gpus of every layer)")
+    pp: Size = Field(
+        1,
+        description="pipeline stages, each on its own gpus (vLLM's --pipeline-parallel-size)",
+        exclude_if=lambda p: p == 1,
+    )
+    ep: Size = Field(
+        1,
+        description="expert-parallel GPUs (vLLM's --enable-expert-parallel: tp x dp, ep / gpus attention data-parallel "
+        "ranks); 1: experts split by tensor parallelism",
+        exclude_if=lambda e: e == 1,
+    )
     weights_dtype: WeightsDtype | None = Field(
         None, description="storage dtype of the weights; null: as the checkpoint stores them (quantization), else bf16"
     )
@@ -961,6 +1004,18 @@ class ServingSetup(Frozen):
     kv_block: Size = Field(16, description="tokens per KV-cache block (vLLM's PagedAttention default)")
     fp8_attention: bool = Field(
         False, description="with FP8 compute, attention runs in FP8 too (else BF16, the engines' default kernels)"
+    )
+    gqa_decode: Literal["shared", "per-query-head"] = Field(
+        "shared",
+        description="how decode attention reads a key-value head several query heads share: once (FlashAttention, "
+        "FlashInfer, TensorRT-LLM's XQA) or once per query head (TensorRT-LLM's masked MHA before v0.8)",
+        exclude_if=lambda reads: reads == "shared",
+    )
+    kv_pool: KvPool = Field(
+        "vllm",
+        description="how the engine sizes its KV-cache pool from the fraction 1 - reserve: vLLM's "
+        "gpu_memory_utilization, TensorRT-LLM's free_gpu_memory_fraction, SGLang's mem_fraction_static",
+        exclude_if=lambda pool: pool == "vllm",
     )
     images: Images = 0
     image_size: ImageSide = None

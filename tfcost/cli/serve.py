@@ -4,11 +4,12 @@ No `from __future__ import annotations` here: typer would then eval and compile 
 string twice on each run, where real annotations cost nothing.
 """
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
 from tfcost.schema import (
+    KvPool,
     ServingSetup,
     WeightsDtype,
 )
@@ -52,6 +53,18 @@ def serve(
     gpus: Annotated[int, typer.Option("--gpus", min=1, help="GPUs in tensor parallel.")] = default(
         ServingSetup, "gpus"
     ),
+    pp: Annotated[
+        int, typer.Option("--pp", min=1, help="Pipeline stages, each on its own --gpus (vLLM's uneven split).")
+    ] = default(ServingSetup, "pp"),
+    ep: Annotated[
+        int,
+        typer.Option(
+            "--ep",
+            min=1,
+            help="Expert-parallel GPUs of a stage, a multiple of --gpus (MoE only; ep / gpus attention data-parallel "
+            "ranks).",
+        ),
+    ] = default(ServingSetup, "ep"),
     weights_dtype: Annotated[
         WeightsDtype | None,
         typer.Option(
@@ -84,7 +97,8 @@ def serve(
         float,
         typer.Option(
             "--reserve",
-            help="Fraction of GPU memory kept free, in [0, 1) (vLLM's gpu_memory_utilization is 1 - reserve).",
+            help="Fraction of GPU memory kept free, in [0, 1) (vLLM's gpu_memory_utilization, TensorRT-LLM's "
+            "free_gpu_memory_fraction, SGLang's mem_fraction_static is 1 - reserve; see --kv-pool).",
         ),
     ] = default(ServingSetup, "reserve"),
     compute_efficiency: Annotated[
@@ -111,6 +125,23 @@ def serve(
             "--fp8-attention", help="With FP8 weights, the engine runs attention in FP8 too (default: BF16 attention)."
         ),
     ] = default(ServingSetup, "fp8_attention"),
+    gqa_decode: Annotated[
+        Literal["shared", "per-query-head"],
+        typer.Option(
+            "--gqa-decode",
+            help="How decode attention reads a key-value head shared by several query heads: once (default; "
+            "FlashAttention, FlashInfer, TensorRT-LLM's XQA) or once per query head (TensorRT-LLM before v0.8).",
+        ),
+    ] = default(ServingSetup, "gqa_decode"),
+    kv_pool: Annotated[
+        KvPool,
+        typer.Option(
+            "--kv-pool",
+            help="How the engine sizes its KV cache from 1 - reserve: vllm (of the card, less weights, profiled "
+            "activations and CUDA context), trtllm (of what is free after those), sglang (of the card less the "
+            "context, weights included; activations not profiled).",
+        ),
+    ] = default(ServingSetup, "kv_pool"),
     profile: ProfileOption = None,
     engine: EngineOption = "auto",
     output: FormatOption = "table",
@@ -125,9 +156,10 @@ def serve(
     result = api.serve(
         model, config=config, overrides=overrides, gpu=gpu, profile=profile, engine=engine, explain=explain,
         strict=strict, lenient=lenient, revision=revision,
-        gpus=gpus, weights_dtype=weights_dtype, kv_dtype=kv_dtype, batch=batch, prompt=prompt, generate=generate,
+        gpus=gpus, pp=pp, ep=ep, weights_dtype=weights_dtype, kv_dtype=kv_dtype, batch=batch, prompt=prompt,
+        generate=generate,
         reserve=reserve, compute_efficiency=compute_efficiency, memory_efficiency=memory_efficiency,
-        group_size=group_size, kv_block=kv_block, fp8_attention=fp8_attention,
+        group_size=group_size, kv_block=kv_block, fp8_attention=fp8_attention, gqa_decode=gqa_decode, kv_pool=kv_pool,
         images=images, image_size=image_size, audio_seconds=audio_seconds,
     )  # fmt: skip
     if isinstance(result, ServeReport) and profile is None:  # does it fit? if not, the nearest layout that does

@@ -17,6 +17,7 @@ from tfcost.schema import (
     Optimizer,
     Precision,
     Recompute,
+    ReshardAfterForward,
     TrainingSetup,
 )
 
@@ -210,9 +211,42 @@ def train(
         typer.Option(
             "--loss",
             help="chunked: the loss upcasts the logits a chunk at a time (torchtune, LitGPT), keeping the fp32 "
-            "log-probabilities; full: one fp32 cross-entropy over them all (torchtitan): 3x that at its peak.",
+            "log-probabilities; full: one fp32 cross-entropy over them all (torchtitan): 3x that at its peak; "
+            "compiled: the upcast compiled with the loss (torchtune, compile=True) keeps the bf16 logits alone.",
         ),
     ] = default(TrainingSetup, "loss"),
+    reshard_after_forward: Annotated[
+        ReshardAfterForward,
+        typer.Option(
+            "--reshard-after-forward",
+            help="ZeRO-3 / FSDP: always free a layer's gathered weights after its forward, never (kept until its "
+            "backward), or default: never under --pp > 1, else always (torchtitan's fsdp_reshard_after_forward).",
+        ),
+    ] = default(TrainingSetup, "reshard_after_forward"),
+    accumulate_unsharded: Annotated[
+        bool,
+        typer.Option(
+            "--accumulate-unsharded",
+            help="ZeRO-3 / FSDP: micro-batches accumulate their gradients unsharded, reduce-scattered at the step's "
+            "last (FSDP's no_sync, Lightning's no_backward_sync); always so under --pp > 1.",
+        ),
+    ] = default(TrainingSetup, "accumulate_unsharded"),
+    offload_activations: Annotated[
+        bool,
+        typer.Option(
+            "--offload-activations",
+            help="Every layer's saved activations but the one in use go to host memory (torchtune's "
+            "enable_activation_offloading); the loss's logits stay.",
+        ),
+    ] = default(TrainingSetup, "offload_activations"),
+    frozen_gradients: Annotated[
+        bool,
+        typer.Option(
+            "--frozen-gradients",
+            help="LoRA under ZeRO-3 / FSDP1 with each adapter in its frozen layer's unit (LitGPT's Block wrapping): "
+            "the layers' gradients are kept as if not frozen.",
+        ),
+    ] = default(TrainingSetup, "frozen_gradients"),
     cuda_context_gib: Annotated[
         float, typer.Option("--cuda-context-gib", min=0, help="CUDA context per GPU, GiB (an assumption).")
     ] = default(TrainingSetup, "cuda_context_gib"),
@@ -244,7 +278,9 @@ def train(
         offload=offload, optimizer_in_backward=optimizer_in_backward, price_per_gpu_hour=price_per_gpu_hour,
         lora_rank=lora, lora_targets=lora_target_list, qlora=qlora, memory_convention=memory_convention,
         cuda_context_gib=cuda_context_gib, allocator_reserve=allocator_reserve, fp8_attention=fp8_attention,
-        kernels=kernels, loss=loss, images=images, image_size=image_size, audio_seconds=audio_seconds,
+        kernels=kernels, loss=loss, reshard_after_forward=reshard_after_forward, images=images, image_size=image_size,
+        audio_seconds=audio_seconds, accumulate_unsharded=accumulate_unsharded, frozen_gradients=frozen_gradients,
+        offload_activations=offload_activations,
     )  # fmt: skip
     if isinstance(result, TrainReport) and profile is None:  # does it fit? if not, the nearest layout that does
         from tfcost.cli.plan import with_suggestion

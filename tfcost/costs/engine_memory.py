@@ -7,7 +7,9 @@ vLLM's budget is total_gpu_memory x gpu_memory_utilization, where total_gpu_memo
 and the memory outside PyTorch's allocator; the KV cache gets the rest.
 
 The budget follows vLLM's own code (`vllm_kv_cache_bytes`), and the profile run's activation peak is read off the
-live tensors of vLLM's layer (`profile_activation_bytes`).
+live tensors of vLLM's layer (`profile_activation_bytes`). TensorRT-LLM and SGLang size the pool from the same
+fraction (1 - reserve) by their own conventions (`trtllm_kv_cache_bytes`, `sglang_kv_cache_bytes`); `serve
+--kv-pool` picks one (`kv_pool_bytes`), vLLM's by default.
 
 Not changed here: the memory outside the allocator stays tfcost.costs.expected's assumed 0.5 GiB, because vLLM's
 own logs disagree by a factor of ten ("non_torch_memory 1.79GiB", Llama-3-8B on H100, vllm#10511; "0.16GiB",
@@ -20,7 +22,7 @@ from tfcost.core.blocks import layer_count
 from tfcost.core.model import model_of
 from tfcost.costs import expected, parallel
 from tfcost.hardware.rates import memory_bytes
-from tfcost.schema import GpuSpec, ModelShape, TrainingSetup
+from tfcost.schema import GpuSpec, KvPool, ModelShape, TrainingSetup
 from tfcost.units import GIB, ceil_div
 
 
@@ -52,6 +54,64 @@ def vllm_kv_cache_bytes(
         num_gpu_blocks = int((total_gpu_memory * gpu_memory_utilization - peak_memory) // cache_block_size)
     CUDA graphs are captured after the KV cache is allocated, outside this budget, in both versions."""
     return max(requested_bytes - weights_bytes - activation_peak_bytes - non_torch_bytes, 0)
+
+
+def trtllm_kv_cache_bytes(
+    usable_bytes: int, fraction: float, weights_bytes: int, activation_peak_bytes: int, non_torch_bytes: int
+) -> int:
+    """The KV-cache memory of one GPU as TensorRT-LLM's PyTorch backend (trtllm-bench, trtllm-serve, the LLM API)
+    budgets it: free_gpu_memory_fraction of what is left of the card after the weights, the activation peak of a
+    profiling forward and the memory outside PyTorch's allocator. `usable_bytes` is the card x the fraction.
+
+    TensorRT-LLM's docs/source/examples/kvcacheconfig.md: "The default value for `free_gpu_memory_fraction` is 0.9,
+    which means TensorRT-LLM tries to allocate 90% of free GPU memory (after loading weights) for KV cache";
+    trtllm-bench's option is --kv_cache_free_gpu_mem_fraction (docs/source/performance/perf-overview.md: "setting
+    `--kv_cache_free_gpu_mem_fraction 0.95` ... better performance than the default setting of `0.90`").
+    tensorrt_llm/_torch/pyexecutor/_util.py (KvCacheCreator, 2025) measures after dummy context requests of
+    max_num_tokens tokens:
+        torch_peak_memory = torch.cuda.memory_stats()["allocated_bytes.all.peak"]
+        extra_cost = max(total_used_bytes - torch_used_bytes, 0)       # "outside torch (e.g., NCCL and CUDA graphs)"
+        peak_memory = torch_peak_memory + extra_cost
+    and in _cal_max_tokens (the KV blocks the dummy requests held are added back, so they do not count as used):
+        available_kv_mem = (total_gpu_memory - peak_memory + alloc_kv_tokens * kv_size_per_token) * fraction
+    So (T - weights - activations - non-torch) x f = T x f - f x (the same three): (1 - f) x those three more
+    than vLLM's budget at the same fraction. Nothing when they do not fit."""
+    return max(round(usable_bytes - fraction * (weights_bytes + activation_peak_bytes + non_torch_bytes)), 0)
+
+
+def sglang_kv_cache_bytes(usable_bytes: int, fraction: float, weights_bytes: int, non_torch_bytes: int) -> int:
+    """The KV-cache memory of one GPU as SGLang budgets it: mem_fraction_static of the memory free before the
+    weights load holds the weights and the KV pool; the rest (1 - f) is left for activations and CUDA graphs, which
+    are not profiled. `usable_bytes` is the card x the fraction.
+
+    SGLang's python/sglang/srt/model_executor/model_runner.py (2025): init_torch_distributed returns
+        min_per_gpu_memory = get_available_gpu_memory(self.device, self.gpu_id, distributed=..., cpu_group=...)
+    after the CUDA context and NCCL are up, which is passed on as total_gpu_memory; after the weights load,
+    profile_max_num_token takes
+        available_gpu_memory = get_available_gpu_memory(...)
+        rest_memory = available_gpu_memory - total_gpu_memory * (1 - self.mem_fraction_static)
+        max_num_token = int(rest_memory * (1 << 30) // cell_size)
+    So with T the card and C the context: (T - C - weights) - (T - C)(1 - f) = f x (T - C) - weights = T x f -
+    f x C - weights. Nothing when they do not fit."""
+    return max(round(usable_bytes - fraction * non_torch_bytes) - weights_bytes, 0)
+
+
+def kv_pool_bytes(
+    pool: KvPool,
+    usable_bytes: int,
+    fraction: float,
+    weights_bytes: int,
+    activation_peak_bytes: int,
+    non_torch_bytes: int,
+) -> int:
+    """One GPU's KV-cache memory by the engine's convention (`serve --kv-pool`): `usable_bytes` is the reported
+    memory x `fraction` (1 - reserve: vLLM's gpu_memory_utilization, TensorRT-LLM's free_gpu_memory_fraction,
+    SGLang's mem_fraction_static)."""
+    if pool == "trtllm":
+        return trtllm_kv_cache_bytes(usable_bytes, fraction, weights_bytes, activation_peak_bytes, non_torch_bytes)
+    if pool == "sglang":
+        return sglang_kv_cache_bytes(usable_bytes, fraction, weights_bytes, non_torch_bytes)
+    return vllm_kv_cache_bytes(usable_bytes, weights_bytes, activation_peak_bytes, non_torch_bytes)
 
 
 def profile_activation_bytes(shape: ModelShape, tokens: int, sequences: int, gpus: int) -> int:

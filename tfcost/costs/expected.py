@@ -16,7 +16,7 @@ from itertools import pairwise
 from pydantic import BaseModel, ConfigDict, Field
 
 from tfcost.core import activations, flops, params
-from tfcost.core.blocks import blocks
+from tfcost.core.blocks import blocks, moe_layer_count
 from tfcost.core.layers import head_ops, layer_ops
 from tfcost.core.model import model_of
 from tfcost.core.ops import Op, op_flops, op_params
@@ -82,6 +82,8 @@ class EngineRates(BaseModel):
     step_fixed_s: float = Field(default=0, ge=0, description="fixed cost of a step outside the layers (a profile's)")
     link_bytes_per_s: float | None = Field(default=None, gt=0, description="intra-node link, one direction")
     link_latency_s: float = Field(default=0, ge=0, description="one hop's latency on that link")
+    network_bytes_per_s: float | None = Field(default=None, gt=0, description="between nodes, per GPU, one direction")
+    gpus_per_node: int | None = Field(default=None, gt=0, description="GPUs the intra-node link joins")
     cuda_context_bytes: int = Field(ge=0, description="memory outside the allocator")
     sources: dict[str, str]
 
@@ -103,6 +105,10 @@ def table_rates(gpu: GpuSpec, compute_dtype: str, fp8_attention: bool = False) -
         kernels_per_layer=KERNELS_PER_LAYER,
         link_bytes_per_s=None if link is None else link * 1e9,
         link_latency_s=(gpu.intra_node_latency_us or 0) * 1e-6,
+        network_bytes_per_s=None
+        if gpu.inter_node_bandwidth_gb_per_s is None
+        else gpu.inter_node_bandwidth_gb_per_s * 1e9,
+        gpus_per_node=gpu.gpus_per_node,
         cuda_context_bytes=CUDA_CONTEXT_BYTES,
         sources={
             "stream": BANDWIDTH_FRACTION_SOURCE,
@@ -134,6 +140,79 @@ def tensor_parallel_seconds(shape: ModelShape, tokens: int, gpus: int, rates: En
     each of tokens x d activations (Megatron-LM tensor parallelism)."""
     message = tokens * shape.d_model * ACTIVATION_BYTES
     return ALLREDUCES_PER_LAYER * shape.n_layers * allreduce_seconds(message, gpus, rates)
+
+
+def expert_parallel_allreduce_seconds(shape: ModelShape, tokens: int, gpus: int, rates: EngineRates) -> float:
+    """`tensor_parallel_seconds` with expert parallelism: the all-reduce after each MoE layer's experts is replaced
+    by the all-to-all (`all_to_all_seconds`), and attention's (and dense layers' MLP) all-reduces over t stay."""
+    message = tokens * shape.d_model * ACTIVATION_BYTES
+    count = ALLREDUCES_PER_LAYER * shape.n_layers - moe_layer_count(shape)
+    return count * allreduce_seconds(message, gpus, rates)
+
+
+def all_to_all_seconds(shape: ModelShape, tokens: int, ep: int, rates: EngineRates) -> float:
+    """The expert-parallel dispatch and combine of one forward pass: in each MoE layer every GPU sends its `tokens`
+    tokens to their k experts and takes the results back ("All-to-All Dispatch: Tokens are shuffled across GPUs to
+    their assigned experts ... All-to-All Combine: Results are gathered back", SGLang's expert-parallelism docs;
+    vLLM: "The underlying communication pattern for expert parallelism is All-to-All among the ranks in the EP
+    group"). Under uniform routing (ep - 1) / ep of the k copies leave the GPU, bf16 d-wide, each way at the link
+    bandwidth (DeepEP's intranode kernels reach it: "Intranode | 8 | 153 GB/s (NVLink)" on H800's "~160 GB/s
+    NVLink maximum bandwidth"); in a group wider than a node the copies for other nodes, (ep - n) / ep, go at the
+    network's ("Internode | 16 | 43 GB/s (RDMA)" on its "~50 GB/s" NIC), the two at once. Plus one hop's latency
+    and one kernel's floor each way. Zero for ep = 1."""
+    if ep == 1 or shape.moe is None:
+        return 0.0
+    copies = tokens * shape.moe.experts_per_token * shape.d_model * ACTIVATION_BYTES
+    node = rates.gpus_per_node
+    if node is not None and ep > node and rates.network_bytes_per_s is not None:
+        off_node = copies * (ep - node) / ep / rates.network_bytes_per_s
+        on_node = 0.0 if rates.link_bytes_per_s is None else copies * (node - 1) / ep / rates.link_bytes_per_s
+        transfer = max(off_node, on_node)
+    else:
+        transfer = 0.0 if rates.link_bytes_per_s is None else copies * (ep - 1) / ep / rates.link_bytes_per_s
+    return 2 * moe_layer_count(shape) * (transfer + rates.link_latency_s + rates.kernel_floor_s)
+
+
+def pipeline_send_seconds(shape: ModelShape, tokens: int, rates: EngineRates, across_nodes: bool = False) -> float:
+    """One stage-to-stage send of `tokens` tokens: vLLM's non-last stage returns
+    `IntermediateTensors({"hidden_states": hidden_states, "residual": residual})` (its Llama forward), two bf16
+    d-wide rows a token, sent point to point on the link (one hop), or on the network between two nodes."""
+    message = 2 * tokens * shape.d_model * ACTIVATION_BYTES
+    rate = rates.network_bytes_per_s if across_nodes else rates.link_bytes_per_s
+    return (0.0 if rate is None else message / rate) + rates.link_latency_s
+
+
+def stage_boundaries_across_nodes(pp: int, stage_gpus: int, rates: EngineRates) -> list[bool]:
+    """For each of the pp - 1 stage boundaries, whether the two stages sit on different nodes: stage i holds GPUs
+    i*s to (i+1)*s - 1, nodes of n GPUs in a row (the GPU table's gpus_per_node; none known: one node)."""
+    node = rates.gpus_per_node
+    if node is None:
+        return [False] * (pp - 1)
+    return [(i * stage_gpus) // node != (i * stage_gpus - 1) // node for i in range(1, pp)]
+
+
+def pipeline_seconds(
+    layer_seconds: float, end_seconds: float, stages: list[int], n_layers: int, sends: list[float]
+) -> tuple[float, float]:
+    """(one pass, the slowest stage) of a pipeline of stages holding `stages` layers: each stage's time is its
+    layers' share of `layer_seconds` (the whole stack's), the last adding `end_seconds` (the head and its kernels);
+    one pass of a micro-batch is every stage in turn plus the `sends` between them."""
+    times = [layer_seconds * layers / n_layers for layers in stages]
+    times[-1] += end_seconds
+    return sum(times) + sum(sends), max(times)
+
+
+def pipeline_token_seconds(one_pass: float, slowest: float, in_flight: int) -> float:
+    """The time between two tokens of a sequence with `in_flight` micro-batches in the pipeline (vLLM's executor:
+    "max_concurrent_batches ... return self.parallel_config.pipeline_parallel_size", one batch in flight per stage):
+    its own pass, or every micro-batch through the slowest stage if that is longer."""
+    return max(one_pass, in_flight * slowest)
+
+
+def pipeline_batch_seconds(one_pass: float, slowest: float, in_flight: int) -> float:
+    """The time until the last of `in_flight` micro-batches is through the pipeline once (every prompt of the batch
+    prefilled): the first one's pass, then each other one a slowest stage later."""
+    return one_pass + (in_flight - 1) * slowest
 
 
 def dequant_seconds(quantized_weights_per_gpu: int, dtype: WeightsDtype, rates: EngineRates) -> float:
@@ -258,3 +337,61 @@ def workspace_bytes(shape: ModelShape, tokens: int, batch: int) -> int:
     and up, a token's k experts: Model.widest_intermediate), 16-bit; plus fp32 logits of the B sampled positions."""
     widest = shape.d_model + model_of(shape).widest_intermediate()
     return tokens * widest * ACTIVATION_BYTES + batch * shape.vocab_size * LOGITS_BYTES
+
+
+# A whole run rather than one step (issue 22): what a benchmark's throughput and inter-token latency average over.
+
+
+def mean_decode_context(prompt: int, generate: int) -> int:
+    """The mean context of a generation's G decode steps (P + 1, ..., P + G): P + (G + 1) / 2, rounded down. A step's
+    cache read and attention FLOPs grow linearly with its context, so the step at the mean context costs the mean
+    step wherever one side of the roofline holds throughout (the cost is piecewise linear in the context); the step
+    at P + G, which the bound and the memory are sized for, is the slowest."""
+    return prompt + (generate + 1) // 2
+
+
+def prompt_tokens_per_step(batch: int, prompt: int, generate: int) -> float:
+    """Prompt tokens an in-flight-batching step carries at concurrency B in steady state: each request's P prompt
+    tokens are prefilled once in its G steps, so a step runs B decode tokens and B x P / G prompt tokens. TensorRT-LLM
+    sizes its steps so (tensorrt_llm/bench/build/tuning.py, finetune_setting: "raw_token = min(raw_bs * (1 +
+    input_len / output_len), 32768)" and "Set min to 2048 to ensure Ctx/Gen overlap efficiency"); its tuning guide:
+    "it's inflight batching scheduler and runtime that handles simultaneously scheduling and executing requests in
+    both context and generation phases" (docs/source/performance/performance-tuning-guide, "Tuning Max Batch Size
+    and Max Num Tokens")."""
+    return batch * prompt / generate
+
+
+def split_step_seconds(
+    linear_flops: float,
+    weight_stream_s: float,
+    attention_flops: float,
+    cache_bytes: float,
+    rates: EngineRates,
+    rows: int | None = None,
+) -> float:
+    """A step whose projections and attention run as separate kernels, one after the other, each at its own roofline
+    (Williams et al. 2009 bound one kernel, not a sequence of them): max(projection FLOPs / matmul rate, the weights'
+    stream time) + max(attention FLOPs / attention rate, cache bytes / stream rate). A step that mixes prompt chunks
+    with decode tokens has compute-bound projections (B(1 + P/G) rows) and a memory-bound cache read in the same
+    step; one max() over both would hide one behind the other."""
+    matmul_rate = (
+        rates.matmul_flops_per_s
+        if rows is None
+        else measured_rate(rows, rates.matmul_by_rows, rates.matmul_flops_per_s)
+    )
+    attention_rate = rates.attention_flops_per_s or rates.matmul_flops_per_s
+    projections = max(linear_flops / matmul_rate, weight_stream_s)
+    return projections + max(attention_flops / attention_rate, cache_bytes / rates.stream_bytes_per_s)
+
+
+def cache_reads_per_decode(shape: ModelShape, gpus: int, gqa_decode: str) -> int:
+    """How many times a decode step reads each key-value head's cache on one GPU: once where the kernel loads a
+    head's keys and values for all the query heads that share it (FlashAttention, FlashInfer, TensorRT-LLM's XQA);
+    once per query head under TensorRT-LLM's masked MHA before v0.8, "the 'vanilla' implementation that uses a single
+    CUDA thread-block per head" (docs/source/advanced/gpt-attention.md), so (H/t) / max(K/t, 1) times. TensorRT-LLM's
+    XQA post ("XQA kernel provides optimization for MQA and GQA during generation phase ... reducing data loading";
+    "will be included in the v0.8 releases") measured Llama-70B 128/2048 on one H200 at 1,227 tok/s without it and
+    2,941 with it."""
+    if gqa_decode == "shared":
+        return 1
+    return max(max(shape.n_heads // gpus, 1) // max(shape.n_kv_heads // gpus, 1), 1)

@@ -115,7 +115,11 @@ def check_layout(shape: ModelShape, setup: TrainingSetup) -> list[int]:
 
     - t divides the query and the key-value heads (each GPU holds whole heads);
     - with sequence parallelism, t divides T; with context parallelism, 2c divides T (each GPU takes two
-      chunks of the sequence, one early and one late, to balance the causal work: Megatron-Core's CP);
+      chunks of the sequence, one early and one late, to balance the causal work: Megatron-Core's CP), and the
+      attention is a fused kernel (`flash`): Megatron-Core's own attention refuses it ("Context parallelism is only
+      supported by TEDotProductAttention!", megatron/core/transformer/dot_product_attention.py), and Transformer
+      Engine's ring runs only its flash and cuDNN backends ("Disabling UnfusedDotProductAttention as it does not
+      support context parallelism", TransformerEngine's attention backend selection);
     - the stages' layers as `stage_layers`, and v divides each stage's layers (interleaved 1F1B), with p > 1, or
       the layer slots of a split that counts the embedding and the loss as layers (`interleavable_layers`);
     - b x N_d divides the global batch; the interleaved schedule needs m to be a multiple of p;
@@ -130,6 +134,8 @@ def check_layout(shape: ModelShape, setup: TrainingSetup) -> list[int]:
         raise UsageError(f"sequence parallelism needs tp ({setup.tp}) to divide T ({setup.seq_len})")
     if setup.cp > 1 and setup.seq_len % (2 * setup.cp):
         raise UsageError(f"context parallelism needs 2 x cp ({2 * setup.cp}) to divide T ({setup.seq_len})")
+    if setup.cp > 1 and not setup.flash:
+        raise UsageError(f"context parallelism (cp {setup.cp}) needs fused attention (--flash): no ring runs unfused")
     stages = stage_layers(layer_count(shape), setup.pp, setup.pp_first_layers, setup.pp_last_layers)
     v = setup.virtual_stages
     if v > 1:

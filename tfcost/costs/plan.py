@@ -52,8 +52,11 @@ OFFLOADS: tuple[Offload, ...] = ("none", "optimizer", "params")
 
 OPTIONS_PER_LAYOUT = len(RECOMPUTES) * len(ZERO_STAGES) * len(OFFLOADS)
 # The options that hold the least on a GPU: memory only grows with the micro-batch and the virtual stages and only
-# shrinks with recomputation, ZeRO and offload (tests/test_plan.py checks it), so when this does not fit, none does.
-LEAST_MEMORY = {"recompute": "full", "zero": 3, "offload": "params"}
+# shrinks with recomputation and offload (tests/test_plan.py checks it), so when this does not fit, none does. With
+# the params offloaded every model state is on the host whatever the ZeRO stage, but ZeRO-3 under pipeline
+# parallelism keeps its stage gathered and its gradients unsharded (FSDP's, `training.keeps_weights_gathered`), and
+# DeepSpeed's ZeRO-2/3 estimators keep 2N or 4 x the largest layer: ZeRO-1 is the least of them.
+LEAST_MEMORY = {"recompute": "full", "zero": 1, "offload": "params"}
 DOES_NOT_FIT = "does not fit in GPU memory"
 FITS_WITHOUT_OFFLOAD = "fits without offload (offload is never faster: its PCIe time is not priced)"
 NO_PREDICTION = "the GPU table has no link or matmul figures to predict the step time"
@@ -596,6 +599,24 @@ def serving_weights(shape: ModelShape, asked: Sequence[WeightsDtype] | None) -> 
     return list(asked or SERVING_WEIGHTS)
 
 
+def serving_layouts(shape: ModelShape, gpus: int) -> Iterator[tuple[int, int, int]]:
+    """(tp, pp, ep) of every replica whose GPUs divide `gpus`: pp stages of s GPUs over every divisor, and in a stage
+    t in tensor parallel over the divisors of s; for a mixture-of-experts model the experts split over the stage's
+    s GPUs when t < s (vLLM's --enable-expert-parallel with s / t attention data-parallel ranks) and, where t = s,
+    by tensor parallelism (ep = 1) or by expert parallelism (ep = t). A dense model's stage is its t GPUs."""
+    for replica in divisors(gpus):
+        for pp in divisors(replica):
+            stage = replica // pp
+            for tp in divisors(stage):
+                if shape.moe is None:
+                    if tp == stage:
+                        yield tp, pp, 1
+                elif tp < stage:
+                    yield tp, pp, stage
+                else:
+                    yield from ((tp, pp, ep) for ep in sorted({1, stage}))
+
+
 def search_serving(
     shape: ModelShape,
     gpus: int,
@@ -606,22 +627,32 @@ def search_serving(
     weights: Sequence[WeightsDtype] | None = None,
     kv_dtypes: Sequence[Dtype] | None = None,
 ) -> ServeSearch:
-    """Every serving layout of `gpus` GPUs: t in tensor parallel (vLLM's rule, `serving.check_tensor_parallel`) and
-    gpus / t replicas, each weight and KV format, batches as `serving_batches`; kept when it fits and its expected
-    TTFT and TPOT meet the targets; ranked by tokens/s per GPU, with the Pareto front against tokens/s per user.
-    Pipeline and expert parallelism are not searched: `serve` prices tensor parallelism only (pp = ep = 1)."""
+    """Every serving layout of `gpus` GPUs: replicas of tp x pp x ep (`serving_layouts`; vLLM's rules,
+    `serving.check_tensor_parallel` and `serving.check_parallel`) and gpus / (their GPUs) replicas, each weight and
+    KV format, batches as `serving_batches`; kept when it fits and its expected TTFT and TPOT meet the targets;
+    ranked by tokens/s per GPU, with the Pareto front against tokens/s per user. A replica's GPUs are priced on the
+    intra-node link, wherever they are."""
     found = ServeSearch()
-    for tp in divisors(gpus):
+    for tp, pp, ep in serving_layouts(shape, gpus):
         try:
             serving.check_tensor_parallel(shape, tp)
         except UsageError as error:
             found.reject(rule_reason(error, shape).replace("gpus", "tp"))
             continue
+        try:
+            serving.check_parallel(shape, tp, pp, ep)
+        except UsageError as error:
+            found.reject(rule_reason(error, shape))
+            continue
+        replica = pp * serving.stage_gpus(tp, ep)
         for weights_dtype in serving_weights(shape, weights):
             for kv_dtype in kv_dtypes or SERVING_KV:
                 first = base.model_copy(
-                    update={"gpus": tp, "weights_dtype": weights_dtype, "kv_dtype": kv_dtype, "batch": 1}
-                )
+                    update={
+                        "gpus": tp, "pp": pp, "ep": ep, "weights_dtype": weights_dtype, "kv_dtype": kv_dtype,
+                        "batch": 1,
+                    }
+                )  # fmt: skip
                 largest = evaluate(first).max_batch
                 if largest < 1:
                     found.reject(WEIGHTS_DO_NOT_FIT)
@@ -637,7 +668,9 @@ def search_serving(
                         found.reject(MISSES_TPOT)
                     else:
                         found.searched += 1
-                        found.layouts.append(ServeLayout(setup, gpus // tp, outcome, outcome.tokens_per_s / tp))
+                        found.layouts.append(
+                            ServeLayout(setup, gpus // replica, outcome, outcome.tokens_per_s / replica)
+                        )
     found.layouts.sort(key=lambda layout: (-layout.tokens_per_s_per_gpu, -layout.tokens_per_s_per_user))
     found.pareto = pareto_front(found.layouts, lambda p: p.tokens_per_s_per_gpu, lambda p: p.tokens_per_s_per_user)
     return found
@@ -646,9 +679,9 @@ def search_serving(
 def nearest_serving_layout(
     shape: ModelShape, asked: ServingSetup, evaluate: Callable[[ServingSetup], ServeOutcome]
 ) -> ServeLayout | None:
-    """The serving layout on the same GPUs that fits closest to the one asked for: the fewest of tp, weight format,
-    KV format and batch changed, then the most tokens/s per GPU; None when none fits."""
-    found = search_serving(shape, asked.gpus, asked, evaluate)
+    """The serving layout on the same GPUs that fits closest to the one asked for: the fewest of tp, pp, ep, weight
+    format, KV format and batch changed, then the most tokens/s per GPU; None when none fits."""
+    found = search_serving(shape, serving.replica_gpus(asked), asked, evaluate)
 
     def changes(layout: ServeLayout) -> int:
         return sum(getattr(layout.setup, name) != getattr(asked, name) for name in SERVING_FIELDS)
@@ -656,7 +689,7 @@ def nearest_serving_layout(
     return min(found.layouts, key=lambda layout: (changes(layout), -layout.tokens_per_s_per_gpu), default=None)
 
 
-SERVING_FIELDS = ("gpus", "weights_dtype", "kv_dtype", "batch")
+SERVING_FIELDS = ("gpus", "pp", "ep", "weights_dtype", "kv_dtype", "batch")
 
 
 Point = TypeVar("Point")

@@ -55,6 +55,82 @@ def check_tensor_parallel(shape: ModelShape, gpus: int) -> None:
         )
 
 
+def check_parallel(shape: ModelShape, tp: int, pp: int, ep: int) -> None:
+    """The pipeline and expert-parallel sizes a replica may take. pp: at most one stage a layer (vLLM's
+    get_pp_indices gives every stage L // pp layers or one more); an encoder-decoder model's stages are not priced.
+    ep: only for a mixture-of-experts model, dividing its routed experts, and a multiple of tp: vLLM's
+    expert-parallel group is the tp x dp GPUs of a stage (docs/serving/data_parallel_deployment.md: "When TP is
+    used in conjunction with DP, expert layers form an EP or TP group of size (DP x TP)")."""
+    if pp > shape.n_layers:
+        raise UsageError(f"pp ({pp}) must not exceed the {shape.n_layers} layers of {shape.name}")
+    if pp > 1 and is_encoder_decoder(shape):
+        raise UsageError(f"pp ({pp}) is not priced for an encoder-decoder model such as {shape.name}")
+    if ep == 1:
+        return
+    if shape.moe is None:
+        raise UsageError(f"ep ({ep}) needs routed experts: {shape.name} is a dense model")
+    if shape.moe.n_experts % ep:
+        raise UsageError(f"ep ({ep}) must divide the {shape.moe.n_experts} routed experts of {shape.name}")
+    if ep % tp:
+        raise UsageError(f"ep ({ep}) must be a multiple of tp ({tp}): the expert-parallel group is tp x dp GPUs")
+
+
+def stage_layers(n_layers: int, pp: int) -> list[int]:
+    """Layers of each pipeline stage as vLLM splits them (vllm/distributed/utils.py, get_pp_indices):
+    "layers_per_partition = num_hidden_layers // pp_size" each, and the remainder one more each on the stages before
+    the last ("for i in range(2, remaining_layers + 2): partitions[-i] += 1")."""
+    stages = [n_layers // pp] * pp
+    for i in range(2, n_layers % pp + 2):
+        stages[-i] += 1
+    return stages
+
+
+def attention_ranks(tp: int, ep: int) -> int:
+    """Attention data-parallel ranks of one stage: ep / tp when ep spans more GPUs than tp (vLLM's
+    --data-parallel-size with --enable-expert-parallel: each rank runs its own batch through attention over its tp
+    GPUs, and the experts are split over all tp x dp), else 1."""
+    return ep // tp if ep > tp else 1
+
+
+def stage_gpus(tp: int, ep: int) -> int:
+    """GPUs of one pipeline stage: tp, or ep where the expert-parallel group is wider (tp x dp)."""
+    return max(tp, ep)
+
+
+def replica_gpus(setup: ServingSetup) -> int:
+    """GPUs one replica uses: pp stages of `stage_gpus` each."""
+    return setup.pp * stage_gpus(setup.gpus, setup.ep)
+
+
+def step_sequences(setup: ServingSetup) -> tuple[int, int, int]:
+    """(sequences the most loaded attention rank holds, micro-batches in flight, sequences one forward step carries)
+    of B sequences on a replica: B over the attention ranks, then over one micro-batch in flight per pipeline stage
+    (vLLM's executor: "max_concurrent_batches ... return self.parallel_config.pipeline_parallel_size"). (B, 1, B)
+    without pipeline or expert parallelism."""
+    held = ceil_div(setup.batch, attention_ranks(setup.gpus, setup.ep))
+    in_flight = min(setup.pp, held)
+    return held, in_flight, ceil_div(held, in_flight)
+
+
+def layout_weight_bytes_per_gpu(
+    shape: ModelShape, weights: int, dtype: WeightsDtype | None, tp: int, ep: int, group_size: int = INT4_GROUP_SIZE
+) -> int:
+    """The weights one GPU of each stage holds, summed over the stages: 1/t of all (`share_per_gpu`) when experts
+    are split by tensor parallelism (ep <= t); with a wider expert-parallel group, the routed experts 1/ep
+    (vLLM's expert parallelism gives each GPU E/ep whole experts) and the rest 1/t, replicated on each of the ep / t
+    attention ranks."""
+    if ep <= tp:
+        return share_per_gpu(weights, tp)
+    routed = routed_expert_bytes(shape, dtype, group_size)
+    return share_per_gpu(weights - routed, tp) + share_per_gpu(routed, ep)
+
+
+def stage_share(total: int, layers: int, n_layers: int) -> int:
+    """A stage's share of what the layers hold (weights, KV cache, state): layers / L of it, rounded up. Layers
+    are taken as equal; a model whose layers differ (dense first layers, sliding windows) is averaged."""
+    return ceil_div(total * layers, n_layers)
+
+
 def quantized_bytes(n_params: int, dtype: WeightsDtype, group_size: int = INT4_GROUP_SIZE) -> int:
     """n weights at a serving dtype (`weights.dtype_bytes`)."""
     return weights.dtype_bytes(n_params, dtype, group_size)
@@ -363,10 +439,12 @@ def prefill_roofline(
     shape: ModelShape, setup: ServingSetup, weights_per_gpu: int, peak: float, bandwidth: float
 ) -> Roofline:
     """Prefill: the B prompts' forward pass; every weight read once (routed experts no prompt token picks excepted)
-    and the prompts' keys and values written."""
+    and the prompts' keys and values written. With expert parallelism B is one attention rank's, and a GPU's E / ep
+    experts meet every rank's tokens."""
     gpus, batch = setup.gpus, setup.batch
+    ranks, expert_gpus = attention_ranks(gpus, setup.ep), stage_gpus(gpus, setup.ep)
     weights_per_gpu -= unread_expert_bytes_per_gpu(
-        shape, setup.weights_dtype, batch * setup.prompt, gpus, setup.group_size
+        shape, setup.weights_dtype, batch * setup.prompt * ranks, expert_gpus, setup.group_size
     )
     tokens, encoder_tokens = cached_positions(shape, setup.prompt, 1 if is_encoder_decoder(shape) else 0)
     kv = kv_cache_bytes_per_gpu(shape, tokens, batch, setup.kv_dtype, gpus, encoder_tokens)
@@ -381,6 +459,9 @@ def decode_roofline(
     """A decode step at the end of generation: one token per sequence, reading what a GPU holds, every weight and the
     whole cache, but the routed experts none of the B tokens picks (`unread_expert_bytes_per_gpu`)."""
     context, encoder_tokens = cached_positions(shape, setup.prompt, setup.generate)
-    held_per_gpu -= unread_expert_bytes_per_gpu(shape, setup.weights_dtype, setup.batch, setup.gpus, setup.group_size)
+    ranks, expert_gpus = attention_ranks(setup.gpus, setup.ep), stage_gpus(setup.gpus, setup.ep)
+    held_per_gpu -= unread_expert_bytes_per_gpu(
+        shape, setup.weights_dtype, setup.batch * ranks, expert_gpus, setup.group_size
+    )
     work = share_per_gpu(decode_step_flops(shape, context, setup.batch, encoder_tokens), setup.gpus)
     return roofline(work, held_per_gpu, peak, bandwidth)

@@ -11,9 +11,10 @@ rows (tfcost.core.model.Model), the average of its layers:
   Background User's Guide" §3.2);
 - attention: QK^T and AV at the same efficiency, plus the score tensor's memory traffic (written by QK^T, read
   and written by the fused scale-mask-softmax and by dropout with its 1-byte mask, read by AV: 13 bytes per entry
-  in 16-bit, Megatron-LM's kernels); with flash attention, the kernel at FlashAttention-2's measured efficiency
-  on the GPU's generation (costs/efficiency.py: 0.73 on A100, 0.35 on Hopper; half that for a FlashAttention-1-class
-  kernel, `--flash-kernel fa1`), backward 2.5 x forward (Dao 2023 §4.1);
+  in 16-bit, Megatron-LM's kernels); with flash attention, the entries a causal mask keeps (the kernel skips the
+  masked blocks, and FlashAttention's benchmark measures its efficiency over those FLOPs) at FlashAttention-2's
+  measured efficiency on the GPU's generation (costs/efficiency.py: 0.73 on A100, 0.35 on Hopper; half that for a
+  FlashAttention-1-class kernel, `--flash-kernel fa1`), backward 2.5 x forward (Dao 2023 §4.1);
 - memory-bound ops: norms, residual/bias-dropout-adds and the MLP activation, each reading and writing its
   tensors once at the HBM bandwidth; backward twice the forward's traffic;
 - recomputation: selective redoes the attention scores; full redoes the layer's forward (compute and TP comm);
@@ -289,6 +290,11 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
     tokens = b * s // c
     per_gpu = b / (n_layers * t * c)  # one layer's share of a micro-batch's forward FLOPs on one GPU
     attention_flops = model.attention_flops(s) * per_gpu  # QK^T, AV (cross-attention's too) and an indexer's
+    # A fused kernel skips the blocks a causal mask hides, and its measured efficiency is over the kept entries:
+    # FlashAttention's benchmark counts "f = 4 * batch * seqlen**2 * nheads * headdim // (2 if causal else 1)"
+    # (Dao-AILab/flash-attention benchmarks/benchmark_flash_attention.py), the FLOPs FLASH_EFFICIENCY's 225
+    # TFLOP/s are measured in. A dense kernel computes every score entry whatever the mask (below).
+    flash_flops = model.attention_flops(s, causal=True) * per_gpu
     gemm = matmul_terms(shape, gpu, setup)
     efficiency, matmul_fwd = gemm.efficiency, gemm.seconds
     attention_peak = attention_peak_flops_per_s(gpu, training.compute_dtype(setup.precision), setup.fp8_attention)
@@ -300,7 +306,7 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
     activation = element * model.activation_elements_per_token()  # the MLP rows' activations (none without an MLP)
     elementwise_fwd = tokens * (d_wide * d / (t if setup.sequence_parallel else 1) + activation / t) / bandwidth
     if setup.flash:
-        attention_fwd = attention_flops / (attention_peak * flash_attention_efficiency(gpu, setup.flash_kernel))
+        attention_fwd = flash_flops / (attention_peak * flash_attention_efficiency(gpu, setup.flash_kernel))
         attention_bwd = FLASH_BACKWARD_FACTOR * attention_fwd
     else:  # the score entries each scores row's heads materialise, split over t by heads and c by queries
         entries = b * model.score_entries(s) / (n_layers * t * c)

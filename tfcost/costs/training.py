@@ -13,7 +13,7 @@ from tfcost.core.blocks import Block, blocks, layer_count
 from tfcost.core.layers import layer_ops
 from tfcost.core.model import model_of
 from tfcost.costs import finetune, fit, parallel
-from tfcost.costs.precision import bytes_per_param
+from tfcost.costs.precision import MASTER_BYTES, bytes_per_param
 from tfcost.errors import TfcostError
 from tfcost.hardware import rates as hardware
 from tfcost.schema import GpuSpec, ModelShape, Optimizer, Precision, Recompute, TrainingSetup
@@ -38,6 +38,12 @@ LOGIT_BYTES = 4  # the output logits are kept in fp32 for the loss (Korthikanti 
 # every layer's saved activations still held. A loss that upcasts a chunk at a time (torchtune's
 # CEWithChunkedOutputLoss, LitGPT's chunked_cross_entropy) keeps the log-probabilities and a chunk's transients.
 FULL_LOSS_PEAK_LOGITS = 3
+# A loss compiled with its upcast (`--loss compiled`: torchtune's CEWithChunkedOutputLoss under compile=True) does not
+# keep the fp32 copy: "Chunked cross entropy reduces memory by processing and upcasting one chunk at a time. This
+# allows the memory to be released after the computation. If we dont chunk, then compiling model+loss together or
+# independently has no difference, as long as we compile the upcasting with the loss" (torchtune PR #1390); the
+# backward needs the bf16 logits themselves, 2sbV/t (a chunk's gradient beside them, 1/8 of that, is left out).
+COMPILED_LOSS_LOGIT_BYTES = 2
 
 
 def default_seq_len(shape: ModelShape) -> int:
@@ -259,6 +265,14 @@ def activation_bytes_per_gpu(shape: ModelShape, setup: TrainingSetup) -> int:
     computes the logits, 4sbV/t; with p > 1 a stage's layers are each counted as the largest kind (an upper bound
     where kinds differ: which kinds a stage holds is not placed).
     """
+    layers = layers_activation_bytes(shape, setup)
+    if setup.offload_activations:
+        layers -= offloaded_activation_bytes(shape, setup)
+    return layers + last_stage_logits_bytes(shape, setup)
+
+
+def layers_activation_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
+    """What the busiest GPU's layers save for the backward pass (`activation_bytes_per_gpu` less the logits)."""
     stages = parallel.stage_layers(layer_count(shape), setup.pp, setup.pp_first_layers, setup.pp_last_layers)
     in_flight = min(parallel.micro_batches(setup), setup.pp) if setup.global_batch is not None else setup.pp
     busiest = max(min(in_flight, setup.pp - i) * layers for i, layers in enumerate(stages))
@@ -268,7 +282,18 @@ def activation_bytes_per_gpu(shape: ModelShape, setup: TrainingSetup) -> int:
         layers_bytes = sum(count * per_layer for _, count, per_layer in kinds)
     else:
         layers_bytes = max(per_layer for _, _, per_layer in kinds) * busiest
-    return round(layers_bytes * factor) + last_stage_logits_bytes(shape, setup)
+    return round(layers_bytes * factor)
+
+
+def offloaded_activation_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
+    """What `--offload-activations` moves to host memory: every layer's saved activations but one layer's, the
+    largest, which the backward brings back to use. torchtune's activation offloading (get_act_offloading_ctx_manager,
+    around the model's forward; the loss runs outside it): "All but the last output Linear in every step will be
+    offloaded", so the logits the loss keeps stay on the GPU."""
+    if not setup.offload_activations:
+        return 0
+    layers = layers_activation_bytes(shape, setup)
+    return layers - min(layers, activation_bytes_per_layer_of(shape, setup))
 
 
 def activation_bytes_by_layer_kind_of(shape: ModelShape, setup: TrainingSetup) -> tuple[tuple[Block, int, int], ...]:
@@ -286,11 +311,14 @@ def activation_bytes_per_layer_of(shape: ModelShape, setup: TrainingSetup) -> in
 
 def last_stage_logits_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
     """The logits on the busiest GPU: only when it is also the last pipeline stage (p = 1); under `--loss full` the
-    three fp32 logit-sized tensors of the loss's backward (FULL_LOSS_PEAK_LOGITS)."""
+    three fp32 logit-sized tensors of the loss's backward (FULL_LOSS_PEAK_LOGITS), under `--loss compiled` the bf16
+    logits alone (COMPILED_LOSS_LOGIT_BYTES)."""
     if setup.pp > 1:
         return 0
-    copies = FULL_LOSS_PEAK_LOGITS if setup.loss == "full" else 1
-    return copies * logits_bytes(shape, setup.seq_len // setup.cp, setup.micro_batch, setup.tp)
+    fp32 = logits_bytes(shape, setup.seq_len // setup.cp, setup.micro_batch, setup.tp)
+    if setup.loss == "compiled":
+        return fp32 * COMPILED_LOSS_LOGIT_BYTES // LOGIT_BYTES
+    return FULL_LOSS_PEAK_LOGITS * fp32 if setup.loss == "full" else fp32
 
 
 def trainable_params(shape: ModelShape, setup: TrainingSetup) -> int:
@@ -311,6 +339,88 @@ def zero3_gathered_bytes(layer_params: int, setup: TrainingSetup) -> int:
     live-parameter caps, `fit.zero3_live_params`), each GPU's 1/t of them, at the weights' bytes."""
     live = fit.zero3_live_params(ceil_div(layer_params, setup.tp))
     return live * bytes_per_param(setup.precision, setup.optimizer)["weights"]
+
+
+# FSDP2 accumulates a gradient it does not reduce-scatter yet in the reduce dtype (torch.distributed.fsdp
+# _fully_shard/_fsdp_param.py, FSDPParam.to_accumulated_grad_if_needed:
+#     self.unsharded_accumulated_grad = unsharded_grad.to(self.reduce_dtype)
+# ), fp32 by torchtitan's default: `mixed_precision_reduce: Literal["float32"] = "float32"`.
+ACCUMULATED_GRADIENT_BYTES = 4
+
+
+def keeps_weights_gathered(setup: TrainingSetup) -> bool:
+    """Whether ZeRO-3 / FSDP keeps every layer's gathered weights from its forward to its backward
+    (reshard_after_forward=False). torchtitan's default does under pipeline parallelism
+    (torchtitan/parallelisms/parallelize_llama.py, apply_fsdp):
+        if pp_enabled:
+            # For PP, do not reshard after forward to avoid per-microbatch
+            # all-gathers, which can be expensive and non-overlapped
+            reshard_after_forward = False
+    and --parallelism.fsdp_reshard_after_forward always|never overrides it ("never" will disable
+    `reshard_after_forward` for all forward passes)."""
+    if setup.reshard_after_forward == "default":
+        return setup.pp > 1
+    return setup.reshard_after_forward == "never"
+
+
+def accumulates_unsharded_gradients(setup: TrainingSetup) -> bool:
+    """Whether FSDP holds the gradients unsharded through the step, reduce-scattering them at the last micro-batch's
+    backward only. Under pipeline parallelism always (torch.distributed.pipelining, PipelineStage):
+        self.submod.set_is_last_backward(last_backward)
+        self.submod.set_requires_gradient_sync(last_backward)
+    DeepSpeed's ZeRO-3 never runs under its pipeline engine ("ZeRO-2 and ZeRO-3 are incompatible with pipeline
+    parallelism", deepspeed/runtime/pipe/engine.py), so ZeRO-3 with p > 1 is FSDP's. Without it, when the trainer
+    accumulates under no_sync (`--accumulate-unsharded`; LitGPT's `with fabric.no_backward_sync(model,
+    enabled=is_accumulating)`): "This likely results in higher memory usage because FSDP will accumulate the full
+    model gradients (instead of gradient shards) until the eventual sync" (FullyShardedDataParallel.no_sync).
+    With one micro-batch per step its backward is the last; without a global batch a pipelined step is taken to
+    have at least p micro-batches, as the activations' 1F1B count does."""
+    if setup.pp == 1 and not setup.accumulate_unsharded:
+        return False
+    if setup.global_batch is None:
+        return setup.pp > 1
+    return parallel.micro_batches(setup) > 1
+
+
+def gpu_share_params(shape: ModelShape, setup: TrainingSetup, n_params: int) -> int:
+    """Of `n_params` (all the model's or its trainable ones), those one GPU holds before ZeRO shards them over the
+    data-parallel ranks: 1/(t p), the routed experts (of full training) 1/(t p e)."""
+    experts = parallel.routed_expert_params(shape) if setup.ep > 1 and setup.lora_rank is None else 0
+    return ceil_div(n_params - experts, setup.tp * setup.pp) + ceil_div(experts, setup.tp * setup.pp * setup.ep)
+
+
+def gathered_weight_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
+    """ZeRO-3 weights gathered on one GPU when none is freed after its forward: all of its 1/(t p) share (assumed
+    even over the stages) at the weights' bytes, beside its shard; under LoRA the frozen base too (FSDP gathers it)."""
+    if setup.lora_rank is not None:
+        adapters = gpu_share_params(shape, setup, trainable_params(shape, setup))
+        base = ceil_div(finetune.frozen_base_bytes(shape, setup.qlora), setup.tp * setup.pp)
+        return base + adapters * bytes_per_param(setup.precision, setup.optimizer)["weights"]
+    weights = bytes_per_param(setup.precision, setup.optimizer)["weights"]
+    return gpu_share_params(shape, setup, params.total_params(shape)) * weights
+
+
+def gradient_params(shape: ModelShape, setup: TrainingSetup) -> int:
+    """The parameters that get gradients: the trainable ones; under `--frozen-gradients` also every layer's frozen
+    weights, which FSDP1 flattens into one parameter with its adapters when they share a unit (LitGPT 8641822's
+    FSDPStrategy(auto_wrap_policy={Block}, ...), use_orig_params=True by Lightning's default): "For
+    use_orig_params=True, FSDP supports mixing frozen and non-frozen, but we recommend not doing so since then the
+    gradient memory usage will be higher than expected (namely, equivalent to not freezing those parameters)"
+    (torch.distributed.fsdp.FullyShardedDataParallel). The embedding and head, in the root unit without adapters,
+    stay without."""
+    trainable = trainable_params(shape, setup)
+    if not setup.frozen_gradients:
+        return trainable
+    return trainable + sum(params.params_by_layer_kind(shape).values())
+
+
+def unsharded_gradient_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
+    """The gradients FSDP accumulates unsharded over a step's micro-batches: one GPU's 1/(t p) share of the
+    parameters that get gradients, fp32 under mixed precision (ACCUMULATED_GRADIENT_BYTES: FSDP2's reduce dtype;
+    FSDP1 is taken to do the same), else the gradients' own bytes."""
+    mixed = MASTER_BYTES[setup.precision] > 0
+    element = ACCUMULATED_GRADIENT_BYTES if mixed else bytes_per_param(setup.precision, setup.optimizer)["gradients"]
+    return gpu_share_params(shape, setup, gradient_params(shape, setup)) * element
 
 
 def data_parallel_memory_per_gpu(
@@ -341,6 +451,23 @@ def frozen_base_bytes_per_gpu(shape: ModelShape, setup: TrainingSetup) -> int:
     return ceil_div(finetune.frozen_base_bytes(shape, setup.qlora), shards)
 
 
+def held_zero_stage(setup: TrainingSetup) -> int:
+    """The ZeRO stage the model states are held at through a step: `setup.zero`, except that ZeRO-2 under pipeline
+    parallelism with more than one micro-batch holds its gradients unsharded, as ZeRO-1: the stage accumulates every
+    micro-batch's gradients before one reduce-scatter. No framework shards them sooner there: DeepSpeed's pipeline
+    engine refuses it ("ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism",
+    deepspeed/runtime/pipe/engine.py); Megatron-LM's distributed optimizer shards only the optimizer states
+    ("num_bytes_per_parameter = 18 if not args.use_distributed_optimizer else 6 + (12 / args.data_parallel_size)",
+    megatron/training/theoretical_memory_usage.py); FSDP under torch.distributed.pipelining reduce-scatters at the
+    last micro-batch's backward only (`set_requires_gradient_sync(last_backward)`), and Llama 3 "use[s] FP32 gradient
+    accumulation during backward computation over multiple micro-batches and also reduce-scatter[s] gradients in FP32
+    across data parallel workers in FSDP" (Dubey et al. 2024 §3.3.2). ZeRO-3 is left as it is. Without a global
+    batch the step is taken to have more than one micro-batch, as the activations' 1F1B count takes p."""
+    if setup.zero == 2 and setup.pp > 1 and (setup.global_batch is None or parallel.micro_batches(setup) > 1):
+        return 1
+    return setup.zero
+
+
 def memory_per_gpu(shape: ModelShape, setup: TrainingSetup, activations: int | None = None) -> dict[str, int]:
     """Everything the busiest GPU holds: weights, gradients, optimizer states and activations, and their total;
     and what lives in host memory instead ("host"). `activations`: this setup's `activation_bytes_per_gpu` when the
@@ -356,13 +483,13 @@ def memory_per_gpu(shape: ModelShape, setup: TrainingSetup, activations: int | N
     trainable = trainable_params(shape, setup)
     replicas = setup.data_parallel * setup.cp
     experts = parallel.routed_expert_params(shape) if setup.ep > 1 and setup.lora_rank is None else 0
+    zero = held_zero_stage(setup)
     parts = model_state_bytes_per_gpu(
-        trainable - experts, setup.precision, setup.optimizer, setup.zero, replicas, setup.tp * setup.pp
+        trainable - experts, setup.precision, setup.optimizer, zero, replicas, setup.tp * setup.pp
     )
     if experts:  # expert parallelism: each GPU holds 1/e of the routed experts, ZeRO shards them over N_d c / e
         sharded = model_state_bytes_per_gpu(
-            experts, setup.precision, setup.optimizer, setup.zero, replicas // setup.ep,
-            setup.tp * setup.pp * setup.ep,
+            experts, setup.precision, setup.optimizer, zero, replicas // setup.ep, setup.tp * setup.pp * setup.ep,
         )  # fmt: skip
         parts = {key: parts[key] + sharded[key] for key in parts}
     if setup.memory_convention == "deepspeed" and setup.zero in (2, 3) and setup.lora_rank is None:
@@ -376,6 +503,9 @@ def memory_per_gpu(shape: ModelShape, setup: TrainingSetup, activations: int | N
         return parts
     if setup.lora_rank is not None:  # the frozen base besides the adapters' own weights
         parts["weights"] += frozen_base_bytes_per_gpu(shape, setup)
+    if setup.frozen_gradients:  # the layers' frozen weights get sharded gradients too (FSDP1's flat parameters)
+        per_param = bytes_per_param(setup.precision, setup.optimizer)["gradients"]
+        parts["gradients"] = ceil_div(gradient_params(shape, setup) * per_param, setup.tp * setup.pp * replicas)
     if setup.optimizer_in_backward:
         per_param = bytes_per_param(setup.precision, setup.optimizer)["gradients"]
         parts["gradients"] = min(parts["gradients"], ceil_div(largest_weight_params(shape) * per_param, setup.tp))
@@ -393,9 +523,13 @@ def memory_per_gpu(shape: ModelShape, setup: TrainingSetup, activations: int | N
     if setup.offload == "params":
         host += parts["weights"]
         parts["weights"] = 0
-    if setup.zero == 3 or setup.offload == "params":  # the layers gathered (or streamed in) for compute stay
+    if setup.zero == 3 and keeps_weights_gathered(setup):
+        parts["weights"] += gathered_weight_bytes(shape, setup)
+    elif setup.zero == 3 or setup.offload == "params":  # the layers gathered (or streamed in) for compute stay
         parts["weights"] += zero3_gathered_bytes(params.params_per_layer(shape), setup)
+    if setup.zero == 3 and accumulates_unsharded_gradients(setup):  # until the last backward's reduce-scatter
+        parts["gradients"] = max(parts["gradients"], unsharded_gradient_bytes(shape, setup))
     parts["activations"] = activation_bytes_per_gpu(shape, setup) if activations is None else activations
     parts["total"] = sum(parts.values())
-    parts["host"] = host
+    parts["host"] = host + offloaded_activation_bytes(shape, setup)
     return parts

@@ -267,6 +267,8 @@ TRAIN_NEEDS_READER = {
     "sequence_parallel": "--sequence-parallel", "recompute": "--recompute", "precision": "--precision",
     "lora_rank": "--lora", "qlora": "--qlora", "offload": "--offload",
     "optimizer_in_backward": "--optimizer-in-backward", "memory_convention": "--memory-convention", "loss": "--loss",
+    "reshard_after_forward": "--reshard-after-forward", "accumulate_unsharded": "--accumulate-unsharded",
+    "frozen_gradients": "--frozen-gradients", "offload_activations": "--offload-activations",
 }  # fmt: skip
 # And what `serve` does: tensor parallelism splits heads the engine does not know, and KV blocks size the expected
 # engine's memory, which the engine's bound does not report.

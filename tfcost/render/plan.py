@@ -73,16 +73,16 @@ def plan_train_table(report: TrainPlanReport, markdown: bool = False) -> None:
 def serve_rows(table: Any, layouts: list[ServePlanLayout]) -> None:
     for index, layout in enumerate(layouts, 1):
         table.add_row(
-            str(index), str(layout.tp), f"{layout.replicas:,}", f"{layout.batch:,}", layout.weights_dtype,
-            layout.kv_dtype, human(layout.ttft_ms, "ms"), human(layout.tpot_ms, "ms"),
+            str(index), str(layout.tp), str(layout.pp), str(layout.ep), f"{layout.replicas:,}", f"{layout.batch:,}",
+            layout.weights_dtype, layout.kv_dtype, human(layout.ttft_ms, "ms"), human(layout.tpot_ms, "ms"),
             f"{layout.tokens_per_s_per_gpu:,.0f}", f"{layout.tokens_per_s_per_user:,.1f}",
             human(layout.memory_per_gpu_bytes, "bytes"),
         )  # fmt: skip
 
 
 def serve_columns(table: Any) -> None:
-    for header in ("#", "tp", "replicas", "batch", "weights", "KV", "TTFT", "TPOT", "tok/s/GPU", "tok/s/user",
-                   "memory/GPU"):  # fmt: skip
+    for header in ("#", "tp", "pp", "ep", "replicas", "batch", "weights", "KV", "TTFT", "TPOT", "tok/s/GPU",
+                   "tok/s/user", "memory/GPU"):  # fmt: skip
         table.add_column(header, justify="left" if header in ("weights", "KV") else "right")
 
 
@@ -110,9 +110,9 @@ def plan_serve_table(report: ServePlanReport, markdown: bool = False) -> None:
     notes = [
         f"Searched {report.searched:,} layouts; {report.feasible:,} fit and meet the targets. Rejected: "
         f"{rejected_line(report.rejected)}.",
-        "TTFT, TPOT and memory: `serve`'s expected figures (not the bound). tok/s/GPU: batch / TPOT over the tp GPUs "
-        "of a replica (decode); tok/s/user: 1 / TPOT. Pipeline and expert parallelism are not searched: `serve` "
-        "prices tensor parallelism only. How the search works: docs/plan.md.",
+        "TTFT, TPOT and memory: `serve`'s expected figures (not the bound). tok/s/GPU: batch / TPOT over the "
+        "pp x max(tp, ep) GPUs of a replica (decode); tok/s/user: 1 / TPOT. ep > tp: ep / tp attention data-parallel "
+        "ranks share the experts. How the search works: docs/plan.md.",
     ]
     print_table(front, *notes)
 

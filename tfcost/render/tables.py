@@ -627,7 +627,10 @@ def serve_table(result: ServeReport, markdown: bool = False) -> None:
 
     result = neutral(result)
     s = result.setup
-    title = serve_title(result, f"{s.gpus} x {result.gpu} (tensor parallel)")
+    where = f"{s.gpus} x {result.gpu} (tensor parallel)"
+    if s.pp > 1 or s.ep > 1:
+        where += f" in each of {s.pp} pipeline stage{'s' if s.pp > 1 else ''}, experts over {s.ep} GPUs a stage"
+    title = serve_title(result, where)
     notes = [
         "Bound: the roofline, max(FLOPs / reachable peak, bytes / reachable bandwidth) per GPU; no engine beats it.",
         "Expected: the kernels at the rates real kernels reach, plus a per-step floor, tensor-parallel all-reduces, "

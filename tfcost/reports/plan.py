@@ -150,8 +150,13 @@ def serving_evaluator(shape: ModelShape, gpu: GpuSpec) -> Callable[[ServingSetup
         setup = serving.with_weights_dtype(shape, setup)
         rates = expected.table_rates(gpu, serving.compute_dtype(setup.weights_dtype, gpu, shape))
         usable = usable_cache.setdefault(setup.reserve, serving.usable_bytes_per_gpu(gpu, setup.reserve))
-        weights = serving.share_per_gpu(
-            serving.served_weight_bytes(shape, setup.weights_dtype, setup.group_size), setup.gpus
+        weights = serving.layout_weight_bytes_per_gpu(
+            shape,
+            serving.served_weight_bytes(shape, setup.weights_dtype, setup.group_size),
+            setup.weights_dtype,
+            setup.gpus,
+            setup.ep,
+            setup.group_size,
         )
         result = serve_expected(shape, setup, rates, usable, weights)
         return search.ServeOutcome(
@@ -170,7 +175,7 @@ def serving_evaluator(shape: ModelShape, gpu: GpuSpec) -> Callable[[ServingSetup
 def serve_layout(layout: search.ServeLayout, shape: ModelShape) -> ServePlanLayout:
     s, outcome = layout.setup, layout.outcome
     return ServePlanLayout(
-        tp=s.gpus, pp=1, ep=1, replicas=layout.replicas, batch=s.batch,
+        tp=s.gpus, pp=s.pp, ep=s.ep, replicas=layout.replicas, batch=s.batch,
         weights_dtype=serving.weights_format(shape, s.weights_dtype), kv_dtype=s.kv_dtype, ttft_ms=outcome.ttft_ms,
         tpot_ms=outcome.tpot_ms, tokens_per_s_per_gpu=layout.tokens_per_s_per_gpu,
         tokens_per_s_per_user=layout.tokens_per_s_per_user, memory_per_gpu_bytes=outcome.memory_per_gpu_bytes,
@@ -344,16 +349,16 @@ def serve_suggestion(shape: ModelShape, gpu: GpuSpec, asked: ServingSetup, model
     """The nearest serving layout on the asked GPUs that fits, and the `plan serve` command."""
     command = plan_command(
         "serve", model,
-        ["--gpus", str(asked.gpus), "--gpu", gpu.name, "--prompt", str(asked.prompt), "--generate",
+        ["--gpus", str(serving.replica_gpus(asked)), "--gpu", gpu.name, "--prompt", str(asked.prompt), "--generate",
          str(asked.generate)],
     )  # fmt: skip
     evaluate = serving_evaluator(shape, gpu)
     asked = serving.with_weights_dtype(shape, asked)
     nearest = search.nearest_serving_layout(shape, asked, evaluate)
     if nearest is None:
-        found = search.search_serving(shape, asked.gpus, asked, evaluate)
+        found = search.search_serving(shape, serving.replica_gpus(asked), asked, evaluate)
         return Suggestion(options=[], reason=found.most_rejected(), command=command)
-    names = {"gpus": "gpus", "weights_dtype": "weights-dtype", "kv_dtype": "kv-dtype", "batch": "batch"}
+    names = {name: name.replace("_", "-") for name in search.SERVING_FIELDS}
     words = [
         word
         for name, option in names.items()

@@ -7,6 +7,7 @@ from pydantic import Field
 
 from tfcost.core import memory, params
 from tfcost.costs import engine_memory, expected, images, serving
+from tfcost.errors import UsageError
 from tfcost.hardware import rates as hardware
 from tfcost.reports.estimate import Section, SourceNotes, quantity, stepped_cache_note
 from tfcost.reports.explain import serve_lines
@@ -69,7 +70,30 @@ class ServeExpected(ServeLatency):
     decode_kernels_ms: float = quantity("decode kernels at the rates reached", "ms")
     decode_dequant_ms: float = quantity("decode dequantization of int8/int4/fp4 weights", "ms")
     decode_allreduce_ms: float = quantity("decode tensor-parallel all-reduces (2 per layer)", "ms")
+    prefill_all_to_all_ms: float | None = Field(
+        default=None,
+        description="prefill expert-parallel dispatch and combine (2 all-to-alls per MoE layer)",
+        json_schema_extra={"unit": "ms"},
+        exclude_if=lambda value: value is None,
+    )
+    decode_all_to_all_ms: float | None = Field(
+        default=None,
+        description="decode expert-parallel dispatch and combine (2 all-to-alls per MoE layer)",
+        json_schema_extra={"unit": "ms"},
+        exclude_if=lambda value: value is None,
+    )
+    pipeline_send_ms: float | None = Field(
+        default=None,
+        description="decode stage-to-stage sends (hidden states and residual), the pp - 1 of one pass",
+        json_schema_extra={"unit": "ms"},
+        exclude_if=lambda value: value is None,
+    )
     step_floor_ms: float = quantity("per-step floor: kernels x one kernel's fixed cost", "ms")
+    decode_mean_ms_per_token: float = quantity("mean decode step of the generation, at context P + (G + 1) / 2", "ms")
+    run_ms: float = quantity("a static batch's whole run = prefill + G mean decode steps", "ms")
+    run_tokens_per_s: float = quantity("static-batch throughput over the run, B x G / run", "per_s")
+    inflight_step_ms: float = quantity("in-flight step, concurrency B: B decode + B x P/G prompt tokens", "ms")
+    inflight_tokens_per_s: float = quantity("in-flight batching throughput at concurrency B, B / step", "per_s")
     stream_bytes_per_s: float = quantity("bandwidth reached streaming weights and KV", "bytes_per_s")
     matmul_flops_per_s: float = quantity("FLOP/s reached by large matmuls", "flops_per_s")
     kv_tokens_per_sequence: int = quantity("KV slots per sequence, rounded up to whole blocks", "count")
@@ -140,24 +164,49 @@ def serve(
     from_files = stored_bytes is not None and setup.weights_dtype is None
     setup = serving.with_weights_dtype(shape, setup)
     setup = images.with_image_tokens(shape, setup)  # the images' tokens join each prompt (--images)
-    t, b, kv_dtype = setup.gpus, setup.batch, setup.kv_dtype
+    t, kv_dtype = setup.gpus, setup.kv_dtype
     serving.check_generates(shape)
     serving.check_tensor_parallel(shape, t)
+    serving.check_parallel(shape, t, setup.pp, setup.ep)
+    if explained and (setup.pp > 1 or setup.ep > 1):
+        raise UsageError("--explain works out tensor parallelism only: not with --pp or --ep")
+    # With pipeline or expert parallelism the bound is one forward step of b sequences through every stage (a GPU
+    # of each, summed), and the memory that of the stage with the most layers (docs/serving.md).
+    held_sequences, _, b = serving.step_sequences(setup)
+    step = setup if b == setup.batch else setup.model_copy(update={"batch": b})
+    ranks = serving.attention_ranks(t, setup.ep)
+    fullest = max(serving.stage_layers(shape.n_layers, setup.pp))
+
+    def on_stage(whole: int) -> int:
+        return whole if setup.pp == 1 else serving.stage_share(whole, fullest, shape.n_layers)
+
     peak = serving.effective_peak_flops_per_s(gpu, setup.weights_dtype, setup.compute_efficiency, shape)
     bandwidth = serving.effective_bandwidth_bytes_per_s(gpu, setup.memory_efficiency)
     usable = serving.usable_bytes_per_gpu(gpu, setup.reserve)
     weights = serving.served_weight_bytes(
         shape, setup.weights_dtype, setup.group_size, stored_bytes if from_files else None
     )
-    weights_per_gpu = serving.share_per_gpu(weights, t)
+    weights_per_gpu = serving.layout_weight_bytes_per_gpu(
+        shape, weights, setup.weights_dtype, t, setup.ep, setup.group_size
+    )
     tokens, encoder_tokens = serving.cached_positions(shape, setup.prompt, setup.generate)
     kv_per_gpu = serving.kv_cache_bytes_per_gpu(shape, tokens, b, kv_dtype, t, encoder_tokens)
     state_per_gpu = serving.state_bytes_per_gpu(shape, b, kv_dtype, t)
     stepped = bool(memory.cache_steps(shape))  # no bytes per token: the cache at P + G, the context by bisection
     held = serving.bytes_moved_per_gpu(weights_per_gpu, kv_per_gpu + state_per_gpu)  # what decode reads
+    prefill = serving.prefill_roofline(shape, step, weights_per_gpu, peak, bandwidth)
+    decode = serving.decode_roofline(shape, step, held, peak, bandwidth)
+    if step is not setup:  # the memory: every micro-batch's cache, on the fullest stage
+        kv_per_gpu = serving.kv_cache_bytes_per_gpu(shape, tokens, held_sequences, kv_dtype, t, encoder_tokens)
+        state_per_gpu = serving.state_bytes_per_gpu(shape, held_sequences, kv_dtype, t)
+    layout_weights = weights_per_gpu  # summed over the stages: what serve_expected splits
+    weights_per_gpu, kv_per_gpu, state_per_gpu = (
+        on_stage(weights_per_gpu),
+        on_stage(kv_per_gpu),
+        on_stage(state_per_gpu),
+    )
+    held = serving.bytes_moved_per_gpu(weights_per_gpu, kv_per_gpu + state_per_gpu)
     budget = serving.kv_budget_bytes_per_gpu(usable, weights_per_gpu)
-    prefill = serving.prefill_roofline(shape, setup, weights_per_gpu, peak, bandwidth)
-    decode = serving.decode_roofline(shape, setup, held, peak, bandwidth)
     rates = rates or expected.table_rates(
         gpu, serving.compute_dtype(setup.weights_dtype, gpu, shape), setup.fp8_attention
     )
@@ -184,28 +233,32 @@ def serve(
             weights_bytes=weights,
             weights_bytes_per_gpu=weights_per_gpu,
             kv_cache_bytes_per_token=None if stepped else memory.kv_cache_bytes_per_token(shape, kv_dtype),
-            kv_cache_bytes=memory.kv_cache_bytes(shape, tokens, b, kv_dtype, encoder_tokens),
+            kv_cache_bytes=memory.kv_cache_bytes(shape, tokens, setup.batch, kv_dtype, encoder_tokens),
             kv_cache_bytes_per_gpu=kv_per_gpu,
-            state_bytes=memory.state_bytes(shape, b, kv_dtype),
+            state_bytes=memory.state_bytes(shape, setup.batch, kv_dtype),
             state_bytes_per_gpu=state_per_gpu,
             total_bytes_per_gpu=held,
             fits=held <= usable,
             kv_cache_note=stepped_cache_note(shape, tokens),
         ),
-        max_batch=serving.max_batch(
+        max_batch=ranks
+        * serving.max_batch(
             budget,
-            serving.kv_cache_bytes_per_gpu(shape, tokens, 1, kv_dtype, t, encoder_tokens),
-            serving.state_bytes_per_gpu(shape, 1, kv_dtype, t),
+            on_stage(serving.kv_cache_bytes_per_gpu(shape, tokens, 1, kv_dtype, t, encoder_tokens)),
+            on_stage(serving.state_bytes_per_gpu(shape, 1, kv_dtype, t)),
         ),
-        max_context=serving.stepped_max_context(shape, budget, b, kv_dtype, t, state_per_gpu)
+        max_context=serving.stepped_max_context(shape, budget, held_sequences, kv_dtype, t, state_per_gpu)
         if stepped
         else serving.max_context(
-            budget, serving.kv_cache_bytes_per_gpu(shape, 1, b, kv_dtype, t), state_per_gpu, shape.max_seq_len
+            budget,
+            on_stage(serving.kv_cache_bytes_per_gpu(shape, 1, held_sequences, kv_dtype, t)),
+            state_per_gpu,
+            shape.max_seq_len,
         ),
         model_max_context=shape.max_seq_len,
-        latency=latency(prefill, decode, b, setup.prompt),
+        latency=latency(prefill, decode, setup.batch, setup.prompt),
         expected=serve_expected(
-            shape, setup, rates, engine_memory.engine_usable_bytes(gpu, setup.reserve), weights_per_gpu
+            shape, setup, rates, engine_memory.engine_usable_bytes(gpu, setup.reserve), layout_weights
         ),
         profile=profile,
     )
@@ -235,8 +288,16 @@ def serve_expected(
     shape: ModelShape, setup: ServingSetup, rates: expected.EngineRates, usable: int, weights_per_gpu: int
 ) -> ServeExpected:
     """The expected serving times and memory: tfcost.costs.expected's terms added to the kernels' time at the rates
-    reached. The KV cache is counted in whole blocks, as a paged engine allocates it."""
-    t, b, kv_dtype = setup.gpus, setup.batch, setup.kv_dtype
+    reached. The KV cache is counted in whole blocks, as a paged engine allocates it.
+
+    With pipeline or expert parallelism (setup.pp, setup.ep; `weights_per_gpu` summed over one GPU of each stage,
+    serving.layout_weight_bytes_per_gpu): the B sequences are split over the attention ranks (ep / t of them) and, in
+    each, over one micro-batch in flight per stage; each stage does its layers' share of the stack's work
+    (expected.pipeline_seconds), and memory is that of the fullest stage."""
+    t, kv_dtype, pp = setup.gpus, setup.kv_dtype, setup.pp
+    ranks = serving.attention_ranks(t, setup.ep)
+    held_sequences, in_flight, b = serving.step_sequences(setup)  # b: one forward step's sequences (B: pp = ep = 1)
+    expert_gpus = serving.stage_gpus(t, setup.ep)
     kv_tokens = expected.allocated_kv_tokens(setup.context, setup.kv_block)
     kv_per_gpu = serving.kv_cache_bytes_per_gpu(shape, kv_tokens, b, kv_dtype, t)
     prompt_kv = serving.kv_cache_bytes_per_gpu(shape, setup.prompt, b, kv_dtype, t)
@@ -255,49 +316,148 @@ def serve_expected(
     head_flops = serving.share_per_gpu(2 * head_elements * b, t)
     decoder_only = not serving.is_encoder_decoder(shape)
 
-    # Routed experts no token picks are not read (uniform routing): a decode step of B tokens, a prefill of B x P.
-    decode_unread = serving.unread_expert_bytes_per_gpu(shape, setup.weights_dtype, b, t, setup.group_size)
-    prefill_unread = serving.unread_expert_bytes_per_gpu(
-        shape, setup.weights_dtype, b * setup.prompt, t, setup.group_size
+    # Routed experts no token picks are not read (uniform routing): a decode step of B tokens, a prefill of B x P;
+    # with expert parallelism every rank's tokens meet a GPU's E / ep experts.
+    decode_unread = serving.unread_expert_bytes_per_gpu(
+        shape, setup.weights_dtype, b * ranks, expert_gpus, setup.group_size
     )
-    prefill_flops = serving.prefill_flops(shape, setup.prompt, b) + serving.images_prefill_flops(shape, setup)
+    prefill_unread = serving.unread_expert_bytes_per_gpu(
+        shape, setup.weights_dtype, b * setup.prompt * ranks, expert_gpus, setup.group_size
+    )
+    step_setup = setup if b == setup.batch else setup.model_copy(update={"batch": b})
+    prefill_flops = serving.prefill_flops(shape, setup.prompt, b) + serving.images_prefill_flops(shape, step_setup)
     prefill_flops = serving.share_per_gpu(prefill_flops, t)
     prefill_attention = serving.share_per_gpu(b * expected.attention_flops(shape, setup.prompt), t)
-    prefill_kernels = expected.phase_seconds(
-        prefill_flops - head_flops,
-        layer_weights - prefill_unread + prompt_kv,
-        rates,
-        prefill_attention if decoder_only else 0,
-        rows=b * setup.prompt,
-    ) + expected.head_seconds(shape, head_flops, head_bytes, rates)
-    prefill_allreduce = expected.tensor_parallel_seconds(shape, b * setup.prompt, t, rates)
+    prefill_head = expected.head_seconds(shape, head_flops, head_bytes, rates)
+    prefill_kernels = (
+        expected.phase_seconds(
+            prefill_flops - head_flops,
+            layer_weights - prefill_unread + prompt_kv,
+            rates,
+            prefill_attention if decoder_only else 0,
+            rows=b * setup.prompt,
+        )
+        + prefill_head
+    )
+    prefill_allreduce = allreduce_seconds(shape, b * setup.prompt, setup, rates)
+    prefill_all_to_all = expected.all_to_all_seconds(shape, ceil_div(b * setup.prompt, t), setup.ep, rates)
     prefill_s = prefill_kernels + dequant + prefill_allreduce + floor
-    decode_flops = serving.share_per_gpu(serving.decode_step_flops(shape, setup.context, b), t)
-    one_token = expected.attention_flops(shape, setup.context) - expected.attention_flops(shape, setup.context - 1)
-    decode_attention = serving.share_per_gpu(b * one_token, t) if decoder_only else 0
+
+    # On the layout: a step adds the expert all-to-all and passes through the pipeline's stages, each its layers'
+    # share, the head and its kernels on the last (expected.pipeline_seconds); pp = ep = 1 leaves it as it is.
+    stages = serving.stage_layers(shape.n_layers, pp)
+    across = expected.stage_boundaries_across_nodes(pp, expert_gpus, rates)
+    end_floor = expected.KERNELS_OUTSIDE_LAYERS * rates.kernel_floor_s + rates.step_fixed_s
+
+    def on_layout(step_s: float, head_s: float, tokens: int, a2a_s: float, per_token: bool) -> float:
+        if setup.ep > 1:
+            step_s += a2a_s
+        if pp == 1:
+            return step_s
+        sends = [expected.pipeline_send_seconds(shape, tokens, rates, crosses) for crosses in across]
+        one_pass, slowest = expected.pipeline_seconds(
+            step_s - head_s - end_floor, head_s + end_floor, stages, shape.n_layers, sends
+        )
+        if per_token:  # a sequence's next token
+            return expected.pipeline_token_seconds(one_pass, slowest, in_flight)
+        return expected.pipeline_batch_seconds(one_pass, slowest, in_flight)  # every micro-batch's prompts
+
+    prefill_s = on_layout(prefill_s, prefill_head, b * setup.prompt, prefill_all_to_all, per_token=False)
     state_per_gpu = serving.state_bytes_per_gpu(shape, b, kv_dtype, t)  # read and written once a step
+    decode_stream_s = expected.weights_stream_seconds(shape, layer_weights - decode_unread, rates)
+    head_s = expected.head_seconds(shape, head_flops, head_bytes, rates)
+    reads = expected.cache_reads_per_decode(shape, t, setup.gqa_decode)
+
+    def decode_step(context: int) -> tuple[int, int, int, float]:
+        """One decode step at `context`: its FLOPs and attention FLOPs per GPU, its cache bytes, its kernels' time."""
+        flops = serving.share_per_gpu(serving.decode_step_flops(shape, context, b), t)
+        one_token = expected.attention_flops(shape, context) - expected.attention_flops(shape, context - 1)
+        attention = serving.share_per_gpu(b * one_token, t) if decoder_only else 0
+        cache = serving.kv_cache_bytes_per_gpu(
+            shape, expected.allocated_kv_tokens(context, setup.kv_block), b, kv_dtype, t
+        )
+        cache_read = cache * reads  # bytes the attention kernel streams: each head's cache `reads` times
+        kernels = expected.split_step_seconds(
+            flops - head_flops - attention, decode_stream_s, attention, cache_read + state_per_gpu, rates, rows=b
+        )
+        return flops, attention, cache, kernels + head_s
+
+    decode_flops, _, _, decode_kernels = decode_step(setup.context)
     decode_bytes = layer_weights - decode_unread + head_bytes + kv_per_gpu + state_per_gpu
-    decode_kernels = expected.phase_seconds(
-        decode_flops - head_flops, kv_per_gpu + state_per_gpu, rates, decode_attention,
-        weight_stream_s=expected.weights_stream_seconds(shape, layer_weights - decode_unread, rates), rows=b,
-    ) + expected.head_seconds(shape, head_flops, head_bytes, rates)  # fmt: skip
-    decode_allreduce = expected.tensor_parallel_seconds(shape, b, t, rates)
+    decode_allreduce = allreduce_seconds(shape, b, setup, rates)
+    decode_all_to_all = expected.all_to_all_seconds(shape, ceil_div(b, t), setup.ep, rates)
     decode_s = decode_kernels + dequant + decode_allreduce + floor
+    decode_s = on_layout(decode_s, head_s, b, decode_all_to_all, per_token=True)
+
+    # A whole run (issue 22): a static batch's G steps at their mean context after the prefill; and in-flight
+    # batching's steady step at concurrency B, B decode tokens and B x P / G prompt tokens in one step, the
+    # projections and attention each at its own roofline (expected.split_step_seconds).
+    mean_context = expected.mean_decode_context(setup.prompt, setup.generate)
+    mean_flops, mean_attention, mean_cache, mean_kernels = decode_step(mean_context)
+    decode_mean_s = mean_kernels + dequant + decode_allreduce + floor
+    decode_mean_s = on_layout(decode_mean_s, head_s, b, decode_all_to_all, per_token=True)
+    run_s = prefill_s + setup.generate * decode_mean_s
+    prompt_rows = expected.prompt_tokens_per_step(b, setup.prompt, setup.generate)
+    rows = b + prompt_rows
+    prompt_share = prompt_rows / setup.prompt  # prompts prefilled per step, B / G
+    linear_per_token = (mean_flops - mean_attention - head_flops) / b
+    inflight_unread = serving.unread_expert_bytes_per_gpu(
+        shape, setup.weights_dtype, max(round(rows), 1) * ranks, expert_gpus, setup.group_size
+    )
+    inflight_head = expected.head_seconds(shape, head_flops * (1 + prompt_share / b), head_bytes, rates)
+    inflight_kernels = (
+        expected.split_step_seconds(
+            linear_per_token * rows,
+            expected.weights_stream_seconds(shape, layer_weights - inflight_unread, rates),
+            mean_attention + prompt_share * (prefill_attention / b if decoder_only else 0),
+            mean_cache * reads + state_per_gpu + prompt_share * prompt_kv / b,
+            rates,
+            rows=max(round(rows), 1),
+        )
+        + inflight_head
+    )
+    inflight_rows = max(round(rows), 1)
+    inflight_allreduce = allreduce_seconds(shape, inflight_rows, setup, rates)
+    inflight_s = inflight_kernels + dequant + inflight_allreduce + floor
+    inflight_all_to_all = expected.all_to_all_seconds(shape, ceil_div(inflight_rows, t), setup.ep, rates)
+    inflight_s = on_layout(inflight_s, inflight_head, inflight_rows, inflight_all_to_all, per_token=True)
 
     workspace = engine_memory.profile_activation_bytes(shape, b * setup.prompt, b, t)
-    fixed = weights_per_gpu + rates.cuda_context_bytes + workspace
-    budget = engine_memory.vllm_kv_cache_bytes(usable, weights_per_gpu, workspace, rates.cuda_context_bytes)
     kv_per_token = serving.kv_cache_bytes_per_gpu(shape, 1, 1, kv_dtype, t)
     block_bytes = kv_per_token * setup.kv_block
-    blocks = budget // block_bytes if block_bytes else 0  # a model with no KV cache (pure Mamba) has no blocks
     state_per_sequence = serving.state_bytes_per_gpu(shape, 1, kv_dtype, t)
     blocks_per_sequence = ceil_div(setup.context, setup.kv_block)
-    max_batch = serving.max_batch(budget, blocks_per_sequence * block_bytes, state_per_sequence)
-    max_kv_tokens = blocks * setup.kv_block
-    if memory.cache_steps(shape):  # no bytes per token to page in blocks: the cache at P + G, capacity by bisection
+    sequence_kv = blocks_per_sequence * block_bytes
+    if memory.cache_steps(shape):  # no bytes per token to page in blocks: the cache at P + G
         sequence_kv = serving.kv_cache_bytes_per_gpu(shape, setup.context, 1, kv_dtype, t)
-        max_batch = serving.max_batch(budget, sequence_kv, state_per_sequence)
-        max_kv_tokens = serving.stepped_max_context(shape, budget, 1, kv_dtype, t, state_per_sequence)
+    held_kv = kv_per_gpu + state_per_gpu
+    if held_sequences != b:  # every micro-batch's cache stays on the GPU
+        held_kv = serving.kv_cache_bytes_per_gpu(shape, kv_tokens, held_sequences, kv_dtype, t)
+        held_kv += serving.state_bytes_per_gpu(shape, held_sequences, kv_dtype, t)
+
+    def stage_part(whole: int, layers: int) -> int:
+        """A stage's share of what the layers hold (serving.stage_share); all of it without a pipeline."""
+        return whole if pp == 1 else serving.stage_share(whole, layers, shape.n_layers)
+
+    stage_weights = [stage_part(layer_weights, layers) for layers in stages] if pp > 1 else [weights_per_gpu]
+    stage_weights[0] += lookup_bytes if pp > 1 else 0  # the embedding on the first stage, the head on the last
+    stage_weights[-1] += head_bytes if pp > 1 else 0
+    totals, fitting, batches, capacities = [], [], [], []
+    for layers, weights in zip(stages, stage_weights, strict=True):
+        totals.append(weights + rates.cuda_context_bytes + workspace + stage_part(held_kv, layers))
+        budget = engine_memory.kv_pool_bytes(
+            setup.kv_pool, usable, 1 - setup.reserve, weights, workspace, rates.cuda_context_bytes
+        )
+        fitting.append(stage_part(held_kv, layers) <= budget)  # the engine's pool holds them (vLLM's: usable - fixed)
+        batches.append(
+            serving.max_batch(budget, stage_part(sequence_kv, layers), stage_part(state_per_sequence, layers))
+        )
+        if memory.cache_steps(shape):  # capacity by bisection (the whole stack's cache, not a stage's)
+            capacities.append(serving.stepped_max_context(shape, budget, 1, kv_dtype, t, state_per_sequence))
+        else:  # a model with no KV cache (pure Mamba) has no blocks
+            block = stage_part(block_bytes, layers)
+            capacities.append((budget // block if block else 0) * setup.kv_block)
+    total, max_batch, max_kv_tokens = max(totals), min(batches), min(capacities)
     return ServeExpected(
         prefill_flops_per_gpu=prefill_flops,
         prefill_bytes_per_gpu=layer_weights - prefill_unread + head_bytes + prompt_kv,
@@ -306,31 +466,51 @@ def serve_expected(
             prefill_flops / rates.matmul_flops_per_s
             >= (layer_weights - prefill_unread + prompt_kv) / rates.stream_bytes_per_s
         ),
-        prefill_tokens_per_s=hardware.achieved_per_s(b * setup.prompt, prefill_s),
+        prefill_tokens_per_s=hardware.achieved_per_s(setup.batch * setup.prompt, prefill_s),
         decode_flops_per_gpu=decode_flops,
         decode_bytes_per_gpu=decode_bytes,
         decode_ms_per_token=milliseconds(decode_s),
         decode_bound=bound(decode_flops / rates.matmul_flops_per_s >= decode_bytes / rates.stream_bytes_per_s),
-        decode_tokens_per_s=hardware.achieved_per_s(b, decode_s),
+        decode_tokens_per_s=hardware.achieved_per_s(setup.batch, decode_s),
         ttft_ms=milliseconds(prefill_s),
         tpot_ms=milliseconds(decode_s),
         tokens_per_s_per_sequence=hardware.achieved_per_s(1, decode_s),
-        tokens_per_s=hardware.achieved_per_s(b, decode_s),
+        tokens_per_s=hardware.achieved_per_s(setup.batch, decode_s),
         prefill_kernels_ms=milliseconds(prefill_kernels),
         prefill_dequant_ms=milliseconds(dequant),
         prefill_allreduce_ms=milliseconds(prefill_allreduce),
         decode_kernels_ms=milliseconds(decode_kernels),
         decode_dequant_ms=milliseconds(dequant),
         decode_allreduce_ms=milliseconds(decode_allreduce),
+        prefill_all_to_all_ms=milliseconds(prefill_all_to_all) if setup.ep > 1 else None,
+        decode_all_to_all_ms=milliseconds(decode_all_to_all) if setup.ep > 1 else None,
+        pipeline_send_ms=milliseconds(
+            sum(expected.pipeline_send_seconds(shape, b, rates, crosses) for crosses in across)
+        )
+        if pp > 1
+        else None,
         step_floor_ms=milliseconds(floor),
+        decode_mean_ms_per_token=milliseconds(decode_mean_s),
+        run_ms=milliseconds(run_s),
+        run_tokens_per_s=hardware.achieved_per_s(setup.batch * setup.generate, run_s),
+        inflight_step_ms=milliseconds(inflight_s),
+        inflight_tokens_per_s=hardware.achieved_per_s(setup.batch, inflight_s),
         stream_bytes_per_s=rates.stream_bytes_per_s,
         matmul_flops_per_s=rates.matmul_flops_per_s,
         kv_tokens_per_sequence=kv_tokens,
         cuda_context_bytes=rates.cuda_context_bytes,
         workspace_bytes=workspace,
-        total_bytes_per_gpu=fixed + kv_per_gpu + state_per_gpu,
-        fits=fixed + kv_per_gpu + state_per_gpu <= usable,
-        max_batch=max_batch,
+        total_bytes_per_gpu=total,
+        fits=all(fitting),
+        max_batch=max_batch * ranks,
         max_kv_tokens=max_kv_tokens,
         sources=rates.sources,
     )
+
+
+def allreduce_seconds(shape: ModelShape, tokens: int, setup: ServingSetup, rates: expected.EngineRates) -> float:
+    """The tensor-parallel all-reduces of a forward over `tokens` tokens: 2 a layer, or, with expert parallelism,
+    the MoE layers' replaced by the all-to-all (expected.expert_parallel_allreduce_seconds)."""
+    if setup.ep == 1:
+        return expected.tensor_parallel_seconds(shape, tokens, setup.gpus, rates)
+    return expected.expert_parallel_allreduce_seconds(shape, tokens, setup.gpus, rates)

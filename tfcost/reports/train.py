@@ -60,11 +60,15 @@ class TrainStep(Section):
 
 
 class TrainMemory(Section):
-    weights_bytes: int = quantity("weights = N x bytes / (tp x pp) [/ N_d, + live layers at ZeRO-3]", "bytes")
-    gradients_bytes: int = quantity("gradients = N x bytes / (tp x pp) [/ N_d at ZeRO-2+]", "bytes")
+    weights_bytes: int = quantity(
+        "weights = N x bytes / (tp x pp) [/ N_d, + live layers at ZeRO-3: all if pp > 1]", "bytes"
+    )
+    gradients_bytes: int = quantity(
+        "gradients = N x bytes / (tp x pp) [/ N_d at ZeRO-2+; + fp32 whole at ZeRO-3, pp > 1]", "bytes"
+    )
     optimizer_bytes: int = quantity("optimizer states = N x bytes / (tp x pp) [/ N_d at ZeRO-1+]", "bytes")
     activations_per_layer_bytes: int = quantity("activations, one layer (Korthikanti)", "bytes")
-    logits_bytes: int = quantity("logits, fp32, 4sbV/t (last stage)", "bytes")
+    logits_bytes: int = quantity("logits at the loss, 4sbV/t: x3 --loss full, /2 compiled (last stage)", "bytes")
     activations_bytes: int = quantity("activations = one layer x L (+ logits if pp = 1)", "bytes")
     total_bytes: int = quantity("total = weights + gradients + optimizer + activations", "bytes")
     cuda_context_bytes: int = quantity("CUDA context (assumed; --cuda-context-gib)", "bytes")
