@@ -101,6 +101,10 @@ def timed_run(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
 def startup(runs: int) -> bool:
     env = {**os.environ, "COLUMNS": "120", "NO_COLOR": "1"}
     env.pop("TFCOST_DEBUG", None)
+    # The warm-up round writes tfcost's .pyc files, as pip's install does; with PYTHONDONTWRITEBYTECODE set (some
+    # shells and containers set it) every run would compile tfcost's ~60 modules from source again (~60 ms here),
+    # while the floor's libraries are already compiled in site-packages: a cost no installed tfcost pays.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     tfcost = tfcost_command()
     argvs = {FLOOR: [sys.executable, str(HERE / "floor_app.py"), str(HERE / "floor.yaml")]}
     argvs.update({label: [*tfcost, *args] for label, args in COMMANDS.items()})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -149,10 +150,10 @@ def test_compare_leaves_breakdowns_to_a_flag(tfcost):
 def test_every_command_has_help_and_a_row_in_the_command_table(tfcost):
     import typer.main
 
-    from tfcost.cli.main import app
+    from tfcost.cli.main import whole_app
 
     table = (Path(__file__).parent.parent / "docs" / "commands.md").read_text(encoding="utf-8")
-    commands = sorted(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
+    commands = sorted(typer.main.get_command(whole_app()).commands)  # type: ignore[attr-defined]
     assert {"list", "estimate", "compare", "import", "gpus", "train", "serve", "measure"} <= set(commands)
     for command in commands:
         run = tfcost(command, "--help")
@@ -174,8 +175,9 @@ def test_the_narrowed_app_is_the_whole_app_for_its_command():
     the whole app's, for every command."""
     from typer.main import get_command
 
-    from tfcost.cli.main import app, app_for, command_name
+    from tfcost.cli.main import app_for, command_name, whole_app
 
+    app = whole_app()
     whole = get_command(app)
     for info in app.registered_commands:
         name = command_name(info)
@@ -190,3 +192,49 @@ def test_the_narrowed_app_is_the_whole_app_for_its_command():
         assert list(narrow.commands) == [name]  # type: ignore[attr-defined]
         assert list(narrow.commands[name].commands) == list(whole.commands[name].commands)  # type: ignore[attr-defined]
     assert app_for(["estimat"]) is app and app_for(["--version"]) is app and app_for([]) is app
+
+
+def test_each_command_is_registered_by_the_module_main_imports_for_it():
+    """MODULE_OF names, for every command and group, the one module whose import registers it: what a run of that
+    command imports alone."""
+    from tfcost.cli.main import COMMAND_MODULES, MODULE_OF, command_name, group_name, whole_app
+
+    app = whole_app()
+    registered = {command_name(info): info.callback.__module__ for info in app.registered_commands}
+    registered |= {str(group_name(group)): "tfcost.cli.plan" for group in app.registered_groups}
+    assert {name: f"tfcost.cli.{module}" for name, module in MODULE_OF.items()} == registered
+    assert set(MODULE_OF.values()) == set(COMMAND_MODULES)
+
+
+def test_a_command_imports_its_own_module_alone():
+    """`tfcost estimate` loads estimate.py, not the other commands' modules; --help loads them all."""
+    code = (
+        "import sys\n"
+        "from tfcost.cli.main import main\n"
+        "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('tfcost.cli.') and m not in "
+        "('tfcost.cli.main', 'tfcost.cli.app', 'tfcost.cli.options')))"
+    )
+    env = {**os.environ, "COLUMNS": "120", "NO_COLOR": "1"}
+    one = subprocess.run([sys.executable, "-c", code, "estimate", "gpt2-small"], capture_output=True, text=True,
+                         env=env, timeout=120, check=True)  # fmt: skip
+    assert one.stdout.strip().splitlines()[-1] == "['tfcost.cli.estimate']"
+    everything = subprocess.run([sys.executable, "-c", code, "--help"], capture_output=True, text=True, env=env,
+                                timeout=120, check=True)  # fmt: skip
+    modules = "['tfcost.cli.check', 'tfcost.cli.estimate', 'tfcost.cli.inspect', 'tfcost.cli.listing', "
+    modules += "'tfcost.cli.measure', 'tfcost.cli.plan', 'tfcost.cli.serve', 'tfcost.cli.sweep', 'tfcost.cli.train']"
+    assert everything.stdout.strip().splitlines()[-1] == modules
+
+
+def test_help_lists_the_commands_in_order_whichever_ran_first(tfcost):
+    """A process that ran `gpus`, then `compare`, imported listing.py and estimate.py in that order: --help still
+    lists every command in the order of a fresh process's --help."""
+    fresh = subprocess.run([sys.executable, "-m", "tfcost", "--help"], capture_output=True, text=True,
+                           env={**os.environ, "COLUMNS": "120", "NO_COLOR": "1"}, timeout=120, check=True)  # fmt: skip
+    assert tfcost("compare", "gpt2-small", "gpt2-small", "-f", "csv").code == 0
+    assert tfcost("gpus", "-f", "csv").code == 0
+    after = tfcost("--help")
+    # The same text after the usage line, which names the program as the process was started (python -m ...).
+    assert after.code == 0 and after.stdout.split("\n", 1)[1] == fresh.stdout.split("\n", 1)[1]
+    names = re.findall(r"^  ([a-z][\w-]*) ", fresh.stdout.split("Commands:")[1], re.MULTILINE)
+    assert names[:4] == ["list", "gpus", "estimate", "compare"] and "inspect" in names

@@ -82,3 +82,59 @@ def test_nvl_cards_are_told_apart_from_the_sxm_parts():
     nvl, sxm = load_gpu("h100-nvl"), load_gpu("h100-sxm")
     assert (nvl.memory_gib, nvl.peak_bf16_tflops, nvl.memory_bandwidth_tb_per_s) == (94, 835, 3.9)  # torchtitan
     assert nvl.peak_bf16_tflops < sxm.peak_bf16_tflops
+
+
+def test_the_shipped_rows_built_without_validation_are_the_validated_rows():
+    """all_gpus() builds the shipped rows as trusted package data (start-up time); validation must give exactly the
+    same models: values, their types (80 GiB is the float 80.0 either way), the fields set, and the JSON."""
+    from tfcost.readers.files import safe_load
+    from tfcost.readers.presets import presets_dir
+    from tfcost.schema import GpuSpec
+
+    rows = safe_load((presets_dir() / "gpus.yaml").read_text(encoding="utf-8"))
+    assert len(rows) == len(all_gpus()) > 20
+    for row, fast in zip(rows, all_gpus(), strict=True):
+        checked = GpuSpec.model_validate(row)
+        assert fast == checked
+        assert {k: type(v) for k, v in vars(fast).items()} == {k: type(v) for k, v in vars(checked).items()}
+        assert fast.model_fields_set == checked.model_fields_set
+        assert fast.model_dump_json() == checked.model_dump_json()
+    assert type(load_gpu("h100-sxm").memory_gib) is float
+
+
+def write_table(folder, text):
+    (folder / "gpus.yaml").write_text(text, encoding="utf-8")
+
+
+def test_the_table_is_read_again_when_the_file_changes(tmp_path, monkeypatch):
+    """The table is read once per process, keyed on the file's mtime and size: a changed file is never stale."""
+    from tfcost.readers import presets
+
+    monkeypatch.setattr(presets, "presets_dir", lambda: tmp_path)
+    row = "- {name: one, source: s, device_names: [], peak_bf16_tflops: 1, memory_gib: 1, "
+    row += "memory_bandwidth_tb_per_s: 1}\n"
+    write_table(tmp_path, row)
+    assert [gpu.name for gpu in all_gpus()] == ["one"]
+    write_table(tmp_path, row + row.replace("one", "two"))
+    assert [gpu.name for gpu in all_gpus()] == ["one", "two"]
+    assert load_gpu("two").peak_bf16_tflops == 1.0 and type(load_gpu("two").peak_bf16_tflops) is float
+
+
+@pytest.mark.parametrize(
+    ("text", "complaint"),
+    [("- {name: one, source: s, device_names: [], peak_bf16_tflops: 1, memory_gib: 1}\n", "memory_bandwidth"),
+     ("- {name: one, source: s, device_names: [], peak_bf16_tflops: -1, memory_gib: 1, "
+      "memory_bandwidth_tb_per_s: 1, tflops: 3}\n", "tflops"),
+     ("- just text\n", "valid dictionary"), ("name: one\n", "valid dictionary")],
+)  # fmt: skip
+def test_a_broken_table_is_one_line_naming_the_file(tmp_path, monkeypatch, text, complaint):
+    """A table that is not the shipped shape (a row missing a field, an unknown key, not a list of mappings) goes
+    through validation, which names the file and the problem."""
+    from tfcost.readers import presets
+
+    monkeypatch.setattr(presets, "presets_dir", lambda: tmp_path)
+    write_table(tmp_path, text)
+    with pytest.raises(TfcostError) as raised:
+        all_gpus()
+    message = str(raised.value)
+    assert str(tmp_path / "gpus.yaml") in message and complaint in message and "\n" not in message

@@ -5,11 +5,13 @@ string twice on each run, where real annotations cost nothing.
 """
 
 import gc
+import importlib
 
 # The imports below build some 100,000 objects that live as long as the process (typer's, click's, pydantic's and
 # tfcost's classes and functions). While they load, the collector walks them again and again and frees nothing:
 # about 5% of a command's CPU here. It is paused while they load, and they are frozen after (left out of every
-# later collection, as `run` does for the exit); the collector then runs as usual.
+# later collection, as `run` does for the exit); the collector then runs as usual. The command modules are loaded
+# the same way, by load_commands, when main() knows which are wanted.
 COLLECTING = gc.isenabled()
 gc.disable()
 try:
@@ -18,15 +20,11 @@ try:
     import io
     import os
     import sys
+    from collections.abc import Sequence
     from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
     import typer
 
-    # Each module registers its commands on the app, in the order --help lists them.
-    # isort: off
-    from tfcost.cli import listing, estimate, check, train, serve, sweep, measure, plan, inspect  # noqa: F401
-
-    # isort: on
     from tfcost.cli.app import app
     from tfcost.errors import TfcostError
 finally:
@@ -39,6 +37,57 @@ if TYPE_CHECKING:
 
 
 BaseModelT = TypeVar("BaseModelT", bound="BaseModel")
+
+# Each command module registers its commands on the app when imported; this is the order --help lists them in.
+COMMAND_MODULES = ("listing", "estimate", "check", "train", "serve", "sweep", "measure", "plan", "inspect")
+# The module that registers each command (or group) by the name a user types. A run of one command imports its
+# module alone: the others' imports and option declarations cost ~3 ms of every start-up. tests/test_cli.py checks
+# this against what the modules register.
+MODULE_OF = {
+    "list": "listing",
+    "gpus": "listing",
+    "estimate": "estimate",
+    "compare": "estimate",
+    "check": "check",
+    "import": "check",
+    "train": "train",
+    "serve": "serve",
+    "sweep": "sweep",
+    "measure": "measure",
+    "profiles": "measure",
+    "plan": "plan",
+    "inspect": "inspect",
+}
+
+
+def load_commands(modules: Sequence[str]) -> None:
+    """Import these command modules (registering their commands on the app), the collector paused as above. Those
+    imported already are skipped without a freeze: a test's thousandth main() must not freeze its garbage."""
+    missing = [f"tfcost.cli.{module}" for module in modules if f"tfcost.cli.{module}" not in sys.modules]
+    if not missing:
+        return
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for module in missing:
+            importlib.import_module(module)
+    finally:
+        gc.freeze()
+        if collecting:
+            gc.enable()
+
+
+def whole_app() -> typer.Typer:
+    """The app with every command registered, in --help's order whatever order their modules were imported in (a
+    process that ran `compare` and then asks for --help imported estimate.py first)."""
+    load_commands(COMMAND_MODULES)
+
+    def place(info: Any) -> tuple[int, int]:
+        callback = info.callback
+        return COMMAND_MODULES.index(callback.__module__.rsplit(".", 1)[-1]), callback.__code__.co_firstlineno
+
+    app.registered_commands.sort(key=place)
+    return app
 
 
 def fail(message: str, exit_code: int) -> NoReturn:
@@ -65,14 +114,19 @@ def discard_stdout() -> None:
 def app_for(argv: list[str] | None) -> typer.Typer:
     """The app with only the command asked for, when the first argument names one exactly.
 
-    Typer builds every command's parameters before it runs one (inspecting each signature, a validator per
-    option): about 6 ms of CPU per run here for the ten commands not asked for. Anything else (no command, an
-    option first, a misspelt name) gets the whole app, and so its usual help and errors."""
+    Only that command's module is imported, and typer builds only its parameters (it would otherwise inspect every
+    command's signature, a validator per option: about 6 ms of CPU per run here for the ten commands not asked
+    for). Anything else (no command, an option first, a misspelt name) gets the whole app, and so its usual help and
+    errors."""
     words = sys.argv[1:] if argv is None else argv
-    wanted = [info for info in app.registered_commands if words and command_name(info) == words[0]]
-    groups = [info for info in app.registered_groups if words and group_name(info) == words[0]]
-    if len(wanted) + len(groups) != 1:
-        return app
+    module = MODULE_OF.get(words[0]) if words else None
+    if module is None:
+        return whole_app()
+    load_commands([module])
+    wanted = [info for info in app.registered_commands if command_name(info) == words[0]]
+    groups = [info for info in app.registered_groups if group_name(info) == words[0]]
+    if len(wanted) + len(groups) != 1:  # MODULE_OF out of step with the modules: the whole app still answers
+        return whole_app()
     narrow = copy.copy(app)
     narrow.registered_commands = wanted
     narrow.registered_groups = groups  # `tfcost plan`: its sub-commands

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from tfcost.errors import TfcostError, UsageError, describe_validation_error
 from tfcost.readers.files import CONSTRUCTOR_ERRORS, read_json_mapping, read_yaml_mapping, safe_load
+from tfcost.readers.trusted import NotTrusted, trusted
 from tfcost.schema import GpuSpec, ModelShape
 
 if TYPE_CHECKING:
@@ -173,11 +174,19 @@ def names_hub_model(reference: str) -> bool:
     return "/" in reference and not path_exists(reference) and is_hub_id(reference)
 
 
+@dataclass(frozen=True)
+class Shipped:
+    """A preset shipped with tfcost, found by its name: read and built by shipped_model, or read as a mapping when
+    --set changes it."""
+
+    path: Path
+
+
 def model_mapping(
     reference: str, revision: str | None = None, strict: bool = False, lenient: bool = False
-) -> tuple[dict[str, Any] | ConfigReading, str, str]:
-    """(mapping or config reading, origin for errors, default name) of a preset name, a YAML preset path, a
-    config.json path or a Hub id (`owner/name`, when no such file exists)."""
+) -> tuple[dict[str, Any] | ConfigReading | Shipped, str, str]:
+    """(mapping, config reading or shipped preset, origin for errors, default name) of a preset name, a YAML preset
+    path, a config.json path or a Hub id (`owner/name`, when no such file exists)."""
     if names_hub_model(reference):
         return hub_reading(reference, revision, strict, lenient), reference, reference.rsplit("/", 1)[-1]
     exists = path_exists(reference)
@@ -201,7 +210,26 @@ def model_mapping(
         close = difflib.get_close_matches(reference.lower(), known, n=4, cutoff=0.5)
         hint = f"; did you mean {', '.join(close)}?" if close else "; `tfcost list` shows them all"
         raise TfcostError(f"unknown preset '{reference}'{hint}")
-    return read_yaml_mapping(known[reference]), str(known[reference]), reference
+    return Shipped(known[reference]), str(known[reference]), reference
+
+
+def shipped_model(path: Path) -> ModelShape:
+    """A shipped preset's shape, read once per process (compare may name it twice, train reads it again for its
+    suggestion) and built as trusted package data (tfcost.readers.trusted), or validated where it is not."""
+    try:
+        stat = path.stat()
+    except OSError as error:
+        raise TfcostError(f"{path}: cannot read: {error.strerror}") from None
+    return shipped_shape(path, stat.st_mtime_ns, stat.st_size)
+
+
+@cache  # keyed on the file's mtime and size: a file changed since is read afresh
+def shipped_shape(path: Path, mtime_ns: int, size: int) -> ModelShape:
+    mapping = read_yaml_mapping(path)
+    try:
+        return trusted(ModelShape, {"name": path.stem, **mapping})
+    except (NotTrusted, ValueError, TypeError):  # validation says what is wrong, in its one line
+        return model_from_mapping(mapping, str(path), path.stem)
 
 
 def model_from_mapping(data: dict[str, Any], origin: str, default_name: str) -> ModelShape:
@@ -288,7 +316,7 @@ def resolve_source(
         raise UsageError(f"give a MODEL or --config PATH, not both ('{model}' and --config {config})")
     if strict and lenient:
         raise UsageError("--strict and --lenient contradict each other: give one")
-    found: dict[str, Any] | ConfigReading
+    found: dict[str, Any] | ConfigReading | Shipped
     if config is not None:
         if revision is not None:
             raise UsageError("--revision applies to a Hugging Face Hub id (owner/name), not to --config")
@@ -299,6 +327,10 @@ def resolve_source(
         raise UsageError(
             "no model given: name a preset, a YAML preset or config.json path, a Hub id, or use --config PATH"
         )
+    if isinstance(found, Shipped):
+        if not overrides:
+            return ModelSource(shipped_model(found.path))
+        found = read_yaml_mapping(found.path)
     reading = None if isinstance(found, dict) else found
     mapping = found if isinstance(found, dict) else found.mapping
     if overrides:
@@ -329,18 +361,39 @@ def load_model(reference: str) -> ModelShape:
 
 def all_models() -> list[ModelShape]:
     """Every shipped model preset, in name order."""
-    return [load_model_file(path) for path in model_preset_paths().values()]
+    return [shipped_model(path) for path in model_preset_paths().values()]
 
 
 def all_gpus() -> list[GpuSpec]:
     """The GPU spec table shipped in presets/gpus.yaml, in file order."""
-    from pydantic import ValidationError
-
     path = presets_dir() / "gpus.yaml"
+    try:
+        stat = path.stat()
+    except OSError as error:
+        raise TfcostError(f"{path}: cannot read: {error.strerror}") from None
+    return list(shipped_gpus(path, stat.st_mtime_ns, stat.st_size))
+
+
+@cache  # read once per process (train reads it again for its suggestion); a file changed since is read afresh
+def shipped_gpus(path: Path, mtime_ns: int, size: int) -> tuple[GpuSpec, ...]:
+    """The table at `path` as it was at (mtime_ns, size), its rows built as trusted package data
+    (tfcost.readers.trusted); a table not of the shipped shape goes through validation, which says what is wrong."""
     rows = safe_load(path.read_text(encoding="utf-8"))
     try:
+        if isinstance(rows, list):
+            return tuple(trusted(GpuSpec, row) for row in rows)
+    except NotTrusted:
+        pass
+    return tuple(validated_gpus(path, rows))
+
+
+def validated_gpus(path: Path, rows: Any) -> list[GpuSpec]:
+    """The GPU table through pydantic's validation: a broken shipped table is our bug, but still one line."""
+    from pydantic import ValidationError
+
+    try:
         return [GpuSpec.model_validate(row) for row in rows]
-    except ValidationError as error:  # a broken shipped table is our bug, but still one line
+    except ValidationError as error:
         raise TfcostError(f"{path}: {describe_validation_error(error)}") from None
 
 

@@ -167,12 +167,65 @@ def terminal_width() -> int | None:
 
 
 def natural_width(table: Any) -> int:
-    """The width a rich table takes when nothing limits it, measured once per table (a layout pass of its own)."""
+    """The width a rich table takes when nothing limits it: from its cells' text (cell_widths), else by a layout
+    pass of rich's own; worked out once per table."""
     known = getattr(table, "tfcost_natural_width", None)
     if known is None:
-        known = int(console(width=1 << 16).measure(table).maximum)
+        widths = cell_widths(table)
+        if widths is not None:
+            known = sum(widths) + len(widths) + 1  # a rule between columns and one at each edge
+        else:
+            known = int(console(width=1 << 16).measure(table).maximum)
         table.tfcost_natural_width = known
     return int(known)
+
+
+def cell_widths(table: Any) -> list[int] | None:
+    """Each column's width, padding included, as rich's Table.__rich_measure__ works it out for a table nothing
+    limits (the widest line of the header and cells, by cell_len, plus the padding, clamped to the
+    column's min_width and max_width), read off the cells' text instead of two layout passes over every cell (a
+    third of `compare`'s rendering for 56 models). None for a table outside the plain case the builders here make
+    (str or Text cells, a box with edges, the default padding, no fixed or ratio widths), which rich measures.
+    tests/test_render_widths.py checks it against rich's measure for every command's tables."""
+    known = getattr(table, "tfcost_cell_widths", None)
+    if known is not None:
+        return list(known)
+    from rich.cells import cell_len
+    from rich.text import Text
+
+    plain = (
+        table.columns
+        and table.box is not None
+        and table.show_edge
+        and table.pad_edge
+        and not table.collapse_padding
+        and not table.show_footer
+        and table.width is None
+        and table.min_width is None
+        and tuple(table.padding) == (0, 1, 0, 1)
+    )
+    if not plain:
+        return None
+    widths = []
+    for column in table.columns:
+        given = getattr(column, "_cells", None)  # rich's own list of a column's cells
+        if column.width is not None or column.ratio is not None or not isinstance(given, list):
+            return None
+        cells = [column.header, *given] if table.show_header else given
+        widest = 0
+        for cell in cells:
+            text = cell.plain if isinstance(cell, Text) else cell
+            if not isinstance(text, str):
+                return None
+            widest = max(widest, max((cell_len(line) for line in text.splitlines()), default=0))
+        width = widest + 2  # the padding: one space either side
+        if column.min_width is not None:
+            width = max(width, column.min_width + 2)
+        if column.max_width is not None:
+            width = min(width, column.max_width + 2)
+        widths.append(width)
+    table.tfcost_cell_widths = widths
+    return list(widths)
 
 
 def too_wide(table: Any) -> bool:
@@ -198,13 +251,92 @@ def print_table(table: Any, *notes: str) -> None:
         console(width=width).print(table)
     else:
         # A table that does not expand is laid out at min(natural width, console width): an unbounded console gives
-        # the natural width in one layout pass.
-        console(width=1 << 16).print(table)
+        # the natural width. With each column's width known from its cells, given as the column's fixed width
+        # (rich lays a fixed column out at exactly that width, as it would have chosen), rich skips its own
+        # measuring pass over every cell.
+        whole = console(width=1 << 16)
+        text = plain_text(table, whole)
+        if text is not None:
+            whole.file.write(text)
+        else:
+            for column, column_width in zip(table.columns, cell_widths(table) or (), strict=False):
+                column.width = column_width - 2
+            whole.print(table)
     out = console(width=width) if width is not None else console()
     if out.width < 1:  # COLUMNS=0 would print every note as nothing
         out = console(width=1 << 16)
     for note in notes:
         out.print(note)
+
+
+def plain_text(table: Any, out: Any) -> str | None:
+    """The text rich prints for a table that fits, where rich would print it without any style (to a file or a
+    pipe: no colour, no bold) in its default heavy-headed box; None for anything else, which rich prints.
+
+    rich spends a few ms a table, and most of `compare`'s 56 models, laying out lines whose every width is known
+    already (cell_widths): here each line is its text padded to its column, between the box's rules, as rich
+    draws them (the header row bottom-aligned, the others top-aligned; a rule after each section; the title's lines
+    padded to the table's width). tests/test_render_widths.py checks every command's output against rich's."""
+    from rich import box
+
+    widths = cell_widths(table)
+    plain = (
+        widths is not None
+        and out.color_system is None
+        and not out.options.ascii_only
+        and not out.legacy_windows
+        and table.box is box.HEAVY_HEAD
+        and table.show_header
+        and not table.show_lines
+        and not table.leading
+        and not table.caption
+        and (not table.title or (isinstance(table.title, str) and table.title_justify == "left"))
+        and all(column.vertical == "top" for column in table.columns)
+    )
+    if not plain or widths is None:
+        return None
+    from rich.cells import cell_len
+    from rich.text import Text
+
+    width = sum(widths) + len(widths) + 1
+    columns = [[column.header, *column._cells] for column in table.columns]
+    lines_of = [[(cell.plain if isinstance(cell, Text) else cell).split("\n") for cell in cells] for cells in columns]
+    title = table.title.split("\n") if table.title else []
+    texts = [line for cells in lines_of for lines in cells for line in lines] + title
+    if not all(text.isprintable() for text in texts) or any(cell_len(line) > width for line in title):
+        return None  # a control character or a tab, which rich treats specially, or a title rich would wrap
+    for cells, column_width in zip(lines_of, widths, strict=True):
+        if any(cell_len(line) > column_width - 2 for lines in cells for line in lines):
+            return None  # a cell wider than its column's max_width, which rich wraps
+    out_lines = [line + " " * (width - cell_len(line)) for line in title]
+
+    def rule(left: str, horizontal: str, cross: str, right: str) -> str:
+        return left + cross.join(horizontal * column_width for column_width in widths) + right
+
+    def row_lines(index: int, edge: str, divider: str) -> list[str]:
+        cells = [lines[index] for lines in lines_of]
+        height = max(len(lines) for lines in cells)
+        padded = []
+        for lines, column_width, column in zip(cells, widths, table.columns, strict=True):
+            blank = [""] * (height - len(lines))
+            stacked = blank + lines if index == 0 else lines + blank  # the header row is bottom-aligned
+            room = [column_width - 2 - cell_len(line) for line in stacked]
+            if column.justify == "right":
+                padded.append([f" {' ' * space}{line} " for line, space in zip(stacked, room, strict=True)])
+            else:
+                padded.append([f" {line}{' ' * space} " for line, space in zip(stacked, room, strict=True)])
+        return [edge + divider.join(parts) + edge for parts in zip(*padded, strict=True)]
+
+    rows = table.row_count
+    out_lines.append(rule("┏", "━", "┳", "┓"))
+    out_lines += row_lines(0, "┃", "┃")
+    out_lines.append(rule("┡", "━", "╇", "┩"))
+    for index in range(1, rows + 1):
+        out_lines += row_lines(index, "│", "│")
+        if table.rows[index - 1].end_section and index < rows:
+            out_lines.append(rule("├", "─", "┼", "┤"))
+    out_lines.append(rule("└", "─", "┴", "┘"))
+    return "".join(line + "\n" for line in out_lines)
 
 
 def fit(layouts: Sequence[Callable[[], Any]]) -> Any:

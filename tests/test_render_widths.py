@@ -1,0 +1,156 @@
+"""Tables are laid out from their cells' widths (tfcost.render.tables.cell_widths) instead of rich's measuring
+passes: the widths must be rich's, and every command must print the same bytes either way."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conftest import run_in_process
+
+from tfcost.readers.presets import presets_dir
+from tfcost.render import tables
+
+
+def rich_natural_width(table: Any) -> int:
+    """rich's own measure, on the console the tables print on (no markup: text prints as written)."""
+    return int(tables.console(width=1 << 16).measure(table).maximum)
+
+
+@pytest.mark.parametrize("show_header", [True, False])
+def test_cell_widths_are_richs_measure(show_header):
+    """Wide (CJK) and zero-width characters, empty cells, stacked lines under a bold heading (rich Text cells, from
+    add_section), text that would be markup or an emoji code, and a column's min and max width: the sum of
+    cell_widths and the rules is rich's natural width, and so is each column's."""
+    title = "a title far wider than the table itself, which rich's measure leaves out"
+    table = tables.new_table(False, title=title, show_header=show_header)
+    table.add_column("quantity", max_width=6)
+    table.add_column("値", justify="right", min_width=9)
+    table.add_column("", justify="right")
+    table.add_column("empty")
+    tables.add_section(
+        table, "Parameters", [["per block", "1", "漢字漢字", ""], ["total \u200bparameters", "22", "x", ""]]
+    )
+    table.add_row("a long label that the max width clips", "[/bold] [not markup]", "e\u0301 :smile:", "")
+    widths = tables.cell_widths(table)
+    assert widths is not None and len(widths) == 4
+    assert widths[0] == 6 + 2 and widths[2] == 9 + 2  # clipped; "e\u0301 :smile:" is 9 cells (漢字漢字 8)
+    assert sum(widths) + len(widths) + 1 == rich_natural_width(table)
+    for index in range(4):  # each column alone: its width is rich's for a table of that column
+        alone = tables.new_table(False, show_header=show_header)
+        column = table.columns[index]
+        alone.add_column(column.header, min_width=column.min_width, max_width=column.max_width)
+        for cell in column._cells:
+            alone.add_row(cell)
+        assert widths[index] + 2 == rich_natural_width(alone)
+
+
+def test_tables_outside_the_plain_case_are_left_to_rich():
+    for options in ({"width": 50}, {"min_width": 10}, {"box": None}, {"show_edge": False}, {"padding": (0, 2)},
+                    {"show_footer": True}, {"collapse_padding": True}, {"pad_edge": False}):  # fmt: skip
+        table = tables.new_table(False, **options)
+        table.add_column("x")
+        table.add_row("1")
+        assert tables.cell_widths(table) is None, options
+        assert tables.natural_width(table) == rich_natural_width(table)
+    fixed = tables.new_table(False)
+    fixed.add_column("x", width=5)
+    assert tables.cell_widths(fixed) is None
+
+
+def rich_text(table: Any) -> str:
+    """What rich itself prints for a table, to no terminal."""
+    out = tables.console(width=1 << 16)
+    with out.capture() as captured:
+        out.print(table)
+    return captured.get()
+
+
+def test_plain_text_is_what_rich_prints():
+    """A header of two lines (bottom-aligned) beside one, stacked lines under bold headings, sections and their
+    rules, right and left justification, wide characters and empty cells, a title of two lines: the same text."""
+    table = tables.new_table(False, title="a title\nof two lines", title_justify="left")
+    table.add_column("quantity\n(unit)")
+    table.add_column("値", justify="right")
+    table.add_column("", justify="right")
+    table.add_section()
+    tables.add_section(table, "Parameters", [["per block", "1", "漢字"], ["total", "22", ""]])
+    table.add_section()
+    tables.add_section(table, "FLOPs", [["forward", "333", "x"]])
+    table.add_row("last", "", "4,444")
+    text = tables.plain_text(table, tables.console(width=1 << 16))
+    assert text is not None and text == rich_text(table)
+    assert text.splitlines()[0] == "a title" + " " * (len(text.splitlines()[2]) - len("a title"))
+
+
+def test_rich_prints_what_plain_text_does_not_cover():
+    """A terminal (styles: bold headings), rules between all rows, a title rich would wrap, a tab: rich prints
+    them."""
+
+    def table_of(**options: Any) -> Any:
+        table = tables.new_table(False, **options)
+        table.add_column("x")
+        table.add_row("1")
+        return table
+
+    plain = tables.console(width=1 << 16)
+    assert tables.plain_text(table_of(), plain) == rich_text(table_of())
+    terminal = type(plain)(force_terminal=True, width=1 << 16)  # rich's Console, as a terminal
+    assert terminal.color_system is not None and tables.plain_text(table_of(), terminal) is None
+    assert tables.plain_text(table_of(show_lines=True), plain) is None
+    assert tables.plain_text(table_of(show_header=False), plain) is None
+    assert tables.plain_text(table_of(title="a title wider than the table"), plain) is None
+    tabbed = table_of()
+    tabbed.add_row("a\tb")
+    assert tables.plain_text(tabbed, plain) is None
+
+
+def commands(tmp_path) -> list[tuple[str, ...]]:
+    wide = tmp_path / "wide.yaml"  # a user's model named in wide characters
+    text = (presets_dir() / "models" / "gpt2-small.yaml").read_text(encoding="utf-8")
+    wide.write_text("name: 模型\n" + "\n".join(line for line in text.splitlines() if not line.startswith("name:")))
+    every = [path.stem for path in sorted((presets_dir() / "models").glob("*.yaml"))]
+    return [
+        ("estimate", "gpt2-small"), ("estimate", "deepseek-v3", "--explain"), ("estimate", str(wide)),
+        ("compare", "gpt2-small", str(wide), "llama-3-8b"), ("compare", *every), ("compare", *every[:9], "--breakdown"),
+        ("train", "llama-3-8b"), ("train", "llama-3-8b", "--gpus", "8"), ("train", "mixtral-8x7b", "--gpus", "64"),
+        ("serve", "llama-3-8b", "--batch", "4"), ("serve", "qwen3-8b", "--gpu", "h100"), ("list",), ("gpus",),
+        ("plan", "train", "llama-3-8b", "--gpus", "64"), ("plan", "serve", "llama-3-8b", "--gpus", "8"),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("columns", ["120", "80", None])
+def test_every_command_prints_the_same_with_richs_own_widths(tmp_path, monkeypatch, columns):
+    """Each command's output with cell_widths as shipped, and with it returning None (rich measures every table
+    itself, as before): byte for byte the same, at several terminal widths and none (a pipe)."""
+    seen, printed = [], []
+    shipped, shipped_plain = tables.cell_widths, tables.plain_text
+
+    def recorded(table: Any, out: Any) -> str | None:
+        printed.append(shipped_plain(table, out))
+        return printed[-1]
+
+    def counted(table):
+        widths = shipped(table)
+        seen.append(widths is not None)
+        if widths is not None:  # the widths are rich's own measure, wherever they are used
+            fixed = any(column.width is not None for column in table.columns)  # printed already, laid out as given
+            assert fixed or sum(widths) + len(widths) + 1 == rich_natural_width(table)
+        return widths
+
+    env = {"COLUMNS": columns} if columns else {}
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    for argv in commands(tmp_path):
+        monkeypatch.setattr(tables, "cell_widths", counted)
+        monkeypatch.setattr(tables, "plain_text", recorded)
+        fast = run_in_process(*argv, env=env)
+        monkeypatch.setattr(tables, "cell_widths", lambda table: None)
+        monkeypatch.setattr(tables, "plain_text", lambda table, out: None)
+        slow = run_in_process(*argv, env=env)
+        assert fast.code == slow.code == 0, (argv, fast.stderr)
+        assert fast.stdout == slow.stdout, argv
+        assert fast.stderr == slow.stderr, argv
+    assert seen and all(seen)  # every table the commands built was laid out from its cells
+    # tables printed without rich's layout: all that fit (at 80 columns most are narrowed, their labels wrapped)
+    assert sum(text is not None for text in printed) > (0 if columns == "80" else len(printed) * 3 // 4)
