@@ -184,6 +184,11 @@ def test_flash_attention_on_hopper_runs_at_fa2s_35_percent():
     a100 = step_time.layer_seconds(shape, load_gpu("a100-80gb"), setup)["attention"]
     h100 = step_time.layer_seconds(shape, load_gpu("h100-sxm"), setup)["attention"]
     assert h100 / a100 == pytest.approx(312 * 0.73 / (989.4 * 0.35), rel=1e-9)
+    # A FlashAttention-1-class kernel (--flash-kernel fa1: flash-attn 1.x, llm-foundry's Triton kernel) at half FA2's
+    # rate on either GPU: "FlashAttention-2 is around 2x faster than FlashAttention" (Dao 2023, §4.1).
+    fa1 = setup.model_copy(update={"flash_kernel": "fa1"})
+    assert step_time.layer_seconds(shape, load_gpu("a100-80gb"), fa1)["attention"] == pytest.approx(2 * a100, rel=1e-12)
+    assert step_time.layer_seconds(shape, load_gpu("h100-sxm"), fa1)["attention"] == pytest.approx(2 * h100, rel=1e-12)
 
 
 def test_flash_attention_is_priced_over_the_entries_the_causal_mask_keeps():
