@@ -198,20 +198,21 @@ PUBLISHED = {
 #   is a 12% bubble (7.5 s of 68.6 s); the best layout, t 8, p 32, d 2, v 4, has 2.9% (1.8 s), paying 0.6 s more
 #   pipeline sends and 0.5 s of overlapped data-parallel gradient traffic. With v = 2 on the published t and p the
 #   ratio is 1.055.
-# - Llama 3 405B: full recomputation, 3.32 s of the 15.83 s step (with ZeRO-2 at T = 131,072 the published t, c, p
-#   and d fit v = 8 only with it), and the bubble, 1.65 s at p 16, m 16, v 8. The best layout (t 8, c 32, p 8, d 8,
-#   v 16, ZeRO-2, no recomputation, 12.05 s) has neither. ZeRO-3 under p > 1 keeps its stage gathered and its
-#   gradients unsharded (FSDP2 as torchtitan runs it), so t 8, c 16, p 4, d 32, v 32, ZeRO-3 (11.93 s, 1.327) no
+# - Llama 3 405B: full recomputation, 3.55 s of the 16.99 s step (with ZeRO-2 at T = 131,072 the published t, c, p
+#   and d fit v = 8 only with it), and the bubble, 1.77 s at p 16, m 16, v 8. The best layout (t 8, c 32, p 8, d 8,
+#   v 16, ZeRO-2, no recomputation, 12.84 s) has neither. ZeRO-3 under p > 1 keeps its stage gathered and its
+#   gradients unsharded (FSDP2 as torchtitan runs it), so t 8, c 16, p 4, d 32, v 32, ZeRO-3 (1.327 before that term) no
 #   longer fits. Before fused attention was priced over the causal triangle (FlashAttention's own FLOP count) the
-#   published layout was 1.393 (attention 11.4 s of 24.0 s: 0.245 MFU against the published 38%; now 5.7 s of
-#   15.8 s, 0.371); before the embedding/loss-accounted split took v = 8, 2.182 (v = 1).
+#   published layout was 1.393 (attention 11.4 s of 24.0 s: 0.245 MFU against the published 38%; now 6.5 s of
+#   17.0 s, 0.345, with causal skipping at 1.75x, not 2x); before the embedding/loss-accounted split took v = 8,
+#   2.182 (v = 1).
 # - GPT-3 175B: the best layout found was t 2, c 4, p 8, v 6 (1.112) until context parallelism needed fused
 #   attention: Megatron-Core's DotProductAttention asserts "Context parallelism is only supported by
 #   TEDotProductAttention!", and Korthikanti et al. 2022 ran Megatron's unfused softmax (flash=False here).
 # ZeRO-2 under pipeline parallelism holds its gradients unsharded through the step's micro-batches, as ZeRO-1
 # (training.held_zero_stage): before that, the best 1T layout was t 8, p 16, d 4, v 8, ZeRO-2 (1.121), and BLOOM's
 # t 4, p 3, d 32, ZeRO-2 (1.044).
-RATIOS = {"gpt3-175b": 1.074, "gpt-1t": 1.106, "bloom-176b": 1.028, "llama-3.1-405b": 1.314}
+RATIOS = {"gpt3-175b": 1.074, "gpt-1t": 1.106, "bloom-176b": 1.028, "llama-3.1-405b": 1.323}
 WITHIN_10_PERCENT = {"gpt3-175b", "bloom-176b"}
 
 
