@@ -114,12 +114,13 @@ def kv_pool_bytes(
     return vllm_kv_cache_bytes(usable_bytes, weights_bytes, activation_peak_bytes, non_torch_bytes)
 
 
-# vLLM's profile run (vllm/v1/worker/gpu_model_runner.py, V1 of 2025; V0's worker/model_runner.py of Dec 2023 the
-# same): a forward over max_num_batched_tokens split over `num_reqs = max_num_reqs if num_tokens >= max_num_reqs
-# else num_tokens` dummy requests, then "logit_indices = np.cumsum(num_scheduled_tokens) - 1 / return
-# hidden_states[logit_indices]": the LM head and the sampler run over one row per request. max_num_seqs is 256 by
-# default (vllm/engine/arg_utils.py, V1 2025: "default_max_num_seqs = {UsageContext.LLM_CLASS: 256,
-# UsageContext.OPENAI_API_SERVER: 256}"; from mid-2025 1024 on cards of 70 GiB or more other than the A100).
+# vLLM's profile run (vllm/v1/worker/gpu_model_runner.py, V1 of 2025): a forward over max_num_batched_tokens split
+# over `num_reqs = max_num_reqs if num_tokens >= max_num_reqs else num_tokens` dummy requests, then
+# "logit_indices = np.cumsum(num_scheduled_tokens) - 1" / "return hidden_states[logit_indices]": the LM head and the
+# sampler run over one row per request. V0's model_runner.py likewise: "Profile memory usage with max_num_sequences
+# sequences and the total number of tokens equal to max_num_batched_tokens." max_num_seqs is 256 by default
+# (vllm/engine/arg_utils.py: "default_max_num_seqs = {UsageContext.LLM_CLASS: 256, UsageContext.OPENAI_API_SERVER:
+# 256}"; later releases 1024 where "device_memory >= 70 * GiB_bytes and "a100" not in device_name").
 VLLM_MAX_NUM_SEQS = 256
 
 # vllm/envs.py (commit 001f69f8, mid-2025): "VLLM_FUSED_MOE_CHUNK_SIZE: int = 64 * 1024" (32768 in 2024's

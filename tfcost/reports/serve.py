@@ -423,8 +423,7 @@ def serve_expected(
     inflight_s = on_layout(inflight_s, inflight_head, inflight_rows, inflight_all_to_all, per_token=True)
 
     # vLLM's profile run: B x P tokens stand for max_num_batched_tokens, split over its dummy requests (one logits row
-    # each); FP8 weights run fused_moe's FP8 path (on a card without FP8 units vLLM's Marlin keeps 16-bit activations,
-    # so there this counts the 1-byte copies it does not make).
+    # each); FP8 weights run fused_moe's FP8 path (counted wherever the weights are FP8, docs/serving.md).
     profile_tokens = b * setup.prompt
     workspace = engine_memory.profile_activation_bytes(
         shape, profile_tokens, engine_memory.profile_sequences(profile_tokens), t, fp8_w8a8=read_as == "fp8"
