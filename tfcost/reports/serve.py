@@ -422,7 +422,12 @@ def serve_expected(
     inflight_all_to_all = expected.all_to_all_seconds(shape, ceil_div(inflight_rows, t), setup.ep, rates)
     inflight_s = on_layout(inflight_s, inflight_head, inflight_rows, inflight_all_to_all, per_token=True)
 
-    workspace = engine_memory.profile_activation_bytes(shape, b * setup.prompt, b, t)
+    # vLLM's profile run: B x P tokens stand for max_num_batched_tokens, split over its dummy requests (one logits row
+    # each); FP8 weights run fused_moe's FP8 path (counted wherever the weights are FP8, docs/serving.md).
+    profile_tokens = b * setup.prompt
+    workspace = engine_memory.profile_activation_bytes(
+        shape, profile_tokens, engine_memory.profile_sequences(profile_tokens), t, fp8_w8a8=read_as == "fp8"
+    )
     kv_per_token = serving.kv_cache_bytes_per_gpu(shape, 1, 1, kv_dtype, t)
     block_bytes = kv_per_token * setup.kv_block
     state_per_sequence = serving.state_bytes_per_gpu(shape, 1, kv_dtype, t)
