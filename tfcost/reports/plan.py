@@ -144,21 +144,25 @@ class ServePlanReport(Frozen):
 
 def serving_evaluator(shape: ModelShape, gpu: GpuSpec) -> Callable[[ServingSetup], search.ServeOutcome]:
     """`serve`'s expected figures of a serving setup on this GPU (the GPU table's rates), as the search needs them."""
+    # What does not change with the batch, worked out once per weight format, reserve or layout, not per batch.
     usable_cache: dict[float, int] = {}
+    rates_cache: dict[WeightsDtype | None, expected.EngineRates] = {}
+    weights_cache: dict[tuple[WeightsDtype | None, int, int, int], int] = {}
 
     def evaluate(setup: ServingSetup) -> search.ServeOutcome:
         setup = serving.with_weights_dtype(shape, setup)
-        rates = expected.table_rates(gpu, serving.compute_dtype(setup.weights_dtype, gpu, shape))
-        usable = usable_cache.setdefault(setup.reserve, serving.usable_bytes_per_gpu(gpu, setup.reserve))
-        weights = serving.layout_weight_bytes_per_gpu(
-            shape,
-            serving.served_weight_bytes(shape, setup.weights_dtype, setup.group_size),
-            setup.weights_dtype,
-            setup.gpus,
-            setup.ep,
-            setup.group_size,
-        )
-        result = serve_expected(shape, setup, rates, usable, weights)
+        dtype = setup.weights_dtype
+        if dtype not in rates_cache:
+            rates_cache[dtype] = expected.table_rates(gpu, serving.compute_dtype(dtype, gpu, shape))
+        if setup.reserve not in usable_cache:
+            usable_cache[setup.reserve] = serving.usable_bytes_per_gpu(gpu, setup.reserve)
+        layout = (dtype, setup.gpus, setup.ep, setup.group_size)
+        if layout not in weights_cache:
+            served = serving.served_weight_bytes(shape, dtype, setup.group_size)
+            weights_cache[layout] = serving.layout_weight_bytes_per_gpu(
+                shape, served, dtype, setup.gpus, setup.ep, setup.group_size
+            )
+        result = serve_expected(shape, setup, rates_cache[dtype], usable_cache[setup.reserve], weights_cache[layout])
         return search.ServeOutcome(
             ttft_ms=result.ttft_ms,
             tpot_ms=result.tpot_ms,
