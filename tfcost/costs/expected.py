@@ -11,6 +11,7 @@ Symbols: L layers, d d_model, t tensor-parallel GPUs, B batch, P prompt tokens, 
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from itertools import pairwise
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -295,9 +296,10 @@ def head_seconds(shape: ModelShape, head_flops: float, head_bytes: float, rates:
     return max(head_flops / rates.matmul_flops_per_s, head_bytes / rate)
 
 
-def layer_linear_rows(shape: ModelShape) -> list[tuple[int, Op]]:
+@lru_cache(maxsize=1024)  # `tfcost plan serve` streams the weights of every layout and batch: the rows once a model
+def layer_linear_rows(shape: ModelShape) -> tuple[tuple[int, Op], ...]:
     """Every linear row of the layers, with its count."""
-    return [(count, op) for block, count in blocks(shape) for op in layer_ops(shape, block) if op.kind == "linear"]
+    return tuple((count, op) for block, count in blocks(shape) for op in layer_ops(shape, block) if op.kind == "linear")
 
 
 def table_element_bytes(read_as: WeightsDtype) -> int:
