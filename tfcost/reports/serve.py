@@ -17,7 +17,6 @@ from tfcost.reports.suggestion import Suggestion
 from tfcost.schema import GpuSpec, ModelShape, ServingSetup
 from tfcost.units import ceil_div, milliseconds
 
-
 # `tfcost plan serve` runs serve_expected over every batch of thousands of layouts; these figures depend only on the
 # model and a few sizes that recur from layout to layout, so the search works each out once (caches, no arithmetic).
 attention_flops = lru_cache(maxsize=4096)(expected.attention_flops)
