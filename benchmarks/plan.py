@@ -18,7 +18,7 @@ whole search (1.3 million memory and step-time evaluations). Target: under 1 s.
 Then `tfcost plan serve` (-P 1,000, -G 1,000, every weight and KV format, `--top 10`) over tp x pp x ep: DeepSeek-V3
 on 256 H800s, Qwen3-235B-A22B on 64 H100s and Llama 3.1 70B on 8 H100s, each `tfcost.reports.plan.plan_serve_setup`
 as the command runs it, its first (cold) run and the median of the rest, reported in layouts per second. Target:
-every layout of each in under 2 s of one core's CPU time, cold or warm (docs/plan.md#speed).
+every layout of each in under 2.5 s of one core's CPU time, cold or warm (docs/plan.md#speed).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from tfcost.schema import ServingSetup, TrainingSetup
 
 TARGET_SECONDS = 2.0
 SUGGESTION_TARGET_SECONDS = 1.0
-SERVE_TARGET_SECONDS = 2.0
+SERVE_TARGET_SECONDS = 2.5
 TOP = 10  # the layouts `plan train` and `plan serve` list by default (--top)
 SERVE_CASES = (("deepseek-v3", 256, "h800"), ("qwen3-235b-a22b", 64, "h100-sxm"), ("llama-3.1-70b", 8, "h100-sxm"))
 
