@@ -14,6 +14,11 @@ A second row times the suggestion `train` prints under a layout that does not fi
 train deepseek-v3 --gpu h800 --gpus 2048 --pp 16 --pp-first-layers 4 --pp-last-layers 1 --ep 64 --zero 1 -T 4096
 --global-batch 15360 --precision fp8 -D 1e12`, whose nearest layout that fits took 70 s when it came from the
 whole search (1.3 million memory and step-time evaluations). Target: under 1 s.
+
+Then `tfcost plan serve` (-P 1,000, -G 1,000, every weight and KV format, `--top 10`) over tp x pp x ep: DeepSeek-V3
+on 256 H800s, Qwen3-235B-A22B on 64 H100s and Llama 3.1 70B on 8 H100s, each `tfcost.reports.plan.plan_serve_setup`
+as the command runs it, its first (cold) run and the median of the rest, reported in layouts per second. Target:
+every layout of each in under 2.5 s of one core's CPU time, cold or warm (docs/plan.md#speed).
 """
 
 from __future__ import annotations
@@ -24,11 +29,14 @@ import time
 
 from tfcost.costs import plan, training
 from tfcost.readers.presets import load_gpu, load_model
-from tfcost.schema import TrainingSetup
+from tfcost.reports.plan import plan_serve_setup
+from tfcost.schema import ServingSetup, TrainingSetup
 
 TARGET_SECONDS = 2.0
 SUGGESTION_TARGET_SECONDS = 1.0
-TOP = 10  # the layouts `plan train` lists by default (--top)
+SERVE_TARGET_SECONDS = 2.5
+TOP = 10  # the layouts `plan train` and `plan serve` list by default (--top)
+SERVE_CASES = (("deepseek-v3", 256, "h800"), ("qwen3-235b-a22b", 64, "h100-sxm"), ("llama-3.1-70b", 8, "h100-sxm"))
 
 
 def main() -> None:
@@ -55,6 +63,8 @@ def main() -> None:
     verdict = "PASS" if max(first[1], cpu) < TARGET_SECONDS else "FAIL"
     print(f"  target: every legal layout in under {TARGET_SECONDS:g} s on one core (CPU time): {verdict}")
     suggestion(runs)
+    for name, gpus, gpu_name in SERVE_CASES:
+        serving_search(name, gpus, gpu_name, runs)
 
 
 def suggestion(runs: int) -> None:
@@ -76,6 +86,25 @@ def suggestion(runs: int) -> None:
     print(f"  first run: {cpus[0]:.3f} s CPU; median of {runs}: {statistics.median(cpus[1:]):.3f} s CPU")
     verdict = "PASS" if max(cpus) < SUGGESTION_TARGET_SECONDS else "FAIL"
     print(f"  target: the suggestion in under {SUGGESTION_TARGET_SECONDS:g} s on one core (CPU time): {verdict}")
+
+
+def serving_search(name: str, gpus: int, gpu_name: str, runs: int) -> None:
+    """`tfcost plan serve NAME --gpus GPUS --gpu GPU_NAME -P 1000 -G 1000` (module docstring)."""
+    shape, gpu = load_model(name), load_gpu(gpu_name)
+    base = ServingSetup(prompt=1000, generate=1000)
+    cpus = []
+    for _ in range(runs + 1):  # the first fills the per-model caches, as the command's one run does
+        cpu = time.process_time()
+        report = plan_serve_setup(shape, gpu, gpus, base, TOP)
+        cpus.append(time.process_time() - cpu)
+    cold, warm = cpus[0], statistics.median(cpus[1:])
+    print(f"plan serve {name} --gpus {gpus} --gpu {gpu_name} -P 1000 -G 1000")
+    print(f"  searched {report.searched:,} layouts, {report.feasible:,} fit; rejected {report.rejected}")
+    print(
+        f"  first run: {cold:.2f} s CPU = {report.searched / cold:,.0f} layouts/s; median of {runs}: {warm:.2f} s CPU"
+    )
+    verdict = "PASS" if max(cold, warm) < SERVE_TARGET_SECONDS else "FAIL"
+    print(f"  target: every layout in under {SERVE_TARGET_SECONDS:g} s on one core (CPU time): {verdict}")
 
 
 if __name__ == "__main__":

@@ -33,6 +33,26 @@ def test_fp8_matmuls_gain_less_than_published_end_to_end_and_attention_stays_bf1
     assert fp8_attention["attention"] == pytest.approx(bf16["attention"] * 989.4 / 1978.9)  # H100 BF16/FP8 peaks
 
 
+def test_a_flashattention_1_class_kernel_takes_twice_fa2s_attention_time(capsys: pytest.CaptureFixture[str]) -> None:
+    # "FlashAttention-2 is around 2x faster than FlashAttention" (Dao 2023, §4.1): llm-foundry's Triton kernel
+    # (attn_impl: triton) is FlashAttention-1-class. Only attention moves: the matmuls and the rest are the same.
+    mpt = ["train", "validation/models/mpt-1b.yaml", "--gpu", "a100-80gb", "--gpus", "8", "-T", "2048", "-b", "14",
+           "--global-batch", "112"]  # fmt: skip
+    fa2 = run(mpt, capsys)["step"]["seconds"]
+    fa1 = run([*mpt, "--flash-kernel", "fa1"], capsys)["step"]["seconds"]
+    assert fa1["attention"] == pytest.approx(2 * fa2["attention"], rel=1e-12)
+    assert fa1["matmuls"] == fa2["matmuls"] and fa1["memory_bound"] == fa2["memory_bound"]
+    # FA2 on A100: 0.73 of the 312 TFLOP/s peak, backward 2.5 x forward; FA1 half the rate. Fused attention is priced
+    # over the T(T+1)/2 entries a causal mask keeps: QK^T and AV, 2 x 2 x T(T+1)/2 x d a layer and sequence;
+    # d = 2048, T = 2048, 24 layers, b = 14 per GPU, one micro-batch; skipping the masked blocks gains "around
+    # 1.7-1.8x" (Dao 2023 §3.1), so the kept FLOPs run at 1.75 / 2 of the dense rate.
+    flops = 2 * 2 * (2048 * 2049 // 2) * 2048 * 24 * 14
+    assert fa1["attention"] == pytest.approx(3.5 * flops / (312e12 * 0.73 / 2 * 1.75 / 2), rel=1e-9)
+    with pytest.raises(SystemExit):
+        main([*mpt, "--flash-kernel", "fa1"])  # the table says which kernel it priced
+    assert "flash attention (FlashAttention-1 class);" in capsys.readouterr().out
+
+
 def test_serving_fp8_prefill_prices_attention_at_the_bf16_peak(capsys: pytest.CaptureFixture[str]) -> None:
     bf16 = run(SERVE, capsys)["expected"]
     fp8 = run([*SERVE, "--weights-dtype", "fp8"], capsys)["expected"]

@@ -11,7 +11,9 @@ import pytest
 
 from tfcost.cli.main import main
 from tfcost.costs.engine_memory import (
+    fused_moe_peak_bytes,
     profile_activation_bytes,
+    profile_sequences,
     sglang_kv_cache_bytes,
     trtllm_kv_cache_bytes,
     vllm_kv_cache_bytes,
@@ -51,6 +53,58 @@ def test_plain_mlp_activation_is_as_wide_as_fc1() -> None:
     residual besides fc1's output and GELU's, as vLLM's OPT layer holds them."""
     shape = load_model("gpt2-xl")
     assert profile_activation_bytes(shape, 1024, 0, 1) == 1024 * (2 * 1600 + 2 * 6400) * 2
+
+
+def test_fused_moe_caches_share_cache1_and_cache3_when_d_is_wider() -> None:
+    """Qwen3-235B-A22B (config.json: hidden_size 4096, moe_intermediate_size 1536, num_experts 128,
+    num_experts_per_tok 8) on 4 GPUs, 8192 tokens (vLLM V1's max_num_batched_tokens for `vllm serve` on an H100):
+    w1 is (E, N, K) with N = 2 x 1536 / 4 = 768 and K = 4096, so cache13 = M x 8 x max(768, 4096) and cache2 =
+    M x 8 x 384, 16-bit; besides the layer's input, residual, the experts' input and output (4 x 4096) and the
+    router's 128 logits, 16-bit, and fused_topk's fp32 weights, int32 ids and int32 indices (12 bytes x 8)."""
+    shape = load_model("qwen3-235b-a22b")
+    m = 8192
+    expected = m * 8 * (4096 + 384) * 2 + m * (4 * 4096 + 128) * 2 + m * 8 * 12
+    assert fused_moe_peak_bytes(shape, m, 4, fp8_w8a8=False) == expected
+    # FP8 weights: the chunk's input (4096) and cache2 (8 x 384) quantized to 1 byte each, besides the 16-bit ones.
+    assert fused_moe_peak_bytes(shape, m, 4, fp8_w8a8=True) == expected + m * (4096 + 8 * 384)
+    # The MoE layer's peak outweighs its attention's (q, k, v: (64 + 2 x 4) x 128 = 9216 wide), so it is the
+    # profile's, with one fp32 logits row (vocab_size 151936) for each of 256 dummy requests.
+    assert profile_activation_bytes(shape, m, 256, 4) == expected + 256 * 151936 * 4
+
+
+def test_fused_moe_cache13_is_as_wide_as_the_wider_of_n_and_d() -> None:
+    """Mixtral-8x7B (hidden_size 4096, intermediate_size 14336, 8 experts, top 2) on one GPU: N = 2 x 14336 =
+    28672 is wider than K = 4096, so cache13 = M x 2 x 28672; cache2 = M x 2 x 14336."""
+    shape = load_model("mixtral-8x7b")
+    m = 1000
+    assert fused_moe_peak_bytes(shape, m, 1, fp8_w8a8=False) == (
+        m * 2 * (28672 + 14336) * 2 + m * (4 * 4096 + 8) * 2 + m * 2 * 12
+    )
+
+
+def test_fused_moe_caches_stop_at_the_chunk() -> None:
+    """fused_experts_impl's "M = min(num_tokens, CHUNK_SIZE)", VLLM_FUSED_MOE_CHUNK_SIZE 64 x 1024: past it the
+    caches stay at one chunk's while the layer's whole-batch tensors and the routing keep growing."""
+    shape = load_model("mixtral-8x7b")
+    chunk, m = 64 * 1024, 100_000
+    assert fused_moe_peak_bytes(shape, m, 1, fp8_w8a8=False) == (
+        chunk * 2 * (28672 + 14336) * 2 + m * (4 * 4096 + 8) * 2 + m * 2 * 12
+    )
+
+
+def test_dense_models_have_no_fused_moe_workspace() -> None:
+    """Llama-2-7B has no routed experts: its profile peak stays the MLP's, FP8 or not
+    (test_profile_peak_is_the_mlps_live_tensors)."""
+    shape = load_model("llama-2-7b")
+    assert fused_moe_peak_bytes(shape, 4096, 1, fp8_w8a8=True) == 0
+    assert profile_activation_bytes(shape, 4096, 256, 1, fp8_w8a8=True) == profile_activation_bytes(shape, 4096, 256, 1)
+
+
+def test_profile_run_has_max_num_seqs_requests_or_one_a_token() -> None:
+    """vLLM's _dummy_run: "num_reqs = max_num_reqs if num_tokens >= max_num_reqs else num_tokens", max_num_seqs
+    256 by default."""
+    assert profile_sequences(4096) == 256
+    assert profile_sequences(100) == 100
 
 
 def test_llama_2_7b_on_an_a100_matches_vllms_block_count(capsys: pytest.CaptureFixture[str]) -> None:

@@ -73,6 +73,7 @@ ADDED |= {
     "setup.offload_activations",
 }  # issue 22: FSDP's no_sync, FSDP1 mixed units
 ADDED |= {"setup.reshard_after_forward"}  # issue 22: FSDP keeps gathered weights under PP (torchtitan's default)
+ADDED |= {"setup.flash_kernel"}  # issue 22: --flash-kernel fa2 (the default) or fa1 (flash-attn 1.x, Triton)
 
 PINNED: dict[str, Any] = json.loads(GOLDEN.read_text())
 

@@ -809,6 +809,9 @@ Recompute = Literal["none", "selective", "selective-op", "full"]
 Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "adafactor", "sgd", "muon"]
 Precision = Literal["bf16-mixed", "fp8", "bf16", "fp32"]
 Kernels = Literal["fused", "eager"]  # how the norms run: fused (compiled) or eager PyTorch (fp32 copies kept)
+# Which fused attention kernel: fa2 (FlashAttention-2: flash-attn 2.x, PyTorch SDPA's flash backend) or fa1 (a
+# FlashAttention-1-class kernel: flash-attn 1.x, llm-foundry's Triton kernel, attn_impl: triton)
+FlashKernel = Literal["fa2", "fa1"]
 Offload = Literal["none", "optimizer", "params"]
 MemoryConvention = Literal["zero", "deepspeed"]
 # How the loss holds the logits: chunked (upcast and log-softmaxed a chunk at a time: torchtune, LitGPT), full (one
@@ -886,6 +889,9 @@ class TrainingSetup(Frozen):
         "none", description="ZeRO-Offload: optimizer states (and master) to the host; params: the weights too"
     )
     flash: bool = Field(True, description="fused attention (FlashAttention): the T x T scores are never stored")
+    flash_kernel: FlashKernel = Field(
+        "fa2", description="the fused attention kernel: fa2 (FlashAttention-2, SDPA) or fa1 (flash-attn 1.x, Triton)"
+    )
     fp8_attention: bool = Field(
         False, description="under fp8, attention runs in FP8 too (else BF16, as Transformer Engine and torchao do)"
     )

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from tfcost.schema import (
+    FlashKernel,
     Kernels,
     Loss,
     MemoryConvention,
@@ -144,6 +145,14 @@ def train(
     flash: Annotated[
         bool, typer.Option("--flash/--no-flash", help="Fused attention: the T x T scores are never stored.")
     ] = default(TrainingSetup, "flash"),
+    flash_kernel: Annotated[
+        FlashKernel,
+        typer.Option(
+            "--flash-kernel",
+            help="Fused attention kernel: fa2 (FlashAttention-2, SDPA's flash backend) or fa1 (flash-attn 1.x, "
+            "llm-foundry's Triton kernel: about half FA2's speed).",
+        ),
+    ] = default(TrainingSetup, "flash_kernel"),
     fp8_attention: Annotated[
         bool,
         typer.Option("--fp8-attention", help="Under --precision fp8, attention runs in FP8 too (default: BF16)."),
@@ -263,7 +272,8 @@ def train(
         micro_batch=micro_batch, gpus=gpus, mfu=mfu, hfu=hfu, tflops_per_gpu=tflops_per_gpu,
         global_batch=global_batch, cp=cp, ep=ep, virtual_stages=virtual_stages, pp_first_layers=pp_first_layers,
         pp_last_layers=pp_last_layers, zero=zero, tp=tp, pp=pp, sequence_parallel=sequence_parallel,
-        recompute=recompute, optimizer=optimizer, precision=precision, flash=flash, dp_overlap=dp_overlap,
+        recompute=recompute, optimizer=optimizer, precision=precision, flash=flash, flash_kernel=flash_kernel,
+        dp_overlap=dp_overlap,
         ep_overlap=ep_overlap,
         offload=offload, optimizer_in_backward=optimizer_in_backward, price_per_gpu_hour=price_per_gpu_hour,
         lora_rank=lora, lora_targets=lora_target_list, qlora=qlora, memory_convention=memory_convention,

@@ -108,6 +108,7 @@ def layer_count(shape: ModelShape) -> int:
     return sum(count for _, count in blocks(shape))
 
 
+@lru_cache(maxsize=1024)  # `tfcost plan serve` asks for every all-reduce and all-to-all of every layout and batch
 def moe_layer_count(shape: ModelShape) -> int:
     """Layers whose FFN is a mixture of experts (DeepSeek-V3: 58 of 61)."""
     return sum(count for block, count in blocks(shape) if block.moe)

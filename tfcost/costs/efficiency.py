@@ -19,15 +19,26 @@ are the fractions that differ from the BF16 dense case the GPU table's matmul_ef
   GPU" (Shah et al. 2024, FlashAttention-3, abstract): FA2 cannot use Hopper's asynchronous wgmma and TMA. PyTorch's
   SDPA flash backend (torchtitan), llm-foundry's and HF's flash-attn calls run FA2, so fused attention on a Hopper
   GPU is priced at 0.35 of its peak; FA3 ("75% utilization") needs the user's own kernel and is not the default.
+- FlashAttention-1-class kernels (`--flash-kernel fa1`): "FlashAttention-2 is around 2x faster than FlashAttention"
+  (Dao 2023, §4.1; "1.7-3.0x" in §4), and FlashAttention-1 reached "only 25-40% of the theoretical maximum FLOPs/s"
+  (FA2's abstract). llm-foundry's `attn_impl: triton` (its default, and the default of the MPT throughput tables'
+  scripts/train/benchmarking/submit_benchmarks.py, `--attn_impl` default 'triton') runs HazyResearch's Triton kernel,
+  whose header says "Overall Triton forward + backward is slightly slower than CUDA forward + backward" (the CUDA
+  kernel then being FlashAttention-1), so it is priced as FlashAttention-1: FA2's fraction on the GPU / 2.
 """
 
 from __future__ import annotations
 
 from tfcost.hardware import rates as hardware
-from tfcost.schema import GpuSpec
+from tfcost.schema import FlashKernel, GpuSpec
 
 FLASH_EFFICIENCY = 0.73  # FlashAttention-2 forward+backward on A100: up to 230 of 312 TFLOP/s (Dao 2023, abstract)
 HOPPER_FLASH_EFFICIENCY = 0.35  # "FlashAttention-2 achieving only 35% utilization on the H100 GPU" (FA3, abstract)
+# Causal block skipping: "This leads to around 1.7-1.8x speedup compared to attention without the causal mask" (Dao
+# 2023, §3.1), not the 2x of the FLOPs it skips: over the kept FLOPs a causal kernel reaches 1.75 / 2 of its dense rate
+# (FLASH_EFFICIENCY's "up to 230 TFLOPs/s" is then a dense run's).
+CAUSAL_SKIP_SPEEDUP = 1.75
+FA1_SLOWDOWN = 2.0  # "FlashAttention-2 is around 2x faster than FlashAttention" (Dao 2023, §4.1, A100)
 HOPPER_NAMES = ("h100", "h200", "h800", "h20", "gh200")  # GH100/GH200 dies (the GPU table's names start so)
 
 FP8_MATMUL_FRACTION = 0.5
@@ -53,7 +64,15 @@ def attention_peak_flops_per_s(gpu: GpuSpec, compute_dtype: str, fp8_attention: 
     return peak
 
 
-def flash_attention_efficiency(gpu: GpuSpec) -> float:
-    """The share of the attention peak FlashAttention-2 reaches forward and backward: 0.35 on Hopper (FA3's
-    abstract), else FLASH_EFFICIENCY (FA2's A100 figure)."""
-    return HOPPER_FLASH_EFFICIENCY if gpu.name.startswith(HOPPER_NAMES) else FLASH_EFFICIENCY
+def flash_attention_efficiency(gpu: GpuSpec, kernel: FlashKernel = "fa2") -> float:
+    """The share of the attention peak a fused attention kernel reaches forward and backward: FlashAttention-2's 0.35
+    on Hopper (FA3's abstract), else FLASH_EFFICIENCY (FA2's A100 figure); a FlashAttention-1-class kernel ("fa1")
+    half that (FA1_SLOWDOWN)."""
+    fa2 = HOPPER_FLASH_EFFICIENCY if gpu.name.startswith(HOPPER_NAMES) else FLASH_EFFICIENCY
+    return fa2 / FA1_SLOWDOWN if kernel == "fa1" else fa2
+
+
+def causal_skip_efficiency(kept_flops: float, all_flops: float) -> float:
+    """What a fused kernel's efficiency is multiplied by over the FLOPs a mask keeps: CAUSAL_SKIP_SPEEDUP / 2 when it
+    skips masked blocks (kept < all), else 1."""
+    return CAUSAL_SKIP_SPEEDUP / 2 if kept_flops < all_flops else 1.0

@@ -114,9 +114,38 @@ def kv_pool_bytes(
     return vllm_kv_cache_bytes(usable_bytes, weights_bytes, activation_peak_bytes, non_torch_bytes)
 
 
-def profile_activation_bytes(shape: ModelShape, tokens: int, sequences: int, gpus: int) -> int:
-    """The activation peak of vLLM's profile run on one GPU: a forward over `tokens` tokens, then the fp32 logits of
-    `sequences` sampled positions. PyTorch's allocator counts the tensors alive at the peak, the MLP's.
+# vLLM's profile run (vllm/v1/worker/gpu_model_runner.py, V1 of 2025): a forward over max_num_batched_tokens split
+# over `num_reqs = max_num_reqs if num_tokens >= max_num_reqs else num_tokens` dummy requests, then
+# "logit_indices = np.cumsum(num_scheduled_tokens) - 1" / "return hidden_states[logit_indices]": the LM head and the
+# sampler run over one row per request. V0's model_runner.py likewise: "Profile memory usage with max_num_sequences
+# sequences and the total number of tokens equal to max_num_batched_tokens." max_num_seqs is 256 by default
+# (vllm/engine/arg_utils.py: "default_max_num_seqs = {UsageContext.LLM_CLASS: 256, UsageContext.OPENAI_API_SERVER:
+# 256}"; later releases 1024 where "device_memory >= 70 * GiB_bytes and "a100" not in device_name").
+VLLM_MAX_NUM_SEQS = 256
+
+# vllm/envs.py (commit 001f69f8, mid-2025): "VLLM_FUSED_MOE_CHUNK_SIZE: int = 64 * 1024" (32768 in 2024's
+# releases). fused_experts_impl sizes its caches for "M = min(num_tokens, CHUNK_SIZE)" tokens.
+FUSED_MOE_CHUNK_TOKENS = 64 * 1024
+
+# fused_topk (fused_moe.py, commit 000d1458): "topk_weights = torch.empty(M, topk, dtype=torch.float32, ...)",
+# "topk_ids = torch.empty(M, topk, dtype=torch.int32, ...)", "token_expert_indicies = torch.empty(M, topk,
+# dtype=torch.int32, ...)": 12 bytes for each of a token's k choices, alive while the experts run.
+ROUTING_BYTES_PER_CHOICE = 4 + 4 + 4
+
+# use_fp8_w8a8: "qcurr_hidden_states, a1q_scale = moe_kernel_quantize_input(A=curr_hidden_states, ...)" and
+# "qintermediate_cache2, a2q_scale = moe_kernel_quantize_input(A=intermediate_cache2, ...)" with qtype
+# torch.float8_e4m3fn (get_config_qtype): 1-byte copies of the chunk's input and of cache2, besides the 16-bit ones.
+FP8_BYTES = 1
+
+
+def profile_sequences(tokens: int) -> int:
+    """The dummy requests of vLLM's profile run over `tokens` tokens, one logits row each: max_num_seqs (vLLM's
+    default, VLLM_MAX_NUM_SEQS) or one a token when there are fewer tokens."""
+    return min(VLLM_MAX_NUM_SEQS, tokens)
+
+
+def dense_layer_peak_bytes(shape: ModelShape, tokens: int, gpus: int) -> int:
+    """The live tensors of a dense layer at its MLP's peak in vLLM's forward over `tokens` tokens on one GPU.
 
     Gated MLP, vLLM's Llama (vllm/model_executor/models/llama.py). The model's loop,
         hidden_states, residual = layer(positions, hidden_states, kv_caches[i], attn_metadata, residual)
@@ -132,16 +161,58 @@ def profile_activation_bytes(shape: ModelShape, tokens: int, sequences: int, gpu
     Plain MLP, vLLM's OPT (vllm/model_executor/models/opt.py): the loop holds the input (d), the layer its residual
     (d), and "hidden_states, _ = self.fc1(hidden_states)" / "hidden_states = self.activation_fn(hidden_states)"
     rebind, so fc1's input is freed and the peak is fc1's output and the activation's: 2d + 2 x fc1's width.
-    The fused output is Model.widest_intermediate (gate and up, or a token's k experts; fused_moe's own caches are
-    not modelled). Column parallelism splits it and its activation over t GPUs; the d-wide tensors are whole on
-    each (the row-parallel output is all-reduced), and so are the logits (gathered over the vocabulary). 16-bit
-    activations and fp32 logits, as tfcost.costs.expected counts them."""
+    The fused output is Model.widest_intermediate (q, k and v; gate and up). Column parallelism splits it and its
+    activation over t GPUs; the d-wide tensors are whole on each (the row-parallel output is all-reduced). 16-bit
+    activations, as tfcost.costs.expected counts them."""
     widest = model_of(shape).widest_intermediate()
     if shape.mlp == "gated":
         per_token = 4 * shape.d_model + ceil_div(widest + widest // 2, gpus)
     else:
         per_token = 2 * shape.d_model + ceil_div(2 * widest, gpus)
-    return tokens * per_token * expected.ACTIVATION_BYTES + sequences * shape.vocab_size * expected.LOGITS_BYTES
+    return tokens * per_token * expected.ACTIVATION_BYTES
+
+
+def fused_moe_peak_bytes(shape: ModelShape, tokens: int, gpus: int, fp8_w8a8: bool) -> int:
+    """The live tensors of an MoE layer at the peak of vLLM's fused_moe over `tokens` tokens on one GPU (tensor
+    parallel over `gpus`); 0 for a model without routed experts or with plain (ungated) experts, which fused_moe's
+    "silu_and_mul" / "gelu_and_mul" do not run.
+
+    vllm/model_executor/layers/fused_moe/fused_moe.py, fused_experts_impl at commit 000d1458 (mid-2025, vLLM 0.9):
+        E, N, _ = w1.shape            # N: gate and up of one expert, 2F / t (column parallel)
+        K = w2.shape[1]               # d, whole on each GPU
+        M = min(num_tokens, CHUNK_SIZE)
+        out_hidden_states = torch.empty_like(hidden_states)
+        # We can reuse the memory between cache1 and cache3 because by the time we need cache3, we're done with cache1
+        cache13 = torch.empty(M_sum * max(N, K), ...)            # M_sum = M * top_k_num
+        intermediate_cache2 = torch.empty((M_sum, N // 2), ...)
+    all in the activations' dtype (hidden_states.dtype). So a token holds k x max(2F / t, d) + k x F / t besides the
+    layer's 4d (input, residual, the experts' input and out_hidden_states, as a dense layer's), the router's logits
+    (fused_topk's gating_output, E a token, 16-bit) and the routing's k choices (ROUTING_BYTES_PER_CHOICE). Earlier
+    releases (2024, e.g. v0.6.4) kept intermediate_cache1 (M, topk, N) and intermediate_cache3 (M, topk, K) apart:
+    k x (2F / t + d) instead of k x max(2F / t, d). Shared experts and moe_align_block_size's int32 index buffers
+    (about k x 4 bytes a token) are not counted."""
+    moe = shape.moe
+    if moe is None or shape.mlp != "gated":
+        return 0
+    d, k = shape.d_model, moe.experts_per_token
+    n = ceil_div(2 * moe.expert_d_ff, gpus)
+    chunk = min(tokens, FUSED_MOE_CHUNK_TOKENS)
+    caches = chunk * k * (max(n, d) + n // 2)
+    whole = tokens * (4 * d + moe.n_experts)
+    held = (caches + whole) * expected.ACTIVATION_BYTES + tokens * k * ROUTING_BYTES_PER_CHOICE
+    if fp8_w8a8:
+        held += chunk * (d + k * (n // 2)) * FP8_BYTES
+    return held
+
+
+def profile_activation_bytes(shape: ModelShape, tokens: int, sequences: int, gpus: int, fp8_w8a8: bool = False) -> int:
+    """The activation peak of vLLM's profile run on one GPU: a forward over `tokens` tokens, its peak the busiest
+    layer's (dense_layer_peak_bytes; for MoE models the larger of that and fused_moe_peak_bytes), then the fp32
+    logits of `sequences` sampled rows (the LM head runs over one row a request; profile_sequences). The logits are
+    gathered over the vocabulary, so whole on each GPU. `fp8_w8a8`: the experts run fused_moe's FP8 path (FP8
+    weights)."""
+    layer_peak = max(dense_layer_peak_bytes(shape, tokens, gpus), fused_moe_peak_bytes(shape, tokens, gpus, fp8_w8a8))
+    return layer_peak + sequences * shape.vocab_size * expected.LOGITS_BYTES
 
 
 # Eager (unfused) norms: transformers' LlamaRMSNorm runs `hidden_states.to(torch.float32)`, then

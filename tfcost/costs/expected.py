@@ -11,6 +11,7 @@ Symbols: L layers, d d_model, t tensor-parallel GPUs, B batch, P prompt tokens, 
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from itertools import pairwise
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -280,8 +281,7 @@ def weights_stream_seconds(shape: ModelShape, weight_bytes: float, rates: Engine
     """Time to stream `weight_bytes` of the layers' matrices through one-row matmuls (a decode step): each linear
     row's share of the weights at the rate measured for its row length K = fan_in (nn.Linear computes x W^T, a dot
     product over each K-long row of W). Without a measured curve: bytes / the stream rate."""
-    rows = [(count * op_params(op), op.fan_in) for count, op in layer_linear_rows(shape)]
-    total = sum(params for params, _ in rows)
+    rows, total = linear_row_params(shape)
     if not rates.stream_by_row_length or not total:
         return weight_bytes / rates.stream_bytes_per_s
     return sum(weight_bytes * params / total / stream_rate(k, rates) for params, k in rows)
@@ -298,6 +298,13 @@ def head_seconds(shape: ModelShape, head_flops: float, head_bytes: float, rates:
 def layer_linear_rows(shape: ModelShape) -> list[tuple[int, Op]]:
     """Every linear row of the layers, with its count."""
     return [(count, op) for block, count in blocks(shape) for op in layer_ops(shape, block) if op.kind == "linear"]
+
+
+@lru_cache(maxsize=1024)  # `tfcost plan serve` streams the weights of every layout and batch: the rows once a model
+def linear_row_params(shape: ModelShape) -> tuple[tuple[tuple[int, int], ...], int]:
+    """((weights, row length K) of each linear row of the layers, all their weights)."""
+    rows = tuple((count * op_params(op), op.fan_in) for count, op in layer_linear_rows(shape))
+    return rows, sum(params for params, _ in rows)
 
 
 def table_element_bytes(read_as: WeightsDtype) -> int:

@@ -653,16 +653,20 @@ def search_serving(
                         "batch": 1,
                     }
                 )  # fmt: skip
-                largest = evaluate(first).max_batch
-                if largest < 1:
+                at_one = evaluate(first)  # batch 1's figures, and the largest batch the KV pool holds
+                if at_one.max_batch < 1:
                     found.reject(WEIGHTS_DO_NOT_FIT)
                     continue
-                for batch in serving_batches(largest):
+                batches = serving_batches(at_one.max_batch)
+                for tried, batch in enumerate(batches):
                     setup = first if batch == 1 else first.model_copy(update={"batch": batch})
-                    outcome = evaluate(setup)
+                    outcome = at_one if batch == 1 else evaluate(setup)
                     if not outcome.fits:
-                        found.reject(DOES_NOT_FIT)
-                    elif ttft_ms is not None and outcome.ttft_ms > ttft_ms:
+                        # Memory grows with the batch (the KV cache held, the profile run's workspace), so no
+                        # larger batch fits either: counted as refused without pricing them.
+                        found.reject(DOES_NOT_FIT, len(batches) - tried)
+                        break
+                    if ttft_ms is not None and outcome.ttft_ms > ttft_ms:
                         found.reject(MISSES_TTFT)
                     elif tpot_ms is not None and outcome.tpot_ms > tpot_ms:
                         found.reject(MISSES_TPOT)

@@ -13,8 +13,8 @@ rows (tfcost.core.model.Model), the average of its layers:
   and written by the fused scale-mask-softmax and by dropout with its 1-byte mask, read by AV: 13 bytes per entry
   in 16-bit, Megatron-LM's kernels); with flash attention, the entries a causal mask keeps (the kernel skips the
   masked blocks, and FlashAttention's benchmark measures its efficiency over those FLOPs) at FlashAttention-2's
-  measured efficiency on the GPU's generation (costs/efficiency.py: 0.73 on A100, 0.35 on Hopper), backward
-  2.5 x forward (Dao 2023 §4.1);
+  measured efficiency on the GPU's generation (costs/efficiency.py: 0.73 on A100, 0.35 on Hopper; half that for a
+  FlashAttention-1-class kernel, `--flash-kernel fa1`), backward 2.5 x forward (Dao 2023 §4.1);
 - memory-bound ops: norms, residual/bias-dropout-adds and the MLP activation, each reading and writing its
   tensors once at the HBM bandwidth; backward twice the forward's traffic;
 - recomputation: selective redoes the attention scores; full redoes the layer's forward (compute and TP comm);
@@ -64,7 +64,12 @@ from tfcost.core import activations, params
 from tfcost.core.blocks import layer_count, moe_layer_count
 from tfcost.core.model import model_of
 from tfcost.costs import parallel, training
-from tfcost.costs.efficiency import attention_peak_flops_per_s, flash_attention_efficiency, fp8_matmul_scale
+from tfcost.costs.efficiency import (
+    attention_peak_flops_per_s,
+    causal_skip_efficiency,
+    flash_attention_efficiency,
+    fp8_matmul_scale,
+)
 from tfcost.hardware import rates as hardware
 from tfcost.schema import GpuSpec, ModelShape, TrainingSetup
 from tfcost.units import GIGA, ceil_div
@@ -306,7 +311,10 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
     activation = element * model.activation_elements_per_token()  # the MLP rows' activations (none without an MLP)
     elementwise_fwd = tokens * (d_wide * d / (t if setup.sequence_parallel else 1) + activation / t) / bandwidth
     if setup.flash:
-        attention_fwd = flash_flops / (attention_peak * flash_attention_efficiency(gpu))
+        # its rate over the kept entries: a causal run gains 1.7-1.8x, not 2x (costs/efficiency.py)
+        skip = causal_skip_efficiency(flash_flops, attention_flops)
+        flash = flash_attention_efficiency(gpu, setup.flash_kernel) * skip
+        attention_fwd = flash_flops / (attention_peak * flash)
         attention_bwd = FLASH_BACKWARD_FACTOR * attention_fwd
     else:  # the score entries each scores row's heads materialise, split over t by heads and c by queries
         entries = b * model.score_entries(s) / (n_layers * t * c)

@@ -729,7 +729,9 @@ def train_table(result: TrainReport, markdown: bool = False) -> None:
             f"{s.precision}",
             f"global batch {result.inputs.global_batch:,} sequences{result.notes.get('global_batch', '')}",
             f"recompute {s.recompute}; {'sequence parallel; ' if s.sequence_parallel else ''}"
-            f"{'flash attention' if s.flash else 'no flash attention'}; {result.time.throughput_from}",
+            f"{'flash attention' if s.flash else 'no flash attention'}"
+            f"{' (FlashAttention-1 class)' if s.flash and s.flash_kernel == 'fa1' else ''}; "
+            f"{result.time.throughput_from}",
         ]
     )
     notes = [

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from tfcost.costs import expected, parallel, serving, training
+from tfcost.costs import engine_memory, expected, parallel, serving, training
 from tfcost.costs import plan as search
 from tfcost.errors import UsageError, describe_validation_error
 from tfcost.reports.suggestion import Suggestion
@@ -149,21 +149,28 @@ def serving_evaluator(shape: ModelShape, gpu: GpuSpec) -> Callable[[ServingSetup
     # Imported here: `train`'s suggestion imports this module but never serve's report (~3 ms).
     from tfcost.reports.serve import serve_expected
 
+    # What does not change with the batch, worked out once per weight format, reserve or layout, not per batch.
     usable_cache: dict[float, int] = {}
+    rates_cache: dict[tuple[WeightsDtype | None, bool], expected.EngineRates] = {}
+    weights_cache: dict[tuple[WeightsDtype | None, int, int, int], int] = {}
 
     def evaluate(setup: ServingSetup) -> search.ServeOutcome:
         setup = serving.with_weights_dtype(shape, setup)
-        rates = expected.table_rates(gpu, serving.compute_dtype(setup.weights_dtype, gpu, shape))
-        usable = usable_cache.setdefault(setup.reserve, serving.usable_bytes_per_gpu(gpu, setup.reserve))
-        weights = serving.layout_weight_bytes_per_gpu(
-            shape,
-            serving.served_weight_bytes(shape, setup.weights_dtype, setup.group_size),
-            setup.weights_dtype,
-            setup.gpus,
-            setup.ep,
-            setup.group_size,
+        dtype = setup.weights_dtype
+        if (dtype, setup.fp8_attention) not in rates_cache:
+            compute = serving.compute_dtype(dtype, gpu, shape)
+            rates_cache[dtype, setup.fp8_attention] = expected.table_rates(gpu, compute, setup.fp8_attention)
+        if setup.reserve not in usable_cache:  # the memory the driver reports, as `serve` budgets it (vLLM's)
+            usable_cache[setup.reserve] = engine_memory.engine_usable_bytes(gpu, setup.reserve)
+        layout = (dtype, setup.gpus, setup.ep, setup.group_size)
+        if layout not in weights_cache:
+            served = serving.served_weight_bytes(shape, dtype, setup.group_size)
+            weights_cache[layout] = serving.layout_weight_bytes_per_gpu(
+                shape, served, dtype, setup.gpus, setup.ep, setup.group_size
+            )
+        result = serve_expected(
+            shape, setup, rates_cache[dtype, setup.fp8_attention], usable_cache[setup.reserve], weights_cache[layout]
         )
-        result = serve_expected(shape, setup, rates, usable, weights)
         return search.ServeOutcome(
             ttft_ms=result.ttft_ms,
             tpot_ms=result.tpot_ms,

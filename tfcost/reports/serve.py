@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from pydantic import Field
 
 from tfcost.core import memory, params
@@ -13,6 +15,17 @@ from tfcost.reports.base import Section, SourceNotes, quantity, stepped_cache_no
 from tfcost.reports.suggestion import Suggestion
 from tfcost.schema import GpuSpec, ModelShape, ServingSetup
 from tfcost.units import ceil_div, milliseconds
+
+# `tfcost plan serve` runs serve_expected over every batch of thousands of layouts; these figures depend only on the
+# model and a few sizes that recur from layout to layout, so the search works each out once (caches, no arithmetic).
+attention_flops = lru_cache(maxsize=4096)(expected.attention_flops)
+kv_cache_bytes_per_gpu = lru_cache(maxsize=4096)(serving.kv_cache_bytes_per_gpu)
+state_bytes_per_gpu = lru_cache(maxsize=4096)(serving.state_bytes_per_gpu)
+unread_expert_bytes_per_gpu = lru_cache(maxsize=4096)(serving.unread_expert_bytes_per_gpu)
+profile_activation_bytes = lru_cache(maxsize=4096)(engine_memory.profile_activation_bytes)
+quantized_params = lru_cache(maxsize=1024)(serving.quantized_params)
+lookup_table_elements = lru_cache(maxsize=1024)(expected.lookup_table_elements)
+head_weight_elements = lru_cache(maxsize=1024)(expected.head_weight_elements)
 
 
 class ServeInputs(Section):
@@ -300,35 +313,33 @@ def serve_expected(
     held_sequences, in_flight, b = serving.step_sequences(setup)  # b: one forward step's sequences (B: pp = ep = 1)
     expert_gpus = serving.stage_gpus(t, setup.ep)
     kv_tokens = expected.allocated_kv_tokens(setup.context, setup.kv_block)
-    kv_per_gpu = serving.kv_cache_bytes_per_gpu(shape, kv_tokens, b, kv_dtype, t)
-    prompt_kv = serving.kv_cache_bytes_per_gpu(shape, setup.prompt, b, kv_dtype, t)
+    kv_per_gpu = kv_cache_bytes_per_gpu(shape, kv_tokens, b, kv_dtype, t)
+    prompt_kv = kv_cache_bytes_per_gpu(shape, setup.prompt, b, kv_dtype, t)
     read_as = serving.kernel_weights_dtype(shape, setup.weights_dtype)
-    quantized = serving.share_per_gpu(serving.quantized_params(shape, read_as), t)
+    quantized = serving.share_per_gpu(quantized_params(shape, read_as), t)
     dequant = expected.dequant_seconds(quantized, read_as, rates)
     floor = expected.step_floor_seconds(shape, rates)
 
     # The weights split by how a step reads them: the output head (a one-row matmul per sequence, its own
     # roofline), the lookup tables (B rows gathered, not streamed) and the layers' matrices.
-    head_elements = expected.head_weight_elements(shape)
+    head_elements = head_weight_elements(shape)
     element_bytes = expected.table_element_bytes(read_as)
     head_bytes = serving.share_per_gpu(head_elements * element_bytes, t)
-    lookup_bytes = serving.share_per_gpu(expected.lookup_table_elements(shape) * element_bytes, t)
+    lookup_bytes = serving.share_per_gpu(lookup_table_elements(shape) * element_bytes, t)
     layer_weights = max(weights_per_gpu - head_bytes - lookup_bytes, 0)
     head_flops = serving.share_per_gpu(2 * head_elements * b, t)
     decoder_only = not serving.is_encoder_decoder(shape)
 
     # Routed experts no token picks are not read (uniform routing): a decode step of B tokens, a prefill of B x P;
     # with expert parallelism every rank's tokens meet a GPU's E / ep experts.
-    decode_unread = serving.unread_expert_bytes_per_gpu(
-        shape, setup.weights_dtype, b * ranks, expert_gpus, setup.group_size
-    )
-    prefill_unread = serving.unread_expert_bytes_per_gpu(
+    decode_unread = unread_expert_bytes_per_gpu(shape, setup.weights_dtype, b * ranks, expert_gpus, setup.group_size)
+    prefill_unread = unread_expert_bytes_per_gpu(
         shape, setup.weights_dtype, b * setup.prompt * ranks, expert_gpus, setup.group_size
     )
     step_setup = setup if b == setup.batch else setup.model_copy(update={"batch": b})
     prefill_flops = serving.prefill_flops(shape, setup.prompt, b) + serving.images_prefill_flops(shape, step_setup)
     prefill_flops = serving.share_per_gpu(prefill_flops, t)
-    prefill_attention = serving.share_per_gpu(b * expected.attention_flops(shape, setup.prompt), t)
+    prefill_attention = serving.share_per_gpu(b * attention_flops(shape, setup.prompt), t)
     prefill_head = expected.head_seconds(shape, head_flops, head_bytes, rates)
     prefill_kernels = (
         expected.phase_seconds(
@@ -355,7 +366,8 @@ def serve_expected(
             step_s += a2a_s
         if pp == 1:
             return step_s
-        sends = [expected.pipeline_send_seconds(shape, tokens, rates, crosses) for crosses in across]
+        send = {crosses: expected.pipeline_send_seconds(shape, tokens, rates, crosses) for crosses in set(across)}
+        sends = [send[crosses] for crosses in across]  # two kinds of boundary: priced once each
         one_pass, slowest = expected.pipeline_seconds(
             step_s - head_s - end_floor, head_s + end_floor, stages, shape.n_layers, sends
         )
@@ -364,7 +376,7 @@ def serve_expected(
         return expected.pipeline_batch_seconds(one_pass, slowest, in_flight)  # every micro-batch's prompts
 
     prefill_s = on_layout(prefill_s, prefill_head, b * setup.prompt, prefill_all_to_all, per_token=False)
-    state_per_gpu = serving.state_bytes_per_gpu(shape, b, kv_dtype, t)  # read and written once a step
+    state_per_gpu = state_bytes_per_gpu(shape, b, kv_dtype, t)  # read and written once a step
     decode_stream_s = expected.weights_stream_seconds(shape, layer_weights - decode_unread, rates)
     head_s = expected.head_seconds(shape, head_flops, head_bytes, rates)
     reads = expected.cache_reads_per_decode(shape, t, setup.gqa_decode)
@@ -372,11 +384,9 @@ def serve_expected(
     def decode_step(context: int) -> tuple[int, int, int, float]:
         """One decode step at `context`: its FLOPs and attention FLOPs per GPU, its cache bytes, its kernels' time."""
         flops = serving.share_per_gpu(serving.decode_step_flops(shape, context, b), t)
-        one_token = expected.attention_flops(shape, context) - expected.attention_flops(shape, context - 1)
+        one_token = attention_flops(shape, context) - attention_flops(shape, context - 1)
         attention = serving.share_per_gpu(b * one_token, t) if decoder_only else 0
-        cache = serving.kv_cache_bytes_per_gpu(
-            shape, expected.allocated_kv_tokens(context, setup.kv_block), b, kv_dtype, t
-        )
+        cache = kv_cache_bytes_per_gpu(shape, expected.allocated_kv_tokens(context, setup.kv_block), b, kv_dtype, t)
         cache_read = cache * reads  # bytes the attention kernel streams: each head's cache `reads` times
         kernels = expected.split_step_seconds(
             flops - head_flops - attention, decode_stream_s, attention, cache_read + state_per_gpu, rates, rows=b
@@ -402,7 +412,7 @@ def serve_expected(
     rows = b + prompt_rows
     prompt_share = prompt_rows / setup.prompt  # prompts prefilled per step, B / G
     linear_per_token = (mean_flops - mean_attention - head_flops) / b
-    inflight_unread = serving.unread_expert_bytes_per_gpu(
+    inflight_unread = unread_expert_bytes_per_gpu(
         shape, setup.weights_dtype, max(round(rows), 1) * ranks, expert_gpus, setup.group_size
     )
     inflight_head = expected.head_seconds(shape, head_flops * (1 + prompt_share / b), head_bytes, rates)
@@ -423,18 +433,23 @@ def serve_expected(
     inflight_all_to_all = expected.all_to_all_seconds(shape, ceil_div(inflight_rows, t), setup.ep, rates)
     inflight_s = on_layout(inflight_s, inflight_head, inflight_rows, inflight_all_to_all, per_token=True)
 
-    workspace = engine_memory.profile_activation_bytes(shape, b * setup.prompt, b, t)
-    kv_per_token = serving.kv_cache_bytes_per_gpu(shape, 1, 1, kv_dtype, t)
+    # vLLM's profile run: B x P tokens stand for max_num_batched_tokens, split over its dummy requests (one logits row
+    # each); FP8 weights run fused_moe's FP8 path (counted wherever the weights are FP8, docs/serving.md).
+    profile_tokens = b * setup.prompt
+    workspace = profile_activation_bytes(
+        shape, profile_tokens, engine_memory.profile_sequences(profile_tokens), t, fp8_w8a8=read_as == "fp8"
+    )
+    kv_per_token = kv_cache_bytes_per_gpu(shape, 1, 1, kv_dtype, t)
     block_bytes = kv_per_token * setup.kv_block
-    state_per_sequence = serving.state_bytes_per_gpu(shape, 1, kv_dtype, t)
+    state_per_sequence = state_bytes_per_gpu(shape, 1, kv_dtype, t)
     blocks_per_sequence = ceil_div(setup.context, setup.kv_block)
     sequence_kv = blocks_per_sequence * block_bytes
     if memory.cache_steps(shape):  # no bytes per token to page in blocks: the cache at P + G
-        sequence_kv = serving.kv_cache_bytes_per_gpu(shape, setup.context, 1, kv_dtype, t)
+        sequence_kv = kv_cache_bytes_per_gpu(shape, setup.context, 1, kv_dtype, t)
     held_kv = kv_per_gpu + state_per_gpu
     if held_sequences != b:  # every micro-batch's cache stays on the GPU
-        held_kv = serving.kv_cache_bytes_per_gpu(shape, kv_tokens, held_sequences, kv_dtype, t)
-        held_kv += serving.state_bytes_per_gpu(shape, held_sequences, kv_dtype, t)
+        held_kv = kv_cache_bytes_per_gpu(shape, kv_tokens, held_sequences, kv_dtype, t)
+        held_kv += state_bytes_per_gpu(shape, held_sequences, kv_dtype, t)
 
     def stage_part(whole: int, layers: int) -> int:
         """A stage's share of what the layers hold (serving.stage_share); all of it without a pipeline."""
@@ -444,7 +459,8 @@ def serve_expected(
     stage_weights[0] += lookup_bytes if pp > 1 else 0  # the embedding on the first stage, the head on the last
     stage_weights[-1] += head_bytes if pp > 1 else 0
     totals, fitting, batches, capacities = [], [], [], []
-    for layers, weights in zip(stages, stage_weights, strict=True):
+    # Stages alike in layers and weights hold alike: each kind is worked out once (max, min and all see the same).
+    for layers, weights in dict.fromkeys(zip(stages, stage_weights, strict=True)):
         totals.append(weights + rates.cuda_context_bytes + workspace + stage_part(held_kv, layers))
         budget = engine_memory.kv_pool_bytes(
             setup.kv_pool, usable, 1 - setup.reserve, weights, workspace, rates.cuda_context_bytes
