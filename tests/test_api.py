@@ -109,6 +109,17 @@ def test_the_figures_are_the_models_own():
     assert trained.setup.tokens == 15 * 10**12 and trained.flops.six_nd == six_nd
 
 
+def test_an_estimate_without_its_crossovers_is_the_same_report_less_that_key():
+    """compare's table and CSV print no crossovers, so compare leaves them out (issue 25: a third of pricing a
+    preset); the report is otherwise the whole one, and the JSON, which carries them, asks for them."""
+    whole = tfc.estimate("deepseek-v3", seq=8192, batch=4, gpu="h100-sxm")
+    without = tfc.estimate("deepseek-v3", seq=8192, batch=4, gpu="h100-sxm", crossovers=False)
+    assert whole.crossovers and without.crossovers is None
+    dumped = whole.model_dump(mode="json")
+    assert [c["name"] for c in dumped.pop("crossovers")] == [c.name for c in whole.crossovers]
+    assert without.model_dump(mode="json") == dumped  # no "crossovers" key at all, every other field the same
+
+
 def test_overrides_as_a_mapping_or_as_the_commands_texts_are_the_same():
     as_texts = tfc.estimate("llama-3-8b", overrides=["n_kv_heads=32", "bias.qkv=true"])
     as_mapping = tfc.estimate("llama-3-8b", overrides={"n_kv_heads": 32, "bias": {"qkv": True}})

@@ -158,6 +158,7 @@ def estimate(
     images: int | None = None,
     image_size: int | None = None,
     audio_seconds: float | None = None,
+    crossovers: bool = True,
 ) -> Estimate | EngineEstimate:
     """`tfcost estimate`: parameters, FLOPs, KV cache, score matrix and the crossovers in T of one model.
 
@@ -167,7 +168,8 @@ def estimate(
     vision tower, their tokens in T (`audio_seconds`: S seconds of audio through its audio tower); `gpu` adds
     the T at which one layer's score matrix outgrows that GPU.
     `engine`: "analytic", "transformers" (needs tfcost[hf]) or "auto"; `explain` adds each quantity's formula
-    (the report's `explain`).
+    (the report's `explain`); `crossovers=False` leaves the crossovers out (the report's `crossovers` is None),
+    as `tfcost compare` does for its table and CSV, which print none.
     """
     from tfcost.schema import Workload
 
@@ -190,12 +192,12 @@ def estimate(
 
         return transformers_estimate(found, workload)
     from tfcost.readers.presets import load_gpu
+    from tfcost.reports.base import with_source
     from tfcost.reports.estimate import estimate as run_estimate
-    from tfcost.reports.estimate import with_source
 
     source = asked.source()
     chosen_gpu = load_gpu(gpu) if gpu is not None else None
-    estimated = run_estimate(source.shape, workload, chosen_gpu, explained=explain)
+    estimated = run_estimate(source.shape, workload, chosen_gpu, explained=explain, with_crossovers=crossovers)
     return with_source(estimated, source, tokens=workload.seq_len)
 
 
@@ -250,7 +252,7 @@ def train(
 
         return train_report(found, spec, make_setup, explained=explain)
     from tfcost.costs import training
-    from tfcost.reports.estimate import with_source
+    from tfcost.reports.base import with_source
     from tfcost.reports.train import train as run_train
     from tfcost.reports.train import with_default_layout
 
@@ -314,7 +316,7 @@ def serve(
         from tfcost.engines.dispatch import serve_report
 
         return serve_report(found, gpu_or_profile(gpu, measured), chosen, explained=explain)
-    from tfcost.reports.estimate import with_source
+    from tfcost.reports.base import with_source
     from tfcost.reports.serve import serve as run_serve
     from tfcost.reports.stored import stored_report
 
@@ -369,7 +371,7 @@ def plan(search: str, asked: ModelRequest, gpu: str, options: dict[str, Any]) ->
     searches = plan_module()
     source = asked.source()
     report = getattr(searches, search)(source.shape, load_gpu(gpu), **options)
-    from tfcost.reports.estimate import SourceNotes, with_source
+    from tfcost.reports.base import SourceNotes, with_source
 
     return with_source(report, source) if isinstance(report, SourceNotes) else report
 

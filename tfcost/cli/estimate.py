@@ -114,6 +114,7 @@ def compare(
         found = api.estimate(
             model, config=path, overrides=[*(overrides or ()), *own], seq=seq, batch=batch, dtype=dtype,
             causal=causal, engine=engine, strict=strict, lenient=lenient, revision=revision,
+            crossovers=output == "json",  # the JSON carries every report whole; the table and CSV print none
         )  # fmt: skip
         render.print_report_notes(found)
         results.append(found)

@@ -162,7 +162,9 @@ def serve(
         group_size=group_size, kv_block=kv_block, fp8_attention=fp8_attention, gqa_decode=gqa_decode, kv_pool=kv_pool,
         images=images, image_size=image_size, audio_seconds=audio_seconds,
     )  # fmt: skip
-    if isinstance(result, ServeReport) and profile is None:  # does it fit? if not, the nearest layout that does
+    # Does it fit? If not, the nearest layout that does; `tfcost plan`'s command module (its typer app) is
+    # imported only then.
+    if isinstance(result, ServeReport) and profile is None and result.needs_suggestion():
         from tfcost.cli.plan import with_suggestion
 
         result = with_suggestion(result, model, config, overrides, strict, lenient, revision, gpu)
@@ -170,7 +172,7 @@ def serve(
     if isinstance(result, ServeReport):
         render.print_report(result, output, render.serve_table)
         if output in ("table", "markdown") and result.suggestion is not None:  # CSV and JSON: the field
-            from tfcost.render.plan import print_suggestion  # with the plot module: only when there is one
+            from tfcost.render.plan import print_suggestion  # only when there is one
 
             print_suggestion(result.suggestion, "Does not fit (expected)")
     else:

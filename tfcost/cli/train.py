@@ -282,7 +282,9 @@ def train(
         audio_seconds=audio_seconds, accumulate_unsharded=accumulate_unsharded, frozen_gradients=frozen_gradients,
         offload_activations=offload_activations,
     )  # fmt: skip
-    if isinstance(result, TrainReport) and profile is None:  # does it fit? if not, the nearest layout that does
+    # Does it fit? If not, the nearest layout that does; `tfcost plan`'s command module (its typer app) is
+    # imported only then.
+    if isinstance(result, TrainReport) and profile is None and result.needs_suggestion():
         from tfcost.cli.plan import with_suggestion
 
         result = with_suggestion(result, model, config, overrides, strict, lenient, revision, gpu)
@@ -290,7 +292,7 @@ def train(
     if isinstance(result, TrainReport):
         render.print_report(result, output, render.train_table)
         if output in ("table", "markdown") and result.suggestion is not None:  # CSV and JSON: the field
-            from tfcost.render.plan import print_suggestion  # with the plot module: only when there is one
+            from tfcost.render.plan import print_suggestion  # only when there is one
 
             print_suggestion(result.suggestion, "Does not fit")
     else:

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from tfcost.errors import TfcostError
-from tfcost.render import plot
 from tfcost.render.tables import CONVENTIONS, clean, neutral, new_table, print_csv, print_table
 from tfcost.reports.plan import NOT_NEAR, ServePlanLayout, ServePlanReport, TrainPlanReport
 from tfcost.reports.suggestion import Suggestion
@@ -125,11 +124,15 @@ def pareto_points(report: ServePlanReport) -> tuple[list[tuple[float, float]], l
 
 
 def chart_title(report: ServePlanReport) -> str:
+    from tfcost.render import plot  # the chart's module, here and below: `train`'s suggestion line needs none of it
+
     return f"{plot.printable(report.model)} on {report.gpus} x {plot.printable(report.gpu)}: {targets(report)}"
 
 
 def terminal_chart(report: ServePlanReport, width: int | None = None, height: int = 22, color: bool = False) -> str:
     """The front (a line) over the layouts listed (points), in the terminal."""
+    from tfcost.render import plot
+
     plt = plot.need("plotext")
     listed, front = pareto_points(report)
     plt.clf()
@@ -149,6 +152,8 @@ def terminal_chart(report: ServePlanReport, width: int | None = None, height: in
 
 def write_chart(report: ServePlanReport, path: str) -> Path:
     """The chart to a .png, .svg or .html file through matplotlib."""
+    from tfcost.render import plot
+
     target = plot.check_path(path)
     report = neutral(report)
     matplotlib = plot.need("matplotlib")

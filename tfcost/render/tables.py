@@ -21,8 +21,7 @@ from pydantic import BaseModel
 from tfcost import __version__
 from tfcost.errors import TfcostError, redact_credentials
 from tfcost.render import safe_text
-from tfcost.reports.estimate import SECTIONS, CrossoverReport, Estimate, SourceNotes
-from tfcost.reports.explain import Line
+from tfcost.reports.base import Line, SourceNotes
 from tfcost.schema import GpuSpec, ModelShape
 from tfcost.units import Unit, human
 
@@ -31,6 +30,7 @@ if TYPE_CHECKING:  # imported where used: only `measure` needs its report classe
     from tfcost.costs.sweep import SweepReport
     from tfcost.engines.report import CheckReport, EngineEstimate, EngineServeReport, EngineTrainReport
     from tfcost.readers.presets import ModelSource
+    from tfcost.reports.estimate import CrossoverReport, Estimate
     from tfcost.reports.measure import Measurement, MeasureReport
     from tfcost.reports.serve import ServeReport
     from tfcost.reports.stored import InspectReport
@@ -428,6 +428,8 @@ def workload_caption(result: Estimate | EngineEstimate | CheckReport) -> str:
 
 
 def estimate_table(result: Estimate | EngineEstimate, markdown: bool = False) -> None:
+    from tfcost.reports.estimate import SECTIONS, Estimate  # here: train and serve build none of its classes
+
     result = neutral(result)
     notes = [f"source: {result.source}"] if result.source else []
     title = f"{result.model}: {workload_caption(result)}"
@@ -436,9 +438,10 @@ def estimate_table(result: Estimate | EngineEstimate, markdown: bool = False) ->
 
         sections_table(result, ENGINE_SECTIONS, title, [*notes, ENGINE_NOTE], markdown)
         return
-    crossovers = [(c.label, *crossover_cells(c)) for c in result.crossovers]
+    found = result.crossovers or []
+    crossovers = [(c.label, *crossover_cells(c)) for c in found]
     notes += [result.kv_cache.note] if result.kv_cache.note else []
-    notes += [f"{c.label}: none, {c.reason}." for c in result.crossovers if c.reason]
+    notes += [f"{c.label}: none, {c.reason}." for c in found if c.reason]
     notes.append(CROSSOVER_NOTE)
     sections_table(result, SECTIONS, title, [*notes, CONVENTIONS], markdown, extra={"Crossovers (T)": crossovers})
 
@@ -490,6 +493,8 @@ def compare_table(
 ) -> None:
     """Models as columns. The per-part breakdowns are left out unless asked for: with many models they are
     most of the table and little of the comparison."""
+    from tfcost.reports.estimate import SECTIONS, Estimate  # here: train and serve build none of its classes
+
     results = neutral(list(results))
     blocks = []  # (heading, rows of [label, a cell per model])
     for section, heading in SECTIONS.items():

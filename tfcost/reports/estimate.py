@@ -1,98 +1,21 @@
 """The result objects the CLI renders: every number of an estimate, computed by the core, in one place.
 
 Each field's description is its label and its `unit` says how to print it, so the table, the JSON and the
-comparison all fall out of the same object. `tfcost train`'s and `tfcost serve`'s reports are in train_report.py
-and serve_report.py, so that a command builds only the report classes (and imports only the core) it prints.
+comparison all fall out of the same object. `tfcost train`'s and `tfcost serve`'s reports are in train.py and
+serve.py, and what every report shares in base.py, so that a command builds only the report classes (and imports
+only the core) it prints.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
-from tfcost.core import flops, memory, params, weights
+from tfcost.core import flops, memory, params
 from tfcost.costs import crossover, images
-from tfcost.reports.explain import Line, estimate_lines
-from tfcost.reports.stored import StoredReport, stored_report
+from tfcost.reports.base import Section, SourceNotes, quantity, stepped_cache_note
 from tfcost.schema import GpuSpec, ModelShape, Workload
-from tfcost.units import Unit
-
-if TYPE_CHECKING:
-    from tfcost.readers.presets import ModelSource
-
-
-def quantity(label: str, unit: Unit) -> Any:
-    """A reported number: its label and unit travel with it."""
-    return Field(description=label, json_schema_extra={"unit": unit})
-
-
-class Section(BaseModel):
-    # Validators are built on first use, so a command builds only the reports it prints (estimate: 4 ms less).
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
-
-class SourceNotes(Section):
-    """What a model's config said that tfcost did not use: every report carries it."""
-
-    ignored_fields: list[str] = Field(
-        default_factory=list, description="config.json keys ignored (tfcost does not use them; --strict refuses)"
-    )
-    not_priced: list[str] = Field(
-        default_factory=list, description="parts of a multimodal model left out of every figure (its towers)"
-    )
-    context_warning: str | None = Field(
-        default=None,
-        description="the tokens asked for pass the model's own context: priced as asked, never refused (stderr)",
-        exclude=True,
-    )
-    quantization_notes: list[str] = Field(
-        default_factory=list,
-        description="quantization_config module-list entries tfcost could not place (priced as converted)",
-        exclude_if=lambda notes: not notes,
-    )
-    checkpoint_bytes: int | None = Field(
-        default=None, description="a Hub checkpoint's stored bytes, from its model.safetensors.index.json"
-    )
-    checkpoint_bytes_estimate: int | None = Field(
-        default=None,
-        description="tfcost's bytes of the same weights as stored (16-bit, or its quantization), to set beside it",
-    )
-    stored: StoredReport | None = Field(
-        default=None,
-        description="a local model's stored bytes, from its files' headers (tfcost.reports.stored)",
-        exclude_if=lambda stored: stored is None,
-    )
-    explain: list[Line] | None = Field(
-        default=None,
-        description="--explain: each quantity's formula, the model's numbers and the result",
-        exclude_if=lambda lines: lines is None,  # only --explain adds the key to the JSON
-    )
-
-
-ReportT = TypeVar("ReportT", bound=SourceNotes)
-
-
-def with_source(report: ReportT, source: ModelSource, tokens: int | None = None, tokens_are: str = "T") -> ReportT:
-    """The report with its model source's notes, and a warning where the `tokens` asked for (T, or P + G) pass the
-    model's own context (its max_seq_len: the position table or the length it was trained at)."""
-    notes: dict[str, Any] = {
-        "ignored_fields": source.ignored_fields,
-        "not_priced": source.not_priced,
-        "quantization_notes": source.notes,
-    }
-    context = source.shape.max_seq_len
-    if tokens is not None and tokens > context:
-        notes["context_warning"] = (
-            f"{tokens_are} = {tokens:,} tokens passes the model's context of {context:,}; the figures are for the "
-            "length asked, which the model was not built for"
-        )
-    if source.checkpoint_bytes is not None:
-        notes["checkpoint_bytes"] = source.checkpoint_bytes
-        notes["checkpoint_bytes_estimate"] = weights.checkpoint_weight_bytes(source.shape)
-    if source.stored is not None:
-        notes["stored"] = stored_report(source.stored, source.shape)
-    return report.model_copy(update=notes)
 
 
 class ParamsReport(Section):
@@ -179,20 +102,6 @@ class KvCacheReport(Section):
     )
 
 
-def stepped_cache_note(shape: ModelShape, tokens: int) -> str | None:
-    """What to say of a cache that steps every m positions (memory.cache_steps: compressed attention), whose bytes
-    per token are no fixed figure; None for every other cache."""
-    steps = memory.cache_steps(shape)
-    if not steps:
-        return None
-    every = " and ".join(f"{step:,}" for step in steps)
-    return (
-        f"The KV cache steps every {every} positions (compressed attention: one entry per window, the window not "
-        "yet closed buffered, the raw keys of the sliding window only), so it has no fixed bytes per token: the "
-        f"cache shown is what is held after {tokens:,} tokens, and the recurrent state is the fixed overlap state."
-    )
-
-
 class ScoreMatrixReport(Section):
     entries_per_head: int = quantity("score entries per head (T^2)", "count")
     bytes_per_layer: int = quantity("score matrices, one layer", "bytes")
@@ -243,7 +152,9 @@ class Estimate(SourceNotes):
     flops: FlopsReport
     kv_cache: KvCacheReport
     score_matrix: ScoreMatrixReport
-    crossovers: list[CrossoverReport]  # the lesson's crossovers in T (tfcost.costs.crossover), rounded down
+    # The lesson's crossovers in T (tfcost.costs.crossover), rounded down; None where the caller left them out
+    # (compare's table and CSV print none, and they were a third of pricing a preset): no key in the JSON then.
+    crossovers: list[CrossoverReport] | None = Field(exclude_if=lambda found: found is None)
 
 
 SECTIONS: dict[str, str] = {
@@ -257,9 +168,15 @@ SECTIONS: dict[str, str] = {
 }
 
 
-def estimate(shape: ModelShape, workload: Workload, gpu: GpuSpec | None = None, explained: bool = False) -> Estimate:
+def estimate(
+    shape: ModelShape,
+    workload: Workload,
+    gpu: GpuSpec | None = None,
+    explained: bool = False,
+    with_crossovers: bool = True,
+) -> Estimate:
     """Run the core over one model and workload; with a GPU, also the T at which a score matrix outgrows it;
-    `explained`: with every quantity's working (tfcost.reports.explain)."""
+    `explained`: with every quantity's working (tfcost.reports.explain); `with_crossovers` false: crossovers None."""
     # Images (--images) lengthen each sequence by their tokens; every figure is then the longer sequence's.
     t, b, dtype, causal = (
         images.with_image_tokens(shape, workload).seq_len,
@@ -267,8 +184,13 @@ def estimate(shape: ModelShape, workload: Workload, gpu: GpuSpec | None = None, 
         workload.dtype,
         workload.causal,
     )
+    lines = None
+    if explained:
+        from tfcost.reports.explain import estimate_lines  # the working's module: only for --explain
+
+        lines = estimate_lines(shape, t, b, dtype, causal)
     return Estimate(
-        explain=estimate_lines(shape, t, b, dtype, causal) if explained else None,
+        explain=lines,
         model=shape.name,
         source=shape.source,
         workload=workload,
@@ -305,5 +227,5 @@ def estimate(shape: ModelShape, workload: Workload, gpu: GpuSpec | None = None, 
             bytes_per_layer=memory.score_matrix_bytes_per_layer(shape, t, b, dtype),
             bytes=memory.score_matrix_bytes(shape, t, b, dtype),
         ),
-        crossovers=crossover_reports(crossover.crossovers(shape, b, dtype, gpu)),
+        crossovers=crossover_reports(crossover.crossovers(shape, b, dtype, gpu)) if with_crossovers else None,
     )

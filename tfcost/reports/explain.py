@@ -15,7 +15,6 @@ a width no symbol matches is shown as its number, never under a wrong name.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 
 from tfcost.core import flops, memory, params
@@ -34,6 +33,7 @@ from tfcost.core.ops import (
     rate_multiplicity,
 )
 from tfcost.costs import crossover, serving
+from tfcost.reports.base import Line
 from tfcost.schema import GpuSpec, ModelShape, ServingSetup, TrainingSetup
 from tfcost.units import DTYPE_BYTES, Dtype, Unit, human
 
@@ -47,18 +47,6 @@ SERVING = "docs/formulas.md, Serving"
 ROWS = "docs/formulas.md, One model, built once"
 LINKS = "docs/formulas.md, Collectives on the link they cross"
 ENGINE = "docs/formulas.md, Train and serve through the transformers engine"
-
-
-@dataclass(frozen=True)
-class Line:
-    """One explained quantity: `quantity = formula = working = result`, and where the formula comes from."""
-
-    quantity: str
-    formula: str
-    working: str  # the formula with the model's numbers: an arithmetic expression equal to `value`
-    value: int | float
-    result: str  # the value in its unit, as the tables print it
-    source: str
 
 
 def number(value: int) -> str:

@@ -15,7 +15,7 @@ from tfcost.core import flops, memory
 from tfcost.errors import TfcostError
 from tfcost.hardware import rates as hardware
 from tfcost.hardware.timing import timing_summary
-from tfcost.reports.estimate import Section, quantity
+from tfcost.reports.base import Section, quantity
 from tfcost.schema import AttentionShape, GpuSpec, MeasureDevice, MeasureDtype
 from tfcost.units import GIGA, TERA, iec
 

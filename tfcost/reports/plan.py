@@ -6,18 +6,20 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
 from tfcost.costs import engine_memory, expected, parallel, serving, training
 from tfcost.costs import plan as search
 from tfcost.errors import UsageError, describe_validation_error
-from tfcost.reports.serve import ServeReport, serve_expected
 from tfcost.reports.suggestion import Suggestion
 from tfcost.reports.train import TrainReport
 from tfcost.schema import GpuSpec, ModelShape, ServingSetup, TrainingSetup, WeightsDtype
 from tfcost.units import Dtype
+
+if TYPE_CHECKING:
+    from tfcost.reports.serve import ServeReport
 
 SetupT = TypeVar("SetupT", TrainingSetup, ServingSetup)
 
@@ -144,6 +146,9 @@ class ServePlanReport(Frozen):
 
 def serving_evaluator(shape: ModelShape, gpu: GpuSpec) -> Callable[[ServingSetup], search.ServeOutcome]:
     """`serve`'s expected figures of a serving setup on this GPU (the GPU table's rates), as the search needs them."""
+    # Imported here: `train`'s suggestion imports this module but never serve's report (~3 ms).
+    from tfcost.reports.serve import serve_expected
+
     # What does not change with the batch, worked out once per weight format, reserve or layout, not per batch.
     usable_cache: dict[float, int] = {}
     rates_cache: dict[tuple[WeightsDtype | None, bool], expected.EngineRates] = {}

@@ -11,8 +11,7 @@ from tfcost.core import memory, params
 from tfcost.costs import engine_memory, expected, images, serving
 from tfcost.errors import UsageError
 from tfcost.hardware import rates as hardware
-from tfcost.reports.estimate import Section, SourceNotes, quantity, stepped_cache_note
-from tfcost.reports.explain import serve_lines
+from tfcost.reports.base import Section, SourceNotes, quantity, stepped_cache_note
 from tfcost.reports.suggestion import Suggestion
 from tfcost.schema import GpuSpec, ModelShape, ServingSetup
 from tfcost.units import ceil_div, milliseconds
@@ -225,6 +224,8 @@ def serve(
     )
     lines = None
     if explained:
+        from tfcost.reports.explain import serve_lines  # the working's module: only for --explain
+
         lines = serve_lines(shape, setup, weights, weights_per_gpu, kv_per_gpu, prefill, decode, peak, bandwidth)
     return ServeReport(
         explain=lines,

@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tfcost.core import stored, weights
-from tfcost.readers.safetensors import StoredFiles
+from tfcost.core import weights
 from tfcost.schema import ModelShape
 
 if TYPE_CHECKING:
     from tfcost.readers.presets import ModelSource
+    from tfcost.readers.safetensors import StoredFiles
 from tfcost.units import Unit
 
 UNACCOUNTED_SHOWN = 20  # names of tensors outside the op tables listed; the rest are counted
@@ -42,6 +42,10 @@ class StoredReport(BaseModel):
 
 def stored_report(files: StoredFiles, shape: ModelShape | None) -> StoredReport:
     """The report of a model's stored tensors; with its shape, tfcost's figures beside them."""
+    # Imported here: every report can carry this one (estimate, serve), but only a local model's files build it,
+    # and the sums' module with the file readers under it cost a command ~2.5 ms to import.
+    from tfcost.core import stored
+
     summed = stored.stored_bytes(files.tensors, shape)
     return StoredReport(
         files=files.files,

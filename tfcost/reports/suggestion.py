@@ -9,7 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field
 class Suggestion(BaseModel):
     """The nearest layout that fits, as the options that change, and the command that searches them all."""
 
-    model_config = ConfigDict(frozen=True)
+    # Its validator is built on first use: a layout that fits never builds a Suggestion.
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     options: list[str] = Field(description="the options to change, as typed (empty: no layout of these GPUs fits)")
     step_seconds: float | None = Field(None, description="train: its predicted step time")

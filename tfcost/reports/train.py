@@ -11,8 +11,7 @@ from tfcost.core import flops, params
 from tfcost.core.blocks import layer_count
 from tfcost.costs import engine_memory, finetune, fit, images, parallel, step_time, throughput, training
 from tfcost.hardware import rates as hardware
-from tfcost.reports.estimate import Section, SourceNotes, quantity
-from tfcost.reports.explain import train_lines
+from tfcost.reports.base import Section, SourceNotes, quantity
 from tfcost.reports.suggestion import Suggestion
 from tfcost.schema import GpuSpec, ModelShape, TrainingSetup
 from tfcost.units import TERA, human
@@ -146,6 +145,8 @@ def train(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup, explained: bool
     overhead = fit.overhead_bytes(hardware.memory_bytes(gpu), setup.cuda_context_gib, setup.allocator_reserve)
     lines = None
     if explained:
+        from tfcost.reports.explain import train_lines  # the working's module: only for --explain
+
         assumed_mfu = training.run_mfu(setup) if step is None else None
         lines = train_lines(
             shape, setup, model_flops, None if assumed_mfu is None else (seconds, peak, assumed_mfu), held,
