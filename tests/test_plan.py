@@ -584,3 +584,14 @@ def test_plan_serve_finds_what_a_brute_force_over_serve_finds(monkeypatch, name,
     ] == kept
     if ttft_ms is not None:
         assert rejected[plan.MISSES_TTFT] + rejected[plan.MISSES_TPOT] > 0
+
+
+def test_the_search_copies_a_setup_as_pydantic_does():
+    # plan.with_options stands in for model_copy(update=...) in the search's inner loops: the same fields, the same
+    # fields set, equal and hashing alike, and a copy (the original unchanged).
+    setup = TrainingSetup(tokens=10**9, seq_len=4096, gpus=64, tp=8, global_batch=64)
+    update = {"recompute": "full", "zero": 3, "offload": "none", "micro_batch": 2, "virtual_stages": 1}
+    fast, slow = plan.with_options(setup, **update), setup.model_copy(update=update)
+    assert fast == slow and hash(fast) == hash(slow) and fast.model_dump() == slow.model_dump()
+    assert fast.model_fields_set == slow.model_fields_set and fast.model_dump_json() == slow.model_dump_json()
+    assert setup.zero != 3 and setup.recompute != "full"

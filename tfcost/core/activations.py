@@ -227,6 +227,7 @@ def layer_activation_bytes(
     return terms_bytes(terms, seq_len, micro_batch, tp, sequence_parallel)
 
 
+@lru_cache(maxsize=16384)  # `tfcost plan train` asks again for every pp, dp, v, ZeRO and offload of one shape
 def activation_bytes_by_layer_kind(
     shape: ModelShape,
     seq_len: int,

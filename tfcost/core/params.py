@@ -46,6 +46,7 @@ def layer_params(shape: ModelShape) -> dict[str, int]:
     return block_params(shape, representative(shape))
 
 
+@lru_cache(maxsize=4096)  # `tfcost plan train` asks for it in every ZeRO-3 layout's memory
 def params_per_layer(shape: ModelShape) -> int:
     """All parameters of one block (the most common one)."""
     return sum(layer_params(shape).values())

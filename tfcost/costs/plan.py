@@ -276,13 +276,13 @@ def search_training(shape: ModelShape, gpu_spec: GpuSpec, base: TrainingSetup, t
         for micro_batch in divisors(batch // structure.data_parallel):
             layers: dict[Recompute, dict[str, float]] = {}
             for virtual in virtual_stage_counts(shape, structure):
-                setup = structure.model_copy(update={"micro_batch": micro_batch, "virtual_stages": virtual})
+                setup = with_options(structure, micro_batch=micro_batch, virtual_stages=virtual)
                 try:
                     stages = parallel.check_layout(shape, setup)
                 except UsageError as error:
                     found.reject(rule_reason(error, shape))
                     continue
-                if too_big or not pricer.fits(pricer.memory(setup.model_copy(update=LEAST_MEMORY))):
+                if too_big or not pricer.fits(pricer.memory(with_options(setup, **LEAST_MEMORY))):
                     found.reject(DOES_NOT_FIT, OPTIONS_PER_LAYOUT)
                     too_big = too_big or virtual == 1
                     continue
@@ -329,6 +329,18 @@ def rank(base: TrainingSetup, layout: TrainLayout) -> tuple[bool, float, int]:
     return layout.setup.offload != "none", layout.step_seconds, distance(base, layout.setup)
 
 
+def with_options(setup: TrainingSetup, **options: object) -> TrainingSetup:
+    """`setup.model_copy(update=options)`, for options the search sets from its own legal values (a user's input is
+    validated where it is read): Llama 3.1 405B on 16,384 GPUs makes ~110,000 of these, and pydantic's copy, which
+    copies each of the model's dicts through `copy.copy`, was a sixth of that search's time."""
+    copied = object.__new__(TrainingSetup)
+    object.__setattr__(copied, "__dict__", {**setup.__dict__, **options})
+    object.__setattr__(copied, "__pydantic_fields_set__", setup.__pydantic_fields_set__ | options.keys())
+    object.__setattr__(copied, "__pydantic_extra__", None)
+    object.__setattr__(copied, "__pydantic_private__", None)
+    return copied
+
+
 def search_options(
     pricer: TrainPricer,
     setup: TrainingSetup,
@@ -348,7 +360,7 @@ def search_options(
         for recompute in RECOMPUTES[::-1]:
             found.reject(DOES_NOT_FIT, lightest)
             for index in range(lightest, len(OFFLOADS)):
-                candidate = setup.model_copy(update={"recompute": recompute, "zero": zero, "offload": OFFLOADS[index]})
+                candidate = with_options(setup, recompute=recompute, zero=zero, offload=OFFLOADS[index])
                 held = pricer.memory(candidate, activations)
                 found.searched += 1
                 if pricer.fits(held):
