@@ -280,3 +280,49 @@ def test_ep_overlap_through_the_cli(tfcost):
     plain, overlapped = seconds[()], seconds[("--ep-overlap",)]
     assert 0 < overlapped["ep_comm"] < plain["ep_comm"]
     assert overlapped["matmuls"] == plain["matmuls"] and overlapped["attention"] == plain["attention"]
+
+
+def test_eager_kernels_price_each_unfused_elementwise_pass():
+    # Eager PyTorch (--kernels eager: torchtitan's A100 presets, "compile = false", "norm_type = rmsnorm"). Per token of
+    # one Llama-3-8B layer (d 4,096; 32 query and 8 key-value heads of 128; F 14,336), forward, beyond the fold, in
+    # bf16: each of the 2 RMSNorms 36 bytes an element (x.float() 2 + 4, pow 4 + 4, mean 4, x * rsqrt 4 + 4, type_as
+    # 4 + 2, * weight 2 + 2) less the fused norm's 4; rotary 20 an element of q and k (float() 2 + 4, the complex
+    # product 4 + 4, type_as 4 + 2); SwiGLU's silu output written and read again, 4 an element of F. The backward
+    # twice that, as the other memory-bound ops.
+    shape = load_model("llama-3-8b")
+    gpu = load_gpu("a100-80gb")
+    fused = TrainingSetup(tokens=10**9, seq_len=8192, gpus=1)
+    eager = fused.model_copy(update={"kernels": "eager"})
+    per_token = 2 * 4096 * (36 - 4) + (32 + 8) * 128 * 20 + 14336 * 4
+    assert per_token == 421_888
+    extra = (
+        step_time.layer_seconds(shape, gpu, eager)["memory_bound"]
+        - step_time.layer_seconds(shape, gpu, fused)["memory_bound"]
+    )
+    assert extra == pytest.approx(3 * 8192 * per_token / 2.039e12, rel=1e-9)
+    # torchtitan's op-level policy recomputes the forward's elementwise ops: the eager forward's traffic again.
+    op_sac = {
+        name: setup.model_copy(update={"recompute": "selective-op"}) for name, setup in (("f", fused), ("e", eager))
+    }
+    recompute = {name: step_time.layer_seconds(shape, gpu, setup)["recompute"] for name, setup in op_sac.items()}
+    assert recompute["e"] - recompute["f"] == pytest.approx(8192 * per_token / 2.039e12, rel=1e-9)
+    # MPT (one fused nn.LayerNorm kernel, ALiBi, a GELU MLP) has no such pass: eager and fused are priced alike.
+    mpt = load_model("validation/models/mpt-7b.yaml")
+    assert step_time.layer_seconds(mpt, gpu, eager) == step_time.layer_seconds(mpt, gpu, fused)
+
+
+def test_full_fp32_loss_prices_its_passes_over_the_logits():
+    # torchtitan's loss_fn, "cross_entropy(pred.flatten(0, 1).float(), labels.flatten(0, 1))" (--loss full): per
+    # logit, forward the upcast (2 + 4) and log_softmax (4 + 4), backward nll_loss's fp32 gradient (4), log_softmax's
+    # (8 + 4) and the upcast's (4 + 2): 36 bytes. Llama-3-8B (V 128,256), b 2 x T 8,192, on one H100 (3.35 TB/s).
+    shape = load_model("llama-3-8b")
+    gpu = load_gpu("h100-sxm")
+    chunked = TrainingSetup(tokens=2 * 8192, seq_len=8192, micro_batch=2, gpus=1)
+    full = chunked.model_copy(update={"loss": "full"})
+    assert step_time.loss_seconds(shape, gpu, chunked) == 0
+    assert step_time.loss_seconds(shape, gpu, full) == pytest.approx(2 * 8192 * 128256 * 36 / 3.35e12, rel=1e-9)
+    steps = {name: step_time.step_seconds(shape, gpu, setup) for name, setup in (("c", chunked), ("f", full))}
+    assert steps["f"]["memory_bound"] - steps["c"]["memory_bound"] == pytest.approx(
+        2 * 8192 * 128256 * 36 / 3.35e12, rel=1e-9
+    )
+    assert steps["f"]["matmuls"] == steps["c"]["matmuls"]

@@ -16,7 +16,9 @@ rows (tfcost.core.model.Model), the average of its layers:
   measured efficiency on the GPU's generation (costs/efficiency.py: 0.73 on A100, 0.35 on Hopper; half that for a
   FlashAttention-1-class kernel, `--flash-kernel fa1`), backward 2.5 x forward (Dao 2023 §4.1);
 - memory-bound ops: norms, residual/bias-dropout-adds and the MLP activation, each reading and writing its
-  tensors once at the HBM bandwidth; backward twice the forward's traffic;
+  tensors once at the HBM bandwidth; backward twice the forward's traffic. With `--kernels eager` (no compile,
+  norms written in Python) also each unfused pass of an RMSNorm, rotary and SwiGLU (`eager_bytes_per_token`), and
+  with `--loss full` the fp32 cross-entropy's passes over the logits on the last stage (`loss_seconds`);
 - recomputation: selective redoes the attention scores; full redoes the layer's forward (compute and TP comm);
 - tensor-parallel communication: per layer 4 all-gathers/reduce-scatters forward and 6 backward with sequence
   parallelism (the all-gather is redone for the weight gradients), or 2 + 2 all-reduces without, of the
@@ -84,6 +86,23 @@ SCORE_BYTES_PER_ENTRY = 13  # QK^T writes 2; softmax reads 2, writes 2; dropout 
 EP_COMM_SMS = 20
 MAIN_GRAD_BYTES = 4  # Megatron-LM accumulates and all-reduces gradients in fp32 (its default main_grads)
 GPUS_PER_NODE = 8  # tensor and context parallelism stay inside a node up to this many GPUs
+# Eager PyTorch (`--kernels eager`: no torch.compile, norms written in Python) runs each elementwise op of a layer as
+# its own kernel, each reading and writing its tensors at the HBM rate, where the fold above counts a fused norm's,
+# residual add's and MLP activation's tensors once. Counted from torchtitan's Llama, which its A100 benchmarks ran
+# with "compile = false" and "norm_type = \"rmsnorm\"" (train_configs/llama3_8b.toml), in bytes per element of
+# e-byte activations:
+# - RMSNorm, "output = self._norm(x.float()).type_as(x); return output * self.weight" with "_norm: x *
+#   torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)" (torchtitan/models/norms.py): the upcast e + 4, pow 8,
+#   mean 4, the product 8, type_as 4 + e, the weight 2e: 28 + 4e, of which the fold counts 2e (nn.LayerNorm is one
+#   fused kernel: nothing more);
+EAGER_RMSNORM_FP32_BYTES = 28
+# - rotary, "torch.view_as_complex(xq.float()...)", "torch.view_as_real(xq_ * freqs_cis)", "xq_out.type_as(xq)" for
+#   queries and keys (torchtitan/models/llama/model.py, apply_rotary_emb): the upcast e + 4, the complex product 8, the
+#   downcast 4 + e: 16 + 2e per element of q and k, none of it in the fold;
+EAGER_ROTARY_FP32_BYTES = 16
+# - SwiGLU, "self.w2(F.silu(self.w1(x)) * self.w3(x))": silu writes its output and the product reads it again, 2e per
+#   gated element beyond the fold's three tensors.
+# Backward, as the other memory-bound ops, twice the forward's traffic.
 
 
 def wave_efficiency(rows: int, cols: int, sms: int) -> float:
@@ -310,6 +329,8 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
     )  # norms, residual adds
     activation = element * model.activation_elements_per_token()  # the MLP rows' activations (none without an MLP)
     elementwise_fwd = tokens * (d_wide * d / (t if setup.sequence_parallel else 1) + activation / t) / bandwidth
+    if setup.kernels == "eager":
+        elementwise_fwd += tokens * eager_bytes_per_token(shape, setup, element) / bandwidth
     if setup.flash:
         # its rate over the kept entries: a causal run gains 1.7-1.8x, not 2x (costs/efficiency.py)
         skip = causal_skip_efficiency(flash_flops, attention_flops)
@@ -370,6 +391,38 @@ def layer_forward_seconds(parts: dict[str, float], setup: TrainingSetup) -> floa
     )
 
 
+def eager_bytes_per_token(shape: ModelShape, setup: TrainingSetup, element: int) -> float:
+    """What one layer's eager elementwise ops read and write per token on one GPU beyond the fold, forward (the
+    constants above): the block's RMSNorms (split over t with sequence parallelism), rotary on queries and keys and
+    the SwiGLU product's extra pass (split over t by heads and columns)."""
+    t = setup.tp
+    norms = (
+        shape.block_norms * shape.d_model * (EAGER_RMSNORM_FP32_BYTES + 2 * element) if shape.norm == "rmsnorm" else 0
+    )
+    rotary = 0
+    if shape.position == "rotary":
+        rotary = (shape.n_heads + shape.n_kv_heads) * shape.head_dim * (EAGER_ROTARY_FP32_BYTES + 2 * element)
+    gated = model_of(shape).activation_elements_per_token() / 3 if shape.mlp == "gated" else 0.0  # F of 3 tensors
+    return norms / (t if setup.sequence_parallel else 1) + (rotary + 2 * element * gated) / t
+
+
+# A full fp32 cross-entropy (`--loss full`): torchtitan's "torch.nn.functional.cross_entropy(pred.flatten(0,
+# 1).float(), labels.flatten(0, 1))" (train.py's loss_fn) runs eager over every logit: forward the upcast (e + 4) and
+# log_softmax (reads 4, writes 4); backward nll_loss's fp32 gradient (writes 4), log_softmax's (reads 8, writes 4) and
+# the upcast's (reads 4, writes e): 32 + 2e bytes a logit at the HBM rate.
+LOSS_FP32_BYTES_PER_LOGIT = 32
+
+
+def loss_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> float:
+    """The full fp32 loss's memory traffic for one micro-batch on the last stage (`--loss full`; the logits split
+    over t, torchtitan's loss_parallel), 0 for the other loss modes (not priced)."""
+    if setup.loss != "full":
+        return 0.0
+    element = activations.ACTIVATION_BYTES[setup.precision]
+    logits = setup.micro_batch * setup.seq_len / (setup.tp * setup.cp) * shape.vocab_size
+    return logits * (LOSS_FP32_BYTES_PER_LOGIT + 2 * element) / hardware.bandwidth_bytes_per_s(gpu)
+
+
 def ep_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> float:
     """One layer's expert-parallel all-to-alls (dispatch and combine, forward and backward), the average over the
     layers: the copies to GPUs of this node over its link and those to other nodes over the network
@@ -420,8 +473,9 @@ def step_seconds(
     stages = parallel.stage_layers(layer_count(shape), setup.pp, setup.pp_first_layers, setup.pp_last_layers)
     layer = layer_seconds(shape, gpu, setup) if layer is None else layer
     head = head_seconds(shape, gpu, setup)
+    loss = loss_seconds(shape, gpu, setup)
     per_layer = sum(layer.values())
-    times = [n * per_layer + (head if i == len(stages) - 1 else 0.0) for i, n in enumerate(stages)]
+    times = [n * per_layer + (head + loss if i == len(stages) - 1 else 0.0) for i, n in enumerate(stages)]
     busiest = max(range(len(stages)), key=lambda i: times[i])
     m, v, p = parallel.micro_batches(setup), setup.virtual_stages, setup.pp
     element = activations.ACTIVATION_BYTES[setup.precision]
@@ -434,6 +488,7 @@ def step_seconds(
     n_layers = stages[busiest]
     parts = {key: m * n_layers * value for key, value in layer.items()}
     parts["matmuls"] += m * (head if busiest == len(stages) - 1 else 0.0)
+    parts["memory_bound"] += m * (loss if busiest == len(stages) - 1 else 0.0)
     parts["pp_comm"] = m * p2p
     parts["bubble"] = parallel.bubble_fraction(p, m, v) * m * micro_batch
 
