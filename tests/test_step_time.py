@@ -326,3 +326,38 @@ def test_full_fp32_loss_prices_its_passes_over_the_logits():
         2 * 8192 * 128256 * 36 / 3.35e12, rel=1e-9
     )
     assert steps["f"]["matmuls"] == steps["c"]["matmuls"]
+
+
+def test_context_parallel_latency_is_nccls_ring_latency():
+    # NCCL's model of a ring all-gather (src/graph/tuning.cc, Simple protocol): baseLat 8.4 us plus, for each of the
+    # c - 1 steps, 3.4 us on NVLink or 14.0 us when the step crosses nodes. Ranks go tensor first, then context
+    # (Llama 3's [TP, CP, PP, DP]), on 8-GPU nodes.
+    gpu = load_gpu("h100-sxm")
+
+    def latency(tp: int, cp: int) -> float:
+        setup = TrainingSetup(tokens=131072, seq_len=131072, gpus=tp * cp, tp=tp, cp=cp)
+        return step_time.cp_ring_latency_seconds(gpu, setup)
+
+    assert latency(8, 1) == 0.0
+    assert latency(8, 32) == pytest.approx(8.4e-6 + 31 * 14e-6)  # every rank on its own node: 442.4 us
+    assert latency(8, 16) == pytest.approx(8.4e-6 + 15 * 14e-6)
+    assert latency(2, 4) == pytest.approx(8.4e-6 + 3 * 3.4e-6)  # 8 GPUs: one node
+    assert latency(4, 4) == pytest.approx(8.4e-6 + 2 * 3.4e-6 + 1 * 14e-6)  # two ranks a node on two nodes
+    assert step_time.cp_ring_latency_seconds(load_gpu("h100-pcie"), TrainingSetup(
+        tokens=4096, seq_len=4096, gpus=4, tp=1, cp=4)) == pytest.approx(8.4e-6 + 3 * 5.7e-6)  # fmt: skip
+
+
+def test_llama3_context_parallel_exchange_by_hand():
+    # Llama 3 405B's 131k stage at t 8, c 32 (the best layout tfcost plan finds): each GPU holds T / c = 4,096
+    # positions of K and V for its one key-value head of 8 (t 8), 2 x 128 values a position in bf16; a forward
+    # gathers the other 31 ranks' over the network (96% of 50 GB/s a GPU), the backward gathers again and
+    # reduce-scatters the gradients, each collective paying 8.4 + 31 x 14 us. Full recomputation repeats the forward.
+    shape, gpu = load_model("llama-3.1-405b"), load_gpu("h100-sxm")
+    setup = TrainingSetup(tokens=131072, seq_len=131072, gpus=16384, tp=8, cp=32, pp=8, global_batch=128)
+    kv_bytes = 4096 * 2 * 128 * 2
+    forward = 31 * kv_bytes / (50e9 * 0.96) + 8.4e-6 + 31 * 14e-6
+    layer = step_time.layer_seconds(shape, gpu, setup)
+    assert layer["cp_comm"] == pytest.approx(3 * forward, rel=1e-9)
+    assert forward == pytest.approx(1.797e-3, abs=1e-6)  # 1.355 ms of bytes, 0.442 ms of latency
+    full = step_time.layer_seconds(shape, gpu, setup.model_copy(update={"recompute": "full"}))
+    assert full["recompute"] == pytest.approx(step_time.layer_forward_seconds(layer, setup), rel=1e-12)

@@ -813,7 +813,7 @@ Kernels = Literal["fused", "eager"]  # how the norms run: fused (compiled) or ea
 # FlashAttention-1-class kernel: flash-attn 1.x, llm-foundry's Triton kernel, attn_impl: triton)
 FlashKernel = Literal["fa2", "fa1"]
 Offload = Literal["none", "optimizer", "params"]
-MemoryConvention = Literal["zero", "deepspeed"]
+MemoryConvention = Literal["zero", "deepspeed", "megatron"]
 # How the loss holds the logits: chunked (upcast and log-softmaxed a chunk at a time: torchtune, LitGPT), full (one
 # fp32 cross-entropy over all of them: torchtitan, transformers) or compiled (the upcast compiled with the loss, the
 # fp32 copy released: torchtune under compile=True)
@@ -909,7 +909,9 @@ class TrainingSetup(Frozen):
     lora_targets: tuple[str, ...] = Field(("q", "k", "v", "o"), description="matrices LoRA adapts in each layer")
     qlora: bool = Field(False, description="store the frozen base in NF4 with double quantisation (QLoRA)")
     memory_convention: MemoryConvention = Field(
-        "zero", description="model states as the ZeRO paper counts them, or as DeepSpeed's estimators do"
+        "zero",
+        description="model states as the ZeRO paper counts them, as DeepSpeed's estimators do, or as Megatron-LM "
+        "holds them (fp32 main gradients)",
     )
     loss: Loss = Field(
         "chunked",

@@ -24,7 +24,8 @@ rows (tfcost.core.model.Model), the average of its layers:
   parallelism (the all-gather is redone for the weight gradients), or 2 + 2 all-reduces without, of the
   b x T/c x d activations, ring cost (t-1)/t x size / bandwidth (Megatron-LM runs them unoverlapped);
 - context-parallel ring attention: c-1 exchanges of what the cache rows hold (K and V; MLA's latent) forward, of
-  them and their gradients backward;
+  them and their gradients backward, each collective also paying NCCL's ring latency: a base latency and one per
+  step, 14 us for each step that crosses nodes (`cp_ring_latency_seconds`);
 - expert parallelism: the all-to-all dispatch and combine of each MoE layer, forward and backward, the copies to
   this node's GPUs over NVLink and to other nodes over the network at once (`ep_seconds`); with `--ep-overlap`
   (Megatron-Core's --overlap-moe-expert-parallel-comm, whose combined 1F1B schedule runs "MoE all-to-all
@@ -103,6 +104,15 @@ EAGER_ROTARY_FP32_BYTES = 16
 # - SwiGLU, "self.w2(F.silu(self.w1(x)) * self.w3(x))": silu writes its output and the product reads it again, 2e per
 #   gated element beyond the fold's three tensors.
 # Backward, as the other memory-bound ops, twice the forward's traffic.
+# NCCL's latency model of a ring all-gather or reduce-scatter, the Simple protocol its large messages use (NVIDIA/nccl
+# src/graph/tuning.cc, ncclTopoTuneModel, commit b647562): a base latency, baseLat Ring Simple 8.4 us, plus one
+# hwLat per step of the ring, Ring Simple 3.4 us on NVLink, 5.7 us on PCI, 14.0 us on the network
+# ("NET ... Ring (LL/LL128/Simple) { 2.7, 4.0, 14.0 }"), with nsteps = nRanks - 1 and nInterSteps = nNodes - 1:
+#     comm->latencies[coll][a][p] += (nsteps-nInterSteps)*intraLat + nInterSteps*interLat;
+RING_BASE_LATENCY_S = 8.4e-6
+NVLINK_STEP_LATENCY_S = 3.4e-6
+PCI_STEP_LATENCY_S = 5.7e-6
+NETWORK_STEP_LATENCY_S = 14.0e-6
 
 
 def wave_efficiency(rows: int, cols: int, sms: int) -> float:
@@ -348,7 +358,9 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
     # Ring attention passes each GPU's cached keys and values (what the cache rows hold: 2 K Q for GQA, MLA's
     # latent) around the c ranks: the cache width of one layer, its share on one of t GPUs.
     kv_bytes = tokens * model.cache_width(t) / n_layers * element
-    cp_fwd = (c - 1) * kv_bytes / link_bandwidth(gpu, t * c, True) if c > 1 else 0.0
+    cp_fwd = 0.0
+    if c > 1:
+        cp_fwd = (c - 1) * kv_bytes / link_bandwidth(gpu, t * c, True) + cp_ring_latency_seconds(gpu, setup)
 
     ep_comm = ep_seconds(shape, gpu, setup)
 
@@ -372,6 +384,23 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
         "cp_comm": 3 * cp_fwd,
         "ep_comm": ep_comm,
     }
+
+
+def cp_ring_latency_seconds(gpu: GpuSpec, setup: TrainingSetup) -> float:
+    """The latency of one context-parallel collective over the c ranks (RING_BASE_LATENCY_S and a step latency for
+    each of its c - 1 steps, NCCL's model), besides its bytes. Ranks are ordered tensor first, then context (Llama 3:
+    "we place parallelism dimensions in the order of [TP, CP, PP, DP]"; Megatron-LM's "tp-cp-ep-dp-pp"), so a node
+    holds n / t of the c ranks and t 8 on a node of 8 puts every rank on its own node: c - 1 network steps. Llama 3
+    all-gathers K and V this way, and "the all-gather communication latency is exposed in the critical path" (Dubey
+    et al. 2024 §3.3.2). Zero without context parallelism."""
+    c = setup.cp
+    if c == 1:
+        return 0.0
+    per_node = max(1, min(c, node_size(gpu) // setup.tp))
+    nodes = ceil_div(c, per_node)
+    nvlink = (gpu.intra_node_link or "").lower().startswith("nvlink")  # NCCL's NVLink or PCI intra-node latency
+    intra = NVLINK_STEP_LATENCY_S if nvlink else PCI_STEP_LATENCY_S
+    return RING_BASE_LATENCY_S + (c - nodes) * intra + (nodes - 1) * NETWORK_STEP_LATENCY_S
 
 
 def layer_forward_seconds(parts: dict[str, float], setup: TrainingSetup) -> float:
