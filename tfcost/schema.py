@@ -1011,6 +1011,12 @@ class ServingSetup(Frozen):
         "FlashInfer, TensorRT-LLM's XQA) or once per query head (TensorRT-LLM's masked MHA before v0.8)",
         exclude_if=lambda reads: reads == "shared",
     )
+    nccl_record_stream: bool = Field(
+        False,
+        description="the profile run holds every all-reduced activation until it ends (PyTorch's NCCL "
+        "record_stream, vLLM of late 2023 with tensor parallelism: vllm#2248)",
+        exclude_if=lambda held: not held,
+    )
     kv_pool: KvPool = Field(
         "vllm",
         description="how the engine sizes its KV-cache pool from the fraction 1 - reserve: vLLM's "

@@ -439,6 +439,8 @@ def serve_expected(
     workspace = profile_activation_bytes(
         shape, profile_tokens, engine_memory.profile_sequences(profile_tokens), t, fp8_w8a8=read_as == "fp8"
     )
+    if setup.nccl_record_stream:  # every all-reduced activation held to the end of the forward (vllm#2248)
+        workspace += engine_memory.record_stream_held_bytes(shape, profile_tokens, t)
     kv_per_token = kv_cache_bytes_per_gpu(shape, 1, 1, kv_dtype, t)
     block_bytes = kv_per_token * setup.kv_block
     state_per_sequence = state_bytes_per_gpu(shape, 1, kv_dtype, t)
