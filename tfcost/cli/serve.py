@@ -133,6 +133,14 @@ def serve(
             "FlashAttention, FlashInfer, TensorRT-LLM's XQA) or once per query head (TensorRT-LLM before v0.8).",
         ),
     ] = default(ServingSetup, "gqa_decode"),
+    trt_session: Annotated[
+        bool,
+        typer.Option(
+            "--trt-session",
+            help="Time the prefill as TensorRT-LLM's GptSession runs it (v0.5-v0.8, gptSessionBenchmark): the "
+            "context step's host work, a fixed time a layer outside CUDA graphs, adds to the time to first token.",
+        ),
+    ] = default(ServingSetup, "trt_session"),
     nccl_record_stream: Annotated[
         bool,
         typer.Option(
@@ -168,7 +176,7 @@ def serve(
         generate=generate,
         reserve=reserve, compute_efficiency=compute_efficiency, memory_efficiency=memory_efficiency,
         group_size=group_size, kv_block=kv_block, fp8_attention=fp8_attention, gqa_decode=gqa_decode,
-        nccl_record_stream=nccl_record_stream, kv_pool=kv_pool,
+        trt_session=trt_session, nccl_record_stream=nccl_record_stream, kv_pool=kv_pool,
         images=images, image_size=image_size, audio_seconds=audio_seconds,
     )  # fmt: skip
     # Does it fit? If not, the nearest layout that does; `tfcost plan`'s command module (its typer app) is

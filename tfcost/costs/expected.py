@@ -225,6 +225,26 @@ def dequant_seconds(quantized_weights_per_gpu: int, dtype: WeightsDtype, rates: 
     return quantized_weights_per_gpu * ops / rates.dequant_ops_per_s
 
 
+# TensorRT-LLM's GptSession (v0.5-v0.8; gptSessionBenchmark, whose time to first token is a whole generate() call
+# with one output token) runs the context step on its own TensorRT execution context given the request's new input
+# shapes, without a CUDA graph: cpp/tensorrt_llm/runtime/gptSession.cpp, "// Instantiate two contexts for
+# flip-flopping", and at step 0 "buffers.prepareContextStep(...)", "mRuntime->setInputTensors(contextId, ...)",
+# CUDA graph instances "instance.clear()", then "enqueueSuccessful = mRuntime->executeContext(contextId)"; the
+# generation steps alternate the two contexts at fixed shapes (and replay a graph with --enable_cuda_graph, which the
+# documented benchmark commands do not pass). That host work before and between the context step's kernels is
+# priced as a fixed time a layer, fitted on validation's fitted half only: the v0.5 low-latency rows #94 (Llama-2-7B,
+# H100, 128 tokens: 3.5 ms more than the kernels), #58 (70B TP4 H100, 2048: 15 ms), #61 (70B TP4 A100, 2048: 20 ms)
+# and #59 (7B L40S, 2048: 4.8 ms less) are closest together at 110 us a layer. Which host work it is (TensorRT's
+# shape inference for the new shapes, the plugins' enqueue, the decoder's setup in newBatch) is not measured here.
+SESSION_CONTEXT_HOST_S_PER_LAYER = 110e-6
+
+
+def session_context_host_seconds(shape: ModelShape) -> float:
+    """The host time a GptSession context step adds to the time to first token (`serve --trt-session`): a fixed
+    SESSION_CONTEXT_HOST_S_PER_LAYER a layer, whatever the prompt length."""
+    return shape.n_layers * SESSION_CONTEXT_HOST_S_PER_LAYER
+
+
 def step_floor_seconds(shape: ModelShape, rates: EngineRates) -> float:
     """The fixed cost of one forward step: (kernels per layer x L + head kernels) x one kernel's floor, plus what a
     profile measured outside the layers."""

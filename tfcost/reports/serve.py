@@ -354,6 +354,8 @@ def serve_expected(
     prefill_allreduce = allreduce_seconds(shape, b * setup.prompt, setup, rates)
     prefill_all_to_all = expected.all_to_all_seconds(shape, ceil_div(b * setup.prompt, t), setup.ep, rates)
     prefill_s = prefill_kernels + dequant + prefill_allreduce + floor
+    if setup.trt_session:  # the context step's host work in TensorRT-LLM's GptSession, no CUDA graph
+        prefill_s += expected.session_context_host_seconds(shape)
 
     # On the layout: a step adds the expert all-to-all and passes through the pipeline's stages, each its layers'
     # share, the head and its kernels on the last (expected.pipeline_seconds); pp = ep = 1 leaves it as it is.
