@@ -1013,6 +1013,18 @@ class ServingSetup(Frozen):
         "FlashInfer, TensorRT-LLM's XQA) or once per query head (TensorRT-LLM's masked MHA before v0.8)",
         exclude_if=lambda reads: reads == "shared",
     )
+    trt_session: bool = Field(
+        False,
+        description="time the prefill as TensorRT-LLM's GptSession runs its context step (v0.5-v0.8, "
+        "gptSessionBenchmark): new shapes on a TensorRT context, no CUDA graph, a fixed host time a layer",
+        exclude_if=lambda session: not session,
+    )
+    nccl_record_stream: bool = Field(
+        False,
+        description="the profile run holds every all-reduced activation until it ends (PyTorch's NCCL "
+        "record_stream, vLLM of late 2023 with tensor parallelism: vllm#2248)",
+        exclude_if=lambda held: not held,
+    )
     kv_pool: KvPool = Field(
         "vllm",
         description="how the engine sizes its KV-cache pool from the fraction 1 - reserve: vLLM's "
