@@ -33,16 +33,11 @@ def reference(shape: ModelShape, gpu_name: str, base: TrainingSetup) -> tuple[in
     assert batch is not None
     searched, rejected, fitting = 0, Counter[str](), []
     for structure in plan.parallel_shapes(shape, base):
-        reason = None
         try:
             parallel.check_layout(shape, structure)
-            if not step_time.can_predict(gpu, structure):
-                reason = plan.NO_PREDICTION
         except UsageError as error:
-            reason = plan.rule_reason(error, shape)
-        if reason is not None:
             searched += 1
-            rejected[reason] += 1
+            rejected[plan.rule_reason(error, shape)] += 1
             continue
         for micro_batch in plan.divisors(batch // structure.data_parallel):
             for virtual in plan.virtual_stage_counts(shape, structure):
@@ -53,7 +48,8 @@ def reference(shape: ModelShape, gpu_name: str, base: TrainingSetup) -> tuple[in
                     searched += 1
                     rejected[plan.rule_reason(error, shape)] += 1
                     continue
-                for zero, recompute in itertools.product(plan.ZERO_STAGES, plan.RECOMPUTES):
+                # the search's order, which ties keep: ZeRO stage up, recomputation from full to none
+                for zero, recompute in itertools.product(plan.ZERO_STAGES, plan.RECOMPUTES[::-1]):
                     lightest = None
                     for offload in plan.OFFLOADS:
                         searched += 1
@@ -67,12 +63,18 @@ def reference(shape: ModelShape, gpu_name: str, base: TrainingSetup) -> tuple[in
                     if lightest is not None:
                         fitting.append(lightest)
     steps = base.tokens / (batch * base.seq_len)
+    # where the GPU table cannot predict a step, train's wall clock at its default MFU: model FLOPs / (N peak MFU)
+    assumed = training.model_training_flops(shape, base.seq_len, base.tokens) / (
+        base.gpus * training.peak_flops_per_s(gpu, base.precision) * training.DEFAULT_MFU
+    )
     priced = []
     for setup in fitting:
-        seconds = step_time.step_seconds(shape, gpu, setup)["total"]
+        predicted = step_time.can_predict(gpu, setup)
+        step = step_time.step_seconds(shape, gpu, setup)["total"] if predicted else assumed / steps
+        days = (steps * step if predicted else assumed) / training.SECONDS_PER_DAY
         held = training.memory_per_gpu(shape, setup)
-        priced.append((setup, seconds, steps * seconds / training.SECONDS_PER_DAY, held["total"], held["host"]))
-    priced.sort(key=lambda p: (p[0].offload != "none", p[1], plan.distance(base, p[0])))
+        priced.append((setup, step, days, held["total"], held["host"], predicted))
+    priced.sort(key=lambda p: (p[0].offload != "none", not p[5], p[1], plan.distance(base, p[0])))
     return searched, len(fitting), rejected, priced
 
 
@@ -80,6 +82,8 @@ CASES = [
     ("llama-3-8b", "h100-sxm", dict(tokens=10**11, seq_len=4096, gpus=8, global_batch=32)),
     ("mixtral-8x7b", "h100-sxm", dict(tokens=10**12, seq_len=4096, gpus=16, global_batch=32)),
     ("llama-3.1-70b", "h100-sxm", dict(tokens=10**12, seq_len=4096, gpus=32, global_batch=64)),
+    # no step time predicted (no matmul efficiency in the GPU table): train's default MFU for every layout
+    ("llama-3-8b", "rtx-4090", dict(tokens=10**11, seq_len=4096, gpus=8, global_batch=32)),
 ]  # fmt: skip
 
 
@@ -92,7 +96,9 @@ def test_the_search_equals_a_plain_evaluation_of_every_layout(name, gpu_name, fi
         found = plan.search_training(shape, load_gpu(gpu_name), base, top)
         assert (found.searched, found.feasible) == (searched, feasible)
         assert {k: v for k, v in found.rejected.items() if v} == {k: v for k, v in rejected.items() if v}
-        best = [(s.setup, s.step_seconds, s.days, s.memory_per_gpu_bytes, s.host_bytes) for s in found.layouts]
+        best = [
+            (s.setup, s.step_seconds, s.days, s.memory_per_gpu_bytes, s.host_bytes, s.predicted) for s in found.layouts
+        ]
         assert best[:TOP] == priced[:TOP]
         if top is None:
             assert best == priced
