@@ -362,11 +362,37 @@ def test_plan_serve_chart_and_plot(tfcost, tmp_path):
     assert "--plot" in one_line_error(tfcost("plan", "serve", "llama-3.1-8b", "--plot", str(tmp_path / "x.txt")), 1)
 
 
-def test_a_gpu_the_step_time_cannot_price_is_refused_with_that_reason(tfcost):
-    # The GPU table has no measured matmul efficiency or SM count for the RTX 4090: no step time to rank by.
-    assert not step_time.can_predict(load_gpu("rtx-4090"), TrainingSetup(tokens=1, seq_len=1))
-    line = one_line_error(tfcost("plan", "train", "gpt2-small", "--gpus", "2", "--gpu", "rtx-4090"), 1)
-    assert plan.NO_PREDICTION in line
+def test_a_gpu_the_step_time_cannot_predict_is_planned_as_train_prices_it(tfcost):
+    # The GPU table has no measured matmul efficiency or SM count for the RTX 4090, nor a network figure: `train`
+    # falls back to its default MFU there ("a GPU without them falls back to MFU 0.4 and says so",
+    # docs/training.md), and `plan train` prices every layout the same way, by the same functions.
+    shape, gpu = load_model("llama-3-8b"), load_gpu("rtx-4090")
+    assert gpu.matmul_efficiency is None and gpu.sm_count is None and gpu.inter_node_bandwidth_gb_per_s is None
+    run = tfcost("plan", "train", "llama-3-8b", "--gpus", "8", "--gpu", "rtx-4090", "--top", "5", "-f", "json")
+    assert run.code == 0, run.stderr
+    report = json.loads(run.stdout)
+    assert report["feasible"] >= 5 and report["searched"] == report["feasible"] + sum(report["rejected"].values())
+    # model FLOPs / (N x peak x MFU): 6 N D-sized work at 40% of 8 x 165.2 TFLOP/s (BF16 dense, the GPU table's)
+    expected_days = training.model_training_flops(shape, 4096, report["tokens"]) / (8 * 165.2e12 * 0.4) / 86400
+    base = TrainingSetup(tokens=report["tokens"], seq_len=report["seq_len"], gpus=8)
+    distances = []
+    for layout in report["layouts"]:
+        assert not layout["step_predicted"] and layout["main_term"] == plan.ASSUMED_MAIN_TERM
+        setup = base.model_copy(update={key: layout[key] for key in plan.LAYOUT_FIELDS} | {
+            "global_batch": layout["global_batch"]})  # fmt: skip
+        asked = train(shape, gpu, setup)
+        assert asked.step is None and asked.memory_per_gpu.fits  # train assumes its MFU too, and the layout fits
+        assert asked.time.days == layout["days"] == pytest.approx(expected_days, rel=1e-12)
+        assert asked.time.model_utilization == layout["mfu"] == pytest.approx(0.4, rel=1e-12)
+        assert asked.memory_per_gpu.total_bytes == layout["memory_per_gpu_bytes"]
+        distances.append(plan.distance(base, setup))
+    assert distances == sorted(distances)  # one step time for all: the fewest options changed first
+    table = tfcost("plan", "train", "llama-3-8b", "--gpus", "8", "--gpu", "rtx-4090", "--top", "2")
+    assert table.code == 0 and "MFU assumed" in table.stdout
+    # and `train`, under a layout that does not fit there, names the nearest that does
+    words = " ".join(tfcost("train", "llama-3-8b", "--gpus", "8", "--gpu", "rtx-4090").stdout.split())
+    step = expected_days * 86400 / (report["tokens"] / (report["global_batch"] * 4096))  # days over the steps
+    assert f"Does not fit; the nearest layout that fits: --recompute full ({step:.3f} s a step" in words
 
 
 def test_the_python_api_returns_what_the_command_prints(tfcost):

@@ -8,6 +8,8 @@ FLOPs here are model FLOPs (what MFU counts, PaLM App. B) unless called hardware
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from tfcost.core import activations, flops, ops, params
 from tfcost.core.blocks import Block, blocks, layer_count
 from tfcost.core.layers import layer_ops
@@ -161,6 +163,7 @@ def op_sac_recompute_flops(shape: ModelShape, seq_len: int, tokens: int, precisi
     return per_sequence * tokens // seq_len
 
 
+@lru_cache(maxsize=256)  # step_time.layer_seconds asks for it on every call: thousands of times in a plan search
 def op_sac_recompute_share(shape: ModelShape, precision: Precision) -> float:
     """The share of the layers' linear FLOPs torchtitan's op-level policy recomputes (`op_sac_recompute_flops` over
     every linear row's), independent of T: each row's FLOPs are per token."""
