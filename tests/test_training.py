@@ -174,14 +174,16 @@ def test_layout_rules():
 def test_op_level_recompute_runs_the_matmuls_it_does_not_save():
     """torchtitan's op-level policy saves every other aten.mm output (wq, wv, w1, w2 of wq wk wv wo w1 w3 w2) and
     SDPA's: the backward runs wk, wo and w3 again, 2 x T x (4096 x 1024 + 4096 x 4096 + 4096 x 14336) per layer of
-    Llama 3.1 8B; under FP8 (torch._scaled_mm, not on the save list) every linear row."""
+    Llama 3.1 8B; the same under FP8, whose torchao linears reach the policy as aten.mm (torch.mm on Float8Tensor
+    arguments, _scaled_mm inside)."""
     llama = load_model("llama-3.1-8b")
     t = 8192
     per_layer = 2 * t * (4096 * 1024 + 4096 * 4096 + 4096 * 14336)
     assert training.recompute_flops(llama, t, t, "selective-op") == 32 * per_layer
+    assert training.recompute_flops(llama, t, t, "selective-op", "fp8") == 32 * per_layer
     every_linear = 2 * t * (4096 * (4096 + 1024 + 1024 + 4096) + 3 * 4096 * 14336)
-    assert training.recompute_flops(llama, t, t, "selective-op", "fp8") == 32 * every_linear
     assert training.op_sac_recompute_share(llama, "bf16-mixed") == pytest.approx(per_layer / every_linear)
+    assert training.op_sac_recompute_share(llama, "fp8") == pytest.approx(per_layer / every_linear)
 
 
 def test_a_full_cross_entropy_holds_three_fp32_logit_tensors_at_its_peak():
