@@ -400,6 +400,32 @@ def gathered_weight_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
     return gpu_share_params(shape, setup, params.total_params(shape)) * weights
 
 
+def root_unit_params(shape: ModelShape) -> int:
+    """The parameters of FSDP's root unit when every layer is a unit of its own (torchtitan's apply_fsdp, torchtune's
+    shard_model, LitGPT's auto_wrap_policy={Block}): all but the layers' (the embedding, the final norm, the head),
+    the language model's only."""
+    layers = sum(params.params_by_layer_kind(shape).values())
+    return params.total_params(shape) - layers - params.towers_params(shape)
+
+
+def root_gathered_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
+    """ZeRO-3 as FSDP runs it keeps the root unit's weights gathered from its forward to its backward, each GPU's 1/t
+    of them (the vocabulary-parallel embedding and head) at the weights' bytes (bf16 under LoRA: the frozen base).
+    FSDP2's fully_shard: "The root FSDP state has its value specially set to ``False`` as a heuristic since its
+    parameters would typically be immediately all-gathered for backward"; FSDP1 (_runtime_utils._post_forward_reshard):
+    "Do not free the root's parameters in the post-forward for `FULL_SHARD` with the intention that they are
+    immediately used for backward computation". None when every layer stays gathered anyway (`keeps_weights_gathered`,
+    which counts the root with them) and under pipeline parallelism, whose stages are not placed."""
+    if setup.zero != 3 or setup.pp > 1 or keeps_weights_gathered(setup):
+        return 0
+    element = (
+        finetune.BASE_BYTES
+        if setup.lora_rank is not None
+        else bytes_per_param(setup.precision, setup.optimizer)["weights"]
+    )
+    return ceil_div(root_unit_params(shape), setup.tp) * element
+
+
 def gradient_params(shape: ModelShape, setup: TrainingSetup) -> int:
     """The parameters that get gradients: the trainable ones; under `--frozen-gradients` also every layer's frozen
     weights, which FSDP1 flattens into one parameter with its adapters when they share a unit (LitGPT 8641822's
@@ -527,6 +553,7 @@ def memory_per_gpu(shape: ModelShape, setup: TrainingSetup, activations: int | N
         parts["weights"] += gathered_weight_bytes(shape, setup)
     elif setup.zero == 3 or setup.offload == "params":  # the layers gathered (or streamed in) for compute stay
         parts["weights"] += zero3_gathered_bytes(params.params_per_layer(shape), setup)
+    parts["weights"] += root_gathered_bytes(shape, setup)  # FSDP's root unit: gathered from forward to backward
     if setup.zero == 3 and accumulates_unsharded_gradients(setup):  # until the last backward's reduce-scatter
         parts["gradients"] = max(parts["gradients"], unsharded_gradient_bytes(shape, setup))
     parts["activations"] = activation_bytes_per_gpu(shape, setup) if activations is None else activations
