@@ -375,8 +375,9 @@ def test_fsdp_keeps_its_root_units_weights_gathered_from_forward_to_backward():
 
 def test_fp8_under_the_op_level_policy_keeps_what_bf16_keeps():
     """torchao's float8 linears call torch.mm on Float8Tensor arguments, so torchtitan's op-level policy sees aten.mm
-    and saves every other output, as under bf16: Llama 3.1 8B at b 2 x 8,192 keeps per layer the input and wq, wv, w1,
-    w2's outputs (4,096 + 4,096 + 1,024 + 14,336 + 4,096 wide), SDPA's output (4,096) and fp32 log-sum-exp (32 heads)."""
+    and saves every other output, as under bf16: Llama 3.1 8B at b 2 x 8,192 keeps per layer the input and wq, wv,
+    w1, w2's outputs (4,096 + 4,096 + 1,024 + 14,336 + 4,096 wide), SDPA's output (4,096) and fp32 log-sum-exp (32
+    heads)."""
     llama = load_model("llama-3.1-8b")
     tokens = 2 * 8192
     per_layer = tokens * (2 * (4096 + 4096 + 1024 + 14_336 + 4096 + 4096) + 4 * 32)

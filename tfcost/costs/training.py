@@ -416,14 +416,16 @@ def root_gathered_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
     "Do not free the root's parameters in the post-forward for `FULL_SHARD` with the intention that they are
     immediately used for backward computation". None when every layer stays gathered anyway (`keeps_weights_gathered`,
     which counts the root with them) and under pipeline parallelism, whose stages are not placed."""
+    return root_gathered_bytes_of(root_unit_params(shape), setup)
+
+
+def root_gathered_bytes_of(root_params: int, setup: TrainingSetup) -> int:
+    """`root_gathered_bytes` for a root unit of `root_params` parameters (the transformers engine's count)."""
     if setup.zero != 3 or setup.pp > 1 or keeps_weights_gathered(setup):
         return 0
-    element = (
-        finetune.BASE_BYTES
-        if setup.lora_rank is not None
-        else bytes_per_param(setup.precision, setup.optimizer)["weights"]
-    )
-    return ceil_div(root_unit_params(shape), setup.tp) * element
+    lora_base = setup.lora_rank is not None
+    element = finetune.BASE_BYTES if lora_base else bytes_per_param(setup.precision, setup.optimizer)["weights"]
+    return ceil_div(root_params, setup.tp) * element
 
 
 def gradient_params(shape: ModelShape, setup: TrainingSetup) -> int:
@@ -450,14 +452,14 @@ def unsharded_gradient_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
 
 
 def data_parallel_memory_per_gpu(
-    n_params: int, layer_params: int, activations: int, setup: TrainingSetup
+    n_params: int, layer_params: int, activations: int, setup: TrainingSetup, root_params: int = 0
 ) -> dict[str, int]:
     """Weights, gradients, optimizer states and activations per GPU, and their total, under data parallelism alone
     (ZeRO over all the GPUs), for a model known by its totals (the transformers engine's): N parameters, the largest
-    layer's for ZeRO-3, and its activations as measured."""
+    layer's and the root unit's (`root_gathered_bytes`) for ZeRO-3, and its activations as measured."""
     parts = model_state_bytes_per_gpu(n_params, setup.precision, setup.optimizer, setup.zero, setup.gpus)
     if setup.zero == 3:
-        parts["weights"] += zero3_gathered_bytes(layer_params, setup)
+        parts["weights"] += zero3_gathered_bytes(layer_params, setup) + root_gathered_bytes_of(root_params, setup)
     parts["activations"] = activations
     parts["total"] = sum(parts.values())
     return parts
