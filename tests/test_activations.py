@@ -416,9 +416,10 @@ def test_torchtitan_op_level_policy_by_hand() -> None:
     assert terms.stream_per_token == 2 * (4096 + 4096)  # the block's input, w2's output (row-parallel: d wide)
     assert terms.split_per_token == 2 * (4096 + 1024 + 14336 + 4096) + 4 * 32
     assert terms.stream_per_entry == terms.split_per_entry == 0  # SDPA's scores are never kept
-    # FP8 linears call torch._scaled_mm, not aten.mm: no matmul output is on the save list
+    # torchao's FP8 linears call torch.mm on Float8Tensor arguments (float8_linear.py), _scaled_mm inside their
+    # aten.mm (float8_ops.py): the policy sees aten.mm and keeps the same four bf16 outputs
     fp8 = activations.layer_terms(llama, block, "selective-op", True, "fp8")
-    assert (fp8.stream_per_token, fp8.split_per_token) == (2 * 4096, 2 * 4096 + 4 * 32)
+    assert (fp8.stream_per_token, fp8.split_per_token) == (terms.stream_per_token, terms.split_per_token)
     # under tensor parallelism the column-parallel outputs and SDPA's heads split over t, the d-wide ones do not
     one_layer = activations.layer_activation_bytes(llama, block, 8192, 2, tp=2, recompute="selective-op", flash=True)
     assert one_layer == 2 * 8192 * 2 * (4096 + 4096) + 2 * 8192 * (2 * (4096 + 1024 + 14336 + 4096) + 4 * 32) // 2

@@ -153,7 +153,8 @@ def test_lora_under_zero3_shards_the_frozen_base(tfcost):
     weights = json.loads(run.stdout)["memory_per_gpu"]["weights_bytes"]
     base = finetune.frozen_base_bytes(load_model("llama-3.1-70b"), qlora=False)
     assert base == 2 * params.total_params(load_model("llama-3.1-70b"))
-    assert base / 8 < weights < base / 8 * 1.2  # plus the adapters and the gathered layers ZeRO-3 holds
+    root = 2 * (2 * 128_256 * 8192 + 8192)  # FSDP's root unit (embedding, head, final norm) gathered, in bf16
+    assert base / 8 + root < weights < base / 8 * 1.2 + root  # plus the adapters and the gathered layers ZeRO-3 holds
     unsharded = tfcost("train", "llama-3.1-70b", "--lora", "16", "--zero", "2", "--gpus", "8", "-f", "json")
     assert json.loads(unsharded.stdout)["memory_per_gpu"]["weights_bytes"] > base
 

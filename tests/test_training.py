@@ -174,14 +174,16 @@ def test_layout_rules():
 def test_op_level_recompute_runs_the_matmuls_it_does_not_save():
     """torchtitan's op-level policy saves every other aten.mm output (wq, wv, w1, w2 of wq wk wv wo w1 w3 w2) and
     SDPA's: the backward runs wk, wo and w3 again, 2 x T x (4096 x 1024 + 4096 x 4096 + 4096 x 14336) per layer of
-    Llama 3.1 8B; under FP8 (torch._scaled_mm, not on the save list) every linear row."""
+    Llama 3.1 8B; the same under FP8, whose torchao linears reach the policy as aten.mm (torch.mm on Float8Tensor
+    arguments, _scaled_mm inside)."""
     llama = load_model("llama-3.1-8b")
     t = 8192
     per_layer = 2 * t * (4096 * 1024 + 4096 * 4096 + 4096 * 14336)
     assert training.recompute_flops(llama, t, t, "selective-op") == 32 * per_layer
+    assert training.recompute_flops(llama, t, t, "selective-op", "fp8") == 32 * per_layer
     every_linear = 2 * t * (4096 * (4096 + 1024 + 1024 + 4096) + 3 * 4096 * 14336)
-    assert training.recompute_flops(llama, t, t, "selective-op", "fp8") == 32 * every_linear
     assert training.op_sac_recompute_share(llama, "bf16-mixed") == pytest.approx(per_layer / every_linear)
+    assert training.op_sac_recompute_share(llama, "fp8") == pytest.approx(per_layer / every_linear)
 
 
 def test_a_full_cross_entropy_holds_three_fp32_logit_tensors_at_its_peak():
@@ -209,7 +211,8 @@ def test_offload_moves_gradients_but_not_the_gathered_layers():
     assert (moved["weights"], moved["gradients"], moved["optimizer"]) == (2 * n, 0, 0)
     assert moved["host"] == 2 * n + 12 * n
     sharded = training.memory_per_gpu(llama, setup(offload="params", zero=3, gpus=8))
-    assert (sharded["weights"], sharded["gradients"], sharded["optimizer"]) == (2 * 2 * layer, 0, 0)
+    root = 2 * 32_000 * 4096 + 4096  # FSDP's root unit (embedding, head, final norm), gathered through the step
+    assert (sharded["weights"], sharded["gradients"], sharded["optimizer"]) == (2 * 2 * layer + 2 * root, 0, 0)
     assert sharded["host"] == 16 * n // 8
 
 
@@ -255,9 +258,11 @@ def test_fsdp_under_pipeline_parallelism_keeps_the_stage_gathered_and_its_gradie
     # one micro-batch per step: its backward is the last, so the gradients are reduce-scattered at once
     one = training.memory_per_gpu(llama, setup(gpus=16, pp=2, zero=3, global_batch=8))
     assert one["gradients"] == 2 * stage // 8 and one["weights"] == held["weights"]
-    # without pipeline parallelism: the live layers, unless never resharded (every layer gathered at the forward's end)
+    # without pipeline parallelism: the live layers and FSDP's root unit (embedding, head, final norm), unless never
+    # resharded (every layer gathered at the forward's end)
     flat = training.memory_per_gpu(llama, setup(gpus=8, zero=3, global_batch=16))
-    assert (flat["weights"], flat["gradients"]) == (2 * n // 8 + 2 * 2 * layer, 2 * n // 8)
+    root = 2 * 32_000 * 4096 + 4096
+    assert (flat["weights"], flat["gradients"]) == (2 * n // 8 + 2 * 2 * layer + 2 * root, 2 * n // 8)
     kept = training.memory_per_gpu(llama, setup(gpus=8, zero=3, reshard_after_forward="never"))
     assert kept["weights"] == 2 * n // 8 + 2 * n
     # ZeRO-1 under PP (Megatron's, DeepSpeed's pipeline engine): no FSDP, nothing added
@@ -366,3 +371,38 @@ def test_megatron_convention_is_megatrons_own_estimate(zero):
         training.memory_per_gpu(shape, fp32)["gradients"]
         == training.memory_per_gpu(shape, fp32.model_copy(update={"memory_convention": "zero"}))["gradients"]
     )
+
+
+def test_fsdp_keeps_its_root_units_weights_gathered_from_forward_to_backward():
+    """FSDP's root unit (every parameter outside the layers when each layer is a unit: Llama 3.1 8B's embedding and
+    head, 128,256 x 4,096 each, and the final norm's 4,096) is not resharded after its forward (FSDP2's fully_shard:
+    'The root FSDP state has its value specially set to False'; FSDP1's _post_forward_reshard): each GPU holds its
+    1/t of it gathered, at the weights' 2 bytes (the bf16 base under LoRA), beside the layers ZeRO-3 gathers."""
+    llama = load_model("llama-3.1-8b")
+    root = 2 * 128_256 * 4096 + 4096
+    assert training.root_unit_params(llama) == root
+    fsdp = setup(gpus=8, zero=3, seq_len=8192, micro_batch=2)
+    assert training.root_gathered_bytes(llama, fsdp) == 2 * root
+    assert training.root_gathered_bytes(llama, setup(gpus=8, zero=3, tp=2)) == 2 * (root // 2)
+    assert training.root_gathered_bytes(llama, setup(gpus=8, zero=3, precision="fp32")) == 4 * root
+    assert training.root_gathered_bytes(llama, setup(gpus=8, zero=3, lora_rank=8, precision="fp32")) == 2 * root
+    # none below ZeRO-3 (the weights are whole), under pipeline parallelism, or with every layer kept gathered
+    assert training.root_gathered_bytes(llama, setup(gpus=8, zero=2)) == 0
+    assert training.root_gathered_bytes(llama, setup(gpus=8, zero=3, pp=2)) == 0
+    assert training.root_gathered_bytes(llama, setup(gpus=8, zero=3, reshard_after_forward="never")) == 0
+    sharded = training.model_state_bytes_per_gpu(params.total_params(llama), "bf16-mixed", "adamw", 3, 8)["weights"]
+    layers = training.zero3_gathered_bytes(params.params_per_layer(llama), fsdp)
+    assert training.memory_per_gpu(llama, fsdp)["weights"] == sharded + layers + 2 * root
+
+
+def test_fp8_under_the_op_level_policy_keeps_what_bf16_keeps():
+    """torchao's float8 linears call torch.mm on Float8Tensor arguments, so torchtitan's op-level policy sees aten.mm
+    and saves every other output, as under bf16: Llama 3.1 8B at b 2 x 8,192 keeps per layer the input and wq, wv,
+    w1, w2's outputs (4,096 + 4,096 + 1,024 + 14,336 + 4,096 wide), SDPA's output (4,096) and fp32 log-sum-exp (32
+    heads)."""
+    llama = load_model("llama-3.1-8b")
+    tokens = 2 * 8192
+    per_layer = tokens * (2 * (4096 + 4096 + 1024 + 14_336 + 4096 + 4096) + 4 * 32)
+    for precision in ("bf16-mixed", "fp8"):
+        run = setup(gpus=64, zero=3, seq_len=8192, micro_batch=2, recompute="selective-op", precision=precision)
+        assert training.activation_bytes_per_layer_of(llama, run) == per_layer

@@ -29,8 +29,12 @@ the checkpointed layer keeps its input, and what its policy marks MUST_SAVE; eve
 
 So of a layer's matmul rows, in table order (a Llama layer's wq, wk, wv, wo, w1, w3, w2: the order torchtitan's
 forward calls them), the 1st, 3rd, 5th... keep their outputs; SDPA keeps its output and its fp32 log-sum-exp. FP8
-linears (torchao's Float8Linear) call torch._scaled_mm, not aten.mm, so under --precision fp8 no matmul output is
-saved; routed experts run grouped GEMMs, not aten.mm, and are recomputed too.
+linears are counted the same: torchao's Float8Linear (0afa4c1, float8/float8_linear.py) multiplies with
+`res_bits = torch.mm(input_maybe_fp8_reshaped, weight_maybe_fp8_t)` on Float8Tensor arguments, whose aten.mm
+(float8/float8_ops.py, `@implements([aten.mm.default, aten.matmul.default]) def float8_mm`) calls torch._scaled_mm
+inside; the policy, a TorchDispatchMode ("override the meaning of all ``__torch_dispatch__`` overrideable functions
+within a dynamic scope", torch/utils/_python_dispatch.py), sees aten.mm.default first, counts it and saves its bf16
+output. Routed experts run grouped GEMMs, not aten.mm, and are recomputed.
 """
 
 from __future__ import annotations
@@ -135,10 +139,9 @@ def held_tensors(
 
 def op_sac_saved_matmuls(shape: ModelShape, block: Block, precision: Precision) -> tuple[Op, ...]:
     """The matmul rows whose outputs torchtitan's op-level policy saves: the odd-numbered aten.mm calls of the
-    layer, in table order; none under FP8 (torch._scaled_mm is not on the save list). Grouped expert GEMMs are not
-    aten.mm and are not counted."""
-    if precision == "fp8":
-        return ()
+    layer, in table order, under FP8 too (torchao's float8 linears reach the policy as aten.mm: module docstring).
+    Grouped expert GEMMs are not aten.mm and are not counted. `precision` is kept for callers: it changes nothing."""
+    del precision  # every precision's linears are aten.mm to the policy
     matmuls = [op for op in layer_ops(shape, block) if op.work == "matmul"]
     return tuple(matmuls[0::2])
 

@@ -403,6 +403,34 @@ def gathered_weight_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
     return gpu_share_params(shape, setup, params.total_params(shape)) * weights
 
 
+def root_unit_params(shape: ModelShape) -> int:
+    """The parameters of FSDP's root unit when every layer is a unit of its own (torchtitan's apply_fsdp, torchtune's
+    shard_model, LitGPT's auto_wrap_policy={Block}): all but the layers' (the embedding, the final norm, the head),
+    the language model's only."""
+    layers = sum(params.params_by_layer_kind(shape).values())
+    return params.total_params(shape) - layers - params.towers_params(shape)
+
+
+def root_gathered_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
+    """ZeRO-3 as FSDP runs it keeps the root unit's weights gathered from its forward to its backward, each GPU's 1/t
+    of them (the vocabulary-parallel embedding and head) at the weights' bytes (bf16 under LoRA: the frozen base).
+    FSDP2's fully_shard: "The root FSDP state has its value specially set to ``False`` as a heuristic since its
+    parameters would typically be immediately all-gathered for backward"; FSDP1 (_runtime_utils._post_forward_reshard):
+    "Do not free the root's parameters in the post-forward for `FULL_SHARD` with the intention that they are
+    immediately used for backward computation". None when every layer stays gathered anyway (`keeps_weights_gathered`,
+    which counts the root with them) and under pipeline parallelism, whose stages are not placed."""
+    return root_gathered_bytes_of(root_unit_params(shape), setup)
+
+
+def root_gathered_bytes_of(root_params: int, setup: TrainingSetup) -> int:
+    """`root_gathered_bytes` for a root unit of `root_params` parameters (the transformers engine's count)."""
+    if setup.zero != 3 or setup.pp > 1 or keeps_weights_gathered(setup):
+        return 0
+    lora_base = setup.lora_rank is not None
+    element = finetune.BASE_BYTES if lora_base else bytes_per_param(setup.precision, setup.optimizer)["weights"]
+    return ceil_div(root_params, setup.tp) * element
+
+
 def gradient_params(shape: ModelShape, setup: TrainingSetup) -> int:
     """The parameters that get gradients: the trainable ones; under `--frozen-gradients` also every layer's frozen
     weights, which FSDP1 flattens into one parameter with its adapters when they share a unit (LitGPT 8641822's
@@ -427,14 +455,14 @@ def unsharded_gradient_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
 
 
 def data_parallel_memory_per_gpu(
-    n_params: int, layer_params: int, activations: int, setup: TrainingSetup
+    n_params: int, layer_params: int, activations: int, setup: TrainingSetup, root_params: int = 0
 ) -> dict[str, int]:
     """Weights, gradients, optimizer states and activations per GPU, and their total, under data parallelism alone
     (ZeRO over all the GPUs), for a model known by its totals (the transformers engine's): N parameters, the largest
-    layer's for ZeRO-3, and its activations as measured."""
+    layer's and the root unit's (`root_gathered_bytes`) for ZeRO-3, and its activations as measured."""
     parts = model_state_bytes_per_gpu(n_params, setup.precision, setup.optimizer, setup.zero, setup.gpus)
     if setup.zero == 3:
-        parts["weights"] += zero3_gathered_bytes(layer_params, setup)
+        parts["weights"] += zero3_gathered_bytes(layer_params, setup) + root_gathered_bytes_of(root_params, setup)
     parts["activations"] = activations
     parts["total"] = sum(parts.values())
     return parts
@@ -554,6 +582,7 @@ def memory_per_gpu(shape: ModelShape, setup: TrainingSetup, activations: int | N
         parts["weights"] += gathered_weight_bytes(shape, setup)
     elif setup.zero == 3 or setup.offload == "params":  # the layers gathered (or streamed in) for compute stay
         parts["weights"] += zero3_gathered_bytes(params.params_per_layer(shape), setup)
+    parts["weights"] += root_gathered_bytes(shape, setup)  # FSDP's root unit: gathered from forward to backward
     if setup.zero == 3 and accumulates_unsharded_gradients(setup):  # until the last backward's reduce-scatter
         parts["gradients"] = max(parts["gradients"], unsharded_gradient_bytes(shape, setup))
     parts["activations"] = activation_bytes_per_gpu(shape, setup) if activations is None else activations

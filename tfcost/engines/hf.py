@@ -57,6 +57,7 @@ class EngineTotals:
     head_params: int  # the output head's weight (d x V), whose matmul runs once per token: 2 x this FLOPs
     embedding_params: int  # token embeddings and an untied head: what stays 16-bit under 8- and 4-bit weights
     layer_params: int  # the largest layer's: what ZeRO-3 gathers at once (`largest_layer_params`)
+    root_params: int  # all but the stack of layers' (embeddings, final norm, head): FSDP's root unit (`root_params`)
     max_positions: int | None  # the config's longest context (max_position_embeddings or its older names)
 
 
@@ -393,6 +394,7 @@ def measure_model(model: Any, model_type: str, seq_len: int, dtype: Dtype) -> En
         head_params=head,
         embedding_params=embeddings,
         layer_params=largest_layer_params(model),
+        root_params=root_params(model, params),
         max_positions=max_positions(model.config),
     )
 
@@ -413,16 +415,31 @@ def embedding_sizes(model: Any) -> tuple[int, int]:
     return head_params, token_params + (0 if tied else head_params)
 
 
-def largest_layer_params(model: Any) -> int:
-    """The parameters of the model's largest layer: of the nn.ModuleLists it has, the one holding the most parameters
-    is the stack of layers (a list of experts sits inside a layer, so holds fewer), and of its layers the largest.
-    0 for a model with no such list."""
+def layer_stack(model: Any) -> Any:
+    """The stack of layers: of the model's nn.ModuleLists, the one holding the most parameters (a list of experts sits
+    inside a layer, so holds fewer); None for a model with no such list."""
     torch, _ = modules()
     stacks = [module for module in model.modules() if isinstance(module, torch.nn.ModuleList) and len(module)]
     if not stacks:
+        return None
+    return max(stacks, key=lambda stack: sum(parameter.numel() for parameter in stack.parameters()))
+
+
+def largest_layer_params(model: Any) -> int:
+    """The parameters of the model's largest layer, of its stack of layers (`layer_stack`); 0 without a stack."""
+    layers = layer_stack(model)
+    if layers is None:
         return 0
-    layers = max(stacks, key=lambda stack: sum(parameter.numel() for parameter in stack.parameters()))
     return max(sum(parameter.numel() for parameter in layer.parameters()) for layer in layers)
+
+
+def root_params(model: Any, params: int) -> int:
+    """Of the model's `params`, those outside its stack of layers (embeddings, final norm, head): what FSDP's root unit
+    holds when each layer is a unit (tfcost.costs.training.root_unit_params); 0 without a stack."""
+    layers = layer_stack(model)
+    if layers is None:
+        return 0
+    return params - sum(parameter.numel() for parameter in layers.parameters())
 
 
 POSITION_FIELDS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "n_ctx")

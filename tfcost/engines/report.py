@@ -268,7 +268,7 @@ def engine_train(
     throughput_from, seconds = run_seconds(setup, model_flops, model_flops, peak)
     hours = training.gpu_hours(seconds, setup.gpus)
     activations = training.measured_activation_bytes(saved.total, saved.scores, setup.flash)
-    held = training.data_parallel_memory_per_gpu(n, totals.layer_params, activations, setup)
+    held = training.data_parallel_memory_per_gpu(n, totals.layer_params, activations, setup, totals.root_params)
     memory = hardware.memory_bytes(gpu)
     overhead = fit.overhead_bytes(memory, setup.cuda_context_gib, setup.allocator_reserve)
     lines = None
