@@ -154,24 +154,35 @@ def test_tables_for_no_terminal_are_built_without_rich(monkeypatch):
         monkeypatch.delenv(name)
 
 
-@pytest.mark.parametrize("width", [120, 30, None])
+NOTES = [
+    "'-': no verified figure. Sources and caveats: `tfcost gpus --format json`.",
+    "Crossovers are rounded down: the largest T at which the growing cost is at most the fixed one (it is larger "
+    "from T + 1 on); 'exact' is the crossing itself, a fraction where the cost is linear in T there.",
+    "[1] two\nlines,  two spaces   and three, then some trailing spaces     ",
+    "",
+    "    ",
+    "a note that ends in a new line\n",
+    "  indented, and a run of spaces exactly at the edge" + " " * 40 + "x",
+    "模型 fits",
+]
+
+
+@pytest.mark.parametrize("width", [120, 80, 41, 30, None])
 def test_plain_notes_are_what_rich_prints(monkeypatch, width):
-    """Notes whose every line fits print as rich prints them (each line as written); a line rich would wrap, a
-    tab, or a COLUMNS that terminal_width does not take are left to rich."""
+    """Notes print as rich prints them, wrapped where rich wraps them (between words, a line's trailing spaces kept
+    up to the width); a word wider than the line (which rich folds), a tab, wide characters that do not fit, or a
+    COLUMNS that terminal_width does not take are left to rich."""
     monkeypatch.delenv("COLUMNS", raising=False)
-    notes = ["'-': no verified figure. Sources and caveats: `tfcost gpus --format json`.", "[1] two\nlines", ""]
     out = tables.console(width=width) if width is not None else tables.console()
     with out.capture() as captured:
-        for note in notes:
+        for note in NOTES:
             out.print(note)
-    text = tables.plain_notes(notes, width)
-    if width == 30:  # the first note is wider: rich wraps it
-        assert text is None
-    else:
-        assert text == captured.get()
+    assert tables.plain_notes(NOTES, width) == captured.get()
     assert tables.plain_notes(["a\tb"], 120) is None
+    assert tables.plain_notes(["x" * 31], 30) is None
+    assert tables.plain_notes(["模型" * 8], 30) is None
     monkeypatch.setenv("COLUMNS", "0")
-    assert tables.plain_notes(notes, None) is None
+    assert tables.plain_notes(NOTES, None) is None
 
 
 def commands(tmp_path) -> list[tuple[str, ...]]:

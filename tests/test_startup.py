@@ -18,7 +18,7 @@ with contextlib.redirect_stdout(io.StringIO()):
         main(sys.argv[1:])
     except SystemExit:
         pass
-print(sorted(name for name in ("yaml", "importlib.metadata") if name in sys.modules))
+print(sorted(name for name in ("yaml", "importlib.metadata", "rich") if name in sys.modules))
 """
 
 
@@ -42,10 +42,16 @@ def loaded(args: list[str], **env: str) -> list[str]:
         ["list", "--family", "qwen3"],
     ],
 )
-def test_shipped_presets_and_gpus_are_read_without_yaml_or_the_plugin_loader(args):
+def test_shipped_presets_and_gpus_are_read_and_printed_without_yaml_rich_or_the_plugin_loader(args):
     """The shipped files come from their Python literals (tfcost/readers/packaged.py), so PyYAML is not imported;
-    and pydantic's plugin loader, which imports importlib.metadata, is not imported while plugins are disabled."""
+    pydantic's plugin loader, which imports importlib.metadata, is not imported while plugins are disabled; and a
+    table printed to no terminal (here a StringIO) is written without rich (tfcost.render.tables.PlainTable)."""
     assert loaded(args) == []
+
+
+def test_a_table_rich_must_lay_out_still_gets_rich():
+    """Wider than COLUMNS: rich wraps its columns."""
+    assert loaded(["estimate", "gpt2-small"], COLUMNS="30") == ["rich"]
 
 
 def test_a_users_file_is_still_read_with_yaml(tmp_path):

@@ -11,6 +11,7 @@ import csv
 import dataclasses
 import io
 import math
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
@@ -422,10 +423,10 @@ def print_table(table: Any, *notes: str) -> None:
 
 
 def plain_notes(notes: Sequence[str], width: int | None) -> str | None:
-    """The notes under a table as rich prints them to no terminal, each line as written, where every line of
-    every note is printable and fits the width rich prints at (so that rich would wrap none); None otherwise, and
-    rich prints them. `width`: terminal_width()'s; without it, rich's own (Console.size): the first of standard
-    input, output and error that is a terminal, else 80 columns."""
+    """The notes under a table as rich prints them to no terminal, each line of each note wrapped at the width
+    rich prints at (rich_wrap); None where a line is not one rich_wrap covers, and rich prints them. `width`:
+    terminal_width()'s; without it, rich's own (Console.size): the first of standard input, output and error that
+    is a terminal, else 80 columns."""
     import os
 
     if width is None:
@@ -438,10 +439,41 @@ def plain_notes(notes: Sequence[str], width: int | None) -> str | None:
                 continue
             break
         width = width or 80
-    lines = [line for note in notes for line in note.split("\n")]
-    if not all(line.isprintable() and cell_len(line) <= width for line in lines):
+    out = []
+    for note in notes:
+        for line in note.split("\n"):
+            pieces = rich_wrap(line, width)
+            if pieces is None:
+                return None
+            out += pieces
+    return "".join(piece + "\n" for piece in out)
+
+
+WORD = re.compile(r"\s*\S+\s*")  # rich's word: leading space, the word and the space after it (rich/_wrap.py)
+
+
+def rich_wrap(line: str, width: int) -> list[str] | None:
+    """One line of text as rich's Console.print wraps it at `width` (rich/_wrap.py divide_line: a word goes to a
+    new line when it does not fit what is left; then Text.rstrip_end: a piece longer than the width loses the
+    spaces past it), for printable lines only, and of ASCII where a line must be wrapped; None for the rest (a
+    word wider than the line, which rich folds, a tab, a control character), which rich prints itself."""
+    if not line.isprintable():
         return None
-    return "".join(line + "\n" for line in lines)
+    if not line.isascii():
+        return [line] if len(line) <= width and cell_len(line) <= width else None
+    pieces, start, offset = [], 0, 0
+    for match in WORD.finditer(line):
+        word = match.group()
+        length = len(word.rstrip())
+        if width - offset >= length:
+            offset += len(word)
+        elif length > width:
+            return None
+        elif offset and match.start():
+            pieces.append(line[start : match.start()])
+            start, offset = match.start(), len(word)
+    pieces.append(line[start:])
+    return [piece[: max(width, len(piece.rstrip()))] for piece in pieces]
 
 
 def plain_text(table: Any, out: Any) -> str | None:
