@@ -9,7 +9,9 @@ JSON output to compare (`predicted_field`, an arithmetic expression over dotted 
 id % 3 == 0, fixed before any constant was set: constants are fitted on the other cases only.
 
 Error of one case: |ln(predicted / measured)|. Per category and half: the geometric-mean error
-exp(mean |ln ratio|) - 1, and the share of cases within 10% and within 25% (|ratio - 1| <= 0.10, <= 0.25).
+exp(mean |ln ratio|) - 1, and the share of cases within 10% and within 25%, in the same symmetric measure:
+|ln ratio| <= ln 1.10, <= ln 1.25 (a ratio from 0.80 to 1.25 is within 25%). The cases listed outside 25% are the
+complement of that share.
 """
 
 from __future__ import annotations
@@ -138,7 +140,7 @@ def summary(cases: list[dict[str, Any]], predictions: dict[str, float | str]) ->
                     continue
                 ratio = value / float(case["measured"])
                 logs.append(abs(math.log(ratio)))
-                if abs(ratio - 1) > 0.25:
+                if abs(math.log(ratio)) > math.log(1.25):  # the complement of within_25 below
                     outside.append((case["id"], ratio, case.get("known_error", "")))
             n = len(logs)
             table[category, held_out] = {
@@ -194,7 +196,7 @@ def report(cases: list[dict[str, Any]], predictions: dict[str, float | str]) -> 
         for category in CATEGORIES:
             row = table[category, held_out]
             for id_, ratio, why in row["outside_25"]:
-                out.append(f"  outside 25%: {category} #{id_} ratio {ratio:.2f}{' (' + why + ')' if why else ''}")
+                out.append(f"  outside 25%: {category} #{id_} ratio {ratio:.3f}{' (' + why + ')' if why else ''}")
             for id_ in row["failed"]:
                 out.append(f"  failed: {category} #{id_}: {predictions[str(id_)]}")
         out.append("")

@@ -280,3 +280,84 @@ def test_ep_overlap_through_the_cli(tfcost):
     plain, overlapped = seconds[()], seconds[("--ep-overlap",)]
     assert 0 < overlapped["ep_comm"] < plain["ep_comm"]
     assert overlapped["matmuls"] == plain["matmuls"] and overlapped["attention"] == plain["attention"]
+
+
+def test_eager_kernels_price_each_unfused_elementwise_pass():
+    # Eager PyTorch (--kernels eager: torchtitan's A100 presets, "compile = false", "norm_type = rmsnorm"). Per token of
+    # one Llama-3-8B layer (d 4,096; 32 query and 8 key-value heads of 128; F 14,336), forward, beyond the fold, in
+    # bf16: each of the 2 RMSNorms 36 bytes an element (x.float() 2 + 4, pow 4 + 4, mean 4, x * rsqrt 4 + 4, type_as
+    # 4 + 2, * weight 2 + 2) less the fused norm's 4; rotary 20 an element of q and k (float() 2 + 4, the complex
+    # product 4 + 4, type_as 4 + 2); SwiGLU's silu output written and read again, 4 an element of F. The backward
+    # twice that, as the other memory-bound ops.
+    shape = load_model("llama-3-8b")
+    gpu = load_gpu("a100-80gb")
+    fused = TrainingSetup(tokens=10**9, seq_len=8192, gpus=1)
+    eager = fused.model_copy(update={"kernels": "eager"})
+    per_token = 2 * 4096 * (36 - 4) + (32 + 8) * 128 * 20 + 14336 * 4
+    assert per_token == 421_888
+    extra = (
+        step_time.layer_seconds(shape, gpu, eager)["memory_bound"]
+        - step_time.layer_seconds(shape, gpu, fused)["memory_bound"]
+    )
+    assert extra == pytest.approx(3 * 8192 * per_token / 2.039e12, rel=1e-9)
+    # torchtitan's op-level policy recomputes the forward's elementwise ops: the eager forward's traffic again.
+    op_sac = {
+        name: setup.model_copy(update={"recompute": "selective-op"}) for name, setup in (("f", fused), ("e", eager))
+    }
+    recompute = {name: step_time.layer_seconds(shape, gpu, setup)["recompute"] for name, setup in op_sac.items()}
+    assert recompute["e"] - recompute["f"] == pytest.approx(8192 * per_token / 2.039e12, rel=1e-9)
+    # MPT (one fused nn.LayerNorm kernel, ALiBi, a GELU MLP) has no such pass: eager and fused are priced alike.
+    mpt = load_model("validation/models/mpt-7b.yaml")
+    assert step_time.layer_seconds(mpt, gpu, eager) == step_time.layer_seconds(mpt, gpu, fused)
+
+
+def test_full_fp32_loss_prices_its_passes_over_the_logits():
+    # torchtitan's loss_fn, "cross_entropy(pred.flatten(0, 1).float(), labels.flatten(0, 1))" (--loss full): per
+    # logit, forward the upcast (2 + 4) and log_softmax (4 + 4), backward nll_loss's fp32 gradient (4), log_softmax's
+    # (8 + 4) and the upcast's (4 + 2): 36 bytes. Llama-3-8B (V 128,256), b 2 x T 8,192, on one H100 (3.35 TB/s).
+    shape = load_model("llama-3-8b")
+    gpu = load_gpu("h100-sxm")
+    chunked = TrainingSetup(tokens=2 * 8192, seq_len=8192, micro_batch=2, gpus=1)
+    full = chunked.model_copy(update={"loss": "full"})
+    assert step_time.loss_seconds(shape, gpu, chunked) == 0
+    assert step_time.loss_seconds(shape, gpu, full) == pytest.approx(2 * 8192 * 128256 * 36 / 3.35e12, rel=1e-9)
+    steps = {name: step_time.step_seconds(shape, gpu, setup) for name, setup in (("c", chunked), ("f", full))}
+    assert steps["f"]["memory_bound"] - steps["c"]["memory_bound"] == pytest.approx(
+        2 * 8192 * 128256 * 36 / 3.35e12, rel=1e-9
+    )
+    assert steps["f"]["matmuls"] == steps["c"]["matmuls"]
+
+
+def test_context_parallel_latency_is_nccls_ring_latency():
+    # NCCL's model of a ring all-gather (src/graph/tuning.cc, Simple protocol): baseLat 8.4 us plus, for each of the
+    # c - 1 steps, 3.4 us on NVLink or 14.0 us when the step crosses nodes. Ranks go tensor first, then context
+    # (Llama 3's [TP, CP, PP, DP]), on 8-GPU nodes.
+    gpu = load_gpu("h100-sxm")
+
+    def latency(tp: int, cp: int) -> float:
+        setup = TrainingSetup(tokens=131072, seq_len=131072, gpus=tp * cp, tp=tp, cp=cp)
+        return step_time.cp_ring_latency_seconds(gpu, setup)
+
+    assert latency(8, 1) == 0.0
+    assert latency(8, 32) == pytest.approx(8.4e-6 + 31 * 14e-6)  # every rank on its own node: 442.4 us
+    assert latency(8, 16) == pytest.approx(8.4e-6 + 15 * 14e-6)
+    assert latency(2, 4) == pytest.approx(8.4e-6 + 3 * 3.4e-6)  # 8 GPUs: one node
+    assert latency(4, 4) == pytest.approx(8.4e-6 + 2 * 3.4e-6 + 1 * 14e-6)  # two ranks a node on two nodes
+    assert step_time.cp_ring_latency_seconds(load_gpu("h100-pcie"), TrainingSetup(
+        tokens=4096, seq_len=4096, gpus=4, tp=1, cp=4)) == pytest.approx(8.4e-6 + 3 * 5.7e-6)  # fmt: skip
+
+
+def test_llama3_context_parallel_exchange_by_hand():
+    # Llama 3 405B's 131k stage at t 8, c 32 (the best layout tfcost plan finds): each GPU holds T / c = 4,096
+    # positions of K and V for its one key-value head of 8 (t 8), 2 x 128 values a position in bf16; a forward
+    # gathers the other 31 ranks' over the network (96% of 50 GB/s a GPU), the backward gathers again and
+    # reduce-scatters the gradients, each collective paying 8.4 + 31 x 14 us. Full recomputation repeats the forward.
+    shape, gpu = load_model("llama-3.1-405b"), load_gpu("h100-sxm")
+    setup = TrainingSetup(tokens=131072, seq_len=131072, gpus=16384, tp=8, cp=32, pp=8, global_batch=128)
+    kv_bytes = 4096 * 2 * 128 * 2
+    forward = 31 * kv_bytes / (50e9 * 0.96) + 8.4e-6 + 31 * 14e-6
+    layer = step_time.layer_seconds(shape, gpu, setup)
+    assert layer["cp_comm"] == pytest.approx(3 * forward, rel=1e-9)
+    assert forward == pytest.approx(1.797e-3, abs=1e-6)  # 1.355 ms of bytes, 0.442 ms of latency
+    full = step_time.layer_seconds(shape, gpu, setup.model_copy(update={"recompute": "full"}))
+    assert full["recompute"] == pytest.approx(step_time.layer_forward_seconds(layer, setup), rel=1e-12)

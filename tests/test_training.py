@@ -344,3 +344,25 @@ def test_offloaded_activations_leave_one_layer_and_the_logits_on_the_gpu():
     assert {k: offloaded[k] for k in ("weights", "gradients", "optimizer")} == {
         k: on_gpu[k] for k in ("weights", "gradients", "optimizer")
     }
+
+
+@pytest.mark.parametrize("zero", [0, 1])
+def test_megatron_convention_is_megatrons_own_estimate(zero):
+    # Megatron-LM's theoretical_memory_usage.py: "num_bytes_per_parameter = (18 if not args.use_distributed_optimizer
+    # else 6 + (12 / args.data_parallel_size))": 16-bit weights, fp32 main gradients (arguments.py: "bfloat16
+    # requires gradient accumulation and all-reduce to be done in fp32"), fp32 master and two moments; the
+    # distributed optimizer (ZeRO-1) shards the last 12 bytes over N_d. GPT-3 175B on t 8, p 8, N_d 4.
+    shape = load_model("gpt3-175b")
+    held = setup(gpus=256, tp=8, pp=8, zero=zero, memory_convention="megatron")
+    per_gpu = training.memory_per_gpu(shape, held)
+    n = params.total_params(shape) / 64
+    megatron = n * (6 + 12 / 4) if zero == 1 else n * 18
+    assert per_gpu["weights"] + per_gpu["gradients"] + per_gpu["optimizer"] == pytest.approx(megatron, rel=1e-9)
+    zero_paper = training.memory_per_gpu(shape, held.model_copy(update={"memory_convention": "zero"}))
+    assert per_gpu["gradients"] == 2 * zero_paper["gradients"]  # 4 bytes a parameter, not 2
+    assert per_gpu["total"] - zero_paper["total"] == zero_paper["gradients"]
+    fp32 = held.model_copy(update={"precision": "fp32"})  # no master copy: the gradients are fp32 already
+    assert (
+        training.memory_per_gpu(shape, fp32)["gradients"]
+        == training.memory_per_gpu(shape, fp32.model_copy(update={"memory_convention": "zero"}))["gradients"]
+    )

@@ -813,7 +813,7 @@ Kernels = Literal["fused", "eager"]  # how the norms run: fused (compiled) or ea
 # FlashAttention-1-class kernel: flash-attn 1.x, llm-foundry's Triton kernel, attn_impl: triton)
 FlashKernel = Literal["fa2", "fa1"]
 Offload = Literal["none", "optimizer", "params"]
-MemoryConvention = Literal["zero", "deepspeed"]
+MemoryConvention = Literal["zero", "deepspeed", "megatron"]
 # How the loss holds the logits: chunked (upcast and log-softmaxed a chunk at a time: torchtune, LitGPT), full (one
 # fp32 cross-entropy over all of them: torchtitan, transformers) or compiled (the upcast compiled with the loss, the
 # fp32 copy released: torchtune under compile=True)
@@ -909,7 +909,9 @@ class TrainingSetup(Frozen):
     lora_targets: tuple[str, ...] = Field(("q", "k", "v", "o"), description="matrices LoRA adapts in each layer")
     qlora: bool = Field(False, description="store the frozen base in NF4 with double quantisation (QLoRA)")
     memory_convention: MemoryConvention = Field(
-        "zero", description="model states as the ZeRO paper counts them, or as DeepSpeed's estimators do"
+        "zero",
+        description="model states as the ZeRO paper counts them, as DeepSpeed's estimators do, or as Megatron-LM "
+        "holds them (fp32 main gradients)",
     )
     loss: Loss = Field(
         "chunked",
@@ -1010,6 +1012,18 @@ class ServingSetup(Frozen):
         description="how decode attention reads a key-value head several query heads share: once (FlashAttention, "
         "FlashInfer, TensorRT-LLM's XQA) or once per query head (TensorRT-LLM's masked MHA before v0.8)",
         exclude_if=lambda reads: reads == "shared",
+    )
+    trt_session: bool = Field(
+        False,
+        description="time the prefill as TensorRT-LLM's GptSession runs its context step (v0.5-v0.8, "
+        "gptSessionBenchmark): new shapes on a TensorRT context, no CUDA graph, a fixed host time a layer",
+        exclude_if=lambda session: not session,
+    )
+    nccl_record_stream: bool = Field(
+        False,
+        description="the profile run holds every all-reduced activation until it ends (PyTorch's NCCL "
+        "record_stream, vLLM of late 2023 with tensor parallelism: vllm#2248)",
+        exclude_if=lambda held: not held,
     )
     kv_pool: KvPool = Field(
         "vllm",

@@ -133,6 +133,22 @@ def serve(
             "FlashAttention, FlashInfer, TensorRT-LLM's XQA) or once per query head (TensorRT-LLM before v0.8).",
         ),
     ] = default(ServingSetup, "gqa_decode"),
+    trt_session: Annotated[
+        bool,
+        typer.Option(
+            "--trt-session",
+            help="Time the prefill as TensorRT-LLM's GptSession runs it (v0.5-v0.8, gptSessionBenchmark): the "
+            "context step's host work, a fixed time a layer outside CUDA graphs, adds to the time to first token.",
+        ),
+    ] = default(ServingSetup, "trt_session"),
+    nccl_record_stream: Annotated[
+        bool,
+        typer.Option(
+            "--nccl-record-stream",
+            help="vLLM of late 2023 with tensor parallelism: its profile run holds every all-reduced activation "
+            "until the forward ends (PyTorch's record_stream for NCCL, vllm#2248), so the KV cache gets less.",
+        ),
+    ] = default(ServingSetup, "nccl_record_stream"),
     kv_pool: Annotated[
         KvPool,
         typer.Option(
@@ -159,7 +175,8 @@ def serve(
         gpus=gpus, pp=pp, ep=ep, weights_dtype=weights_dtype, kv_dtype=kv_dtype, batch=batch, prompt=prompt,
         generate=generate,
         reserve=reserve, compute_efficiency=compute_efficiency, memory_efficiency=memory_efficiency,
-        group_size=group_size, kv_block=kv_block, fp8_attention=fp8_attention, gqa_decode=gqa_decode, kv_pool=kv_pool,
+        group_size=group_size, kv_block=kv_block, fp8_attention=fp8_attention, gqa_decode=gqa_decode,
+        trt_session=trt_session, nccl_record_stream=nccl_record_stream, kv_pool=kv_pool,
         images=images, image_size=image_size, audio_seconds=audio_seconds,
     )  # fmt: skip
     # Does it fit? If not, the nearest layout that does; `tfcost plan`'s command module (its typer app) is

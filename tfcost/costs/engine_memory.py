@@ -215,6 +215,31 @@ def profile_activation_bytes(shape: ModelShape, tokens: int, sequences: int, gpu
     return layer_peak + sequences * shape.vocab_size * expected.LOGITS_BYTES
 
 
+# vLLM of late 2023 under tensor parallelism (validation #47): its profile run left the KV cache 20,865 blocks on
+# each of 4 A100s for Llama-2-70B where the allocator's own peak had given 31,615, and 7,351 against 7,449 on one GPU
+# for Llama-2-7B (vllm-project/vllm PR #2031, "Fix peak memory profiling": "NOTE: This significantly affects the KV
+# cache size, especially when TP > 1"; the fix measures the peak as total - free after the profile run). Why, in
+# vllm-project/vllm#2248: "There are evidences of more memory fragmentation when tp > 1 ... Seems that the
+# `record_stream` (called for NCCL communication) makes the cached memory blocks of activations cannot be reused, so
+# the memory consumption of one forward grows substantially. Setting `TORCH_NCCL_AVOID_RECORD_STREAMS=1` can fix this
+# problem". A tensor handed to NCCL's stream goes back to the cache only once that stream's work on it is done, and
+# the host queues the whole profile forward long before the GPU gets there, so every all-reduced activation is a
+# block of its own until the forward ends: each layer's two row-parallel outputs (o_proj's and down_proj's,
+# "output = tensor_model_parallel_all_reduce(output_parallel)" in RowParallelLinear) and the vocabulary-parallel
+# embedding's output (the same call in VocabParallelEmbedding.forward), tokens x d 16-bit each.
+EMBEDDING_ALLREDUCES = 1
+
+
+def record_stream_held_bytes(shape: ModelShape, tokens: int, gpus: int) -> int:
+    """What vLLM's profile run over `tokens` tokens holds besides its busiest layer when every all-reduced activation
+    stays a block of its own until the forward ends (`serve --nccl-record-stream`): (2 L + 1) x tokens x d x 2 bytes
+    on each GPU; nothing on one GPU (no all-reduce)."""
+    if gpus == 1:
+        return 0
+    allreduces = expected.ALLREDUCES_PER_LAYER * shape.n_layers + EMBEDDING_ALLREDUCES
+    return allreduces * tokens * shape.d_model * expected.ACTIVATION_BYTES
+
+
 # Eager (unfused) norms: transformers' LlamaRMSNorm runs `hidden_states.to(torch.float32)`, then
 # `hidden_states * torch.rsqrt(variance + eps)` (autograd keeps that fp32 input: 4 bytes an element, where a fused
 # norm keeps its 16-bit input, 2) and `self.weight * hidden_states.to(input_dtype)` (keeps the 16-bit normalized

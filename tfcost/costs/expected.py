@@ -225,6 +225,26 @@ def dequant_seconds(quantized_weights_per_gpu: int, dtype: WeightsDtype, rates: 
     return quantized_weights_per_gpu * ops / rates.dequant_ops_per_s
 
 
+# TensorRT-LLM's GptSession (v0.5-v0.8; gptSessionBenchmark, whose time to first token is a whole generate() call
+# with one output token) runs the context step on its own TensorRT execution context given the request's new input
+# shapes, without a CUDA graph: cpp/tensorrt_llm/runtime/gptSession.cpp, "// Instantiate two contexts for
+# flip-flopping", and at step 0 "buffers.prepareContextStep(...)", "mRuntime->setInputTensors(contextId, ...)",
+# CUDA graph instances "instance.clear()", then "enqueueSuccessful = mRuntime->executeContext(contextId)"; the
+# generation steps alternate the two contexts at fixed shapes (and replay a graph with --enable_cuda_graph, which the
+# documented benchmark commands do not pass). That host work before and between the context step's kernels is
+# priced as a fixed time a layer, fitted on validation's fitted half only: the v0.5 low-latency rows #94 (Llama-2-7B,
+# H100, 128 tokens: 3.5 ms more than the kernels), #58 (70B TP4 H100, 2048: 15 ms), #61 (70B TP4 A100, 2048: 20 ms)
+# and #59 (7B L40S, 2048: 4.8 ms less) are closest together at 110 us a layer. Which host work it is (TensorRT's
+# shape inference for the new shapes, the plugins' enqueue, the decoder's setup in newBatch) is not measured here.
+SESSION_CONTEXT_HOST_S_PER_LAYER = 110e-6
+
+
+def session_context_host_seconds(shape: ModelShape) -> float:
+    """The host time a GptSession context step adds to the time to first token (`serve --trt-session`): a fixed
+    SESSION_CONTEXT_HOST_S_PER_LAYER a layer, whatever the prompt length."""
+    return shape.n_layers * SESSION_CONTEXT_HOST_S_PER_LAYER
+
+
 def step_floor_seconds(shape: ModelShape, rates: EngineRates) -> float:
     """The fixed cost of one forward step: (kernels per layer x L + head kernels) x one kernel's floor, plus what a
     profile measured outside the layers."""
@@ -391,14 +411,26 @@ def split_step_seconds(
     return projections + max(attention_flops / attention_rate, cache_bytes / rates.stream_bytes_per_s)
 
 
-def cache_reads_per_decode(shape: ModelShape, gpus: int, gqa_decode: str) -> int:
-    """How many times a decode step reads each key-value head's cache on one GPU: once where the kernel loads a
-    head's keys and values for all the query heads that share it (FlashAttention, FlashInfer, TensorRT-LLM's XQA);
-    once per query head under TensorRT-LLM's masked MHA before v0.8, "the 'vanilla' implementation that uses a single
-    CUDA thread-block per head" (docs/source/advanced/gpt-attention.md), so (H/t) / max(K/t, 1) times. TensorRT-LLM's
-    XQA post ("XQA kernel provides optimization for MQA and GQA during generation phase ... reducing data loading";
-    "will be included in the v0.8 releases") measured Llama-70B 128/2048 on one H200 at 1,227 tok/s without it and
-    2,941 with it."""
+# Under a per-query-head kernel the H/K query heads of one key-value head read the same cache in neighbouring thread
+# blocks of one launch ("a single CUDA thread-block per head", TensorRT-LLM docs/source/advanced/gpt-attention.md),
+# close enough in time that part of the repeat reads are served from the L2 cache rather than HBM. The share of the
+# repeat reads that reach HBM is fitted on validation's fitted half only: TensorRT-LLM v0.6.1's Llama-2-70B peak
+# throughput rows (cases #52, H100 FP8 TP2 64 x 2048/2048, and #56, A100 FP16 TP4 240 x 128/2048) put it at 0.60 and
+# 0.47 with the rest of their steps priced as tfcost prices them; 8 full reads (share 1) left them at 0.75 and 0.66 of
+# the published throughput, one read (XQA's) at 1.97 and 1.83. No held-out case runs a per-query-head kernel.
+REPEAT_READ_HBM_SHARE = 0.5
+
+
+def cache_reads_per_decode(shape: ModelShape, gpus: int, gqa_decode: str) -> float:
+    """How many times a decode step reads each key-value head's cache from HBM on one GPU: once where the kernel
+    loads a head's keys and values for all the query heads that share it (FlashAttention, FlashInfer, TensorRT-LLM's
+    XQA); under TensorRT-LLM's masked MHA before v0.8, "the 'vanilla' implementation that uses a single CUDA
+    thread-block per head" (docs/source/advanced/gpt-attention.md), each of the g = (H/t) / max(K/t, 1) query heads
+    of a key-value head reads it, the first from HBM and REPEAT_READ_HBM_SHARE of the g - 1 others (the rest from
+    L2): 1 + (g - 1) x share. TensorRT-LLM's XQA post ("XQA kernel provides optimization for MQA and GQA during
+    generation phase ... reducing data loading"; "will be included in the v0.8 releases") measured Llama-70B
+    128/2048 on one H200 at 1,227 tok/s without it and 2,941 with it."""
     if gqa_decode == "shared":
-        return 1
-    return max(max(shape.n_heads // gpus, 1) // max(shape.n_kv_heads // gpus, 1), 1)
+        return 1.0
+    group = max(max(shape.n_heads // gpus, 1) // max(shape.n_kv_heads // gpus, 1), 1)
+    return 1 + (group - 1) * REPEAT_READ_HBM_SHARE

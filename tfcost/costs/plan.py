@@ -23,7 +23,8 @@ What is searched, for training on N GPUs with a fixed global batch B (sequences 
 - sequence parallelism is on whenever tp > 1 and tp divides T (Korthikanti et al. 2022: it only removes work).
 
 A parallel shape that Megatron's rules refuse (`parallel.check_layout`) is counted once, under the rule's words,
-not once per setting of the options below it.
+not once per setting of the options below it. Where the GPU table lacks the link or matmul figures to predict a
+layout's step time, the layout is priced as `train` prices it there, at its default MFU (ASSUMED_MAIN_TERM).
 """
 
 from __future__ import annotations
@@ -56,10 +57,17 @@ OPTIONS_PER_LAYOUT = len(RECOMPUTES) * len(ZERO_STAGES) * len(OFFLOADS)
 # the params offloaded every model state is on the host whatever the ZeRO stage, but ZeRO-3 under pipeline
 # parallelism keeps its stage gathered and its gradients unsharded (FSDP's, `training.keeps_weights_gathered`), and
 # DeepSpeed's ZeRO-2/3 estimators keep 2N or 4 x the largest layer: ZeRO-1 is the least of them.
-LEAST_MEMORY = {"recompute": "full", "zero": 1, "offload": "params"}
+LEAST_RECOMPUTE: Recompute = "full"
+LEAST_ZERO = 1
+LEAST_OFFLOAD: Offload = "params"
+LEAST_MEMORY = {"recompute": LEAST_RECOMPUTE, "zero": LEAST_ZERO, "offload": LEAST_OFFLOAD}
 DOES_NOT_FIT = "does not fit in GPU memory"
 FITS_WITHOUT_OFFLOAD = "fits without offload (offload is never faster: its PCIe time is not priced)"
-NO_PREDICTION = "the GPU table has no link or matmul figures to predict the step time"
+# Where the GPU table lacks the link or matmul figures to predict a layout's step time (`step_time.can_predict`),
+# `train` falls back to its default MFU (docs/training.md: "a GPU without them falls back to MFU 0.4 and says so"),
+# and so does the search, by the same functions (`TrainPricer.assumed_seconds`): the step time is then the same for
+# every layout, which rank by the fewest options changed, after every layout whose step time is predicted.
+ASSUMED_MAIN_TERM = "none: MFU assumed"
 # The layout fields `train` takes as options, in the order a suggestion names them.
 LAYOUT_FIELDS = (
     "tp",
@@ -122,16 +130,24 @@ class TrainLayout:
     host_bytes: int
     main_term: str
     cost: float | None
+    predicted: bool = True  # the step time predicted (`step_time.step_seconds`), not from train's default MFU
 
 
 class Fitting(NamedTuple):  # a tuple: made for each of the tens of thousands of layouts that fit
-    """A layout that fits, before it is priced: what it holds, one layer's times (`step_time.layer_seconds`) and a
-    lower bound on its step time (`step_bound`)."""
+    """A layout that fits, before it is priced: its parallel layout (micro-batch and v set), the options over it,
+    the activation bytes it holds, one layer's times (`step_time.layer_seconds`) and a lower bound on its step time
+    (`step_bound`). The setup itself and what it holds are made only for the layouts priced (`TrainPricer.held`)."""
 
-    setup: TrainingSetup
-    held: dict[str, int]
-    layer: dict[str, float]
+    layout: TrainingSetup
+    zero: int
+    recompute: Recompute
+    offload: Offload
+    activations: int
+    layer: dict[str, float] | None  # None: the step time cannot be predicted (ASSUMED_MAIN_TERM)
     bound: float
+
+    def setup(self) -> TrainingSetup:
+        return with_options(self.layout, recompute=self.recompute, zero=self.zero, offload=self.offload)
 
 
 @dataclass
@@ -186,17 +202,14 @@ def parallel_shapes(shape: ModelShape, base: TrainingSetup) -> Iterator[Training
                         )
 
 
-def legal_shapes(shape: ModelShape, base: TrainingSetup, gpu: GpuSpec, found: Search) -> Iterator[TrainingSetup]:
-    """`parallel_shapes` that Megatron's rules allow and whose step time the GPU table can predict; each other one
-    is counted in `found` under the reason that rejected it."""
+def legal_shapes(shape: ModelShape, base: TrainingSetup, found: Search) -> Iterator[TrainingSetup]:
+    """`parallel_shapes` that Megatron's rules allow; each other one is counted in `found` under the reason that
+    rejected it."""
     for structure in parallel_shapes(shape, base):
         try:
             parallel.check_layout(shape, structure)
         except UsageError as error:
             found.reject(rule_reason(error, shape))
-            continue
-        if not step_time.can_predict(gpu, structure):
-            found.reject(NO_PREDICTION)
             continue
         yield structure
 
@@ -224,18 +237,49 @@ class TrainPricer:
         self.steps = base.tokens / (base.global_batch * base.seq_len)
         self.capacity = hardware.memory_bytes(gpu_spec)
         self.overhead = fit.overhead_bytes(self.capacity, base.cuda_context_gib, base.allocator_reserve)
+        mfu = training.run_mfu(base)  # train's: --mfu, else its default (the search's base has no --hfu)
+        assert mfu is not None
+        # The run's wall clock where the step time cannot be predicted, as `train` gives it (ASSUMED_MAIN_TERM).
+        self.assumed_seconds = throughput.seconds_at_mfu(self.model_flops, base.gpus, self.peak, mfu)
 
-    def memory(self, setup: TrainingSetup, activations: dict[Recompute, int] | None = None) -> dict[str, int]:
-        """What the layout holds per GPU. `activations`: the activation bytes by recomputation, kept for one
-        parallel shape, micro-batch and v: they do not change with ZeRO or offload."""
-        if activations is None:
-            return training.memory_per_gpu(self.shape, setup)
-        if setup.recompute not in activations:
-            activations[setup.recompute] = training.activation_bytes_per_gpu(self.shape, setup)
-        return training.memory_per_gpu(self.shape, setup, activations[setup.recompute])
+    def memory(self, setup: TrainingSetup) -> dict[str, int]:
+        """What the layout holds per GPU (`training.memory_per_gpu`)."""
+        return training.memory_per_gpu(self.shape, setup)
+
+    def activations(self, setup: TrainingSetup, recompute: Recompute, activations: dict[Recompute, int]) -> int:
+        """The activation bytes of `setup` under `recompute`, kept in `activations` for one parallel shape,
+        micro-batch and v: they do not change with ZeRO or offload."""
+        if recompute not in activations:
+            activations[recompute] = training.activation_bytes_per_gpu(
+                self.shape, with_options(setup, recompute=recompute)
+            )
+        return activations[recompute]
+
+    def model_states(
+        self, setup: TrainingSetup, zero: int, offload: Offload, states: dict[tuple[int, Offload], int]
+    ) -> int:
+        """What `setup` holds under `zero` and `offload` besides its activations: `training.memory_per_gpu`'s total
+        with the activations given as none, so that the total with them is this plus theirs (the total is the sum
+        of its parts). Kept in `states` for one parallel shape and micro-batch: memory_per_gpu's weights, gradients
+        and optimizer states read neither the recomputation nor v (tests/test_plan.py checks it), which change
+        only the activations."""
+        key = (zero, offload)
+        if key not in states:
+            states[key] = training.memory_per_gpu(self.shape, with_options(setup, zero=zero, offload=offload), 0)[
+                "total"
+            ]
+        return states[key]
+
+    def held(self, candidate: Fitting) -> tuple[TrainingSetup, dict[str, int]]:
+        """A layout that fits, made: its setup and what it holds (`training.memory_per_gpu`)."""
+        setup = candidate.setup()
+        return setup, training.memory_per_gpu(self.shape, setup, candidate.activations)
 
     def fits(self, held: dict[str, int]) -> bool:
-        return fit.fits(held["total"], self.overhead, self.capacity)
+        return self.fits_bytes(held["total"])
+
+    def fits_bytes(self, total: int) -> bool:
+        return fit.fits(total, self.overhead, self.capacity)
 
     def layer(self, setup: TrainingSetup, layers: dict[Recompute, dict[str, float]]) -> dict[str, float]:
         """One layer's times (`step_time.layer_seconds`), kept in `layers` by recomputation for one parallel shape and
@@ -245,19 +289,27 @@ class TrainPricer:
         return layers[setup.recompute]
 
     def price(self, setup: TrainingSetup, held: dict[str, int], layer: dict[str, float] | None = None) -> TrainLayout:
-        """The layout's step time, days, MFU and cost (`layer`: its `layer_seconds`, when known)."""
-        parts = step_time.step_seconds(self.shape, self.gpu, setup, layer)
-        seconds = self.steps * parts["total"]
+        """The layout's step time, days, MFU and cost (`layer`: its `layer_seconds`, when known): predicted where the
+        GPU table can (`step_time.can_predict`), else at train's default MFU (ASSUMED_MAIN_TERM)."""
+        predicted = step_time.can_predict(self.gpu, setup)
+        if predicted:
+            parts = step_time.step_seconds(self.shape, self.gpu, setup, layer)
+            step, seconds = parts["total"], self.steps * parts["total"]
+            main_term = max((key for key in parts if key != "total"), key=lambda key: parts[key])
+        else:
+            seconds, main_term = self.assumed_seconds, ASSUMED_MAIN_TERM
+            step = seconds / self.steps
         price = self.base.price_per_gpu_hour
         return TrainLayout(
             setup=setup,
-            step_seconds=parts["total"],
+            step_seconds=step,
             days=seconds / training.SECONDS_PER_DAY,
             mfu=throughput.utilization(self.model_flops, seconds, setup.gpus, self.peak),
             memory_per_gpu_bytes=held["total"],
             host_bytes=held["host"],
-            main_term=max((key for key in parts if key != "total"), key=lambda key: parts[key]),
+            main_term=main_term,
             cost=None if price is None else training.training_cost(training.gpu_hours(seconds, setup.gpus), price),
+            predicted=predicted,
         )
 
 
@@ -271,10 +323,12 @@ def search_training(shape: ModelShape, gpu_spec: GpuSpec, base: TrainingSetup, t
     found, fitting = Search(), list[Fitting]()
     batch = base.global_batch
     assert batch is not None
-    for structure in legal_shapes(shape, base, pricer.gpu, found):
+    for structure in legal_shapes(shape, base, found):
+        predicted = step_time.can_predict(gpu_spec, structure)  # it reads only the parallel shape
         too_big = False  # the micro-batches are tried smallest first: once none fits, no larger one will
         for micro_batch in divisors(batch // structure.data_parallel):
             layers: dict[Recompute, dict[str, float]] = {}
+            states: dict[tuple[int, Offload], int] = {}
             for virtual in virtual_stage_counts(shape, structure):
                 setup = with_options(structure, micro_batch=micro_batch, virtual_stages=virtual)
                 try:
@@ -282,11 +336,16 @@ def search_training(shape: ModelShape, gpu_spec: GpuSpec, base: TrainingSetup, t
                 except UsageError as error:
                     found.reject(rule_reason(error, shape))
                     continue
-                if too_big or not pricer.fits(pricer.memory(with_options(setup, **LEAST_MEMORY))):
+                activations: dict[Recompute, int] = {}
+                if too_big or not pricer.fits_bytes(
+                    pricer.model_states(setup, LEAST_ZERO, LEAST_OFFLOAD, states)
+                    + pricer.activations(setup, LEAST_RECOMPUTE, activations)
+                ):
                     found.reject(DOES_NOT_FIT, OPTIONS_PER_LAYOUT)
                     too_big = too_big or virtual == 1
                     continue
-                search_options(pricer, setup, max(stages), found, layers, fitting)
+                search_options(pricer, setup, max(stages), found, layers if predicted else None, states, activations,
+                               fitting)  # fmt: skip
     found.layouts = price_ranked(pricer, fitting, top)
     return found
 
@@ -305,28 +364,35 @@ def price_ranked(pricer: TrainPricer, fitting: list[Fitting], top: int | None) -
     """The layouts that fit, priced and ranked (`rank`): all, or with `top`, only as many as the best `top` need.
     Taken by their lower bound (`step_bound`), those that do not need offload first (they rank first), a layout is
     left unpriced once its bound exceeds the top-th best step time already found: it cannot rank among the top
-    (branch and bound: the best `top` are exactly those the whole pricing gives)."""
+    (branch and bound: the best `top` are exactly those the whole pricing gives). Layouts at train's default MFU
+    (ASSUMED_MAIN_TERM) share one step time: the `top` changing the fewest options are priced."""
     base, priced = pricer.base, list[TrainLayout]()
-    groups = ([f for f in fitting if f.setup.offload == "none"], [f for f in fitting if f.setup.offload != "none"])
-    for group in groups:
+    for kind in ((False, False), (False, True), (True, False), (True, True)):  # `rank`'s: (offload, MFU assumed)
+        group = [f for f in fitting if (f.offload != "none", f.layer is None) == kind]
         wanted = None if top is None else top - len(priced)
         if wanted is not None and wanted <= 0:
             break
+        if kind[1]:  # one step time for all: they rank by the options changed alone
+            nearest = sorted(group, key=lambda f: distance(base, f.setup()))
+            priced.extend(pricer.price(*pricer.held(candidate)) for candidate in nearest[:wanted])
+            continue
         best: list[float] = []  # the `wanted` smallest step times so far, negated (a max-heap)
         for candidate in sorted(group, key=lambda f: f.bound):
             if wanted is not None and len(best) == wanted and candidate.bound > -best[0]:
                 break
-            layout = pricer.price(candidate.setup, candidate.held, candidate.layer)
+            layout = pricer.price(*pricer.held(candidate), candidate.layer)
             priced.append(layout)
             if wanted is not None:
                 (heapq.heappush if len(best) < wanted else heapq.heappushpop)(best, -layout.step_seconds)
     return sorted(priced, key=lambda layout: rank(base, layout))
 
 
-def rank(base: TrainingSetup, layout: TrainLayout) -> tuple[bool, float, int]:
+def rank(base: TrainingSetup, layout: TrainLayout) -> tuple[bool, bool, float, int]:
     """Fastest first, but every layout that needs offload after every one that does not: its step time leaves the
-    host traffic out, so it cannot be compared with theirs. Ties: the layout nearer the one asked for."""
-    return layout.setup.offload != "none", layout.step_seconds, distance(base, layout.setup)
+    host traffic out, so it cannot be compared with theirs; and among each, every layout whose step time is
+    predicted before every one at train's default MFU (ASSUMED_MAIN_TERM). Ties: the layout nearer the one asked
+    for."""
+    return layout.setup.offload != "none", not layout.predicted, layout.step_seconds, distance(base, layout.setup)
 
 
 def with_options(setup: TrainingSetup, **options: object) -> TrainingSetup:
@@ -346,32 +412,58 @@ def search_options(
     setup: TrainingSetup,
     stage: int,
     found: Search,
-    layers: dict[Recompute, dict[str, float]],
+    layers: dict[Recompute, dict[str, float]] | None,
+    states: dict[tuple[int, Offload], int],
+    activations: dict[Recompute, int],
     fitting: list[Fitting],
 ) -> None:
     """Recomputation x ZeRO x offload over one parallel layout: offload only where the layout does not fit
     without it, the lighter offload first. Less recomputation never holds less, so the offloads a more recomputing
     setting could not fit without are refused for a less recomputing one untried (counted all the same). `stage`:
-    the most layers a pipeline stage holds."""
-    activations: dict[Recompute, int] = {}
+    the most layers a pipeline stage holds; `layers`, `states`, `activations`: what the search keeps of one parallel
+    shape and micro-batch (and v: `activations`), as `TrainPricer.layer`, `model_states` and `activations` (`layers`
+    None: the GPU table cannot predict the step time, ASSUMED_MAIN_TERM, which is then its own bound). What a
+    setting holds is its model states plus its activations, plain sums: no setup is made for a setting until it is
+    priced (`price_ranked`)."""
     m = parallel.micro_batches(setup)
+    held = {recompute: pricer.activations(setup, recompute, activations) for recompute in RECOMPUTES}
+    bounds: dict[Recompute, float] = {}
+    searched = does_not_fit = fits_without_offload = 0
+    fits, overhead, capacity = fit.fits, pricer.overhead, pricer.capacity  # the inner loop's names, looked up once
     for zero in ZERO_STAGES:
         lightest = 0  # the first offload that can fit at this ZeRO stage, from the recomputations tried so far
         for recompute in RECOMPUTES[::-1]:
-            found.reject(DOES_NOT_FIT, lightest)
+            does_not_fit += lightest
+            searched += lightest
             for index in range(lightest, len(OFFLOADS)):
-                candidate = with_options(setup, recompute=recompute, zero=zero, offload=OFFLOADS[index])
-                held = pricer.memory(candidate, activations)
-                found.searched += 1
-                if pricer.fits(held):
-                    layer = pricer.layer(candidate, layers)
-                    bound = step_bound(stage, m, setup.pp, setup.virtual_stages, layer)
-                    fitting.append(Fitting(candidate, held, layer, bound))
+                offload = OFFLOADS[index]
+                searched += 1
+                model_states = states.get((zero, offload))
+                if model_states is None:
+                    model_states = pricer.model_states(setup, zero, offload, states)
+                if fits(model_states + held[recompute], overhead, capacity):  # as `TrainPricer.fits`
+                    if recompute not in bounds:
+                        if layers is None:
+                            bounds[recompute] = pricer.assumed_seconds / pricer.steps
+                        else:
+                            layer = pricer.layer(with_options(setup, recompute=recompute), layers)
+                            bounds[recompute] = step_bound(stage, m, setup.pp, setup.virtual_stages, layer)
+                    fitting.append(
+                        Fitting(
+                            setup, zero, recompute, offload, held[recompute],
+                            None if layers is None else layers[recompute], bounds[recompute],
+                        )
+                    )  # fmt: skip
                     found.feasible += 1
-                    found.reject(FITS_WITHOUT_OFFLOAD, len(OFFLOADS) - index - 1)
+                    fits_without_offload += len(OFFLOADS) - index - 1
+                    searched += len(OFFLOADS) - index - 1
                     break
-                found.rejected[DOES_NOT_FIT] += 1
+                does_not_fit += 1
                 lightest = index + 1
+    found.searched += searched
+    found.rejected[DOES_NOT_FIT] += does_not_fit  # the key, as before, even at 0: the reasons' order is the JSON's
+    if bounds:  # a setting fit
+        found.rejected[FITS_WITHOUT_OFFLOAD] += fits_without_offload
 
 
 def changed_fields(base: TrainingSetup, setup: TrainingSetup) -> list[str]:
@@ -458,7 +550,7 @@ def nearest_training_layout(
     batch = base.global_batch
     assert batch is not None
     shapes: list[Candidates] = []
-    for structure in legal_shapes(shape, base, pricer.gpu, found):
+    for structure in legal_shapes(shape, base, found):
         options = suggested_options(shape, asked, structure.model_copy(update=asked_settings(asked)))
         if options is not None:
             shapes.append(Candidates(structure, len(options) - ("sequence_parallel" in options)))

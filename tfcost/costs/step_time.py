@@ -16,13 +16,16 @@ rows (tfcost.core.model.Model), the average of its layers:
   measured efficiency on the GPU's generation (costs/efficiency.py: 0.73 on A100, 0.35 on Hopper; half that for a
   FlashAttention-1-class kernel, `--flash-kernel fa1`), backward 2.5 x forward (Dao 2023 §4.1);
 - memory-bound ops: norms, residual/bias-dropout-adds and the MLP activation, each reading and writing its
-  tensors once at the HBM bandwidth; backward twice the forward's traffic;
+  tensors once at the HBM bandwidth; backward twice the forward's traffic. With `--kernels eager` (no compile,
+  norms written in Python) also each unfused pass of an RMSNorm, rotary and SwiGLU (`eager_bytes_per_token`), and
+  with `--loss full` the fp32 cross-entropy's passes over the logits on the last stage (`loss_seconds`);
 - recomputation: selective redoes the attention scores; full redoes the layer's forward (compute and TP comm);
 - tensor-parallel communication: per layer 4 all-gathers/reduce-scatters forward and 6 backward with sequence
   parallelism (the all-gather is redone for the weight gradients), or 2 + 2 all-reduces without, of the
   b x T/c x d activations, ring cost (t-1)/t x size / bandwidth (Megatron-LM runs them unoverlapped);
 - context-parallel ring attention: c-1 exchanges of what the cache rows hold (K and V; MLA's latent) forward, of
-  them and their gradients backward;
+  them and their gradients backward, each collective also paying NCCL's ring latency: a base latency and one per
+  step, 14 us for each step that crosses nodes (`cp_ring_latency_seconds`);
 - expert parallelism: the all-to-all dispatch and combine of each MoE layer, forward and backward, the copies to
   this node's GPUs over NVLink and to other nodes over the network at once (`ep_seconds`); with `--ep-overlap`
   (Megatron-Core's --overlap-moe-expert-parallel-comm, whose combined 1F1B schedule runs "MoE all-to-all
@@ -84,6 +87,32 @@ SCORE_BYTES_PER_ENTRY = 13  # QK^T writes 2; softmax reads 2, writes 2; dropout 
 EP_COMM_SMS = 20
 MAIN_GRAD_BYTES = 4  # Megatron-LM accumulates and all-reduces gradients in fp32 (its default main_grads)
 GPUS_PER_NODE = 8  # tensor and context parallelism stay inside a node up to this many GPUs
+# Eager PyTorch (`--kernels eager`: no torch.compile, norms written in Python) runs each elementwise op of a layer as
+# its own kernel, each reading and writing its tensors at the HBM rate, where the fold above counts a fused norm's,
+# residual add's and MLP activation's tensors once. Counted from torchtitan's Llama, which its A100 benchmarks ran
+# with "compile = false" and "norm_type = \"rmsnorm\"" (train_configs/llama3_8b.toml), in bytes per element of
+# e-byte activations:
+# - RMSNorm, "output = self._norm(x.float()).type_as(x); return output * self.weight" with "_norm: x *
+#   torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)" (torchtitan/models/norms.py): the upcast e + 4, pow 8,
+#   mean 4, the product 8, type_as 4 + e, the weight 2e: 28 + 4e, of which the fold counts 2e (nn.LayerNorm is one
+#   fused kernel: nothing more);
+EAGER_RMSNORM_FP32_BYTES = 28
+# - rotary, "torch.view_as_complex(xq.float()...)", "torch.view_as_real(xq_ * freqs_cis)", "xq_out.type_as(xq)" for
+#   queries and keys (torchtitan/models/llama/model.py, apply_rotary_emb): the upcast e + 4, the complex product 8, the
+#   downcast 4 + e: 16 + 2e per element of q and k, none of it in the fold;
+EAGER_ROTARY_FP32_BYTES = 16
+# - SwiGLU, "self.w2(F.silu(self.w1(x)) * self.w3(x))": silu writes its output and the product reads it again, 2e per
+#   gated element beyond the fold's three tensors.
+# Backward, as the other memory-bound ops, twice the forward's traffic.
+# NCCL's latency model of a ring all-gather or reduce-scatter, the Simple protocol its large messages use (NVIDIA/nccl
+# src/graph/tuning.cc, ncclTopoTuneModel, commit b647562): a base latency, baseLat Ring Simple 8.4 us, plus one
+# hwLat per step of the ring, Ring Simple 3.4 us on NVLink, 5.7 us on PCI, 14.0 us on the network
+# ("NET ... Ring (LL/LL128/Simple) { 2.7, 4.0, 14.0 }"), with nsteps = nRanks - 1 and nInterSteps = nNodes - 1:
+#     comm->latencies[coll][a][p] += (nsteps-nInterSteps)*intraLat + nInterSteps*interLat;
+RING_BASE_LATENCY_S = 8.4e-6
+NVLINK_STEP_LATENCY_S = 3.4e-6
+PCI_STEP_LATENCY_S = 5.7e-6
+NETWORK_STEP_LATENCY_S = 14.0e-6
 
 
 def wave_efficiency(rows: int, cols: int, sms: int) -> float:
@@ -310,6 +339,8 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
     )  # norms, residual adds
     activation = element * model.activation_elements_per_token()  # the MLP rows' activations (none without an MLP)
     elementwise_fwd = tokens * (d_wide * d / (t if setup.sequence_parallel else 1) + activation / t) / bandwidth
+    if setup.kernels == "eager":
+        elementwise_fwd += tokens * eager_bytes_per_token(shape, setup, element) / bandwidth
     if setup.flash:
         # its rate over the kept entries: a causal run gains 1.7-1.8x, not 2x (costs/efficiency.py)
         skip = causal_skip_efficiency(flash_flops, attention_flops)
@@ -327,7 +358,9 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
     # Ring attention passes each GPU's cached keys and values (what the cache rows hold: 2 K Q for GQA, MLA's
     # latent) around the c ranks: the cache width of one layer, its share on one of t GPUs.
     kv_bytes = tokens * model.cache_width(t) / n_layers * element
-    cp_fwd = (c - 1) * kv_bytes / link_bandwidth(gpu, t * c, True) if c > 1 else 0.0
+    cp_fwd = 0.0
+    if c > 1:
+        cp_fwd = (c - 1) * kv_bytes / link_bandwidth(gpu, t * c, True) + cp_ring_latency_seconds(gpu, setup)
 
     ep_comm = ep_seconds(shape, gpu, setup)
 
@@ -353,6 +386,23 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
     }
 
 
+def cp_ring_latency_seconds(gpu: GpuSpec, setup: TrainingSetup) -> float:
+    """The latency of one context-parallel collective over the c ranks (RING_BASE_LATENCY_S and a step latency for
+    each of its c - 1 steps, NCCL's model), besides its bytes. Ranks are ordered tensor first, then context (Llama 3:
+    "we place parallelism dimensions in the order of [TP, CP, PP, DP]"; Megatron-LM's "tp-cp-ep-dp-pp"), so a node
+    holds n / t of the c ranks and t 8 on a node of 8 puts every rank on its own node: c - 1 network steps. Llama 3
+    all-gathers K and V this way, and "the all-gather communication latency is exposed in the critical path" (Dubey
+    et al. 2024 §3.3.2). Zero without context parallelism."""
+    c = setup.cp
+    if c == 1:
+        return 0.0
+    per_node = max(1, min(c, node_size(gpu) // setup.tp))
+    nodes = ceil_div(c, per_node)
+    nvlink = (gpu.intra_node_link or "").lower().startswith("nvlink")  # NCCL's NVLink or PCI intra-node latency
+    intra = NVLINK_STEP_LATENCY_S if nvlink else PCI_STEP_LATENCY_S
+    return RING_BASE_LATENCY_S + (c - nodes) * intra + (nodes - 1) * NETWORK_STEP_LATENCY_S
+
+
 def layer_forward_seconds(parts: dict[str, float], setup: TrainingSetup) -> float:
     """The forward share of one layer's parts (`layer_seconds`): a third of the matmuls (half under LoRA: no
     weight gradients), 1/(1 + backward factor) of attention, a third of the memory-bound ops, the forward's
@@ -368,6 +418,38 @@ def layer_forward_seconds(parts: dict[str, float], setup: TrainingSetup) -> floa
         + parts["cp_comm"] / 3
         + parts["ep_comm"] / 2
     )
+
+
+def eager_bytes_per_token(shape: ModelShape, setup: TrainingSetup, element: int) -> float:
+    """What one layer's eager elementwise ops read and write per token on one GPU beyond the fold, forward (the
+    constants above): the block's RMSNorms (split over t with sequence parallelism), rotary on queries and keys and
+    the SwiGLU product's extra pass (split over t by heads and columns)."""
+    t = setup.tp
+    norms = (
+        shape.block_norms * shape.d_model * (EAGER_RMSNORM_FP32_BYTES + 2 * element) if shape.norm == "rmsnorm" else 0
+    )
+    rotary = 0
+    if shape.position == "rotary":
+        rotary = (shape.n_heads + shape.n_kv_heads) * shape.head_dim * (EAGER_ROTARY_FP32_BYTES + 2 * element)
+    gated = model_of(shape).activation_elements_per_token() / 3 if shape.mlp == "gated" else 0.0  # F of 3 tensors
+    return norms / (t if setup.sequence_parallel else 1) + (rotary + 2 * element * gated) / t
+
+
+# A full fp32 cross-entropy (`--loss full`): torchtitan's "torch.nn.functional.cross_entropy(pred.flatten(0,
+# 1).float(), labels.flatten(0, 1))" (train.py's loss_fn) runs eager over every logit: forward the upcast (e + 4) and
+# log_softmax (reads 4, writes 4); backward nll_loss's fp32 gradient (writes 4), log_softmax's (reads 8, writes 4) and
+# the upcast's (reads 4, writes e): 32 + 2e bytes a logit at the HBM rate.
+LOSS_FP32_BYTES_PER_LOGIT = 32
+
+
+def loss_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> float:
+    """The full fp32 loss's memory traffic for one micro-batch on the last stage (`--loss full`; the logits split
+    over t, torchtitan's loss_parallel), 0 for the other loss modes (not priced)."""
+    if setup.loss != "full":
+        return 0.0
+    element = activations.ACTIVATION_BYTES[setup.precision]
+    logits = setup.micro_batch * setup.seq_len / (setup.tp * setup.cp) * shape.vocab_size
+    return logits * (LOSS_FP32_BYTES_PER_LOGIT + 2 * element) / hardware.bandwidth_bytes_per_s(gpu)
 
 
 def ep_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> float:
@@ -420,8 +502,9 @@ def step_seconds(
     stages = parallel.stage_layers(layer_count(shape), setup.pp, setup.pp_first_layers, setup.pp_last_layers)
     layer = layer_seconds(shape, gpu, setup) if layer is None else layer
     head = head_seconds(shape, gpu, setup)
+    loss = loss_seconds(shape, gpu, setup)
     per_layer = sum(layer.values())
-    times = [n * per_layer + (head if i == len(stages) - 1 else 0.0) for i, n in enumerate(stages)]
+    times = [n * per_layer + (head + loss if i == len(stages) - 1 else 0.0) for i, n in enumerate(stages)]
     busiest = max(range(len(stages)), key=lambda i: times[i])
     m, v, p = parallel.micro_batches(setup), setup.virtual_stages, setup.pp
     element = activations.ACTIVATION_BYTES[setup.precision]
@@ -434,6 +517,7 @@ def step_seconds(
     n_layers = stages[busiest]
     parts = {key: m * n_layers * value for key, value in layer.items()}
     parts["matmuls"] += m * (head if busiest == len(stages) - 1 else 0.0)
+    parts["memory_bound"] += m * (loss if busiest == len(stages) - 1 else 0.0)
     parts["pp_comm"] = m * p2p
     parts["bubble"] = parallel.bubble_fraction(p, m, v) * m * micro_batch
 

@@ -8,6 +8,8 @@ FLOPs here are model FLOPs (what MFU counts, PaLM App. B) unless called hardware
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from tfcost.core import activations, flops, ops, params
 from tfcost.core.blocks import Block, blocks, layer_count
 from tfcost.core.layers import layer_ops
@@ -161,6 +163,7 @@ def op_sac_recompute_flops(shape: ModelShape, seq_len: int, tokens: int, precisi
     return per_sequence * tokens // seq_len
 
 
+@lru_cache(maxsize=256)  # step_time.layer_seconds asks for it on every call: thousands of times in a plan search
 def op_sac_recompute_share(shape: ModelShape, precision: Precision) -> float:
     """The share of the layers' linear FLOPs torchtitan's op-level policy recomputes (`op_sac_recompute_flops` over
     every linear row's), independent of T: each row's FLOPs are per token."""
@@ -451,6 +454,28 @@ def frozen_base_bytes_per_gpu(shape: ModelShape, setup: TrainingSetup) -> int:
     return ceil_div(finetune.frozen_base_bytes(shape, setup.qlora), shards)
 
 
+# Megatron-LM accumulates and reduces the gradients of a 16-bit run in an fp32 buffer, its main_grads:
+#     # bfloat16 requires gradient accumulation and all-reduce to
+#     # be done in fp32.
+#     if not args.accumulate_allreduce_grads_in_fp32:
+#         args.accumulate_allreduce_grads_in_fp32 = True
+# (megatron/training/arguments.py), so its own estimate counts 18 bytes a parameter, 6 + 12 / N_d with the
+# distributed optimizer: "num_bytes_per_parameter = (18 if not args.use_distributed_optimizer else 6 + (12 /
+# args.data_parallel_size))" (megatron/training/theoretical_memory_usage.py): 16-bit weights, fp32 gradients, the
+# fp32 master copy and two moments. Llama 3 holds the same: "we use FP32 gradients accumulation during backward
+# computation over multiple micro-batches" (Dubey et al. 2024 §3.3.2).
+MAIN_GRADIENT_BYTES = 4
+
+
+def main_gradient_bytes(gradients: int, setup: TrainingSetup) -> int:
+    """`gradients` (the bytes a GPU holds at the precision's gradient width) held as fp32 main gradients instead
+    (`--memory-convention megatron`), under mixed precision; a precision without a master copy keeps its own."""
+    width = bytes_per_param(setup.precision, setup.optimizer)["gradients"]
+    if MASTER_BYTES[setup.precision] == 0 or width >= MAIN_GRADIENT_BYTES:
+        return gradients
+    return gradients * MAIN_GRADIENT_BYTES // width
+
+
 def held_zero_stage(setup: TrainingSetup) -> int:
     """The ZeRO stage the model states are held at through a step: `setup.zero`, except that ZeRO-2 under pipeline
     parallelism with more than one micro-batch holds its gradients unsharded, as ZeRO-1: the stage accumulates every
@@ -509,6 +534,8 @@ def memory_per_gpu(shape: ModelShape, setup: TrainingSetup, activations: int | N
     if setup.optimizer_in_backward:
         per_param = bytes_per_param(setup.precision, setup.optimizer)["gradients"]
         parts["gradients"] = min(parts["gradients"], ceil_div(largest_weight_params(shape) * per_param, setup.tp))
+    if setup.memory_convention == "megatron":
+        parts["gradients"] = main_gradient_bytes(parts["gradients"], setup)
     host = 0
     if setup.offload != "none" or setup.optimizer.startswith("paged-"):
         host += parts["optimizer"]

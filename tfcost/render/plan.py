@@ -59,11 +59,21 @@ def plan_train_table(report: TrainPlanReport, markdown: bool = False) -> None:
             human(layout.memory_per_gpu_bytes, "bytes"), layout.main_term,
             *([human(layout.cost, "usd") if layout.cost is not None else ""] if costed else []),
         )  # fmt: skip
+    assumed = [layout for layout in report.layouts if not layout.step_predicted]
     notes = [
         f"Searched {report.searched:,} layouts; {report.feasible:,} fit. Rejected: {rejected_line(report.rejected)}.",
         "step: predicted (Calculon's method, as `train` predicts it), the busiest pipeline stage; main term: its "
         "largest part. pp (first|last): Megatron's uneven first and last stages. Layouts that need offload come "
         "last: the step time does not price their host traffic. How the search works: docs/plan.md.",
+        *(
+            [
+                f"MFU assumed: the GPU table lacks the link or matmul figures to predict the step time of "
+                f"{report.gpu}, so it is `train`'s, at MFU {human(assumed[0].mfu, 'fraction')} (its default), the "
+                "same for every such layout: they rank by the fewest options changed, after any predicted."
+            ]
+            if assumed
+            else []
+        ),
         CONVENTIONS,
     ]
     print_table(table, *notes)

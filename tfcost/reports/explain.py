@@ -635,6 +635,7 @@ def plain_model_states(setup: TrainingSetup) -> bool:
         and not setup.optimizer.startswith("paged-")
         and not setup.optimizer_in_backward
         and not (setup.memory_convention == "deepspeed" and setup.zero == 2)
+        and setup.memory_convention != "megatron"
     )
 
 

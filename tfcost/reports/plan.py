@@ -52,6 +52,7 @@ class TrainPlanLayout(Frozen):
     main_term: str
     host_bytes: int
     cost: float | None
+    step_predicted: bool  # false: at train's default MFU, the GPU table lacking the figures to predict it
 
 
 class TrainPlanReport(Frozen):
@@ -80,7 +81,7 @@ def train_layout(layout: search.TrainLayout) -> TrainPlanLayout:
         step_seconds=layout.step_seconds, days=layout.days, mfu=layout.mfu,
         memory_per_gpu_bytes=layout.memory_per_gpu_bytes, pp_first_layers=s.pp_first_layers,
         pp_last_layers=s.pp_last_layers, sequence_parallel=s.sequence_parallel, main_term=layout.main_term,
-        host_bytes=layout.host_bytes, cost=layout.cost,
+        host_bytes=layout.host_bytes, cost=layout.cost, step_predicted=layout.predicted,
     )  # fmt: skip
 
 

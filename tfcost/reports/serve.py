@@ -354,6 +354,8 @@ def serve_expected(
     prefill_allreduce = allreduce_seconds(shape, b * setup.prompt, setup, rates)
     prefill_all_to_all = expected.all_to_all_seconds(shape, ceil_div(b * setup.prompt, t), setup.ep, rates)
     prefill_s = prefill_kernels + dequant + prefill_allreduce + floor
+    if setup.trt_session:  # the context step's host work in TensorRT-LLM's GptSession, no CUDA graph
+        prefill_s += expected.session_context_host_seconds(shape)
 
     # On the layout: a step adds the expert all-to-all and passes through the pipeline's stages, each its layers'
     # share, the head and its kernels on the last (expected.pipeline_seconds); pp = ep = 1 leaves it as it is.
@@ -439,6 +441,8 @@ def serve_expected(
     workspace = profile_activation_bytes(
         shape, profile_tokens, engine_memory.profile_sequences(profile_tokens), t, fp8_w8a8=read_as == "fp8"
     )
+    if setup.nccl_record_stream:  # every all-reduced activation held to the end of the forward (vllm#2248)
+        workspace += engine_memory.record_stream_held_bytes(shape, profile_tokens, t)
     kv_per_token = kv_cache_bytes_per_gpu(shape, 1, 1, kv_dtype, t)
     block_bytes = kv_per_token * setup.kv_block
     state_per_sequence = state_bytes_per_gpu(shape, 1, kv_dtype, t)
