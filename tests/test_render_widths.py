@@ -12,9 +12,14 @@ from tfcost.readers.presets import presets_dir
 from tfcost.render import tables
 
 
+def as_rich(table: Any) -> Any:
+    """rich's Table: the table itself, or the one a PlainTable gives rich when rich prints it."""
+    return table.rich_table() if isinstance(table, tables.PlainTable) else table
+
+
 def rich_natural_width(table: Any) -> int:
     """rich's own measure, on the console the tables print on (no markup: text prints as written)."""
-    return int(tables.console(width=1 << 16).measure(table).maximum)
+    return int(tables.console(width=1 << 16).measure(as_rich(table)).maximum)
 
 
 @pytest.mark.parametrize("show_header", [True, False])
@@ -56,20 +61,25 @@ def test_tables_outside_the_plain_case_are_left_to_rich():
     fixed = tables.new_table(False)
     fixed.add_column("x", width=5)
     assert tables.cell_widths(fixed) is None
+    assert tables.natural_width(fixed) == rich_natural_width(fixed) == 9
 
 
 def rich_text(table: Any) -> str:
     """What rich itself prints for a table, to no terminal."""
     out = tables.console(width=1 << 16)
     with out.capture() as captured:
-        out.print(table)
+        out.print(as_rich(table))
     return captured.get()
 
 
-def test_plain_text_is_what_rich_prints():
+@pytest.mark.parametrize("kind", ["plain", "rich"])
+def test_plain_text_is_what_rich_prints(kind):
     """A header of two lines (bottom-aligned) beside one, stacked lines under bold headings, sections and their
-    rules, right and left justification, wide characters and empty cells, a title of two lines: the same text."""
-    table = tables.new_table(False, title="a title\nof two lines", title_justify="left")
+    rules, right and left justification, wide characters and empty cells, a title of two lines: the same text,
+    from a PlainTable (rich-free, for no terminal) and from rich's own Table (what plain_text reads elsewhere)."""
+    table = tables.PlainTable(title="a title\nof two lines", title_justify="left")
+    if kind == "rich":
+        table = table.rich_table()
     table.add_column("quantity\n(unit)")
     table.add_column("値", justify="right")
     table.add_column("", justify="right")
@@ -78,9 +88,11 @@ def test_plain_text_is_what_rich_prints():
     table.add_section()
     tables.add_section(table, "FLOPs", [["forward", "333", "x"]])
     table.add_row("last", "", "4,444")
+    table.add_row("short")  # the cells not given are empty, as rich's
     text = tables.plain_text(table, tables.console(width=1 << 16))
     assert text is not None and text == rich_text(table)
     assert text.splitlines()[0] == "a title" + " " * (len(text.splitlines()[2]) - len("a title"))
+    assert isinstance(table, tables.PlainTable) == (kind == "plain")
 
 
 def test_rich_prints_what_plain_text_does_not_cover():
@@ -88,7 +100,7 @@ def test_rich_prints_what_plain_text_does_not_cover():
     them."""
 
     def table_of(**options: Any) -> Any:
-        table = tables.new_table(False, **options)
+        table = tables.new_table(False, **options) if options else tables.PlainTable().rich_table()
         table.add_column("x")
         table.add_row("1")
         return table
@@ -103,6 +115,74 @@ def test_rich_prints_what_plain_text_does_not_cover():
     tabbed = table_of()
     tabbed.add_row("a\tb")
     assert tables.plain_text(tabbed, plain) is None
+    plain_tabbed = tables.PlainTable()
+    plain_tabbed.add_column("x")
+    plain_tabbed.add_row("a\tb")
+    assert tables.plain_text(plain_tabbed, None) is None
+    centred = tables.PlainTable(title="centred")  # rich's default title_justify
+    centred.add_column("a column wider than its title")
+    assert tables.plain_text(centred, None) is None
+
+
+class Stream:
+    """A standard output that is, or is not, a terminal."""
+
+    def __init__(self, terminal: bool, encoding: str = "utf-8") -> None:
+        self.terminal, self.encoding = terminal, encoding
+
+    def isatty(self) -> bool:
+        return self.terminal
+
+
+def test_tables_for_no_terminal_are_built_without_rich(monkeypatch):
+    """A table bound for a file or a pipe is a PlainTable (rich-free); for a terminal, with FORCE_COLOR or
+    TTY_COMPATIBLE (which make rich treat the output as a terminal), an encoding rich would draw in ASCII, or
+    options a PlainTable does not know, rich's own Table."""
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr("sys.stdout", Stream(terminal=False))
+    assert isinstance(tables.new_table(False, title="t", title_justify="left"), tables.PlainTable)
+    assert not isinstance(tables.new_table(False, title="t", show_lines=True), tables.PlainTable)
+    monkeypatch.setattr("sys.stdout", Stream(terminal=False, encoding="ascii"))
+    assert not isinstance(tables.new_table(False), tables.PlainTable)
+    monkeypatch.setattr("sys.stdout", Stream(terminal=True))
+    assert not isinstance(tables.new_table(False), tables.PlainTable)
+    monkeypatch.setattr("sys.stdout", Stream(terminal=False))
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE"):
+        monkeypatch.setenv(name, "0")
+        assert not isinstance(tables.new_table(False), tables.PlainTable)
+        monkeypatch.delenv(name)
+
+
+NOTES = [
+    "'-': no verified figure. Sources and caveats: `tfcost gpus --format json`.",
+    "Crossovers are rounded down: the largest T at which the growing cost is at most the fixed one (it is larger "
+    "from T + 1 on); 'exact' is the crossing itself, a fraction where the cost is linear in T there.",
+    "[1] two\nlines,  two spaces   and three, then some trailing spaces     ",
+    "",
+    "    ",
+    "a note that ends in a new line\n",
+    "  indented, and a run of spaces exactly at the edge" + " " * 40 + "x",
+    "模型 fits",
+]
+
+
+@pytest.mark.parametrize("width", [120, 80, 41, 30, None])
+def test_plain_notes_are_what_rich_prints(monkeypatch, width):
+    """Notes print as rich prints them, wrapped where rich wraps them (between words, a line's trailing spaces kept
+    up to the width); a word wider than the line (which rich folds), a tab, wide characters that do not fit, or a
+    COLUMNS that terminal_width does not take are left to rich."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    out = tables.console(width=width) if width is not None else tables.console()
+    with out.capture() as captured:
+        for note in NOTES:
+            out.print(note)
+    assert tables.plain_notes(NOTES, width) == captured.get()
+    assert tables.plain_notes(["a\tb"], 120) is None
+    assert tables.plain_notes(["x" * 31], 30) is None
+    assert tables.plain_notes(["模型" * 8], 30) is None
+    monkeypatch.setenv("COLUMNS", "0")
+    assert tables.plain_notes(NOTES, None) is None
 
 
 def commands(tmp_path) -> list[tuple[str, ...]]:
@@ -134,7 +214,7 @@ def test_every_command_prints_the_same_with_richs_own_widths(tmp_path, monkeypat
         widths = shipped(table)
         seen.append(widths is not None)
         if widths is not None:  # the widths are rich's own measure, wherever they are used
-            fixed = any(column.width is not None for column in table.columns)  # printed already, laid out as given
+            fixed = any(column.width is not None for column in as_rich(table).columns)  # printed: laid out as given
             assert fixed or sum(widths) + len(widths) + 1 == rich_natural_width(table)
         return widths
 

@@ -3,6 +3,7 @@ validation builds, every shipped file must validate, and anything not well-forme
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -108,3 +109,64 @@ def test_a_broken_shipped_preset_is_still_one_line(tmp_path, monkeypatch):
         assert str(models / "broken.yaml") in str(raised.value) and "\n" not in str(raised.value)
     finally:
         presets.model_preset_paths.cache_clear()
+
+
+def test_every_shipped_file_has_its_literal_and_the_literal_reads_as_the_file():
+    """tfcost/readers/packaged_data.py holds each shipped file (the GPU table, every preset) as a Python literal, with
+    the size and CRC-32 of the bytes it was made from: generated from today's files (else run
+    scripts/write_packaged_data.py), each giving what the strict YAML loader reads, value for value and type for
+    type, as new objects on every call."""
+    import zlib
+
+    from tfcost.readers import packaged_data
+    from tfcost.readers.packaged import module_text, shipped_files
+
+    root = presets.presets_dir()
+    files = shipped_files(root)
+    assert len(files) == len(presets.model_preset_paths()) + 1
+    assert set(packaged_data.FILES) == {path.relative_to(root).as_posix() for path in files}
+    for path in files:
+        data = path.read_bytes()
+        size, crc, build = packaged_data.FILES[path.relative_to(root).as_posix()]
+        assert (size, crc) == (len(data), zlib.crc32(data)), f"{path} changed: run scripts/write_packaged_data.py"
+        assert difference(build(), safe_load(data.decode("utf-8")), path.name) is None
+        assert build() is not build()  # fresh: nothing a caller changes reaches the next caller
+    module = Path(packaged_data.__file__).read_text(encoding="utf-8")
+    assert module == module_text(root), "run scripts/write_packaged_data.py"
+
+
+def test_a_shipped_file_changed_since_its_literal_is_read_with_yaml(tmp_path):
+    """A preset edited in a checkout (same size, one digit changed) no longer matches its literal's CRC: it is read
+    from the file. The unchanged copy is read from the literal."""
+    from tfcost.readers.packaged import packaged
+
+    shipped = presets.model_preset_paths()["llama-3-8b"]
+    text = shipped.read_text(encoding="utf-8")
+    assert "n_layers: 32\n" in text
+    (tmp_path / "models").mkdir()
+    same = tmp_path / "models" / "llama-3-8b.yaml"
+    same.write_bytes(shipped.read_bytes())
+    assert packaged(same, "models/llama-3-8b.yaml", same.stat().st_size) == read_yaml_mapping(shipped)
+    edited = tmp_path / "edited" / "llama-3-8b.yaml"
+    edited.parent.mkdir()
+    edited.write_text(text.replace("n_layers: 32\n", "n_layers: 31\n"), encoding="utf-8")
+    size = edited.stat().st_size
+    assert size == same.stat().st_size
+    assert packaged(edited, "models/llama-3-8b.yaml", size) is None
+    assert packaged(same, "models/llama-3-8b.yaml", size + 1) is None  # a size that differs: not even read
+    assert packaged(same, "models/no-such-preset.yaml", size) is None
+    assert presets.shipped_shape(edited, edited.stat().st_mtime_ns, size).n_layers == 31
+    assert presets.shipped_shape(same, same.stat().st_mtime_ns, size).n_layers == 32
+
+
+def test_a_gpu_table_changed_since_its_literal_is_read_with_yaml(tmp_path):
+    table = presets.presets_dir() / "gpus.yaml"
+    text = table.read_text(encoding="utf-8")
+    assert "memory_gib: 80\n" in text
+    edited = tmp_path / "gpus.yaml"
+    edited.write_text(text.replace("memory_gib: 80\n", "memory_gib: 81\n", 1), encoding="utf-8")
+    stat = edited.stat()
+    assert stat.st_size == table.stat().st_size
+    rows = presets.shipped_gpus(edited, stat.st_mtime_ns, stat.st_size)
+    assert [row.memory_gib for row in rows] != [row.memory_gib for row in presets.all_gpus()]
+    assert 81 in [row.memory_gib for row in rows]

@@ -20,6 +20,7 @@ try:
     import io
     import os
     import sys
+    import types
     from collections.abc import Sequence
     from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
@@ -90,6 +91,35 @@ def whole_app() -> typer.Typer:
     return app
 
 
+# pydantic's own test for "every plugin disabled" (pydantic/plugin/_loader.py, get_plugins, as of pydantic 2.14:
+# `elif disabled_plugins in ('__all__', '1', 'true'): return ()`).
+PLUGINS_DISABLED = ("__all__", "1", "true")
+PLUGIN_LOADER = "pydantic.plugin._loader"
+
+
+def skip_plugin_loader() -> None:
+    """Stand in for pydantic's plugin loader while plugins are disabled, so that it is never imported.
+
+    pydantic imports its loader when it builds its first validator (typer builds one for the first option it
+    parses), and the loader imports importlib.metadata, with email, zipfile and csv under it: ~14 ms of every
+    command's start-up here, all to look for plugins that PYDANTIC_DISABLE_PLUGINS has turned off, when the loader's
+    get_plugins would return () at once. The stand-in returns the same (); should plugins be enabled later in the
+    process (a test changing the variable), it hands over to pydantic's own loader, imported then."""
+    if PLUGIN_LOADER in sys.modules or os.environ.get("PYDANTIC_DISABLE_PLUGINS") not in PLUGINS_DISABLED:
+        return
+    stand_in = types.ModuleType(PLUGIN_LOADER, "tfcost's stand-in while plugins are disabled (tfcost.cli.main)")
+
+    def get_plugins() -> Any:
+        if os.environ.get("PYDANTIC_DISABLE_PLUGINS") in PLUGINS_DISABLED:
+            return ()
+        if sys.modules.get(PLUGIN_LOADER) is stand_in:
+            del sys.modules[PLUGIN_LOADER]
+        return importlib.import_module(PLUGIN_LOADER).get_plugins()
+
+    stand_in.get_plugins = get_plugins  # type: ignore[attr-defined]
+    sys.modules[PLUGIN_LOADER] = stand_in
+
+
 def fail(message: str, exit_code: int) -> NoReturn:
     from tfcost.render.tables import print_error
 
@@ -151,6 +181,7 @@ def main(argv: list[str] | None = None) -> None:
     # tfcost has no use for pydantic plugins, and looking for them reads the entry points of every installed
     # package (4 ms with this venv's 23, growing with each one). A user's own setting wins.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    skip_plugin_loader()
     for stream in (sys.stdout, sys.stderr):  # a character the terminal cannot encode prints as an escape
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(errors="backslashreplace")

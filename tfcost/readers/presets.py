@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from tfcost.errors import TfcostError, UsageError, describe_validation_error
 from tfcost.readers.files import CONSTRUCTOR_ERRORS, read_json_mapping, read_yaml_mapping, safe_load
+from tfcost.readers.packaged import packaged
 from tfcost.readers.trusted import NotTrusted, trusted
 from tfcost.schema import GpuSpec, ModelShape
 
@@ -225,7 +226,9 @@ def shipped_model(path: Path) -> ModelShape:
 
 @cache  # keyed on the file's mtime and size: a file changed since is read afresh
 def shipped_shape(path: Path, mtime_ns: int, size: int) -> ModelShape:
-    mapping = read_yaml_mapping(path)
+    mapping = packaged(path, f"models/{path.name}", size)  # the file's literal: no YAML (tfcost.readers.packaged)
+    if not isinstance(mapping, dict):
+        mapping = read_yaml_mapping(path)
     try:
         return trusted(ModelShape, {"name": path.stem, **mapping})
     except (NotTrusted, ValueError, TypeError):  # validation says what is wrong, in its one line
@@ -378,7 +381,9 @@ def all_gpus() -> list[GpuSpec]:
 def shipped_gpus(path: Path, mtime_ns: int, size: int) -> tuple[GpuSpec, ...]:
     """The table at `path` as it was at (mtime_ns, size), its rows built as trusted package data
     (tfcost.readers.trusted); a table not of the shipped shape goes through validation, which says what is wrong."""
-    rows = safe_load(path.read_text(encoding="utf-8"))
+    rows = packaged(path, "gpus.yaml", size)  # the table's literal: no YAML (tfcost.readers.packaged)
+    if rows is None:
+        rows = safe_load(path.read_text(encoding="utf-8"))
     try:
         if isinstance(rows, list):
             return tuple(trusted(GpuSpec, row) for row in rows)

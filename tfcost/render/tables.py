@@ -11,6 +11,7 @@ import csv
 import dataclasses
 import io
 import math
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
@@ -118,7 +119,7 @@ class MarkdownTable:
 
     def add_row(self, *cells: Any) -> None:
         texts = [str(cell) for cell in cells]
-        sectioned = any(type(cell).__name__ == "Text" for cell in cells)  # add_section's stacked lines
+        sectioned = any(isinstance(cell, Heading) for cell in cells)  # add_section's stacked lines
         lines = [text.split("\n") for text in texts]
         for index in range(max(len(cell_lines) for cell_lines in lines)):
             row = [cell_lines[index] if index < len(cell_lines) else "" for cell_lines in lines]
@@ -142,13 +143,157 @@ def markdown_text(text: str, keep_bold: bool = False) -> str:
     return safe_text.markdown(text, keep_bold)
 
 
+@dataclasses.dataclass
+class Heading:
+    """A section's first cell (add_section): its heading, bold, over the rows' labels. It becomes rich's
+    Text(heading, style="bold") with the labels appended only when rich prints the table."""
+
+    heading: str
+    rest: str = ""
+
+    @property
+    def plain(self) -> str:
+        return self.heading + self.rest
+
+    def __str__(self) -> str:
+        return self.plain
+
+    def rich(self) -> Any:
+        from rich.text import Text
+
+        text = Text(self.heading, style="bold")
+        text.append(self.rest)
+        return text
+
+
+@dataclasses.dataclass
+class PlainColumn:
+    """A PlainTable's column: the options of rich's Column that the tables here use, any other option given (which
+    leaves the table to rich: cell_widths), and its cells."""
+
+    header: str
+    justify: str = "left"
+    no_wrap: bool = False
+    min_width: int | None = None
+    max_width: int | None = None
+    options: dict[str, Any] = dataclasses.field(default_factory=dict)
+    _cells: list[Any] = dataclasses.field(default_factory=list)  # named as rich's, which cell_widths reads
+    vertical = "top"
+
+    @property
+    def width(self) -> Any:
+        return self.options.get("width")
+
+    @property
+    def ratio(self) -> Any:
+        return self.options.get("ratio")
+
+
+@dataclasses.dataclass
+class PlainRow:
+    end_section: bool = False
+
+
+class PlainTable:
+    """A table bound for a file or a pipe, where rich would print it without any style (plain_output), held as
+    its cells' text: rich (~10 ms of import, and its objects for every cell) is used only if the table must be
+    laid out by rich after all (rich_table), where plain_text does not cover it. It takes the calls the tables
+    here make of rich's Table (the title, add_column's justify, no_wrap, min_width and max_width, add_row,
+    add_section) and keeps rich's defaults for the rest."""
+
+    show_header = True  # rich's default, read by cell_widths
+
+    def __init__(self, title: str | None = None, title_justify: str = "center") -> None:
+        self.title = title
+        self.title_justify = title_justify
+        self.columns: list[PlainColumn] = []
+        self.rows: list[PlainRow] = []
+
+    @property
+    def row_count(self) -> int:
+        return len(self.rows)
+
+    def add_column(
+        self,
+        header: str = "",
+        justify: str = "left",
+        no_wrap: bool = False,
+        min_width: int | None = None,
+        max_width: int | None = None,
+        **options: Any,
+    ) -> None:
+        column = PlainColumn(header, justify, no_wrap, min_width, max_width, options)
+        column._cells = [""] * len(self.rows)  # as rich pads a column added after rows
+        self.columns.append(column)
+
+    def add_row(self, *cells: Any) -> None:
+        if len(cells) > len(self.columns):
+            raise ValueError(f"a row of {len(cells)} cells for a table of {len(self.columns)} columns")
+        for column, cell in zip(self.columns, [*cells, *[""] * (len(self.columns) - len(cells))], strict=True):
+            column._cells.append("" if cell is None else cell)
+        self.rows.append(PlainRow())
+
+    def add_section(self) -> None:
+        if self.rows:  # as rich's: the row added last ends a section
+            self.rows[-1].end_section = True
+
+    def rich_table(self) -> Any:
+        """The same table as rich's Table."""
+        from rich.table import Table
+
+        table = Table(title=self.title, title_justify=self.title_justify)  # type: ignore[arg-type]
+        for column in self.columns:
+            table.add_column(
+                column.header,
+                justify=column.justify,  # type: ignore[arg-type]
+                no_wrap=column.no_wrap,
+                min_width=column.min_width,
+                max_width=column.max_width,
+                **column.options,
+            )
+        for index, row in enumerate(self.rows):
+            cells = [column._cells[index] for column in self.columns]
+            table.add_row(
+                *(cell.rich() if isinstance(cell, Heading) else cell for cell in cells), end_section=row.end_section
+            )
+        return table
+
+
+def plain_output() -> bool:
+    """Whether rich would print to standard output with no style and no terminal handling: no terminal (nor
+    FORCE_COLOR or TTY_COMPATIBLE, which make rich take one), not Windows, a UTF encoding (rich draws an ASCII box
+    otherwise). Anything in doubt is left to rich (rich's Console.is_terminal and _detect_color_system)."""
+    import os
+
+    stream = sys.stdout
+    if stream is None or sys.platform == "win32" or "FORCE_COLOR" in os.environ or "TTY_COMPATIBLE" in os.environ:
+        return False
+    try:
+        if stream.isatty():
+            return False
+    except (AttributeError, ValueError):
+        return False
+    return (getattr(stream, "encoding", "utf-8") or "utf-8").lower().startswith("utf")
+
+
 def new_table(markdown: bool, **options: Any) -> Any:
-    """A rich Table, or a MarkdownTable taking the same calls."""
+    """A rich Table, or a MarkdownTable or PlainTable taking the same calls."""
     if markdown:
         return MarkdownTable(**options)
+    if options.keys() <= {"title", "title_justify"} and plain_output():
+        return PlainTable(**options)
     from rich.table import Table
 
     return Table(**options)
+
+
+def cell_len(text: str) -> int:
+    """The cells a line takes on a terminal (rich's cell_len), without importing rich for ASCII."""
+    if text.isascii():
+        return len(text)
+    from rich.cells import cell_len as rich_cell_len
+
+    return rich_cell_len(text)
 
 
 def terminal_width() -> int | None:
@@ -175,7 +320,8 @@ def natural_width(table: Any) -> int:
         if widths is not None:
             known = sum(widths) + len(widths) + 1  # a rule between columns and one at each edge
         else:
-            known = int(console(width=1 << 16).measure(table).maximum)
+            rich_table = table.rich_table() if isinstance(table, PlainTable) else table
+            known = int(console(width=1 << 16).measure(rich_table).maximum)
         table.tfcost_natural_width = known
     return int(known)
 
@@ -190,20 +336,20 @@ def cell_widths(table: Any) -> list[int] | None:
     known = getattr(table, "tfcost_cell_widths", None)
     if known is not None:
         return list(known)
-    from rich.cells import cell_len
-    from rich.text import Text
-
-    plain = (
-        table.columns
-        and table.box is not None
-        and table.show_edge
-        and table.pad_edge
-        and not table.collapse_padding
-        and not table.show_footer
-        and table.width is None
-        and table.min_width is None
-        and tuple(table.padding) == (0, 1, 0, 1)
-    )
+    if isinstance(table, PlainTable):  # any option besides the few it knows leaves the table to rich
+        plain = bool(table.columns) and not any(column.options for column in table.columns)
+    else:
+        plain = (
+            table.columns
+            and table.box is not None
+            and table.show_edge
+            and table.pad_edge
+            and not table.collapse_padding
+            and not table.show_footer
+            and table.width is None
+            and table.min_width is None
+            and tuple(table.padding) == (0, 1, 0, 1)
+        )
     if not plain:
         return None
     widths = []
@@ -214,7 +360,7 @@ def cell_widths(table: Any) -> list[int] | None:
         cells = [column.header, *given] if table.show_header else given
         widest = 0
         for cell in cells:
-            text = cell.plain if isinstance(cell, Text) else cell
+            text = cell if isinstance(cell, str) else getattr(cell, "plain", None)  # rich's Text, or a Heading
             if not isinstance(text, str):
                 return None
             widest = max(widest, max((cell_len(line) for line in text.splitlines()), default=0))
@@ -243,6 +389,13 @@ def print_table(table: Any, *notes: str) -> None:
         sys.stdout.write(table.render() + "".join(f"\n{markdown_text(note)}\n" for note in notes))
         return
     width = terminal_width()
+    if isinstance(table, PlainTable):
+        text = plain_text(table, None) if width is None or natural_width(table) <= width else None
+        lines = plain_notes(notes, width) if text is not None else None
+        if text is not None and lines is not None:
+            sys.stdout.write(text + lines)
+            return
+        table = table.rich_table()  # rich lays it out (wrapped to the terminal), or prints the notes
     if width is not None and natural_width(table) > width:
         for column in table.columns:
             column.no_wrap = False
@@ -269,6 +422,60 @@ def print_table(table: Any, *notes: str) -> None:
         out.print(note)
 
 
+def plain_notes(notes: Sequence[str], width: int | None) -> str | None:
+    """The notes under a table as rich prints them to no terminal, each line of each note wrapped at the width
+    rich prints at (rich_wrap); None where a line is not one rich_wrap covers, and rich prints them. `width`:
+    terminal_width()'s; without it, rich's own (Console.size): the first of standard input, output and error that
+    is a terminal, else 80 columns."""
+    import os
+
+    if width is None:
+        if "COLUMNS" in os.environ:  # one terminal_width() does not take ("0"): rich's own reading of it
+            return None
+        for descriptor in (0, 1, 2):
+            try:
+                width = os.get_terminal_size(descriptor).columns
+            except (AttributeError, ValueError, OSError):
+                continue
+            break
+        width = width or 80
+    out = []
+    for note in notes:
+        for line in note.split("\n"):
+            pieces = rich_wrap(line, width)
+            if pieces is None:
+                return None
+            out += pieces
+    return "".join(piece + "\n" for piece in out)
+
+
+WORD = re.compile(r"\s*\S+\s*")  # rich's word: leading space, the word and the space after it (rich/_wrap.py)
+
+
+def rich_wrap(line: str, width: int) -> list[str] | None:
+    """One line of text as rich's Console.print wraps it at `width` (rich/_wrap.py divide_line: a word goes to a
+    new line when it does not fit what is left; then Text.rstrip_end: a piece longer than the width loses the
+    spaces past it), for printable lines only, and of ASCII where a line must be wrapped; None for the rest (a
+    word wider than the line, which rich folds, a tab, a control character), which rich prints itself."""
+    if not line.isprintable():
+        return None
+    if not line.isascii():
+        return [line] if len(line) <= width and cell_len(line) <= width else None
+    pieces, start, offset = [], 0, 0
+    for match in WORD.finditer(line):
+        word = match.group()
+        length = len(word.rstrip())
+        if width - offset >= length:
+            offset += len(word)
+        elif length > width:
+            return None
+        elif offset and match.start():
+            pieces.append(line[start : match.start()])
+            start, offset = match.start(), len(word)
+    pieces.append(line[start:])
+    return [piece[: max(width, len(piece.rstrip()))] for piece in pieces]
+
+
 def plain_text(table: Any, out: Any) -> str | None:
     """The text rich prints for a table that fits, where rich would print it without any style (to a file or a
     pipe: no colour, no bold) in its default heavy-headed box; None for anything else, which rich prints.
@@ -277,30 +484,30 @@ def plain_text(table: Any, out: Any) -> str | None:
     already (cell_widths): here each line is its text padded to its column, between the box's rules, as rich
     draws them (the header row bottom-aligned, the others top-aligned; a rule after each section; the title's lines
     padded to the table's width). tests/test_render_widths.py checks every command's output against rich's."""
-    from rich import box
-
     widths = cell_widths(table)
-    plain = (
-        widths is not None
-        and out.color_system is None
-        and not out.options.ascii_only
-        and not out.legacy_windows
-        and table.box is box.HEAVY_HEAD
-        and table.show_header
-        and not table.show_lines
-        and not table.leading
-        and not table.caption
-        and (not table.title or (isinstance(table.title, str) and table.title_justify == "left"))
-        and all(column.vertical == "top" for column in table.columns)
-    )
+    if isinstance(table, PlainTable):  # bound for no terminal (plain_output) and built in the plain case
+        plain = widths is not None and (not table.title or table.title_justify == "left")
+    else:
+        from rich import box
+
+        plain = (
+            widths is not None
+            and out.color_system is None
+            and not out.options.ascii_only
+            and not out.legacy_windows
+            and table.box is box.HEAVY_HEAD
+            and table.show_header
+            and not table.show_lines
+            and not table.leading
+            and not table.caption
+            and (not table.title or (isinstance(table.title, str) and table.title_justify == "left"))
+            and all(column.vertical == "top" for column in table.columns)
+        )
     if not plain or widths is None:
         return None
-    from rich.cells import cell_len
-    from rich.text import Text
-
     width = sum(widths) + len(widths) + 1
     columns = [[column.header, *column._cells] for column in table.columns]
-    lines_of = [[(cell.plain if isinstance(cell, Text) else cell).split("\n") for cell in cells] for cells in columns]
+    lines_of = [[(cell if isinstance(cell, str) else cell.plain).split("\n") for cell in cells] for cells in columns]
     title = table.title.split("\n") if table.title else []
     texts = [line for cells in lines_of for lines in cells for line in lines] + title
     if not all(text.isprintable() for text in texts) or any(cell_len(line) > width for line in title):
@@ -357,18 +564,17 @@ def add_section(table: Any, heading: str, rows: Sequence[Sequence[str]], rowwise
     lines look the same and take a quarter of that. Columns must not wrap (no_wrap=True) so the lines stay aligned.
     `rowwise`: a row per quantity, for a table narrowed to the terminal, whose labels may wrap.
     """
-    from rich.text import Text
-
+    rich = not isinstance(table, MarkdownTable | PlainTable)  # rich's Table: its cells are rich's Text
     if rowwise and not isinstance(table, MarkdownTable):
-        table.add_row(Text(heading, style="bold"), *[""] * (len(table.columns) - 1))
+        first = Heading(heading)
+        table.add_row(first.rich() if rich else first, *[""] * (len(table.columns) - 1))
         for row in rows:
             table.add_row(*row)
         return
 
-    first = Text(heading, style="bold")
-    first.append("".join(f"\n{row[0]}" for row in rows))
+    first = Heading(heading, "".join(f"\n{row[0]}" for row in rows))
     others = ["".join(f"\n{row[column]}" for row in rows) for column in range(1, len(table.columns))]
-    table.add_row(first, *others)
+    table.add_row(first.rich() if rich else first, *others)
 
 
 def quantity_rows(
