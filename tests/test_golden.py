@@ -74,6 +74,8 @@ ADDED |= {
 }  # issue 22: FSDP's no_sync, FSDP1 mixed units
 ADDED |= {"setup.reshard_after_forward"}  # issue 22: FSDP keeps gathered weights under PP (torchtitan's default)
 ADDED |= {"setup.flash_kernel"}  # issue 22: --flash-kernel fa2 (the default) or fa1 (flash-attn 1.x, Triton)
+# Issue 23: FSDP's gradients synced every micro-batch (Llama 3's), dropout masks left out (Llama's code has none)
+ADDED |= {"setup.reduce_every_micro_batch", "setup.dropout"}
 
 PINNED: dict[str, Any] = json.loads(GOLDEN.read_text())
 

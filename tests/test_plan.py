@@ -192,28 +192,39 @@ PUBLISHED = {
                    dict(tp=4, pp=12, cp=1, micro_batch=2, zero=1, pp_first_layers=5, pp_last_layers=5)),
     # Dubey et al. 2024 §3.3.2 / Table 4: 16,384 H100s, t 8, c 16, p 16 (7 + 14 x 8 + 7), d 8, the 131,072-token
     # stage, B 128; "Our use of FSDP for Llama 3 shards optimizer states and gradients, but for model shards we do
-    # not reshard after forward computation": ZeRO-2. v is not published ("an interleaved schedule ... with V
-    # pipeline stages on one pipeline rank"); nor is recomputation at 131k ("we could pre-train Llama 3 on
-    # sequences of 8K tokens without activation checkpointing"): full, as tests/test_parallel.py runs it. Its
-    # gradients are fp32 as Megatron's are: "we use FP32 gradients accumulation during backward computation over
-    # multiple micro-batches" (--memory-convention megatron).
+    # not reshard after forward computation": ZeRO-2, its gradients reduce-scattered every micro-batch and
+    # accumulated sharded (reduce_every_micro_batch: FSDP without no_sync), in fp32 as Megatron's are: "we use FP32
+    # gradient accumulation during backward computation over multiple micro-batches and also reduce-scatter
+    # gradients in FP32 across data parallel workers in FSDP" (--memory-convention megatron). Llama's code has no
+    # dropout (dropout=False). Neither v ("an interleaved schedule ... with V pipeline stages on one pipeline rank")
+    # nor the recomputation at 131k is published ("we could pre-train Llama 3 on sequences of 8K tokens without
+    # activation checkpointing", and each GPU holds the same 8,192 positions at c 16): both as the search finds best.
     "llama-3.1-405b": (lambda: load_model("llama-3.1-405b"), "h100-sxm",
                        dict(tokens=16777216, seq_len=131072, gpus=16384, global_batch=128,
-                            memory_convention="megatron"),
-                       dict(tp=8, pp=16, cp=16, micro_batch=1, recompute="full", zero=2, pp_first_layers=7,
-                            pp_last_layers=7)),
+                            memory_convention="megatron", dropout=False, reduce_every_micro_batch=True),
+                       dict(tp=8, pp=16, cp=16, micro_batch=1, zero=2, pp_first_layers=7, pp_last_layers=7)),
 }  # fmt: skip
-# Published over best, as the search gives it today (docs/plan.md, "The layouts practitioners chose"). Within 10%
-# for GPT-3 175B, the 1T and BLOOM. Not for Llama 3 405B: full recomputation, 3.58 s of the 17.11 s step (the
-# published t, c, p and d hold 88.8 GiB at v = 8 without it, 81.3 GiB at v = 1: neither fits in 80 GB), and the
-# bubble, 1.78 s at p 16, m 16, v 8. The best layout (t 8, c 32, p 8, d 8, v 16, ZeRO-2, no recomputation, 13.17 s)
-# has neither. Without recomputation the published layout would take 13.11 s (0.996 of the best), and Meta trained
-# the 8K stage, whose GPUs each hold the same 8,192 positions a micro-batch on the same t, p and 16 micro-batches,
-# "without activation checkpointing" (§3.3.2): tfcost's memory for that shape is what keeps the ratio above 1.10.
+# Published over best, as the search gives it today (docs/plan.md, "The layouts practitioners chose"): all four
+# within 10%. Llama 3 405B's published t, c, p and d now fit without recomputation (v 8, 72.85 GiB: 13.60 s) against
+# the best t 8, c 16, p 8, d 16, v 16, ZeRO-2, no recomputation (12.66 s, 75.03 GiB): what is left is the bubble
+# (1.36 s at p 16, m 16, v 8 against 0.64 s at p 8, m 8, v 16) and the data-parallel reduce-scatters (0.59 s
+# against 0.37 s). What moved it from 1.300, both model states Meta's run does not hold, each a setting the test
+# runs with (the other three runs keep the defaults):
+# - FSDP syncing every micro-batch (reduce_every_micro_batch): ZeRO-2's fp32 gradients accumulated as shards, 0.09
+#   GiB, not held unsharded through the step as under torch.distributed.pipelining, 11.81 GiB (fairscale's no_sync:
+#   "Gradient accumulation can be done without this context, avoiding the extra GPU memory overhead, but with the
+#   extra networking overhead"; Llama 3: "Our use of FSDP for Llama 3 shards optimizer states and gradients"); the
+#   extra reduce-scatter of every micro-batch's backward is priced (the published layout's dp_comm 0.10 -> 0.59 s);
+# - no dropout masks (dropout=False; Llama's code has no dropout): 32 MiB a layer of the 540.5 counted at 8,192
+#   positions and t 8, 4.19 GiB over the 120 layers x (1 + 15/128) in flight at v 8.
+# Without recomputation the published layout held 88.76 GiB at v 8 (81.33 at v 1), so only full recomputation fit
+# (17.11 s, 1.300 of the best then, t 8, c 32, p 8, d 8, v 16 at 13.17 s); Meta trained the 8K stage, whose GPUs each
+# hold the same 8,192 positions a micro-batch on the same t and p and 16 micro-batches, "without activation
+# checkpointing" (§3.3.2).
 # What moved the ratios, each a term priced wrongly:
 # - the context-parallel collectives' latency (NCCL's ring model: 8.4 us + 14 us for each of the c - 1 steps across
-#   nodes; at t 8 each CP rank is on its own node): Llama 3 405B 1.323 -> 1.300, the best layout's CP exchange
-#   1.04 s -> 1.38 s, the published one's 0.50 s -> 0.59 s;
+#   nodes; at t 8 each CP rank is on its own node): Llama 3 405B 1.323 -> 1.300 (then with full
+#   recomputation), the best layout's CP exchange 1.04 s -> 1.38 s, the published one's 0.50 s -> 0.59 s;
 # - Megatron's fp32 main gradients (--memory-convention megatron, Korthikanti et al.'s and Llama 3's runs): 18
 #   bytes a parameter, not 16. The 1T's best had been t 8, p 32, d 2, v 4, ZeRO-2 at 69.7 GiB (1.106); with 4-byte
 #   gradients it holds 77.0 GiB and does not fit, and the best is the published t 8, p 64 with v = 2 (65.43 s, 1.048:
@@ -229,8 +240,8 @@ PUBLISHED = {
 # was t 8, p 16, d 4, v 8, ZeRO-2 (1.121), and BLOOM's t 4, p 3, d 32, ZeRO-2 (1.044). ZeRO-3 under p > 1 keeps its
 # stage gathered (FSDP2 as torchtitan runs it), so Llama 3's t 8, c 16, p 4, d 32, v 32, ZeRO-3 (1.327) no longer
 # fits.
-RATIOS = {"gpt3-175b": 1.033, "gpt-1t": 1.048, "bloom-176b": 1.027, "llama-3.1-405b": 1.300}
-WITHIN_10_PERCENT = {"gpt3-175b", "gpt-1t", "bloom-176b"}
+RATIOS = {"gpt3-175b": 1.033, "gpt-1t": 1.048, "bloom-176b": 1.027, "llama-3.1-405b": 1.075}
+WITHIN_10_PERCENT = {"gpt3-175b", "gpt-1t", "bloom-176b", "llama-3.1-405b"}
 
 
 @pytest.mark.parametrize("name", sorted(PUBLISHED))

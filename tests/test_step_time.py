@@ -361,3 +361,20 @@ def test_llama3_context_parallel_exchange_by_hand():
     assert forward == pytest.approx(1.797e-3, abs=1e-6)  # 1.355 ms of bytes, 0.442 ms of latency
     full = step_time.layer_seconds(shape, gpu, setup.model_copy(update={"recompute": "full"}))
     assert full["recompute"] == pytest.approx(step_time.layer_forward_seconds(layer, setup), rel=1e-12)
+
+
+def test_syncing_every_micro_batch_reduce_scatters_every_backward():
+    # FSDP without no_sync reduce-scatters each micro-batch's gradients ("with the extra networking overhead",
+    # fairscale's no_sync): ZeRO-2 with m = 2 micro-batches (B 128 on 64 GPUs) and nothing overlapped pays one
+    # reduce-scatter more than its all-reduce (one reduce-scatter and one all-gather of the same bytes): 3/2 of it.
+    shape, setup = llama_on_64_h100s(dp_overlap=False, zero=2, global_batch=128)
+    gpu = load_gpu("h100-sxm")
+    once = step_time.step_seconds(shape, gpu, setup)["dp_comm"]
+    every = step_time.step_seconds(shape, gpu, setup.model_copy(update={"reduce_every_micro_batch": True}))["dp_comm"]
+    assert every == pytest.approx(1.5 * once, rel=1e-9)
+    # overlapped: the extra reduce-scatter runs under the first micro-batch's backward, whose layers each outlast a
+    # bucket, so only its last bucket is exposed
+    overlapped = setup.model_copy(update={"dp_overlap": True})
+    before = step_time.step_seconds(shape, gpu, overlapped)["dp_comm"]
+    after = step_time.step_seconds(shape, gpu, overlapped.model_copy(update={"reduce_every_micro_batch": True}))
+    assert after["dp_comm"] == pytest.approx(before + once / 2 / 32, rel=1e-9)

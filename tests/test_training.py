@@ -406,3 +406,60 @@ def test_fp8_under_the_op_level_policy_keeps_what_bf16_keeps():
     for precision in ("bf16-mixed", "fp8"):
         run = setup(gpus=64, zero=3, seq_len=8192, micro_batch=2, recompute="selective-op", precision=precision)
         assert training.activation_bytes_per_layer_of(llama, run) == per_layer
+
+
+# Llama 3.1 405B (d 16,384, F 53,248, 128 query and 8 key-value heads of 128) at Table 4's 8K stage on 16,384 H100s
+# (Dubey et al. 2024): t 8 with sequence parallelism, p 16 as 7 + 14 x 8 + 7, d 128, 16 sequences per DP group.
+LLAMA_405B_8K = dict(tokens=16_777_216, seq_len=8192, gpus=16_384, global_batch=2048, tp=8, pp=16,
+                     pp_first_layers=7, pp_last_layers=7, sequence_parallel=True, zero=2,
+                     memory_convention="megatron")  # fmt: skip
+
+
+def test_a_model_without_dropout_keeps_no_dropout_masks():
+    # Llama's code has no dropout (meta-llama/llama3 llama/model.py: "h = x + self.attention(self.attention_norm(x),
+    # ...)", "out = h + self.feed_forward(self.ffn_norm(h))"). By hand, per token, in bf16 unless said: the two norms'
+    # inputs, the q/k/v and the w1/w3 inputs (d each); Q and K after RoPE (128 x 128 + 8 x 128), V (8 x 128), the
+    # fp32 log-sum-exp (128 heads, 4 bytes), wo's input (128 x 128); the gate and up outputs and w2's input (F each);
+    # every one split over t = 8 (sequence parallelism for the d-wide ones). Dropout would add two 1-byte d-wide masks.
+    shape = load_model("llama-3.1-405b")
+    d, f, s, t = 16_384, 53_248, 8192, 8
+    per_token = 2 * (4 * d + (128 * 128 + 8 * 128) + 8 * 128 + 128 * 128 + 3 * f) + 4 * 128
+    layer = per_token * s // t
+    assert layer == 533_200_896  # 508.5 MiB
+    without = setup(**{**LLAMA_405B_8K, "dropout": False})
+    assert training.activation_bytes_per_layer_of(shape, without) == layer
+    masks = 2 * d * s // t  # 32 MiB
+    assert training.activation_bytes_per_layer_of(shape, setup(**LLAMA_405B_8K)) == layer + masks
+    # 1F1B: the second stage, 8 layers with 15 micro-batches in flight, is the busiest (the first holds 16 x 7)
+    assert training.activation_bytes_per_gpu(shape, without) == 120 * layer
+
+
+def test_fsdp_syncing_every_micro_batch_accumulates_the_gradients_sharded():
+    # fairscale's FSDP.no_sync: "This likely results in higher memory usage because FSDP will accumulate the full
+    # model gradients (instead of gradient shards) until the eventual sync. ... Gradient accumulation can be done
+    # without this context, avoiding the extra GPU memory overhead, but with the extra networking overhead." Llama 3:
+    # "Our use of FSDP for Llama 3 shards optimizer states and gradients". Under p 16 and 16 micro-batches a step,
+    # ZeRO-2's fp32 gradients are 4 bytes a parameter over t p (unsharded, held as ZeRO-1) or over t p d (synced).
+    shape = load_model("llama-3.1-405b")
+    n = params.total_params(shape)
+    held = training.memory_per_gpu(shape, setup(**LLAMA_405B_8K))
+    synced = training.memory_per_gpu(shape, setup(**LLAMA_405B_8K, reduce_every_micro_batch=True))
+    assert held["gradients"] == pytest.approx(4 * n / 128, rel=1e-9)  # 11.81 GiB
+    assert synced["gradients"] == pytest.approx(4 * n / 128 / 128, rel=1e-6)  # 0.09 GiB
+    assert (synced["weights"], synced["optimizer"]) == (held["weights"], held["optimizer"])
+    # Without dropout (Llama's code) and v = 8, the published 8K layout without recomputation: 2N/(t p) bf16 weights,
+    # 12N/(t p d) optimizer states, the sharded gradients and (1 + 15/128) x 120 layers of activations (Korthikanti
+    # et al. 2022 §4.2.3's interleaving factor), 72.85 GiB, within 80 GiB less the context and the 5% reserve.
+    run = setup(**LLAMA_405B_8K, reduce_every_micro_batch=True, dropout=False, virtual_stages=8)
+    total = training.memory_per_gpu(shape, run)["total"]
+    by_hand = 2 * n / 128 + 4 * n / 128**2 + 12 * n / 128**2 + round(120 * 533_200_896 * (1 + 15 / 128))
+    assert total == pytest.approx(by_hand, rel=1e-6)
+    assert total / 2**30 == pytest.approx(72.85, abs=0.005)
+    assert total + 0.5 * 2**30 + 0.05 * 80 * 2**30 <= 80 * 2**30
+    # ZeRO-3 / FSDP under pipeline parallelism the same: synced, its gradients are sharded (the stage stays gathered)
+    llama = load_model("llama-2-7b")
+    stage = LLAMA_2_7B_PARAMS // 2
+    fsdp = training.memory_per_gpu(llama, setup(gpus=16, pp=2, zero=3, global_batch=16, reduce_every_micro_batch=True))
+    assert fsdp["gradients"] == 2 * stage // 8 and fsdp["weights"] == 2 * stage // 8 + 2 * stage
+    with pytest.raises(ValueError, match="contradict"):
+        setup(gpus=16, pp=2, zero=3, accumulate_unsharded=True, reduce_every_micro_batch=True)

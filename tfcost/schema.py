@@ -929,6 +929,17 @@ class TrainingSetup(Frozen):
         description="ZeRO-3 / FSDP: the step's micro-batches accumulate their gradients unsharded, reduce-scattered "
         "at the last (FSDP's no_sync, Lightning's no_backward_sync); under pipeline parallelism always",
     )
+    reduce_every_micro_batch: bool = Field(
+        False,
+        description="ZeRO-2 / ZeRO-3 as FSDP syncs by default: each micro-batch's gradients reduce-scattered after its "
+        "backward and accumulated sharded, under pipeline parallelism too (Llama 3's FSDP; fairscale's no_sync: "
+        "accumulation 'can be done without this context, avoiding the extra GPU memory overhead')",
+    )
+    dropout: bool = Field(
+        True,
+        description="the model trains with dropout: its masks are saved for the backward (Korthikanti et al.'s count); "
+        "off for models without dropout (Llama's code has none)",
+    )
     offload_activations: bool = Field(
         False,
         description="every layer's saved activations but the one in use move to host memory (torchtune's "
@@ -952,6 +963,8 @@ class TrainingSetup(Frozen):
             raise ValueError("qlora needs a lora rank (--lora R)")
         if (self.accumulate_unsharded or self.frozen_gradients) and self.zero != 3:
             raise ValueError("--accumulate-unsharded and --frozen-gradients describe FSDP (ZeRO-3): add --zero 3")
+        if self.accumulate_unsharded and self.reduce_every_micro_batch:
+            raise ValueError("--accumulate-unsharded and reduce_every_micro_batch contradict each other: choose one")
         if self.frozen_gradients and self.lora_rank is None:
             raise ValueError("--frozen-gradients needs a lora rank (--lora R)")
         if self.gpus % (self.tp * self.pp * self.cp):

@@ -240,12 +240,13 @@ def activation_bytes_by_layer_kind(
     recompute: Recompute = "none",
     flash: bool = False,
     precision: Precision = "bf16-mixed",
+    dropout: bool = True,
 ) -> tuple[tuple[Block, int, int], ...]:
     """Each layer kind of the model (encoder and decoder stacks both), how many layers it has and the bytes one of
-    them keeps (`layer_activation_bytes`)."""
+    them keeps (`layer_activation_bytes`); without `dropout`, no dropout mask."""
     return tuple(
         (block, count, layer_activation_bytes(
-            shape, block, seq_len, micro_batch, tp, sequence_parallel, recompute, flash, precision
+            shape, block, seq_len, micro_batch, tp, sequence_parallel, recompute, flash, precision, dropout
         ))
         for block, count in blocks(shape)
     )  # fmt: skip

@@ -551,13 +551,16 @@ def dp_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup, n_layers: 
     element = activations.ACTIVATION_BYTES[setup.precision]
     gather = hierarchical_ring_seconds(params_per_gpu / n_layers * element, gpu, setup) if setup.zero == 3 else 0.0
     if not setup.dp_overlap:
-        return n_layers * (2 * half + 2 * m * gather)
+        every = (m - 1) * half if training.shards_accumulated_gradients(setup) else 0.0
+        return n_layers * (2 * half + every + 2 * m * gather)
     forward = layer_forward_seconds(layer, setup)
     backward = sum(layer.values()) - forward
     deferred = half if setup.zero >= 1 else 0.0  # ZeRO's all-gather of the updated weights: next step's forward
     first_forward = overlapped_seconds(gather + deferred, forward, n_layers)
     last_backward = overlapped_seconds(gather + 2 * half - deferred, backward, n_layers)
+    # Gradients synced every micro-batch (training.shards_accumulated_gradients): each backward reduce-scatters
+    every = half if training.shards_accumulated_gradients(setup) else 0.0
     other_passes = (m - 1) * (
-        overlapped_seconds(gather, forward, n_layers) + overlapped_seconds(gather, backward, n_layers)
+        overlapped_seconds(gather, forward, n_layers) + overlapped_seconds(gather + every, backward, n_layers)
     )
     return first_forward + last_backward + other_passes

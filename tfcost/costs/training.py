@@ -303,7 +303,7 @@ def activation_bytes_by_layer_kind_of(shape: ModelShape, setup: TrainingSetup) -
     """`activations.activation_bytes_by_layer_kind` under a training setup: (kind, layers, bytes of one)."""
     return activations.activation_bytes_by_layer_kind(
         shape, setup.seq_len // setup.cp, setup.micro_batch, setup.tp, setup.sequence_parallel, setup.recompute,
-        setup.flash, setup.precision,
+        setup.flash, setup.precision, setup.dropout,
     )  # fmt: skip
 
 
@@ -377,7 +377,10 @@ def accumulates_unsharded_gradients(setup: TrainingSetup) -> bool:
     enabled=is_accumulating)`): "This likely results in higher memory usage because FSDP will accumulate the full
     model gradients (instead of gradient shards) until the eventual sync" (FullyShardedDataParallel.no_sync).
     With one micro-batch per step its backward is the last; without a global batch a pipelined step is taken to
-    have at least p micro-batches, as the activations' 1F1B count does."""
+    have at least p micro-batches, as the activations' 1F1B count does. Not under `reduce_every_micro_batch`
+    (`shards_accumulated_gradients`), which syncs every micro-batch."""
+    if shards_accumulated_gradients(setup):
+        return False
     if setup.pp == 1 and not setup.accumulate_unsharded:
         return False
     if setup.global_batch is None:
@@ -504,6 +507,21 @@ def main_gradient_bytes(gradients: int, setup: TrainingSetup) -> int:
     return gradients * MAIN_GRADIENT_BYTES // width
 
 
+# FSDP reduce-scatters each micro-batch's gradients unless told not to sync (no_sync), and accumulates the shards:
+# fairscale's FullyShardedDataParallel.no_sync: "This likely results in higher memory usage because FSDP will
+# accumulate the full model gradients (instead of gradient shards) until the eventual sync. ... Gradient accumulation
+# can be done without this context, avoiding the extra GPU memory overhead, but with the extra networking overhead."
+# Llama 3 ran FSDP so under pipeline parallelism: "Our use of FSDP for Llama 3 shards optimizer states and gradients,
+# but for model shards we do not reshard after forward computation"; "we use FP32 gradient accumulation during
+# backward computation over multiple micro-batches and also reduce-scatter gradients in FP32 across data parallel
+# workers in FSDP"; "DP (i.e., FSDP) is the outermost parallelism because it can tolerate longer network latency by
+# asynchronously prefetching sharded model weights and reducing gradients" (Dubey et al. 2024 §3.3.2).
+def shards_accumulated_gradients(setup: TrainingSetup) -> bool:
+    """Whether ZeRO-2 or 3 accumulates the step's gradients sharded, reduce-scattering each micro-batch's
+    (the setup's `reduce_every_micro_batch`; the extra reduce-scatters are priced in step_time.dp_seconds)."""
+    return setup.reduce_every_micro_batch and setup.zero >= 2
+
+
 def held_zero_stage(setup: TrainingSetup) -> int:
     """The ZeRO stage the model states are held at through a step: `setup.zero`, except that ZeRO-2 under pipeline
     parallelism with more than one micro-batch holds its gradients unsharded, as ZeRO-1: the stage accumulates every
@@ -515,7 +533,12 @@ def held_zero_stage(setup: TrainingSetup) -> int:
     last micro-batch's backward only (`set_requires_gradient_sync(last_backward)`), and Llama 3 "use[s] FP32 gradient
     accumulation during backward computation over multiple micro-batches and also reduce-scatter[s] gradients in FP32
     across data parallel workers in FSDP" (Dubey et al. 2024 §3.3.2). ZeRO-3 is left as it is. Without a global
-    batch the step is taken to have more than one micro-batch, as the activations' 1F1B count takes p."""
+    batch the step is taken to have more than one micro-batch, as the activations' 1F1B count takes p.
+
+    Except under `reduce_every_micro_batch` (`shards_accumulated_gradients`): FSDP without no_sync reduce-scatters
+    every micro-batch's gradients and accumulates the shards, as Llama 3's FSDP did."""
+    if shards_accumulated_gradients(setup):
+        return setup.zero
     if setup.zero == 2 and setup.pp > 1 and (setup.global_batch is None or parallel.micro_batches(setup) > 1):
         return 1
     return setup.zero
