@@ -646,3 +646,28 @@ def test_the_search_copies_a_setup_as_pydantic_does():
     assert fast == slow and hash(fast) == hash(slow) and fast.model_dump() == slow.model_dump()
     assert fast.model_fields_set == slow.model_fields_set and fast.model_dump_json() == slow.model_dump_json()
     assert setup.zero != 3 and setup.recompute != "full"
+
+
+def test_plan_train_takes_the_frameworks_settings_the_published_runs_use(tfcost):
+    # The settings PUBLISHED prices Llama 3 with (fp32 main gradients, FSDP's every-micro-batch sync, no dropout) and
+    # Korthikanti et al.'s no-overlap reach the search from the command line: its JSON equals the search run on a
+    # setup holding them, and differs from the defaults' (the gradients and masks the defaults keep).
+    flags = ["--memory-convention", "megatron", "--reduce-every-micro-batch", "--no-dropout", "--no-dp-overlap"]
+    args = ["plan", "train", "llama-3-8b", "--gpus", "16", "--top", "3", "-f", "json"]
+    given, default = (json.loads(tfcost(*args, *extra).stdout) for extra in (flags, []))
+    base = TrainingSetup(
+        tokens=given["tokens"], seq_len=4096, gpus=16, global_batch=given["global_batch"],
+        memory_convention="megatron", reduce_every_micro_batch=True, dropout=False, dp_overlap=False,
+    )  # fmt: skip
+    found = plan.search_training(load_model("llama-3-8b"), load_gpu("h100-sxm"), base)
+    assert (given["searched"], given["feasible"]) == (found.searched, found.feasible)
+    assert [layout["step_seconds"] for layout in given["layouts"]] == pytest.approx(
+        [layout.step_seconds for layout in found.layouts[:3]], rel=1e-12
+    )
+    assert given["layouts"] != default["layouts"]
+    # train takes the same two new flags: no dropout masks means fewer activation bytes.
+    train = ["train", "llama-3-8b", "--gpus", "8", "--zero", "3", "-f", "json"]
+    masks, none = (json.loads(tfcost(*train, *extra).stdout) for extra in ([], ["--no-dropout"]))
+    assert none["memory_per_gpu"]["activations_bytes"] < masks["memory_per_gpu"]["activations_bytes"]
+    synced = json.loads(tfcost(*train, "--reduce-every-micro-batch").stdout)
+    assert synced["setup"]["reduce_every_micro_batch"] is True

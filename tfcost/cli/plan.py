@@ -23,7 +23,7 @@ from tfcost.cli.options import (
     load_source,
     parse_tokens,
 )
-from tfcost.schema import Optimizer, Precision, ServingSetup, TrainingSetup
+from tfcost.schema import MemoryConvention, Optimizer, Precision, ServingSetup, TrainingSetup
 
 plan_app = typer.Typer(
     name="plan",
@@ -113,6 +113,29 @@ def plan_train(
         float | None,
         typer.Option("--price", "--price-per-gpu-hour", min=0, help="Price of one GPU-hour: adds a cost column."),
     ] = None,
+    memory_convention: Annotated[
+        MemoryConvention,
+        typer.Option(
+            "--memory-convention",
+            help="zero: the ZeRO paper's model states; deepspeed: its estimators; megatron: fp32 main gradients.",
+        ),
+    ] = default(TrainingSetup, "memory_convention"),
+    dp_overlap: Annotated[
+        bool,
+        typer.Option(
+            "--dp-overlap/--no-dp-overlap", help="Overlap the data-parallel gradient traffic with the backward."
+        ),
+    ] = default(TrainingSetup, "dp_overlap"),
+    reduce_every_micro_batch: Annotated[
+        bool,
+        typer.Option(
+            "--reduce-every-micro-batch",
+            help="ZeRO-2 / ZeRO-3 gradients reduce-scattered after every micro-batch and accumulated sharded (FSDP).",
+        ),
+    ] = default(TrainingSetup, "reduce_every_micro_batch"),
+    dropout: Annotated[
+        bool, typer.Option("--dropout/--no-dropout", help="Keep dropout masks (--no-dropout: a model without dropout).")
+    ] = default(TrainingSetup, "dropout"),
     top: TopOption = 10,
     output: Annotated[PlanFormat, typer.Option("--format", "-f", help="table, json, csv or markdown.")] = "table",
 ) -> None:
@@ -126,7 +149,8 @@ def plan_train(
     shape = load_source(model, config, overrides, strict, lenient, revision).shape
     report = run_plan(
         shape, load_gpu(gpu), gpus=gpus, seq=seq, tokens=tokens, global_batch=global_batch, precision=precision,
-        optimizer=optimizer, flash=flash, price=price_per_gpu_hour, top=top,
+        optimizer=optimizer, flash=flash, price=price_per_gpu_hour, top=top, memory_convention=memory_convention,
+        dp_overlap=dp_overlap, reduce_every_micro_batch=reduce_every_micro_batch, dropout=dropout,
     )  # fmt: skip
     if output == "json":
         tables.print_json(report)

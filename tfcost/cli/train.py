@@ -235,6 +235,22 @@ def train(
             "last (FSDP's no_sync, Lightning's no_backward_sync); always so under --pp > 1.",
         ),
     ] = default(TrainingSetup, "accumulate_unsharded"),
+    reduce_every_micro_batch: Annotated[
+        bool,
+        typer.Option(
+            "--reduce-every-micro-batch",
+            help="ZeRO-2 / ZeRO-3 as FSDP syncs by default: each micro-batch's gradients reduce-scattered after its "
+            "backward and accumulated sharded, under --pp > 1 too (Llama 3's FSDP).",
+        ),
+    ] = default(TrainingSetup, "reduce_every_micro_batch"),
+    dropout: Annotated[
+        bool,
+        typer.Option(
+            "--dropout/--no-dropout",
+            help="Keep dropout masks for the backward (Korthikanti et al.'s count); --no-dropout for models trained "
+            "without dropout (Llama's code has none).",
+        ),
+    ] = default(TrainingSetup, "dropout"),
     offload_activations: Annotated[
         bool,
         typer.Option(
@@ -284,7 +300,7 @@ def train(
         cuda_context_gib=cuda_context_gib, allocator_reserve=allocator_reserve, fp8_attention=fp8_attention,
         kernels=kernels, loss=loss, reshard_after_forward=reshard_after_forward, images=images, image_size=image_size,
         audio_seconds=audio_seconds, accumulate_unsharded=accumulate_unsharded, frozen_gradients=frozen_gradients,
-        offload_activations=offload_activations,
+        offload_activations=offload_activations, reduce_every_micro_batch=reduce_every_micro_batch, dropout=dropout,
     )  # fmt: skip
     # Does it fit? If not, the nearest layout that does; `tfcost plan`'s command module (its typer app) is
     # imported only then.

@@ -264,6 +264,10 @@ def plan_train(
     flash: bool | None = None,
     price: float | None = None,
     top: int = 10,
+    memory_convention: str | None = None,
+    dp_overlap: bool | None = None,
+    reduce_every_micro_batch: bool | None = None,
+    dropout: bool | None = None,
 ) -> TrainPlanReport:
     """`tfcost plan train`: T defaults to 4,096 (or the model's context), D to 20 N, B to 4M tokens / T."""
     setup = validated(
@@ -271,7 +275,8 @@ def plan_train(
         tokens=tokens if tokens is not None else training.chinchilla_optimal_tokens(shape),
         seq_len=seq if seq is not None else training.default_seq_len(shape),
         gpus=gpus, global_batch=global_batch, precision=precision, optimizer=optimizer, flash=flash,
-        price_per_gpu_hour=price,
+        price_per_gpu_hour=price, memory_convention=memory_convention, dp_overlap=dp_overlap,
+        reduce_every_micro_batch=reduce_every_micro_batch, dropout=dropout,
     )  # fmt: skip
     return plan_train_setup(shape, gpu, setup, top)
 
