@@ -61,13 +61,17 @@ def test_the_readme_links_every_doc():
 
 
 def test_the_readme_rows_are_the_commands_output():
-    """The README's excerpt of `tfcost compare ...` is rows the command prints at 120 columns."""
+    """The README's excerpts (`tfcost compare ...`, a training and a serving plan) are rows each command prints at
+    120 columns."""
     text = README.read_text(encoding="utf-8")
-    command = re.search(r"`tfcost (compare [^`]+)`, some of its\s+rows", text)
-    assert command is not None
-    excerpt = text[command.end() :].split("```\n", 2)[1].splitlines()
-    printed = {line.rstrip() for line in run_in_process(*command.group(1).split()).stdout.splitlines()}
-    assert len(excerpt) >= 4 and all(line in printed for line in excerpt)
+    commands = list(re.finditer(r"`tfcost ([^`]+)`, some of its\s+rows", text))
+    assert [command.group(1).split()[:2] for command in commands] == [
+        ["compare", "llama-3-8b"], ["plan", "train"], ["plan", "serve"]
+    ]  # fmt: skip
+    for command in commands:
+        excerpt = text[command.end() :].split("```\n", 2)[1].splitlines()
+        printed = {line.rstrip() for line in run_in_process(*command.group(1).split()).stdout.splitlines()}
+        assert len(excerpt) >= 4 and all(line in printed for line in excerpt), command.group(1)
 
 
 def test_the_readme_python_api_runs_and_prints_what_it_says():
