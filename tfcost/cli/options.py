@@ -12,6 +12,7 @@ import typer
 
 from tfcost.api import validated as validated  # options -> setup is the Python API's step, shared with it
 from tfcost.engines.dispatch import Engine
+from tfcost.schema import MemoryConvention
 from tfcost.units import Dtype
 
 if TYPE_CHECKING:
@@ -169,3 +170,37 @@ def load_profile_option(name: str | None) -> Any:
     from tfcost.costs import profiles
 
     return profiles.load(name)
+
+
+# Training options `train` and `plan train` share: how the framework holds and syncs gradients and what it saves.
+MemoryConventionOption = Annotated[
+    MemoryConvention,
+    typer.Option(
+        "--memory-convention",
+        help="zero: the ZeRO paper's model states; deepspeed: its estimators; megatron: Megatron-LM's fp32 "
+        "main gradients (18 bytes a parameter, 6 + 12/N_d with ZeRO-1).",
+    ),
+]
+DpOverlapOption = Annotated[
+    bool,
+    typer.Option(
+        "--dp-overlap/--no-dp-overlap",
+        help="Overlap data-parallel gradient reduction (and ZeRO gathers) with compute, per-layer buckets.",
+    ),
+]
+ReduceEveryMicroBatchOption = Annotated[
+    bool,
+    typer.Option(
+        "--reduce-every-micro-batch",
+        help="ZeRO-2 / ZeRO-3 as FSDP syncs by default: each micro-batch's gradients reduce-scattered after its "
+        "backward and accumulated sharded, under --pp > 1 too (Llama 3's FSDP).",
+    ),
+]
+DropoutOption = Annotated[
+    bool,
+    typer.Option(
+        "--dropout/--no-dropout",
+        help="Keep dropout masks for the backward (Korthikanti et al.'s count); --no-dropout for models trained "
+        "without dropout (Llama's code has none).",
+    ),
+]

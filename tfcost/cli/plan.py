@@ -13,9 +13,13 @@ import typer
 from tfcost.cli.app import app
 from tfcost.cli.options import (
     ConfigOption,
+    DpOverlapOption,
+    DropoutOption,
     GpuOption,
     LenientOption,
+    MemoryConventionOption,
     ModelArgument,
+    ReduceEveryMicroBatchOption,
     RevisionOption,
     SetOption,
     StrictOption,
@@ -23,7 +27,7 @@ from tfcost.cli.options import (
     load_source,
     parse_tokens,
 )
-from tfcost.schema import MemoryConvention, Optimizer, Precision, ServingSetup, TrainingSetup
+from tfcost.schema import Optimizer, Precision, ServingSetup, TrainingSetup
 
 plan_app = typer.Typer(
     name="plan",
@@ -113,29 +117,10 @@ def plan_train(
         float | None,
         typer.Option("--price", "--price-per-gpu-hour", min=0, help="Price of one GPU-hour: adds a cost column."),
     ] = None,
-    memory_convention: Annotated[
-        MemoryConvention,
-        typer.Option(
-            "--memory-convention",
-            help="zero: the ZeRO paper's model states; deepspeed: its estimators; megatron: fp32 main gradients.",
-        ),
-    ] = default(TrainingSetup, "memory_convention"),
-    dp_overlap: Annotated[
-        bool,
-        typer.Option(
-            "--dp-overlap/--no-dp-overlap", help="Overlap the data-parallel gradient traffic with the backward."
-        ),
-    ] = default(TrainingSetup, "dp_overlap"),
-    reduce_every_micro_batch: Annotated[
-        bool,
-        typer.Option(
-            "--reduce-every-micro-batch",
-            help="ZeRO-2 / ZeRO-3 gradients reduce-scattered after every micro-batch and accumulated sharded (FSDP).",
-        ),
-    ] = default(TrainingSetup, "reduce_every_micro_batch"),
-    dropout: Annotated[
-        bool, typer.Option("--dropout/--no-dropout", help="Keep dropout masks (--no-dropout: a model without dropout).")
-    ] = default(TrainingSetup, "dropout"),
+    memory_convention: MemoryConventionOption = default(TrainingSetup, "memory_convention"),
+    dp_overlap: DpOverlapOption = default(TrainingSetup, "dp_overlap"),
+    reduce_every_micro_batch: ReduceEveryMicroBatchOption = default(TrainingSetup, "reduce_every_micro_batch"),
+    dropout: DropoutOption = default(TrainingSetup, "dropout"),
     top: TopOption = 10,
     output: Annotated[PlanFormat, typer.Option("--format", "-f", help="table, json, csv or markdown.")] = "table",
 ) -> None:

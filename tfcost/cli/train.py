@@ -12,7 +12,6 @@ from tfcost.schema import (
     FlashKernel,
     Kernels,
     Loss,
-    MemoryConvention,
     Offload,
     Optimizer,
     Precision,
@@ -29,6 +28,8 @@ from tfcost.cli.app import app
 from tfcost.cli.options import (
     AudioSeconds,
     ConfigOption,
+    DpOverlapOption,
+    DropoutOption,
     EngineOption,
     ExplainOption,
     FormatOption,
@@ -36,8 +37,10 @@ from tfcost.cli.options import (
     Images,
     ImageSize,
     LenientOption,
+    MemoryConventionOption,
     ModelArgument,
     ProfileOption,
+    ReduceEveryMicroBatchOption,
     RevisionOption,
     SetOption,
     StrictOption,
@@ -164,13 +167,7 @@ def train(
             help="fused: norms fused or compiled; eager: unfused PyTorch norms keep an fp32 copy (activations +4d).",
         ),
     ] = default(TrainingSetup, "kernels"),
-    dp_overlap: Annotated[
-        bool,
-        typer.Option(
-            "--dp-overlap/--no-dp-overlap",
-            help="Overlap data-parallel gradient reduction (and ZeRO gathers) with compute, per-layer buckets.",
-        ),
-    ] = default(TrainingSetup, "dp_overlap"),
+    dp_overlap: DpOverlapOption = default(TrainingSetup, "dp_overlap"),
     ep_overlap: Annotated[
         bool,
         typer.Option(
@@ -202,14 +199,7 @@ def train(
     qlora: Annotated[bool, typer.Option("--qlora", help="Frozen base in NF4 with double quantisation.")] = default(
         TrainingSetup, "qlora"
     ),
-    memory_convention: Annotated[
-        MemoryConvention,
-        typer.Option(
-            "--memory-convention",
-            help="zero: the ZeRO paper's model states; deepspeed: its estimators; megatron: Megatron-LM's fp32 "
-            "main gradients (18 bytes a parameter, 6 + 12/N_d with ZeRO-1).",
-        ),
-    ] = default(TrainingSetup, "memory_convention"),
+    memory_convention: MemoryConventionOption = default(TrainingSetup, "memory_convention"),
     loss: Annotated[
         Loss,
         typer.Option(
@@ -235,22 +225,8 @@ def train(
             "last (FSDP's no_sync, Lightning's no_backward_sync); always so under --pp > 1.",
         ),
     ] = default(TrainingSetup, "accumulate_unsharded"),
-    reduce_every_micro_batch: Annotated[
-        bool,
-        typer.Option(
-            "--reduce-every-micro-batch",
-            help="ZeRO-2 / ZeRO-3 as FSDP syncs by default: each micro-batch's gradients reduce-scattered after its "
-            "backward and accumulated sharded, under --pp > 1 too (Llama 3's FSDP).",
-        ),
-    ] = default(TrainingSetup, "reduce_every_micro_batch"),
-    dropout: Annotated[
-        bool,
-        typer.Option(
-            "--dropout/--no-dropout",
-            help="Keep dropout masks for the backward (Korthikanti et al.'s count); --no-dropout for models trained "
-            "without dropout (Llama's code has none).",
-        ),
-    ] = default(TrainingSetup, "dropout"),
+    reduce_every_micro_batch: ReduceEveryMicroBatchOption = default(TrainingSetup, "reduce_every_micro_batch"),
+    dropout: DropoutOption = default(TrainingSetup, "dropout"),
     offload_activations: Annotated[
         bool,
         typer.Option(
