@@ -85,7 +85,6 @@ SCORE_BYTES_PER_ENTRY = 13  # QK^T writes 2; softmax reads 2, writes 2; dropout 
 # SMs the overlapped all-to-all kernels hold while they run: "we allocate 20 out of the 132 SMs available in the H800
 # GPU for this purpose, which will limit the computational throughput" (DeepSeek-V3 report §3.5.1; DeepEP's default)
 EP_COMM_SMS = 20
-MAIN_GRAD_BYTES = 4  # Megatron-LM accumulates and all-reduces gradients in fp32 (its default main_grads)
 GPUS_PER_NODE = 8  # tensor and context parallelism stay inside a node up to this many GPUs
 # Eager PyTorch (`--kernels eager`: no torch.compile, norms written in Python) runs each elementwise op of a layer as
 # its own kernel, each reading and writing its tensors at the HBM rate, where the fold above counts a fused norm's,
@@ -298,7 +297,7 @@ def gradient_bucket_bytes(shape: ModelShape, setup: TrainingSetup, n_layers: int
     params_per_gpu = (params.total_params(shape) - experts + experts / setup.ep) / (setup.tp * setup.pp)
     if setup.lora_rank is not None:
         params_per_gpu = training.trainable_params(shape, setup) / (setup.tp * setup.pp)
-    return params_per_gpu / n_layers * MAIN_GRAD_BYTES
+    return params_per_gpu / n_layers * training.MAIN_GRADIENT_BYTES  # fp32 main gradients, all-reduced
 
 
 def can_predict(gpu: GpuSpec, setup: TrainingSetup) -> bool:
