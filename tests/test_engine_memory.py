@@ -11,12 +11,15 @@ import pytest
 
 from tfcost.cli.main import main
 from tfcost.costs.engine_memory import (
+    forward_peak_bytes,
     fused_moe_peak_bytes,
     profile_activation_bytes,
     profile_sequences,
     sglang_kv_cache_bytes,
     trtllm_kv_cache_bytes,
+    v1_sampler_bytes,
     vllm_kv_cache_bytes,
+    vllm_profile_activation_bytes,
 )
 from tfcost.readers.presets import load_model
 
@@ -105,6 +108,80 @@ def test_profile_run_has_max_num_seqs_requests_or_one_a_token() -> None:
     256 by default."""
     assert profile_sequences(4096) == 256
     assert profile_sequences(100) == 100
+    # vllm/engine/arg_utils.py of mid-2025: "if device_memory >= 70 * GiB_bytes: ... default_max_num_seqs = 1024".
+    assert profile_sequences(8192, 1024) == 1024
+    assert profile_sequences(512, 1024) == 512
+
+
+def test_v1_of_jan_2025_computes_every_tokens_logits() -> None:
+    """Llama-3.1-70B (config.json: hidden_size 8192, intermediate_size 28672, vocab_size 128256), one GPU, 8192
+    tokens (vLLM V1's max_num_batched_tokens for `vllm serve` on an H100). V1's profile_run of that time: "logits =
+    self.model.compute_logits(hidden_states, None)" over all max_num_tokens hidden states, no sampler: 16-bit
+    logits of 8192 x 128256 and the 8192 x 8192 hidden states, 2,235,564,032 bytes. The forward's busiest layer
+    (input, residual, attention output, down_proj's output, gate_up and SiluAndMul's output: 8192 x (4 x 8192 + 3 x
+    28672) x 2 = 1,946,157,056 bytes) is freed by then: the peak is the larger, not the sum."""
+    shape = load_model("llama-3.1-70b")
+    logits = 8192 * (8192 + 128256) * 2
+    layer = 8192 * (4 * 8192 + 3 * 28672) * 2
+    assert (logits, layer) == (2_235_564_032, 1_946_157_056)
+    assert forward_peak_bytes(shape, 8192, 1) == layer
+    assert vllm_profile_activation_bytes("v1", shape, 8192, 256, 1) == logits
+    # V0's run, as before: the layer's peak plus fp32 logits of 256 rows (sum, one row a dummy request).
+    assert vllm_profile_activation_bytes("v0", shape, 8192, 256, 1) == layer + 256 * 128256 * 4
+    # Llama-2-70B's 32,000-entry vocabulary: the layer outweighs the logits (4 x 8192 + 3 x 28672 > 8192 + 32000).
+    llama2 = load_model("llama-2-70b")
+    assert vllm_profile_activation_bytes("v1", llama2, 8192, 256, 1) == layer
+
+
+def test_v1_sampler_run_holds_28_bytes_a_logit_at_the_scatter() -> None:
+    """Qwen3-235B-A22B (config.json: hidden_size 4096, vocab_size 151936) on 4 H100s, 8192 tokens and max_num_seqs
+    1024. _dummy_sampler_run: "hidden_states = torch.rand_like(hidden_states)", "logits =
+    self.model.compute_logits(hidden_states, None)" (16-bit, gathered whole); the sampler "logits =
+    logits.to(torch.float32)"; apply_top_k_top_p: "logits_sort, logits_idx = logits.sort(...)" (fp32, int64),
+    "top_k_mask = logits_sort < top_k_mask" (bool), "probs_sort = logits_sort.softmax(dim=-1)" (fp32, cumsum in
+    place), "top_p_mask = probs_sum <= 1 - p.unsqueeze(dim=1)" (bool), "logits = logits_sort.scatter(...)" (fp32):
+    2 + 4 + 4 + 8 + 1 + 4 + 1 + 4 = 28 bytes a logit, besides the 8192 hidden states profile_run holds and the 1024
+    sampled rows twice (the rows and their rand_like copy)."""
+    shape = load_model("qwen3-235b-a22b")
+    hand = 8192 * 4096 * 2 + 2 * 1024 * 4096 * 2 + 1024 * 151936 * 28
+    assert hand == 4_440_195_072  # 4.14 GiB a GPU
+    assert v1_sampler_bytes(shape, 8192, 1024) == hand
+    assert vllm_profile_activation_bytes("v1-sampler", shape, 8192, 1024, 4, fp8_w8a8=True) == hand
+    # The MoE forward's caches (test_fused_moe_caches_share_cache1_and_cache3_when_d_is_wider) are the smaller here.
+    assert forward_peak_bytes(shape, 8192, 4, fp8_w8a8=True) < hand
+
+
+def test_vllm_profile_and_max_num_seqs_are_options_v0_the_default(capsys: pytest.CaptureFixture[str]) -> None:
+    """`serve --vllm-profile` and `--max-num-seqs` reach the budget; without them the setup is V0's with 256
+    dummy requests, as before, and the JSON setup names neither."""
+
+    def figures(*extra: str) -> dict[str, Any]:
+        argv = ["serve", "qwen3-235b-a22b", "--gpu", "h100-sxm", "--gpus", "4", "--weights-dtype", "fp8"]
+        with pytest.raises(SystemExit) as done:
+            main([*argv, "-B", "1", "-P", "8191", "-G", "1", *extra, "--format", "json"])
+        assert not done.value.code
+        return json.loads(capsys.readouterr().out)
+
+    plain, v0 = figures(), figures("--vllm-profile", "v0", "--max-num-seqs", "256")
+    assert plain == v0 and "vllm_profile" not in plain["setup"] and "max_num_seqs" not in plain["setup"]
+    sampler = figures("--vllm-profile", "v1-sampler", "--max-num-seqs", "1024")
+    assert sampler["setup"]["vllm_profile"] == "v1-sampler" and sampler["setup"]["max_num_seqs"] == 1024
+    # test_v1_sampler_run_holds_28_bytes_a_logit_at_the_scatter's sum at B x P = 8191 tokens, one hidden row fewer
+    assert sampler["expected"]["workspace_bytes"] == 4_440_195_072 - 4096 * 2
+    grown = sampler["expected"]["workspace_bytes"] - plain["expected"]["workspace_bytes"]
+    per_token = plain["memory"]["kv_cache_bytes_per_token"] // 4  # one GPU's share of the 4-way split heads
+    lost = plain["expected"]["max_kv_tokens"] - sampler["expected"]["max_kv_tokens"]
+    assert abs(lost * per_token - grown) < 16 * per_token  # the budget gives up just what the profile grew, in blocks
+
+
+@pytest.mark.parametrize(
+    ("option", "value"), [("--vllm-profile", "v2"), ("--max-num-seqs", "0"), ("--max-num-seqs", "many")]
+)
+def test_bad_profile_options_fail_in_one_line(tfcost: Any, option: str, value: str) -> None:
+    """A profile or request count vLLM never had: one line on stderr, a non-zero exit, no traceback."""
+    run = tfcost("serve", "llama-3.1-8b", option, value)
+    assert run.code != 0 and not run.stdout
+    assert "Traceback" not in run.stderr and option in run.stderr
 
 
 def test_llama_2_7b_on_an_a100_matches_vllms_block_count(capsys: pytest.CaptureFixture[str]) -> None:

@@ -986,6 +986,9 @@ class TrainingSetup(Frozen):
 WeightsDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"]
 # How a serving engine sizes its KV-cache pool (tfcost.costs.engine_memory.kv_pool_bytes): vLLM, TensorRT-LLM, SGLang.
 KvPool = Literal["vllm", "trtllm", "sglang"]
+# Which vLLM profile run sizes the activation peak (tfcost.costs.engine_memory.vllm_profile_activation_bytes): V0's
+# (2023-24), V1's of Jan 2025 (logits of every token, no sampler), V1's with the sampler's dummy run (from Feb 2025).
+VllmProfile = Literal["v0", "v1", "v1-sampler"]
 
 
 class ServingSetup(Frozen):
@@ -1043,6 +1046,19 @@ class ServingSetup(Frozen):
         description="how the engine sizes its KV-cache pool from the fraction 1 - reserve: vLLM's "
         "gpu_memory_utilization, TensorRT-LLM's free_gpu_memory_fraction, SGLang's mem_fraction_static",
         exclude_if=lambda pool: pool == "vllm",
+    )
+    vllm_profile: VllmProfile = Field(
+        "v0",
+        description="the vLLM profile run whose activation peak is taken from the budget: v0 (2023-24: the forward "
+        "plus fp32 logits of max_num_seqs rows), v1 (Jan 2025: the forward, then bf16 logits of every token), "
+        "v1-sampler (Feb 2025 on: the forward, then the sampler's dummy run over max_num_seqs rows)",
+        exclude_if=lambda profile: profile == "v0",
+    )
+    max_num_seqs: Size = Field(
+        256,
+        description="vLLM's max_num_seqs: the dummy requests of its profile run, one logits row each (256 by "
+        "default; V1 of mid-2025 takes 1024 on cards of 70 GiB and more)",
+        exclude_if=lambda seqs: seqs == 256,
     )
     images: Images = 0
     image_size: ImageSide = None

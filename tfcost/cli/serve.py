@@ -11,6 +11,7 @@ import typer
 from tfcost.schema import (
     KvPool,
     ServingSetup,
+    VllmProfile,
     WeightsDtype,
 )
 from tfcost.units import Dtype
@@ -158,6 +159,24 @@ def serve(
             "context, weights included; activations not profiled).",
         ),
     ] = default(ServingSetup, "kv_pool"),
+    vllm_profile: Annotated[
+        VllmProfile,
+        typer.Option(
+            "--vllm-profile",
+            help="Which vLLM profile run sizes the activation peak (--kv-pool vllm): v0 (2023-24, default: the "
+            "forward plus fp32 logits of --max-num-seqs rows), v1 (Jan 2025: the forward, then 16-bit logits of "
+            "every token), v1-sampler (Feb 2025 on: the forward, then the sampler over --max-num-seqs rows).",
+        ),
+    ] = default(ServingSetup, "vllm_profile"),
+    max_num_seqs: Annotated[
+        int,
+        typer.Option(
+            "--max-num-seqs",
+            min=1,
+            help="vLLM's max_num_seqs: its profile run's dummy requests, one logits row each (default 256; V1 of "
+            "mid-2025 takes 1024 on cards of 70 GiB and more).",
+        ),
+    ] = default(ServingSetup, "max_num_seqs"),
     profile: ProfileOption = None,
     engine: EngineOption = "auto",
     output: FormatOption = "table",
@@ -177,6 +196,7 @@ def serve(
         reserve=reserve, compute_efficiency=compute_efficiency, memory_efficiency=memory_efficiency,
         group_size=group_size, kv_block=kv_block, fp8_attention=fp8_attention, gqa_decode=gqa_decode,
         trt_session=trt_session, nccl_record_stream=nccl_record_stream, kv_pool=kv_pool,
+        vllm_profile=vllm_profile, max_num_seqs=max_num_seqs,
         images=images, image_size=image_size, audio_seconds=audio_seconds,
     )  # fmt: skip
     # Does it fit? If not, the nearest layout that does; `tfcost plan`'s command module (its typer app) is

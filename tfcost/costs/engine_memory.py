@@ -7,9 +7,11 @@ vLLM's budget is total_gpu_memory x gpu_memory_utilization, where total_gpu_memo
 and the memory outside PyTorch's allocator; the KV cache gets the rest.
 
 The budget follows vLLM's own code (`vllm_kv_cache_bytes`), and the profile run's activation peak is read off the
-live tensors of vLLM's layer (`profile_activation_bytes`). TensorRT-LLM and SGLang size the pool from the same
-fraction (1 - reserve) by their own conventions (`trtllm_kv_cache_bytes`, `sglang_kv_cache_bytes`); `serve
---kv-pool` picks one (`kv_pool_bytes`), vLLM's by default.
+live tensors of vLLM's layer and of what follows it, by vLLM version (`vllm_profile_activation_bytes`, `serve
+--vllm-profile`: V0's, V1's of Jan 2025 with every token's logits, V1's with the sampler from Feb 2025).
+TensorRT-LLM and SGLang size the pool from the same fraction (1 - reserve) by their own conventions
+(`trtllm_kv_cache_bytes`, `sglang_kv_cache_bytes`); `serve --kv-pool` picks one (`kv_pool_bytes`), vLLM's by
+default.
 
 Not changed here: the memory outside the allocator stays tfcost.costs.expected's assumed 0.5 GiB, because vLLM's
 own logs disagree by a factor of ten ("non_torch_memory 1.79GiB", Llama-3-8B on H100, vllm#10511; "0.16GiB",
@@ -22,7 +24,7 @@ from tfcost.core.blocks import layer_count
 from tfcost.core.model import model_of
 from tfcost.costs import expected, parallel
 from tfcost.hardware.rates import memory_bytes
-from tfcost.schema import GpuSpec, KvPool, ModelShape, TrainingSetup
+from tfcost.schema import GpuSpec, KvPool, ModelShape, TrainingSetup, VllmProfile
 from tfcost.units import GIB, ceil_div
 
 
@@ -48,6 +50,11 @@ def vllm_kv_cache_bytes(
         non_torch_allocations = total_allocated_bytes - torch_allocated_bytes    # CUDA context, NCCL, cuBLAS
         if non_torch_allocations > 0: peak_memory += non_torch_allocations
         available_kv_cache_memory = (total_gpu_memory * self.cache_config.gpu_memory_utilization - peak_memory)
+    V1 from June 2025 (PR #19312, "[V1] Reuse V0's memory_profiling util for gpu worker memory profiling") takes the
+    same three terms through vllm/utils/__init__.py's memory_profiling:
+        result.non_kv_cache_memory = result.non_torch_increase + result.torch_peak_increase + result.weights_memory
+    with the non-torch increase counted from the worker's first snapshot (memory other processes hold no longer
+    counts) and the torch peak the allocator's ("allocated_bytes.all.peak") over the profile run.
     Dec 2023's worker after PR #2031 "Fix peak memory profiling" (the version of validation cases 46-47; quoted as
     forks of vLLM 0.2.x carry it) measured the same sum at once:
         free_gpu_memory, total_gpu_memory = torch.cuda.mem_get_info(); peak_memory = total_gpu_memory - free_gpu_memory
@@ -120,7 +127,9 @@ def kv_pool_bytes(
 # sampler run over one row per request. V0's model_runner.py likewise: "Profile memory usage with max_num_sequences
 # sequences and the total number of tokens equal to max_num_batched_tokens." max_num_seqs is 256 by default
 # (vllm/engine/arg_utils.py: "default_max_num_seqs = {UsageContext.LLM_CLASS: 256, UsageContext.OPENAI_API_SERVER:
-# 256}"; later releases 1024 where "device_memory >= 70 * GiB_bytes and "a100" not in device_name").
+# 256}"; later releases 1024 where "device_memory >= 70 * GiB_bytes and "a100" not in device_name", and the V1 of
+# spring-summer 2025 without the A100 test: "if device_memory >= 70 * GiB_bytes: # For GPUs like H100 and MI300x,
+# use larger default values. ... default_max_num_seqs = 1024"). `serve --max-num-seqs` sets it (ServingSetup).
 VLLM_MAX_NUM_SEQS = 256
 
 # vllm/envs.py (commit 001f69f8, mid-2025): "VLLM_FUSED_MOE_CHUNK_SIZE: int = 64 * 1024" (32768 in 2024's
@@ -138,10 +147,11 @@ ROUTING_BYTES_PER_CHOICE = 4 + 4 + 4
 FP8_BYTES = 1
 
 
-def profile_sequences(tokens: int) -> int:
+def profile_sequences(tokens: int, max_num_seqs: int = VLLM_MAX_NUM_SEQS) -> int:
     """The dummy requests of vLLM's profile run over `tokens` tokens, one logits row each: max_num_seqs (vLLM's
-    default, VLLM_MAX_NUM_SEQS) or one a token when there are fewer tokens."""
-    return min(VLLM_MAX_NUM_SEQS, tokens)
+    default VLLM_MAX_NUM_SEQS unless `serve --max-num-seqs` says otherwise) or one a token when there are fewer
+    tokens."""
+    return min(max_num_seqs, tokens)
 
 
 def dense_layer_peak_bytes(shape: ModelShape, tokens: int, gpus: int) -> int:
@@ -205,14 +215,88 @@ def fused_moe_peak_bytes(shape: ModelShape, tokens: int, gpus: int, fp8_w8a8: bo
     return held
 
 
+def forward_peak_bytes(shape: ModelShape, tokens: int, gpus: int, fp8_w8a8: bool = False) -> int:
+    """The busiest layer's live tensors in vLLM's forward over `tokens` tokens on one GPU: dense_layer_peak_bytes,
+    for MoE models the larger of that and fused_moe_peak_bytes. `fp8_w8a8`: the experts run fused_moe's FP8 path
+    (FP8 weights)."""
+    return max(dense_layer_peak_bytes(shape, tokens, gpus), fused_moe_peak_bytes(shape, tokens, gpus, fp8_w8a8))
+
+
 def profile_activation_bytes(shape: ModelShape, tokens: int, sequences: int, gpus: int, fp8_w8a8: bool = False) -> int:
-    """The activation peak of vLLM's profile run on one GPU: a forward over `tokens` tokens, its peak the busiest
-    layer's (dense_layer_peak_bytes; for MoE models the larger of that and fused_moe_peak_bytes), then the fp32
-    logits of `sequences` sampled rows (the LM head runs over one row a request; profile_sequences). The logits are
-    gathered over the vocabulary, so whole on each GPU. `fp8_w8a8`: the experts run fused_moe's FP8 path (FP8
-    weights)."""
-    layer_peak = max(dense_layer_peak_bytes(shape, tokens, gpus), fused_moe_peak_bytes(shape, tokens, gpus, fp8_w8a8))
-    return layer_peak + sequences * shape.vocab_size * expected.LOGITS_BYTES
+    """The activation peak of vLLM's V0 profile run on one GPU (`serve --vllm-profile v0`, the default): a forward
+    over `tokens` tokens, its peak the busiest layer's (forward_peak_bytes), then the fp32 logits of `sequences`
+    sampled rows (the LM head runs over one row a request; profile_sequences). The logits are gathered over the
+    vocabulary, so whole on each GPU."""
+    return forward_peak_bytes(shape, tokens, gpus, fp8_w8a8) + sequences * shape.vocab_size * expected.LOGITS_BYTES
+
+
+# vLLM V1's profile run in Jan 2025 (before the sampler joined it in Feb 2025, PR #13594), as vLLM's
+# vllm/v1/worker/gpu_model_runner.py had it at the end of 2024 (copies of the file kept in the code index):
+#     hidden_states = self._dummy_run(self.model, self.max_num_tokens, dummy_kv_caches)
+#     logits = self.model.compute_logits(hidden_states, None)
+#     logits = logits[:self.max_num_tokens]
+#     # TODO(woosuk): Consider the memory usage of the sampler.
+# The LM head runs over every one of the max_num_tokens rows (one 16-bit logit a row and vocabulary entry) while
+# the forward's last hidden states are still held; the layers' own tensors are freed by then, so the peak is the
+# larger of the two, not their sum. The commit of 30 Jan 2025 itself (validation #84) was not read: an XPU port of
+# the same function of early 2025 (KVCacheConfig groups, `self._dummy_run(self.max_num_tokens, dummy_kv_caches)`,
+# `torch.xpu.synchronize()`) still computes every token's logits, and the one-row-a-request form
+# (`hidden_states = hidden_states[logit_indices]`) first appears with V1's LoRA profiling
+# (`with self.maybe_profile_with_lora(self.lora_config, num_scheduled_tokens)`), as context of PR #13594
+# (20 Feb 2025).
+#
+# From Feb 2025 (PR #13594, "V1 Memory Profiling: V0 Sampler Integration"; PR #13721 moved it into
+# `_dummy_sampler_run`) the dummy requests' rows also go through the sampler. gpu_model_runner.py of mid-2025
+# (v0.9/v0.10: `self.eplb_step(is_dummy=True, is_profile=is_profile)`, `logitsprocs=LogitsProcessorManager()`):
+#     logit_indices = np.cumsum(num_scheduled_tokens) - 1
+#     return hidden_states, hidden_states[logit_indices]
+#   def _dummy_sampler_run(self, hidden_states):
+#     hidden_states = torch.rand_like(hidden_states)
+#     logits = self.model.compute_logits(hidden_states, None)
+#     dummy_metadata = SamplingMetadata(temperature=dummy_tensors(0.5), all_greedy=False, all_random=False,
+#         top_p=dummy_tensors(0.9), top_k=dummy_tensors(logits.size(1) - 1), ..., no_penalties=True, ...)
+#     sampler_output = self.sampler(logits=logits, sampling_metadata=dummy_metadata)
+# vllm/v1/sample/sampler.py of the same period: "# Use float32 for the logits." / "logits = logits.to(torch.float32)",
+# the temperature "logits.div_(temp.unsqueeze(dim=1))" in place, then top-k and top-p; PyTorch's path
+# (vllm/v1/sample/ops/topk_topp_sampler.py, apply_top_k_top_p, used where FlashInfer is not installed):
+#     logits_sort, logits_idx = logits.sort(dim=-1, descending=False)
+#     top_k_mask = logits_sort < top_k_mask                      # bool
+#     probs_sort = logits_sort.softmax(dim=-1)
+#     probs_sum = torch.cumsum(probs_sort, dim=-1, out=probs_sort)
+#     top_p_mask = probs_sum <= 1 - p.unsqueeze(dim=1)           # bool
+#     logits = logits_sort.scatter(dim=-1, index=logits_idx, src=logits_sort)
+# At that scatter each vocabulary entry of each row holds: the caller's 16-bit logits (2 bytes), the sampler's fp32
+# copy (4), logits_sort (4), logits_idx (int64, 8), top_k_mask (1), probs_sort (4), top_p_mask (1) and the
+# scatter's output (4).
+SAMPLER_PEAK_BYTES_PER_LOGIT = 2 + 4 + 4 + 8 + 1 + 4 + 1 + 4
+# What the sampler path holds besides: the sampled rows' hidden states and _dummy_sampler_run's rand_like copy.
+SAMPLER_HIDDEN_COPIES = 2
+
+
+def v1_logits_bytes(shape: ModelShape, tokens: int) -> int:
+    """V1's profile run of Jan 2025 after its forward over `tokens` tokens: the hidden states it returned and the
+    16-bit logits of every token (no sampler), on one GPU."""
+    return tokens * (shape.d_model + shape.vocab_size) * expected.ACTIVATION_BYTES
+
+
+def v1_sampler_bytes(shape: ModelShape, tokens: int, sequences: int) -> int:
+    """V1's profile run from Feb 2025 after its forward over `tokens` tokens: the hidden states it returned, then
+    the sampler's dummy run over `sequences` rows at its peak (SAMPLER_PEAK_BYTES_PER_LOGIT a vocabulary entry, the
+    rows' hidden states twice), on one GPU."""
+    hidden = (tokens + SAMPLER_HIDDEN_COPIES * sequences) * shape.d_model * expected.ACTIVATION_BYTES
+    return hidden + sequences * shape.vocab_size * SAMPLER_PEAK_BYTES_PER_LOGIT
+
+
+def vllm_profile_activation_bytes(
+    profile: VllmProfile, shape: ModelShape, tokens: int, sequences: int, gpus: int, fp8_w8a8: bool = False
+) -> int:
+    """The activation peak of the vLLM profile run `profile` (`serve --vllm-profile`) on one GPU over `tokens`
+    tokens and `sequences` dummy requests: V0's (profile_activation_bytes), or V1's, where what follows the forward
+    (v1_logits_bytes, v1_sampler_bytes) peaks after the layers' tensors are freed, so the larger of the two."""
+    if profile == "v0":
+        return profile_activation_bytes(shape, tokens, sequences, gpus, fp8_w8a8)
+    after = v1_logits_bytes(shape, tokens) if profile == "v1" else v1_sampler_bytes(shape, tokens, sequences)
+    return max(forward_peak_bytes(shape, tokens, gpus, fp8_w8a8), after)
 
 
 # vLLM of late 2023 under tensor parallelism (validation #47): its profile run left the KV cache 20,865 blocks on

@@ -22,7 +22,7 @@ attention_flops = lru_cache(maxsize=4096)(expected.attention_flops)
 kv_cache_bytes_per_gpu = lru_cache(maxsize=4096)(serving.kv_cache_bytes_per_gpu)
 state_bytes_per_gpu = lru_cache(maxsize=4096)(serving.state_bytes_per_gpu)
 unread_expert_bytes_per_gpu = lru_cache(maxsize=4096)(serving.unread_expert_bytes_per_gpu)
-profile_activation_bytes = lru_cache(maxsize=4096)(engine_memory.profile_activation_bytes)
+vllm_profile_activation_bytes = lru_cache(maxsize=4096)(engine_memory.vllm_profile_activation_bytes)
 quantized_params = lru_cache(maxsize=1024)(serving.quantized_params)
 lookup_table_elements = lru_cache(maxsize=1024)(expected.lookup_table_elements)
 head_weight_elements = lru_cache(maxsize=1024)(expected.head_weight_elements)
@@ -435,11 +435,17 @@ def serve_expected(
     inflight_all_to_all = expected.all_to_all_seconds(shape, ceil_div(inflight_rows, t), setup.ep, rates)
     inflight_s = on_layout(inflight_s, inflight_head, inflight_rows, inflight_all_to_all, per_token=True)
 
-    # vLLM's profile run: B x P tokens stand for max_num_batched_tokens, split over its dummy requests (one logits row
-    # each); FP8 weights run fused_moe's FP8 path (counted wherever the weights are FP8, docs/serving.md).
+    # vLLM's profile run (setup.vllm_profile): B x P tokens stand for max_num_batched_tokens, split over its dummy
+    # requests (one logits row each); FP8 weights run fused_moe's FP8 path (counted wherever the weights are FP8,
+    # docs/serving.md).
     profile_tokens = b * setup.prompt
-    workspace = profile_activation_bytes(
-        shape, profile_tokens, engine_memory.profile_sequences(profile_tokens), t, fp8_w8a8=read_as == "fp8"
+    workspace = vllm_profile_activation_bytes(
+        setup.vllm_profile,
+        shape,
+        profile_tokens,
+        engine_memory.profile_sequences(profile_tokens, setup.max_num_seqs),
+        t,
+        fp8_w8a8=read_as == "fp8",
     )
     if setup.nccl_record_stream:  # every all-reduced activation held to the end of the forward (vllm#2248)
         workspace += engine_memory.record_stream_held_bytes(shape, profile_tokens, t)
