@@ -88,7 +88,7 @@ def test_nvl_cards_are_told_apart_from_the_sxm_parts():
 
 def test_the_a6000_matmul_rate_is_the_measured_one_and_its_step_time_is_predicted():
     """The RTX A6000 row's matmul efficiency is a measured BF16 rate over its dense peak: zzc0721/torch-performance-
-    test-data's database.md (0785868) row '| NVIDIA RTX A6000 | 23.92 | | 120.49 | 123.34 | docker |' (bf16 last),
+    test-data's database.md (0785868) row '| NVIDIA RTX A6000 | 23.92 | 120.49 | 123.34 | N/A | docker |' (bf16 third),
     best torch.mm over square matrices, on the card's 84 SMs. With both, `train` predicts its step instead of
     assuming MFU 0.4 (docs/training.md), as for torchtune's A6000 row (validation case #23)."""
     gpu = load_gpu("rtx-a6000")
