@@ -6,7 +6,9 @@ import pytest
 
 from tfcost.errors import TfcostError
 from tfcost.hardware.rates import bandwidth_bytes_per_s, memory_bytes, peak_flops_per_s, ridge_point
-from tfcost.readers.presets import all_gpus, gpu_for_device_name, load_gpu
+from tfcost.readers.presets import all_gpus, gpu_for_device_name, load_gpu, load_model
+from tfcost.reports.train import train
+from tfcost.schema import TrainingSetup
 
 ISSUE_GPUS = {"h100-sxm", "h100-pcie", "h200", "b200", "a100-40gb", "a100-80gb", "a10g", "l4", "l40s",
               "rtx-4090", "rtx-3090", "v100", "mi300x"}  # fmt: skip
@@ -82,6 +84,21 @@ def test_nvl_cards_are_told_apart_from_the_sxm_parts():
     nvl, sxm = load_gpu("h100-nvl"), load_gpu("h100-sxm")
     assert (nvl.memory_gib, nvl.peak_bf16_tflops, nvl.memory_bandwidth_tb_per_s) == (94, 835, 3.9)  # torchtitan
     assert nvl.peak_bf16_tflops < sxm.peak_bf16_tflops
+
+
+def test_the_a6000_matmul_rate_is_the_measured_one_and_its_step_time_is_predicted():
+    """The RTX A6000 row's matmul efficiency is a measured BF16 rate over its dense peak: zzc0721/torch-performance-
+    test-data's database.md (0785868) row '| NVIDIA RTX A6000 | 23.92 | 120.49 | 123.34 | N/A | docker |' (bf16 third),
+    best torch.mm over square matrices, on the card's 84 SMs. With both, `train` predicts its step instead of
+    assuming MFU 0.4 (docs/training.md), as for torchtune's A6000 row (validation case #23)."""
+    gpu = load_gpu("rtx-a6000")
+    assert gpu.peak_bf16_tflops * gpu.matmul_efficiency == pytest.approx(123.34, abs=0.01)
+    assert gpu.sm_count == 84
+    setup = TrainingSetup(seq_len=2048, micro_batch=2, precision="bf16", recompute="full", tokens=2**30)
+    report = train(load_model("llama-3.1-8b"), gpu, setup)
+    assert report.step is not None and report.time.throughput_from == "predicted step time"
+    # No faster than the measured matmul rate: model and recompute FLOPs over the run's time stay under 123.34 TFLOP/s.
+    assert report.time.achieved_flops_per_s < 123.34e12
 
 
 def test_the_shipped_rows_built_without_validation_are_the_validated_rows():
