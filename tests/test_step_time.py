@@ -9,6 +9,8 @@ prediction is fitted to these times; the ratios are what the measured GEMM, NCCL
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tfcost.costs import step_time
@@ -23,6 +25,7 @@ KORTHIKANTI = {
     "530B": (20480, 128, 105, 8, 35, 280, 1, 3, 37.83),
     "1T": (25600, 160, 128, 8, 64, 512, 1, 1, 71.49),
 }
+MPT_1B = Path(__file__).resolve().parent.parent / "validation" / "models" / "mpt-1b.yaml"
 # What the prediction gives today, predicted / published: a change to the model shows up here.
 RATIOS = {"22B": 0.936, "175B": 0.942, "530B": 0.906, "1T": 0.959}
 
@@ -378,3 +381,17 @@ def test_syncing_every_micro_batch_reduce_scatters_every_backward():
     before = step_time.step_seconds(shape, gpu, overlapped)["dp_comm"]
     after = step_time.step_seconds(shape, gpu, overlapped.model_copy(update={"reduce_every_micro_batch": True}))
     assert after["dp_comm"] == pytest.approx(before + once / 2 / 32, rel=1e-9)
+
+
+def test_fp8_training_runs_the_output_head_in_bf16():
+    # Transformer Engine converts only its own modules (llm-foundry swaps te.Linear in for the layers; MPT's head is
+    # the tied embedding's F.linear), torchtitan's float8 skips "output", DeepSeek-V3 keeps "the output head" in BF16:
+    # the head's 3 x 2 d V FLOPs a token at the BF16 peak (989.4 TFLOP/s) x MAMF (0.8009) on an H100, under fp8 as
+    # under bf16-mixed. MPT-1B: d 2,048, V 50,368, b 56 x T 512.
+    shape = load_model(str(MPT_1B))
+    gpu = load_gpu("h100-sxm")
+    bf16 = TrainingSetup(tokens=56 * 512, seq_len=512, micro_batch=56, gpus=1)
+    fp8 = bf16.model_copy(update={"precision": "fp8"})
+    expected = 3 * 2 * 2048 * 50368 * 56 * 512 / (989.4e12 * 0.8009)
+    assert step_time.head_seconds(shape, gpu, fp8) == pytest.approx(expected, rel=1e-9)
+    assert step_time.head_seconds(shape, gpu, bf16) == pytest.approx(expected, rel=1e-9)

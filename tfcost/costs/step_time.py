@@ -483,11 +483,24 @@ def moe_share(shape: ModelShape) -> float:
     return moe_layer_count(shape) / layer_count(shape)
 
 
+# FP8 training runs the layers' linear rows in FP8 and leaves the output head in BF16, in every engine the validation
+# cases ran: Transformer Engine casts only its own modules, and llm-foundry's FP8 tables swap those in for the layers
+# alone ("parameters['model']['fc_type'] = 'te'", scripts/train/benchmarking/submit_benchmarks.py at 061f2c7) while
+# MPT's head stays the tied embedding's "return F.linear(input, self.weight)" (llmfoundry/models/layers/
+# custom_embedding.py); torchtitan's float8 converts "module_filter_fn=lambda mod, fqn: fqn != \"output\"" (torchao's
+# convert_to_float8_training); DeepSeek-V3 keeps "the original precision (e.g., BF16 or FP32) for ... the embedding
+# module, the output head, MoE gating modules, normalization operators, and attention operators" (report §3.3.1).
+
+
 def head_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> float:
     """The matmuls outside the layers (the output head, and an embedding projection or pooler where a model has
     them) forward and backward for one micro-batch, on the last stage, split over t (vocabulary parallel), at the
-    GPU's measured matmul efficiency."""
-    peak = training.peak_flops_per_s(gpu, setup.precision)
+    GPU's measured matmul efficiency, in BF16 under FP8 training (the engines' sources above)."""
+    if setup.precision == "fp8":
+        peak = hardware.peak_flops_per_s(gpu, "bf16")
+        assert peak is not None  # the bf16 peak is a required field
+    else:
+        peak = training.peak_flops_per_s(gpu, setup.precision)
     assert gpu.matmul_efficiency is not None
     outside = model_of(shape).outside_linear_flops(setup.seq_len)
     return 3 * outside * setup.micro_batch / (setup.tp * setup.cp) / (peak * gpu.matmul_efficiency)
