@@ -9,7 +9,10 @@ prediction is fitted to these times; the ratios are what the measured GEMM, NCCL
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from conftest import run_in_process
 
 from tfcost.costs import step_time
 from tfcost.readers.presets import load_gpu, load_model
@@ -23,6 +26,7 @@ KORTHIKANTI = {
     "530B": (20480, 128, 105, 8, 35, 280, 1, 3, 37.83),
     "1T": (25600, 160, 128, 8, 64, 512, 1, 1, 71.49),
 }
+MPT_1B = Path(__file__).resolve().parent.parent / "validation" / "models" / "mpt-1b.yaml"
 # What the prediction gives today, predicted / published: a change to the model shows up here.
 RATIOS = {"22B": 0.936, "175B": 0.942, "530B": 0.906, "1T": 0.959}
 
@@ -378,3 +382,44 @@ def test_syncing_every_micro_batch_reduce_scatters_every_backward():
     before = step_time.step_seconds(shape, gpu, overlapped)["dp_comm"]
     after = step_time.step_seconds(shape, gpu, overlapped.model_copy(update={"reduce_every_micro_batch": True}))
     assert after["dp_comm"] == pytest.approx(before + once / 2 / 32, rel=1e-9)
+
+
+def test_logit_metrics_price_composers_cross_entropies_over_the_logits():
+    # Composer updates each train metric on every micro-batch's logits, forward only: llm-foundry's MPT asks for two
+    # (LanguageCrossEntropy, LanguagePerplexity). Under autocast (bf16-mixed) cross_entropy runs in fp32: the upcast
+    # reads 2 and writes 4 bytes a logit, log_softmax reads 4 and writes 4: 14; under fp8 (Composer's amp_fp8: no
+    # autocast) log_softmax on the bf16 logits, 2 + 2. MPT-1B (V 50,368), b 14 x T 2,048 on one A100 80GB (2.039 TB/s).
+    shape = load_model(str(MPT_1B))
+    gpu = load_gpu("a100-80gb")
+    plain = TrainingSetup(tokens=14 * 2048, seq_len=2048, micro_batch=14, gpus=1)
+    metered = plain.model_copy(update={"logit_metrics": 2})
+    logits = 14 * 2048 * 50368
+    assert step_time.metric_seconds(shape, gpu, plain) == 0
+    assert step_time.metric_seconds(shape, gpu, metered) == pytest.approx(2 * logits * 14 / 2.039e12, rel=1e-9)
+    fp8 = metered.model_copy(update={"precision": "fp8"})
+    assert step_time.metric_seconds(shape, gpu, fp8) == pytest.approx(2 * logits * 4 / 2.039e12, rel=1e-9)
+    steps = {name: step_time.step_seconds(shape, gpu, setup) for name, setup in (("p", plain), ("m", metered))}
+    assert steps["m"]["memory_bound"] - steps["p"]["memory_bound"] == pytest.approx(
+        2 * logits * 14 / 2.039e12, rel=1e-9
+    )
+    assert steps["m"]["matmuls"] == steps["p"]["matmuls"]
+
+
+def test_fp8_training_runs_the_output_head_in_bf16():
+    # Transformer Engine converts only its own modules (llm-foundry swaps te.Linear in for the layers; MPT's head is
+    # the tied embedding's F.linear), torchtitan's float8 skips "output", DeepSeek-V3 keeps "the output head" in BF16:
+    # the head's 3 x 2 d V FLOPs a token at the BF16 peak (989.4 TFLOP/s) x MAMF (0.8009) on an H100, under fp8 as
+    # under bf16-mixed. MPT-1B: d 2,048, V 50,368, b 56 x T 512.
+    shape = load_model(str(MPT_1B))
+    gpu = load_gpu("h100-sxm")
+    bf16 = TrainingSetup(tokens=56 * 512, seq_len=512, micro_batch=56, gpus=1)
+    fp8 = bf16.model_copy(update={"precision": "fp8"})
+    expected = 3 * 2 * 2048 * 50368 * 56 * 512 / (989.4e12 * 0.8009)
+    assert step_time.head_seconds(shape, gpu, fp8) == pytest.approx(expected, rel=1e-9)
+    assert step_time.head_seconds(shape, gpu, bf16) == pytest.approx(expected, rel=1e-9)
+
+
+def test_negative_logit_metrics_fail_in_one_line():
+    bad = run_in_process("train", str(MPT_1B), "--gpu", "a100-80gb", "--logit-metrics", "-1")
+    assert bad.code != 0 and bad.stdout == ""
+    assert len(bad.stderr.strip().splitlines()) == 1 and "--logit-metrics" in bad.stderr

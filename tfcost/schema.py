@@ -940,6 +940,12 @@ class TrainingSetup(Frozen):
         description="the model trains with dropout: its masks are saved for the backward (Korthikanti et al.'s count); "
         "off for models without dropout (Llama's code has none)",
     )
+    logit_metrics: int = Field(
+        0,
+        ge=0,
+        description="cross-entropy metrics computed on each micro-batch's logits besides the loss, forward only "
+        "(Composer's train metrics: llm-foundry's MPT computes LanguageCrossEntropy and LanguagePerplexity, 2)",
+    )
     offload_activations: bool = Field(
         False,
         description="every layer's saved activations but the one in use move to host memory (torchtune's "

@@ -227,6 +227,15 @@ def train(
     ] = default(TrainingSetup, "accumulate_unsharded"),
     reduce_every_micro_batch: ReduceEveryMicroBatchOption = default(TrainingSetup, "reduce_every_micro_batch"),
     dropout: DropoutOption = default(TrainingSetup, "dropout"),
+    logit_metrics: Annotated[
+        int,
+        typer.Option(
+            "--logit-metrics",
+            min=0,
+            help="Cross-entropy metrics a trainer computes on each micro-batch's logits besides the loss, forward "
+            "only (Composer's train metrics: 2 for llm-foundry's MPT).",
+        ),
+    ] = default(TrainingSetup, "logit_metrics"),
     offload_activations: Annotated[
         bool,
         typer.Option(
@@ -277,6 +286,7 @@ def train(
         kernels=kernels, loss=loss, reshard_after_forward=reshard_after_forward, images=images, image_size=image_size,
         audio_seconds=audio_seconds, accumulate_unsharded=accumulate_unsharded, frozen_gradients=frozen_gradients,
         offload_activations=offload_activations, reduce_every_micro_batch=reduce_every_micro_batch, dropout=dropout,
+        logit_metrics=logit_metrics,
     )  # fmt: skip
     # Does it fit? If not, the nearest layout that does; `tfcost plan`'s command module (its typer app) is
     # imported only then.

@@ -18,7 +18,8 @@ rows (tfcost.core.model.Model), the average of its layers:
 - memory-bound ops: norms, residual/bias-dropout-adds and the MLP activation, each reading and writing its
   tensors once at the HBM bandwidth; backward twice the forward's traffic. With `--kernels eager` (no compile,
   norms written in Python) also each unfused pass of an RMSNorm, rotary and SwiGLU (`eager_bytes_per_token`), and
-  with `--loss full` the fp32 cross-entropy's passes over the logits on the last stage (`loss_seconds`);
+  with `--loss full` the fp32 cross-entropy's passes over the logits on the last stage (`loss_seconds`), and with
+  `--logit-metrics N` the forward passes of N cross-entropy metrics over them (`metric_seconds`, Composer's);
 - recomputation: selective redoes the attention scores; full redoes the layer's forward (compute and TP comm);
 - tensor-parallel communication: per layer 4 all-gathers/reduce-scatters forward and 6 backward with sequence
   parallelism (the all-gather is redone for the weight gradients), or 2 + 2 all-reduces without, of the
@@ -451,6 +452,33 @@ def loss_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> float
     return logits * (LOSS_FP32_BYTES_PER_LOGIT + 2 * element) / hardware.bandwidth_bytes_per_s(gpu)
 
 
+# Metrics over the logits (`--logit-metrics N`): Composer's trainer updates every train metric on each micro-batch's
+# logits after its backward, "if self.state.train_metrics is not None and len(self.state.train_metrics) != 0: ...
+# self._eval_train_metrics(device_batch)" (composer/trainer/trainer.py at v0.16.4, the <0.17 that llm-foundry's
+# setup.py at 061f2c7 asks for), which reuses the training outputs ("output = outputs if outputs else
+# self.forward(batch)", models/huggingface.py) under the training precision context. llm-foundry's MPT asks for two,
+# "train_metrics = [LanguageCrossEntropy(), LanguagePerplexity()] if use_train_metrics else []" (use_train_metrics
+# defaults True, modeling_mpt.py at 061f2c7), and each update runs "torch.nn.CrossEntropyLoss(ignore_index=ignore_index,
+# reduction='sum')" over every logit (composer/metrics/nlp.py; LanguagePerplexity subclasses LanguageCrossEntropy and
+# inherits its update). Forward only, under torch.no_grad. Under autocast (bf16-mixed: Composer's amp_bf16 is
+# "torch.cuda.amp.autocast(enabled=True, dtype=torch.bfloat16)") cross_entropy is one of the "CUDA Ops that can autocast
+# to float32" (PyTorch's torch.amp docs): the upcast reads e and writes 4, log_softmax reads 4 and writes 4; without it
+# (Composer's amp_fp8 is "te.fp8_autocast" alone, composer/core/precision.py) log_softmax reads and writes e. The
+# nll_loss gathers one entry a row: left out.
+METRIC_FP32_BYTES_PER_LOGIT = 12
+
+
+def metric_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> float:
+    """The logit metrics' memory traffic for one micro-batch on the last stage (`--logit-metrics`), the logits split
+    over t; 0 without metrics."""
+    if setup.logit_metrics == 0:
+        return 0.0
+    element = activations.ACTIVATION_BYTES[setup.precision]
+    per_logit = element + METRIC_FP32_BYTES_PER_LOGIT if setup.precision == "bf16-mixed" else 2 * element
+    logits = setup.micro_batch * setup.seq_len / (setup.tp * setup.cp) * shape.vocab_size
+    return setup.logit_metrics * logits * per_logit / hardware.bandwidth_bytes_per_s(gpu)
+
+
 def ep_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> float:
     """One layer's expert-parallel all-to-alls (dispatch and combine, forward and backward), the average over the
     layers: the copies to GPUs of this node over its link and those to other nodes over the network
@@ -483,11 +511,24 @@ def moe_share(shape: ModelShape) -> float:
     return moe_layer_count(shape) / layer_count(shape)
 
 
+# FP8 training runs the layers' linear rows in FP8 and leaves the output head in BF16, in every engine the validation
+# cases ran: Transformer Engine casts only its own modules, and llm-foundry's FP8 tables swap those in for the layers
+# alone ("parameters['model']['fc_type'] = 'te'", scripts/train/benchmarking/submit_benchmarks.py at 061f2c7) while
+# MPT's head stays the tied embedding's "return F.linear(input, self.weight)" (llmfoundry/models/layers/
+# custom_embedding.py); torchtitan's float8 converts "module_filter_fn=lambda mod, fqn: fqn != \"output\"" (torchao's
+# convert_to_float8_training); DeepSeek-V3 keeps "the original precision (e.g., BF16 or FP32) for ... the embedding
+# module, the output head, MoE gating modules, normalization operators, and attention operators" (report §3.3.1).
+
+
 def head_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> float:
     """The matmuls outside the layers (the output head, and an embedding projection or pooler where a model has
     them) forward and backward for one micro-batch, on the last stage, split over t (vocabulary parallel), at the
-    GPU's measured matmul efficiency."""
-    peak = training.peak_flops_per_s(gpu, setup.precision)
+    GPU's measured matmul efficiency, in BF16 under FP8 training (the engines' sources above)."""
+    if setup.precision == "fp8":
+        peak = hardware.peak_flops_per_s(gpu, "bf16")
+        assert peak is not None  # the bf16 peak is a required field
+    else:
+        peak = training.peak_flops_per_s(gpu, setup.precision)
     assert gpu.matmul_efficiency is not None
     outside = model_of(shape).outside_linear_flops(setup.seq_len)
     return 3 * outside * setup.micro_batch / (setup.tp * setup.cp) / (peak * gpu.matmul_efficiency)
@@ -501,7 +542,7 @@ def step_seconds(
     stages = parallel.stage_layers(layer_count(shape), setup.pp, setup.pp_first_layers, setup.pp_last_layers)
     layer = layer_seconds(shape, gpu, setup) if layer is None else layer
     head = head_seconds(shape, gpu, setup)
-    loss = loss_seconds(shape, gpu, setup)
+    loss = loss_seconds(shape, gpu, setup) + metric_seconds(shape, gpu, setup)
     per_layer = sum(layer.values())
     times = [n * per_layer + (head + loss if i == len(stages) - 1 else 0.0) for i, n in enumerate(stages)]
     busiest = max(range(len(stages)), key=lambda i: times[i])
