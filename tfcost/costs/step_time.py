@@ -48,8 +48,10 @@ rows (tfcost.core.model.Model), the average of its layers:
   data_par_overlap do: each layer's bucket is launched when that layer's backward (forward, for gathers) ends
   and hides under the next layer's compute, so the last bucket is always exposed and any excess of a bucket
   over a layer's compute adds up (`overlapped_seconds`; NeMo: the overlap "exposes only one DP communication
-  chunk"). Gradients reduce during the last micro-batch's backward (the all-gather half of ZeRO's reduce during
-  the next step's first forward, Megatron's --overlap-param-gather); ZeRO-3's gathers in every pass. Without
+  chunk"). While a hidden bucket runs, its NCCL kernel holds NCCL_RING_CTAS of the SMs (24 on an NVLink node,
+  NCCL's channel count) and the compute beside it runs on the rest (`nccl_sm_share`). Gradients reduce during
+  the last micro-batch's backward (the all-gather half of ZeRO's reduce during the next step's first forward,
+  Megatron's --overlap-param-gather); ZeRO-3's gathers in every pass. Without
   overlap (`--no-dp-overlap`, Megatron-LM's own default and its 2022 runs) all of it is exposed;
 - optimizer: reads and writes every sharded weight, gradient and state byte once at the HBM bandwidth.
 Collectives run at the bus bandwidth nccl-tests measure: 200 of NVLink 3's 300 GB/s on 8 A100s
@@ -85,6 +87,19 @@ SCORE_BYTES_PER_ENTRY = 13  # QK^T writes 2; softmax reads 2, writes 2; dropout 
 # SMs the overlapped all-to-all kernels hold while they run: "we allocate 20 out of the 132 SMs available in the H800
 # GPU for this purpose, which will limit the computational throughput" (DeepSeek-V3 report §3.5.1; DeepEP's default)
 EP_COMM_SMS = 20
+# CTAs (one per SM) an NCCL ring all-gather or reduce-scatter launches on an 8-GPU NVLink/NVSwitch node: one CTA per
+# channel (NVIDIA/nccl v2.21.5-1 src/enqueue.cc: "dim3 grid = {(unsigned)plan->channelCount, 1, 1};"), and large
+# messages use every channel. The channels: the ring search finds up to MAXCHANNELS/2 (init.cc: "ringGraph.maxChannels
+# = MAXCHANNELS/2"), ncclTopoDupChannels doubles them ("int dupChannels = std::min(graph->nChannels*2,
+# graph->maxChannels)") and ncclTopoPostset doubles them again ("nChannels = comm->nChannels =
+# std::min(MAXCHANNELS,nChannels*2)"): on HGX A100 (12 NVLinks at SM80_NVLINK_BW 20.0) 6 ring channels at
+# speedArrayIntra's 40 GB/s, 12, then 24, as NCCL's own log on an 8 x A100 NVSwitch node prints ("NCCL INFO Channel
+# 23/24 :    0   1   2   3   4   5   6   7", NVIDIA/nccl-tests#100). On an 8 x H100 node (18 NVLinks at 20.6) the same
+# steps give 6 at sm90SpeedArrayIntra's 60 GB/s, 12, 24 (and on H800, 8 NVLinks: 4 at 40, 8, 16, as its log prints,
+# "NCCL INFO 16 coll channels, 0 nvls channels", NVIDIA/nccl#892). While the kernel runs its CTAs hold their SMs: the
+# layers' compute beside it runs on the rest, as EP_COMM_SMS prices for the all-to-alls. Multi-node rings are searched
+# against the NICs' bandwidth and may take 16-32 (connect.cc doubles Hopper's under 16); the node's count is used.
+NCCL_RING_CTAS = 24
 GPUS_PER_NODE = 8  # tensor and context parallelism stay inside a node up to this many GPUs
 # Eager PyTorch (`--kernels eager`: no torch.compile, norms written in Python) runs each elementwise op of a layer as
 # its own kernel, each reading and writing its tensors at the HBM rate, where the fold above counts a fused norm's,
@@ -466,14 +481,17 @@ def ep_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> float:
     return seconds * moe_share(shape)
 
 
-def overlapped_seconds(bucket: float, window: float, buckets: int) -> float:
+def overlapped_seconds(bucket: float, window: float, buckets: int, sm_share: float = 0.0) -> float:
     """Exposed time of `buckets` equal collectives, each launched as one layer's compute ends and run while the
     next layer computes for `window` seconds: the last bucket has nothing left to hide under, and a bucket longer
-    than its window delays the next, c + max(0, (n - 1)(c - w)). Calculon's data_par_overlap (calculon/llm/llm.py:
-    every chunk but the last overlapped, the excess exposed), without its processor-usage slowdown."""
+    than its window delays the next. While a hidden bucket runs, its NCCL kernel holds `sm_share` of the SMs
+    (`nccl_sm_share`): the window's compute runs on the rest, so it ends c x share later, or the bucket outlasts it:
+    c + (n - 1) max(0, c - w, c x share), as ep_seconds prices the overlapped all-to-alls. Calculon's
+    data_par_overlap (calculon/llm/llm.py: every chunk but the last overlapped, the excess exposed) plus that
+    share."""
     if bucket == 0:
         return 0.0
-    return bucket + max(0.0, (buckets - 1) * (bucket - window))
+    return bucket + (buckets - 1) * max(0.0, bucket - window, bucket * sm_share)
 
 
 def moe_share(shape: ModelShape) -> float:
@@ -555,11 +573,23 @@ def dp_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup, n_layers: 
     forward = layer_forward_seconds(layer, setup)
     backward = sum(layer.values()) - forward
     deferred = half if setup.zero >= 1 else 0.0  # ZeRO's all-gather of the updated weights: next step's forward
-    first_forward = overlapped_seconds(gather + deferred, forward, n_layers)
-    last_backward = overlapped_seconds(gather + 2 * half - deferred, backward, n_layers)
+    share = nccl_sm_share(gpu)
+    first_forward = overlapped_seconds(gather + deferred, forward, n_layers, share)
+    last_backward = overlapped_seconds(gather + 2 * half - deferred, backward, n_layers, share)
     # Gradients synced every micro-batch (training.shards_accumulated_gradients): each backward reduce-scatters
     every = half if training.shards_accumulated_gradients(setup) else 0.0
     other_passes = (m - 1) * (
-        overlapped_seconds(gather, forward, n_layers) + overlapped_seconds(gather + every, backward, n_layers)
+        overlapped_seconds(gather, forward, n_layers, share)
+        + overlapped_seconds(gather + every, backward, n_layers, share)
     )
     return first_forward + last_backward + other_passes
+
+
+def nccl_sm_share(gpu: GpuSpec) -> float:
+    """The share of the GPU's SMs an overlapped data-parallel collective's NCCL kernel holds while it runs:
+    NCCL_RING_CTAS / SMs on a GPU whose node is joined by NVLink, 0 elsewhere (a PCIe node's rings take a few
+    channels, not priced) or where the table has no SM count."""
+    nvlink = (gpu.intra_node_link or "").lower().startswith("nvlink")
+    if not nvlink or gpu.sm_count is None:
+        return 0.0
+    return NCCL_RING_CTAS / gpu.sm_count
