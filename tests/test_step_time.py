@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from tfcost.core import params
-from tfcost.costs import step_time
+from tfcost.costs import engine_memory, step_time
 from tfcost.readers.presets import load_gpu, load_model
 from tfcost.reports.train import train
 from tfcost.schema import ModelShape, TrainingSetup
@@ -349,6 +349,26 @@ def test_eager_kernels_price_each_unfused_elementwise_pass():
     # MPT (one fused nn.LayerNorm kernel, ALiBi, a GELU MLP) has no such pass: eager and fused are priced alike.
     mpt = load_model("validation/models/mpt-7b.yaml")
     assert step_time.layer_seconds(mpt, gpu, eager) == step_time.layer_seconds(mpt, gpu, fused)
+
+
+def test_fused_norm_kernels_price_rotary_and_swiglu_but_not_the_norms():
+    # torchtitan 0413364's llama3_8b.toml and llama2_13b.toml: "compile = false" with norm_type = "fused_rmsnorm" (a
+    # Triton kernel, counted once in the fold as a fused norm): of the eager passes above, only rotary's 20 bytes an
+    # element of q and k and SwiGLU's 4 an element of F remain, per token of a Llama-3-8B layer, forward; backward
+    # twice that. Its activations keep the fused norm's 16-bit input, as --kernels fused.
+    shape = load_model("llama-3-8b")
+    gpu = load_gpu("a100-80gb")
+    fused = TrainingSetup(tokens=10**9, seq_len=8192, gpus=1)
+    fused_norm = fused.model_copy(update={"kernels": "fused-norm"})
+    per_token = (32 + 8) * 128 * 20 + 14336 * 4
+    assert per_token == 159_744
+    extra = (
+        step_time.layer_seconds(shape, gpu, fused_norm)["memory_bound"]
+        - step_time.layer_seconds(shape, gpu, fused)["memory_bound"]
+    )
+    assert extra == pytest.approx(3 * 8192 * per_token / 2.039e12, rel=1e-9)
+    assert engine_memory.eager_norm_bytes(shape, fused_norm) == 0
+    assert engine_memory.eager_norm_bytes(shape, fused.model_copy(update={"kernels": "eager"})) > 0
 
 
 def test_full_fp32_loss_prices_its_passes_over_the_logits():

@@ -808,7 +808,9 @@ class GpuSpec(Frozen):
 Recompute = Literal["none", "selective", "selective-op", "full"]
 Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "adafactor", "sgd", "muon"]
 Precision = Literal["bf16-mixed", "fp8", "bf16", "fp32"]
-Kernels = Literal["fused", "eager"]  # how the norms run: fused (compiled) or eager PyTorch (fp32 copies kept)
+# How the elementwise ops run: fused (compiled), eager PyTorch (norms keep fp32 copies), or fused-norm: no compile but
+# the norms in one fused kernel (torchtitan's norm_type = "fused_rmsnorm", a Triton kernel), the rest eager
+Kernels = Literal["fused", "eager", "fused-norm"]
 # Which fused attention kernel: fa2 (FlashAttention-2: flash-attn 2.x, PyTorch SDPA's flash backend) or fa1 (a
 # FlashAttention-1-class kernel: flash-attn 1.x, llm-foundry's Triton kernel, attn_impl: triton)
 FlashKernel = Literal["fa2", "fa1"]
@@ -896,7 +898,9 @@ class TrainingSetup(Frozen):
         False, description="under fp8, attention runs in FP8 too (else BF16, as Transformer Engine and torchao do)"
     )
     kernels: Kernels = Field(
-        "fused", description="fused: compiled or fused norms keep their 16-bit input; eager: unfused PyTorch norms"
+        "fused",
+        description="fused: compiled or fused norms keep their 16-bit input; eager: unfused PyTorch norms; fused-norm: "
+        "uncompiled, norms in a fused kernel (torchtitan's fused_rmsnorm)",
     )
     dp_overlap: bool = Field(
         True, description="data-parallel collectives in per-layer buckets overlapped with compute (DDP, FSDP)"

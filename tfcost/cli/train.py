@@ -164,7 +164,8 @@ def train(
         Kernels,
         typer.Option(
             "--kernels",
-            help="fused: norms fused or compiled; eager: unfused PyTorch norms keep an fp32 copy (activations +4d).",
+            help="fused: norms fused or compiled; eager: unfused PyTorch norms keep an fp32 copy (activations +4d); "
+            "fused-norm: uncompiled, but norms in a fused kernel (torchtitan's fused_rmsnorm).",
         ),
     ] = default(TrainingSetup, "kernels"),
     dp_overlap: DpOverlapOption = default(TrainingSetup, "dp_overlap"),

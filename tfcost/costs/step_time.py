@@ -17,7 +17,8 @@ rows (tfcost.core.model.Model), the average of its layers:
   FlashAttention-1-class kernel, `--flash-kernel fa1`), backward 2.5 x forward (Dao 2023 §4.1);
 - memory-bound ops: norms, residual/bias-dropout-adds and the MLP activation, each reading and writing its
   tensors once at the HBM bandwidth; backward twice the forward's traffic. With `--kernels eager` (no compile,
-  norms written in Python) also each unfused pass of an RMSNorm, rotary and SwiGLU (`eager_bytes_per_token`), and
+  norms written in Python) also each unfused pass of an RMSNorm, rotary and SwiGLU (`eager_bytes_per_token`; with
+  `--kernels fused-norm`, no compile but a fused norm kernel, those of rotary and SwiGLU), and
   with `--loss full` the fp32 cross-entropy's passes over the logits on the last stage (`loss_seconds`);
 - recomputation: selective redoes the attention scores; full redoes the layer's forward (compute and TP comm);
 - tensor-parallel communication: per layer 4 all-gathers/reduce-scatters forward and 6 backward with sequence
@@ -104,7 +105,10 @@ GPUS_PER_NODE = 8  # tensor and context parallelism stay inside a node up to thi
 # Eager PyTorch (`--kernels eager`: no torch.compile, norms written in Python) runs each elementwise op of a layer as
 # its own kernel, each reading and writing its tensors at the HBM rate, where the fold above counts a fused norm's,
 # residual add's and MLP activation's tensors once. Counted from torchtitan's Llama, which its A100 benchmarks ran
-# with "compile = false" and "norm_type = \"rmsnorm\"" (train_configs/llama3_8b.toml), in bytes per element of
+# with "compile = false" (at 0413364, the commit of docs/performance.md's A100 tables: train_configs/llama3_70b.toml
+# with 'norm_type = "rmsnorm"', eager; llama3_8b.toml and llama2_13b.toml with 'norm_type = "fused_rmsnorm"',
+# torchtitan/models/norms.py's FusedRMSNorm, a Triton kernel: `--kernels fused-norm`, the passes below but the
+# RMSNorm's), in bytes per element of
 # e-byte activations:
 # - RMSNorm, "output = self._norm(x.float()).type_as(x); return output * self.weight" with "_norm: x *
 #   torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)" (torchtitan/models/norms.py): the upcast e + 4, pow 8,
@@ -353,7 +357,7 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
     )  # norms, residual adds
     activation = element * model.activation_elements_per_token()  # the MLP rows' activations (none without an MLP)
     elementwise_fwd = tokens * (d_wide * d / (t if setup.sequence_parallel else 1) + activation / t) / bandwidth
-    if setup.kernels == "eager":
+    if setup.kernels != "fused":
         elementwise_fwd += tokens * eager_bytes_per_token(shape, setup, element) / bandwidth
     if setup.flash:
         # its rate over the kept entries: a causal run gains 1.7-1.8x, not 2x (costs/efficiency.py)
@@ -436,12 +440,12 @@ def layer_forward_seconds(parts: dict[str, float], setup: TrainingSetup) -> floa
 
 def eager_bytes_per_token(shape: ModelShape, setup: TrainingSetup, element: int) -> float:
     """What one layer's eager elementwise ops read and write per token on one GPU beyond the fold, forward (the
-    constants above): the block's RMSNorms (split over t with sequence parallelism), rotary on queries and keys and
-    the SwiGLU product's extra pass (split over t by heads and columns)."""
+    constants above): the block's RMSNorms (split over t with sequence parallelism; none under `fused-norm`, whose
+    norm is one fused kernel, as the fold counts it), rotary on queries and keys and the SwiGLU product's extra pass
+    (split over t by heads and columns)."""
     t = setup.tp
-    norms = (
-        shape.block_norms * shape.d_model * (EAGER_RMSNORM_FP32_BYTES + 2 * element) if shape.norm == "rmsnorm" else 0
-    )
+    eager_norms = shape.norm == "rmsnorm" and setup.kernels == "eager"
+    norms = shape.block_norms * shape.d_model * (EAGER_RMSNORM_FP32_BYTES + 2 * element) if eager_norms else 0
     rotary = 0
     if shape.position == "rotary":
         rotary = (shape.n_heads + shape.n_kv_heads) * shape.head_dim * (EAGER_ROTARY_FP32_BYTES + 2 * element)
