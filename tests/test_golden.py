@@ -76,6 +76,7 @@ ADDED |= {"setup.reshard_after_forward"}  # issue 22: FSDP keeps gathered weight
 ADDED |= {"setup.flash_kernel"}  # issue 22: --flash-kernel fa2 (the default) or fa1 (flash-attn 1.x, Triton)
 # Issue 23: FSDP's gradients synced every micro-batch (Llama 3's), dropout masks left out (Llama's code has none)
 ADDED |= {"setup.reduce_every_micro_batch", "setup.dropout"}
+ADDED |= {"setup.fsdp2"}  # issue 22: --fsdp2 prices FSDP2's copy-out of its all-gathers and copy-in of its reduces
 
 PINNED: dict[str, Any] = json.loads(GOLDEN.read_text())
 

@@ -311,6 +311,28 @@ def test_ep_overlap_exposes_what_outlasts_compute_or_the_comm_sms_share():
     assert branches == {True, False}
 
 
+def test_fsdp2_copies_each_gathered_weight_and_each_reduced_gradient_once():
+    # FSDP2's split_with_sizes_copy after each all-gather (read and write 2 bytes a bf16 weight, forward and backward)
+    # and its torch.cat of the bf16 gradients into the fp32 reduce-scatter input (read 2, write 4): 14 bytes for each
+    # of Llama-3-8B's 8,030,261,248 parameters on each of 64 A100s (2.039 TB/s), one micro-batch a step; with the
+    # weights kept gathered to the backward (--reshard-after-forward never) one copy-out fewer, 10 bytes.
+    shape = load_model("llama-3-8b")
+    gpu = load_gpu("a100-80gb")
+    setup = TrainingSetup(tokens=64 * 8192, seq_len=8192, gpus=64, zero=3, global_batch=64, fsdp2=True)
+    assert step_time.fsdp2_copy_seconds(shape, gpu, setup) == pytest.approx(8_030_261_248 * 14 / 2.039e12, rel=1e-9)
+    kept = setup.model_copy(update={"reshard_after_forward": "never"})
+    assert step_time.fsdp2_copy_seconds(shape, gpu, kept) == pytest.approx(8_030_261_248 * 10 / 2.039e12, rel=1e-9)
+    # four micro-batches, gradients reduced at the last only: 4 x 2 copy-outs and one copy-in, 4 x 8 + 6 bytes
+    four = setup.model_copy(update={"global_batch": 256, "tokens": 256 * 8192})
+    assert step_time.fsdp2_copy_seconds(shape, gpu, four) == pytest.approx(8_030_261_248 * 38 / 2.039e12, rel=1e-9)
+    without = setup.model_copy(update={"fsdp2": False})
+    assert step_time.fsdp2_copy_seconds(shape, gpu, without) == 0.0
+    steps = {flag: step_time.step_seconds(shape, gpu, s) for flag, s in ((True, setup), (False, without))}
+    assert steps[True]["memory_bound"] - steps[False]["memory_bound"] == pytest.approx(
+        8_030_261_248 * 14 / 2.039e12, rel=1e-9
+    )
+
+
 def test_ep_overlap_through_the_cli(tfcost):
     import json
 

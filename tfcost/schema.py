@@ -933,6 +933,11 @@ class TrainingSetup(Frozen):
         description="ZeRO-3 / FSDP: the step's micro-batches accumulate their gradients unsharded, reduce-scattered "
         "at the last (FSDP's no_sync, Lightning's no_backward_sync); under pipeline parallelism always",
     )
+    fsdp2: bool = Field(
+        False,
+        description="ZeRO-3 as PyTorch's FSDP2 (fully_shard) runs it: each all-gather copied out into the "
+        "parameters and each reduce-scatter's fp32 input copied in from the gradients, on the GPU (torchtitan)",
+    )
     reduce_every_micro_batch: bool = Field(
         False,
         description="ZeRO-2 / ZeRO-3 as FSDP syncs by default: each micro-batch's gradients reduce-scattered after its "
@@ -967,6 +972,8 @@ class TrainingSetup(Frozen):
             raise ValueError("qlora needs a lora rank (--lora R)")
         if (self.accumulate_unsharded or self.frozen_gradients) and self.zero != 3:
             raise ValueError("--accumulate-unsharded and --frozen-gradients describe FSDP (ZeRO-3): add --zero 3")
+        if self.fsdp2 and self.zero != 3:
+            raise ValueError("--fsdp2 describes FSDP2's sharded weights (ZeRO-3): add --zero 3")
         if self.accumulate_unsharded and self.reduce_every_micro_batch:
             raise ValueError("--accumulate-unsharded and reduce_every_micro_batch contradict each other: choose one")
         if self.frozen_gradients and self.lora_rank is None:

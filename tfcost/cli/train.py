@@ -226,6 +226,14 @@ def train(
             "last (FSDP's no_sync, Lightning's no_backward_sync); always so under --pp > 1.",
         ),
     ] = default(TrainingSetup, "accumulate_unsharded"),
+    fsdp2: Annotated[
+        bool,
+        typer.Option(
+            "--fsdp2",
+            help="ZeRO-3 as PyTorch's FSDP2 (fully_shard, torchtitan) runs it: prices its copy-out of each all-gather "
+            "and its copy-in of each reduce-scatter's fp32 input, passes over HBM.",
+        ),
+    ] = default(TrainingSetup, "fsdp2"),
     reduce_every_micro_batch: ReduceEveryMicroBatchOption = default(TrainingSetup, "reduce_every_micro_batch"),
     dropout: DropoutOption = default(TrainingSetup, "dropout"),
     offload_activations: Annotated[
@@ -278,6 +286,7 @@ def train(
         kernels=kernels, loss=loss, reshard_after_forward=reshard_after_forward, images=images, image_size=image_size,
         audio_seconds=audio_seconds, accumulate_unsharded=accumulate_unsharded, frozen_gradients=frozen_gradients,
         offload_activations=offload_activations, reduce_every_micro_batch=reduce_every_micro_batch, dropout=dropout,
+        fsdp2=fsdp2,
     )  # fmt: skip
     # Does it fit? If not, the nearest layout that does; `tfcost plan`'s command module (its typer app) is
     # imported only then.

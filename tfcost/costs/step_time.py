@@ -54,6 +54,9 @@ rows (tfcost.core.model.Model), the average of its layers:
   the last micro-batch's backward (the all-gather half of ZeRO's reduce during the next step's first forward,
   Megatron's --overlap-param-gather); ZeRO-3's gathers in every pass. Without
   overlap (`--no-dp-overlap`, Megatron-LM's own default and its 2022 runs) all of it is exposed;
+- FSDP2 (`--fsdp2`): its copy-out of each all-gather into the parameters and copy-in of each reduce-scatter's fp32
+  input, each a pass over the stage's weights at the HBM bandwidth, with the memory-bound ops
+  (`fsdp2_copy_seconds`);
 - optimizer: reads and writes every sharded weight, gradient and state byte once at the HBM bandwidth.
 Collectives run at the bus bandwidth nccl-tests measure: 200 of NVLink 3's 300 GB/s on 8 A100s
 (NVIDIA/nccl-tests#149) and 96 of 100 GB/s over 4 HDR InfiniBand ports (NVIDIA/nccl-tests#119).
@@ -99,7 +102,7 @@ EP_COMM_SMS = 20
 # steps give 6 at sm90SpeedArrayIntra's 60 GB/s, 12, 24 (and on H800, 8 NVLinks: 4 at 40, 8, 16, as its log prints,
 # "NCCL INFO 16 coll channels, 0 nvls channels", NVIDIA/nccl#892). While the kernel runs its CTAs hold their SMs: the
 # layers' compute beside it runs on the rest, as EP_COMM_SMS prices for the all-to-alls. Multi-node rings are searched
-# against the NICs' bandwidth and may take 16-32 (connect.cc doubles Hopper's under 16); the node's count is used.
+# against the NICs' bandwidth instead (a count not derived here); the node's count is used.
 NCCL_RING_CTAS = 24
 GPUS_PER_NODE = 8  # tensor and context parallelism stay inside a node up to this many GPUs
 # Eager PyTorch (`--kernels eager`: no torch.compile, norms written in Python) runs each elementwise op of a layer as
@@ -538,7 +541,7 @@ def step_seconds(
     n_layers = stages[busiest]
     parts = {key: m * n_layers * value for key, value in layer.items()}
     parts["matmuls"] += m * (head if busiest == len(stages) - 1 else 0.0)
-    parts["memory_bound"] += m * (loss if busiest == len(stages) - 1 else 0.0)
+    parts["memory_bound"] += m * (loss if busiest == len(stages) - 1 else 0.0) + fsdp2_copy_seconds(shape, gpu, setup)
     parts["pp_comm"] = m * p2p
     parts["bubble"] = parallel.bubble_fraction(p, m, v) * m * micro_batch
 
@@ -556,6 +559,44 @@ def step_seconds(
     return parts
 
 
+def stage_params_per_gpu(shape: ModelShape, setup: TrainingSetup) -> float:
+    """The parameters one GPU's stage holds unsharded: the routed experts split over e, the rest over t x p."""
+    experts = parallel.routed_expert_params(shape) if setup.ep > 1 else 0
+    return (params.total_params(shape) - experts + experts / setup.ep) / (setup.tp * setup.pp)
+
+
+# FSDP2 (PyTorch's fully_shard, `--fsdp2`) copies on the GPU what it gathers and reduces (torch/distributed/
+# _composable/fsdp/_fsdp_collectives.py at pytorch 01d66d2; later versions make the same two calls, as
+# torch.ops.fsdp.split_with_sizes_copy and foreach_reduce_scatter_copy_in):
+# - foreach_all_gather_copy_out, after each all-gather, on the compute stream: "torch.split_with_sizes_copy(
+#   all_gather_output, all_gather_input_split_sizes, dim=1, out=out)" into every unsharded parameter: the layer's
+#   weights read and written once, 2e bytes a parameter, each forward and (resharded after it) each backward;
+# - foreach_reduce_scatter_copy_in, before each reduce-scatter: "reduce_scatter_input = torch.empty(
+#   (reduce_scatter_input_numel,), dtype=reduce_dtype, ...)" and "torch.cat(grad_views, dim=-1,
+#   out=reduce_scatter_input.view(world_size, -1))": each e-byte gradient read and written in the fp32 reduce dtype
+#   (torchtitan's mixed_precision_reduce float32), e + 4 bytes a parameter;
+# - the all-gather's copy-in (torch._foreach_copy_ of the 1/n shard) and the reduce-scatter's 1/n output: not priced.
+# FSDP1 (llm-foundry, Composer) has none of these: it all-gathers into one flat buffer the parameters are views of
+# ("_use_unsharded_flat_param ... This is a view into the *padded* unsharded flat parameter", torch/distributed/fsdp/
+# _flat_param.py) and reduce-scatters the flat gradient as it is.
+FSDP2_REDUCE_BYTES = 4  # the fp32 reduce dtype the gradients are copied into
+
+
+def fsdp2_copy_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> float:
+    """FSDP2's copies in one step on the busiest stage at the HBM bandwidth (the comment above): each micro-batch's
+    all-gathers copied out (forward, and backward unless the weights stay gathered), and each reduce-scatter's input
+    copied in (every micro-batch's when gradients are reduced each, else the last's); 0 without `--fsdp2`, or with one
+    data-parallel rank."""
+    if not setup.fsdp2 or setup.data_parallel * setup.cp == 1:
+        return 0.0
+    m = parallel.micro_batches(setup)
+    element = activations.ACTIVATION_BYTES[setup.precision]
+    gathers = m * (1 if training.keeps_weights_gathered(setup) else 2)
+    reduces = m if training.shards_accumulated_gradients(setup) else 1
+    copied = gathers * 2 * element + reduces * (element + FSDP2_REDUCE_BYTES)
+    return stage_params_per_gpu(shape, setup) * copied / hardware.bandwidth_bytes_per_s(gpu)
+
+
 def dp_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup, n_layers: int, layer: dict[str, float]) -> float:
     """The data-parallel collectives' exposed time in one step on a stage of `n_layers` layers: its parameters in
     one bucket a layer; per bucket a reduce-scatter of the fp32 gradients of what is trained (the adapters alone
@@ -566,8 +607,7 @@ def dp_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup, n_layers: 
     replicas, m = setup.data_parallel * setup.cp, parallel.micro_batches(setup)
     if replicas == 1:
         return 0.0
-    experts = parallel.routed_expert_params(shape) if setup.ep > 1 else 0
-    params_per_gpu = (params.total_params(shape) - experts + experts / setup.ep) / (setup.tp * setup.pp)
+    params_per_gpu = stage_params_per_gpu(shape, setup)
     half = hierarchical_ring_seconds(gradient_bucket_bytes(shape, setup, n_layers), gpu, setup)
     element = activations.ACTIVATION_BYTES[setup.precision]
     gather = hierarchical_ring_seconds(params_per_gpu / n_layers * element, gpu, setup) if setup.zero == 3 else 0.0
