@@ -111,7 +111,7 @@ def test_reports_are_readable_tables(tfcost):
     assert run.code == 0, run.stderr
     for text in ("Chinchilla-optimal: 20 per parameter, the default", "predicted step time", "55,072,195,328",
                  "64 GPUs = 64 data-parallel x tp 1 x pp 1; ZeRO-1; adamw, bf16-mixed",
-                 "2.91 days", "fits: total + context + reserve", "[/ N_d at ZeRO-1+]"):  # fmt: skip
+                 "3.12 days", "fits: total + context + reserve", "[/ N_d at ZeRO-1+]"):  # fmt: skip
         assert text in run.stdout, text
     run = tfcost(*SERVE_ARGS, env={"COLUMNS": "200"})
     assert run.code == 0, run.stderr

@@ -77,6 +77,7 @@ ADDED |= {"setup.flash_kernel"}  # issue 22: --flash-kernel fa2 (the default) or
 # Issue 23: FSDP's gradients synced every micro-batch (Llama 3's), dropout masks left out (Llama's code has none)
 ADDED |= {"setup.reduce_every_micro_batch", "setup.dropout"}
 ADDED |= {"setup.logit_metrics"}  # issue 22: Composer's train metrics over the logits (llm-foundry's MPT: 2)
+ADDED |= {"setup.fsdp2"}  # issue 22: --fsdp2 prices FSDP2's copy-out of its all-gathers and copy-in of its reduces
 
 PINNED: dict[str, Any] = json.loads(GOLDEN.read_text())
 

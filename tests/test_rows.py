@@ -113,15 +113,20 @@ def train_report(name: str, gpus: int, **update: object):
 def test_two_gpus_of_one_node_train_faster_than_one():
     # Before: the gradient all-reduce inside one NVLink node was priced at the 50 GB/s network: 172 days on one
     # H100, 196 on two.
+    # Not quite half: while the hidden gradient buckets run, NCCL's 24 ring CTAs hold 24 of the H100's 132 SMs
+    # (step_time.nccl_sm_share), so the compute beside them takes longer, by less than that share.
     one, two = train_report("llama-3-8b", 1), train_report("llama-3-8b", 2)
     assert two.time.days < one.time.days
-    assert two.time.days == pytest.approx(one.time.days / 2, rel=0.05)
+    assert one.time.days / 2 < two.time.days < one.time.days / 2 * (1 + 24 / 132)
 
 
 def test_eight_gpus_of_one_node_keep_the_mfu_of_one():
     # The reduce runs over NVLink in per-layer buckets under the backward pass. Before: 16% MFU on 8 against 56%.
+    # Less than on one: NCCL's 24 ring CTAs hold 24 of the 132 SMs while the hidden buckets run, and the last
+    # bucket is exposed; the loss stays under that share of the MFU.
     one, eight = train_report("llama-3-8b", 1), train_report("llama-3-8b", 8)
-    assert eight.time.model_utilization == pytest.approx(one.time.model_utilization, abs=0.03)
+    mfu = one.time.model_utilization
+    assert mfu * (1 - 24 / 132) < eight.time.model_utilization < mfu
 
 
 def test_the_data_parallel_group_splits_into_nodes():

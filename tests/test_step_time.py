@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from conftest import run_in_process
 
-from tfcost.costs import step_time
+from tfcost.core import params
+from tfcost.costs import engine_memory, step_time
 from tfcost.readers.presets import load_gpu, load_model
 from tfcost.reports.train import train
 from tfcost.schema import ModelShape, TrainingSetup
@@ -110,10 +111,11 @@ def test_unoverlapped_dp_comm_is_the_hierarchical_all_reduce_of_the_fp32_gradien
 
 
 def test_overlap_hides_what_the_compute_covers_and_no_more():
-    # Per-layer buckets (Calculon's data_par_overlap): exposed = c + max(0, (n - 1)(c - w)) in each pass. Under
-    # ZeRO-1 the gradients' reduce-scatter runs under the backward pass, whose layers each outlast a bucket (only the
-    # last is exposed), and the updated weights' all-gather under the next forward, whose layers are shorter than
-    # a bucket: the 31 excesses add up.
+    # Per-layer buckets (Calculon's data_par_overlap): exposed = c + (n - 1) max(0, c - w, c s) in each pass, s = 24 /
+    # 132 the SMs NCCL's 24 ring CTAs hold on an H100. Under ZeRO-1 the gradients' reduce-scatter runs under the
+    # backward pass, whose layers each outlast a bucket (the last exposed, the 31 others slow the compute by c s),
+    # and the updated weights' all-gather under the next forward, whose layers are shorter than a bucket: the 31
+    # excesses add up.
     shape, setup = llama_on_64_h100s()
     gpu = load_gpu("h100-sxm")
     parts = step_time.step_seconds(shape, gpu, setup)
@@ -123,27 +125,65 @@ def test_overlap_hides_what_the_compute_covers_and_no_more():
     backward = sum(layer.values()) - forward
     bucket = link / 32 / 2
     assert forward < bucket < backward
-    assert parts["dp_comm"] == pytest.approx(2 * bucket + 31 * (bucket - forward), rel=1e-9)
-    assert parts["dp_comm"] == pytest.approx(0.0793, abs=1e-4)  # docs/training.md: 2.91 days at 51.9% MFU
+    share = 24 / 132
+    assert bucket - forward > bucket * share
+    assert parts["dp_comm"] == pytest.approx(2 * bucket + 31 * (bucket - forward) + 31 * bucket * share, rel=1e-9)
+    assert parts["dp_comm"] == pytest.approx(0.1087, abs=1e-4)  # docs/training.md: 3.12 days at 48.5% MFU
     assert 0 < parts["dp_comm"] < link
 
 
 def test_overlap_exposes_only_the_last_bucket_when_compute_covers_the_rest():
     # NeMo's DP overlap "exposes only one DP communication chunk": 32 sequences a micro-batch give each layer's
-    # backward more time than its gradient bucket takes, so only the last bucket (the first layer's) is exposed.
+    # backward more time than its gradient bucket takes, so only the last bucket (the first layer's) is exposed; the
+    # 31 hidden ones slow the compute beside them by their time x 24 / 132 (NCCL's 24 ring CTAs on an H100's SMs).
     shape, setup = llama_on_64_h100s(micro_batch=32, tokens=32 * 64 * 4096, zero=0)
     gpu = load_gpu("h100-sxm")
     link = step_time.step_seconds(shape, gpu, setup.model_copy(update={"dp_overlap": False}))["dp_comm"]
     layer = step_time.layer_seconds(shape, gpu, setup)
     backward = sum(layer.values()) - step_time.layer_forward_seconds(layer, setup)
     assert backward > link / 32
-    assert step_time.step_seconds(shape, gpu, setup)["dp_comm"] == pytest.approx(link / 32, rel=1e-9)
+    assert step_time.step_seconds(shape, gpu, setup)["dp_comm"] == pytest.approx(
+        link / 32 * (1 + 31 * 24 / 132), rel=1e-9
+    )
 
 
 def test_overlapped_seconds():
     assert step_time.overlapped_seconds(2.0, 3.0, 10) == 2.0  # hidden but the last
     assert step_time.overlapped_seconds(3.0, 2.0, 10) == 3.0 + 9 * 1.0  # the excess adds up
     assert step_time.overlapped_seconds(0.0, 2.0, 10) == 0.0
+    # NCCL's kernel holding a share s of the SMs: a hidden bucket of c seconds delays the compute beside it by c s,
+    # or by its excess c - w when that is larger (the larger of the two)
+    assert step_time.overlapped_seconds(2.0, 3.0, 10, 0.25) == 2.0 + 9 * 0.5
+    assert step_time.overlapped_seconds(3.0, 2.0, 10, 0.25) == 3.0 + 9 * 1.0
+    assert step_time.overlapped_seconds(3.0, 2.5, 10, 0.25) == 3.0 + 9 * 0.75
+
+
+def test_nccl_sm_share_is_24_ctas_of_the_sms_on_an_nvlink_node():
+    # NCCL launches one CTA per channel, 24 channels on an 8-GPU NVSwitch node: HGX A100's log prints "Channel 23/24"
+    # (NVIDIA/nccl-tests#100); A100 has 108 SMs, H100 132; a PCIe node is not priced
+    assert step_time.nccl_sm_share(load_gpu("a100-80gb")) == pytest.approx(24 / 108, rel=1e-12)
+    assert step_time.nccl_sm_share(load_gpu("h100-sxm")) == pytest.approx(24 / 132, rel=1e-12)
+    assert step_time.nccl_sm_share(load_gpu("h100-pcie")) == 0.0
+
+
+def test_fsdp_on_64_a100s_pays_the_nccl_share_of_every_hidden_bucket():
+    # torchtitan's Llama 3 8B on 64 A100s (ZeRO-3, one micro-batch): the forward hides 31 weight all-gathers, the
+    # backward 31 all-gathers plus fp32 gradient reduce-scatters, each bucket shorter than a layer's compute; with the
+    # share, each hidden bucket adds its time x 24/108 (a hand sum over the buckets from dp_seconds' own parts).
+    shape = load_model("llama-3-8b")
+    gpu = load_gpu("a100-80gb")
+    setup = TrainingSetup(tokens=64 * 8192, seq_len=8192, gpus=64, zero=3, global_batch=64, recompute="selective-op")
+    layer = step_time.layer_seconds(shape, gpu, setup)
+    forward = step_time.layer_forward_seconds(layer, setup)
+    backward = sum(layer.values()) - forward
+    params_per_layer = params.total_params(shape) / 32
+    gather = step_time.hierarchical_ring_seconds(params_per_layer * 2, gpu, setup)
+    half = step_time.hierarchical_ring_seconds(step_time.gradient_bucket_bytes(shape, setup, 32), gpu, setup)
+    first, last = gather + half, gather + half  # the deferred all-gather half in the forward, the rest backward
+    assert first < forward and last < backward
+    share = 24 / 108
+    expected = first + 31 * first * share + last + 31 * last * share
+    assert step_time.step_seconds(shape, gpu, setup)["dp_comm"] == pytest.approx(expected, rel=1e-9)
 
 
 def test_zero3_gathers_overlap_each_pass():
@@ -176,7 +216,7 @@ def test_no_dp_overlap_through_the_cli(tfcost):
     days = {
         flag: json.loads(tfcost(*args, flag).stdout)["time"]["days"] for flag in ("--dp-overlap", "--no-dp-overlap")
     }
-    assert round(days["--no-dp-overlap"], 2) == 4.71 and round(days["--dp-overlap"], 2) == 2.91  # docs/training.md
+    assert round(days["--no-dp-overlap"], 2) == 4.71 and round(days["--dp-overlap"], 2) == 3.12  # docs/training.md
 
 
 def test_flash_attention_on_hopper_runs_at_fa2s_35_percent():
@@ -275,6 +315,28 @@ def test_ep_overlap_exposes_what_outlasts_compute_or_the_comm_sms_share():
     assert branches == {True, False}
 
 
+def test_fsdp2_copies_each_gathered_weight_and_each_reduced_gradient_once():
+    # FSDP2's split_with_sizes_copy after each all-gather (read and write 2 bytes a bf16 weight, forward and backward)
+    # and its torch.cat of the bf16 gradients into the fp32 reduce-scatter input (read 2, write 4): 14 bytes for each
+    # of Llama-3-8B's 8,030,261,248 parameters on each of 64 A100s (2.039 TB/s), one micro-batch a step; with the
+    # weights kept gathered to the backward (--reshard-after-forward never) one copy-out fewer, 10 bytes.
+    shape = load_model("llama-3-8b")
+    gpu = load_gpu("a100-80gb")
+    setup = TrainingSetup(tokens=64 * 8192, seq_len=8192, gpus=64, zero=3, global_batch=64, fsdp2=True)
+    assert step_time.fsdp2_copy_seconds(shape, gpu, setup) == pytest.approx(8_030_261_248 * 14 / 2.039e12, rel=1e-9)
+    kept = setup.model_copy(update={"reshard_after_forward": "never"})
+    assert step_time.fsdp2_copy_seconds(shape, gpu, kept) == pytest.approx(8_030_261_248 * 10 / 2.039e12, rel=1e-9)
+    # four micro-batches, gradients reduced at the last only: 4 x 2 copy-outs and one copy-in, 4 x 8 + 6 bytes
+    four = setup.model_copy(update={"global_batch": 256, "tokens": 256 * 8192})
+    assert step_time.fsdp2_copy_seconds(shape, gpu, four) == pytest.approx(8_030_261_248 * 38 / 2.039e12, rel=1e-9)
+    without = setup.model_copy(update={"fsdp2": False})
+    assert step_time.fsdp2_copy_seconds(shape, gpu, without) == 0.0
+    steps = {flag: step_time.step_seconds(shape, gpu, s) for flag, s in ((True, setup), (False, without))}
+    assert steps[True]["memory_bound"] - steps[False]["memory_bound"] == pytest.approx(
+        8_030_261_248 * 14 / 2.039e12, rel=1e-9
+    )
+
+
 def test_ep_overlap_through_the_cli(tfcost):
     import json
 
@@ -313,6 +375,26 @@ def test_eager_kernels_price_each_unfused_elementwise_pass():
     # MPT (one fused nn.LayerNorm kernel, ALiBi, a GELU MLP) has no such pass: eager and fused are priced alike.
     mpt = load_model("validation/models/mpt-7b.yaml")
     assert step_time.layer_seconds(mpt, gpu, eager) == step_time.layer_seconds(mpt, gpu, fused)
+
+
+def test_fused_norm_kernels_price_rotary_and_swiglu_but_not_the_norms():
+    # torchtitan 0413364's llama3_8b.toml and llama2_13b.toml: "compile = false" with norm_type = "fused_rmsnorm" (a
+    # Triton kernel, counted once in the fold as a fused norm): of the eager passes above, only rotary's 20 bytes an
+    # element of q and k and SwiGLU's 4 an element of F remain, per token of a Llama-3-8B layer, forward; backward
+    # twice that. Its activations keep the fused norm's 16-bit input, as --kernels fused.
+    shape = load_model("llama-3-8b")
+    gpu = load_gpu("a100-80gb")
+    fused = TrainingSetup(tokens=10**9, seq_len=8192, gpus=1)
+    fused_norm = fused.model_copy(update={"kernels": "fused-norm"})
+    per_token = (32 + 8) * 128 * 20 + 14336 * 4
+    assert per_token == 159_744
+    extra = (
+        step_time.layer_seconds(shape, gpu, fused_norm)["memory_bound"]
+        - step_time.layer_seconds(shape, gpu, fused)["memory_bound"]
+    )
+    assert extra == pytest.approx(3 * 8192 * per_token / 2.039e12, rel=1e-9)
+    assert engine_memory.eager_norm_bytes(shape, fused_norm) == 0
+    assert engine_memory.eager_norm_bytes(shape, fused.model_copy(update={"kernels": "eager"})) > 0
 
 
 def test_full_fp32_loss_prices_its_passes_over_the_logits():
@@ -377,11 +459,11 @@ def test_syncing_every_micro_batch_reduce_scatters_every_backward():
     every = step_time.step_seconds(shape, gpu, setup.model_copy(update={"reduce_every_micro_batch": True}))["dp_comm"]
     assert every == pytest.approx(1.5 * once, rel=1e-9)
     # overlapped: the extra reduce-scatter runs under the first micro-batch's backward, whose layers each outlast a
-    # bucket, so only its last bucket is exposed
+    # bucket, so only its last bucket is exposed, and the 31 others hold 24 of the H100's 132 SMs while they run
     overlapped = setup.model_copy(update={"dp_overlap": True})
     before = step_time.step_seconds(shape, gpu, overlapped)["dp_comm"]
     after = step_time.step_seconds(shape, gpu, overlapped.model_copy(update={"reduce_every_micro_batch": True}))
-    assert after["dp_comm"] == pytest.approx(before + once / 2 / 32, rel=1e-9)
+    assert after["dp_comm"] == pytest.approx(before + once / 2 / 32 * (1 + 31 * 24 / 132), rel=1e-9)
 
 
 def test_logit_metrics_price_composers_cross_entropies_over_the_logits():

@@ -326,7 +326,7 @@ def test_litgpt_lora_under_fsdp_keeps_whole_layer_gradients_unsharded():
 
 def test_fsdp_only_flags_are_refused_without_zero_3(tfcost):
     args = ("train", "llama-2-7b", "--gpus", "2", "--tokens", "1e9", "--lora", "8")
-    for flag in ("--accumulate-unsharded", "--frozen-gradients"):
+    for flag in ("--accumulate-unsharded", "--frozen-gradients", "--fsdp2"):
         refused = tfcost(*args, flag)
         assert refused.code != 0 and "Traceback" not in refused.stderr and refused.stdout == ""
         assert "zero 3" in refused.stderr, refused.stderr

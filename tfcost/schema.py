@@ -808,7 +808,9 @@ class GpuSpec(Frozen):
 Recompute = Literal["none", "selective", "selective-op", "full"]
 Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "adafactor", "sgd", "muon"]
 Precision = Literal["bf16-mixed", "fp8", "bf16", "fp32"]
-Kernels = Literal["fused", "eager"]  # how the norms run: fused (compiled) or eager PyTorch (fp32 copies kept)
+# How the elementwise ops run: fused (compiled), eager PyTorch (norms keep fp32 copies), or fused-norm: no compile but
+# the norms in one fused kernel (torchtitan's norm_type = "fused_rmsnorm", a Triton kernel), the rest eager
+Kernels = Literal["fused", "eager", "fused-norm"]
 # Which fused attention kernel: fa2 (FlashAttention-2: flash-attn 2.x, PyTorch SDPA's flash backend) or fa1 (a
 # FlashAttention-1-class kernel: flash-attn 1.x, llm-foundry's Triton kernel, attn_impl: triton)
 FlashKernel = Literal["fa2", "fa1"]
@@ -896,7 +898,9 @@ class TrainingSetup(Frozen):
         False, description="under fp8, attention runs in FP8 too (else BF16, as Transformer Engine and torchao do)"
     )
     kernels: Kernels = Field(
-        "fused", description="fused: compiled or fused norms keep their 16-bit input; eager: unfused PyTorch norms"
+        "fused",
+        description="fused: compiled or fused norms keep their 16-bit input; eager: unfused PyTorch norms; fused-norm: "
+        "uncompiled, norms in a fused kernel (torchtitan's fused_rmsnorm)",
     )
     dp_overlap: bool = Field(
         True, description="data-parallel collectives in per-layer buckets overlapped with compute (DDP, FSDP)"
@@ -928,6 +932,11 @@ class TrainingSetup(Frozen):
         False,
         description="ZeRO-3 / FSDP: the step's micro-batches accumulate their gradients unsharded, reduce-scattered "
         "at the last (FSDP's no_sync, Lightning's no_backward_sync); under pipeline parallelism always",
+    )
+    fsdp2: bool = Field(
+        False,
+        description="ZeRO-3 as PyTorch's FSDP2 (fully_shard) runs it: each all-gather copied out into the "
+        "parameters and each reduce-scatter's fp32 input copied in from the gradients, on the GPU (torchtitan)",
     )
     reduce_every_micro_batch: bool = Field(
         False,
@@ -969,6 +978,8 @@ class TrainingSetup(Frozen):
             raise ValueError("qlora needs a lora rank (--lora R)")
         if (self.accumulate_unsharded or self.frozen_gradients) and self.zero != 3:
             raise ValueError("--accumulate-unsharded and --frozen-gradients describe FSDP (ZeRO-3): add --zero 3")
+        if self.fsdp2 and self.zero != 3:
+            raise ValueError("--fsdp2 describes FSDP2's sharded weights (ZeRO-3): add --zero 3")
         if self.accumulate_unsharded and self.reduce_every_micro_batch:
             raise ValueError("--accumulate-unsharded and reduce_every_micro_batch contradict each other: choose one")
         if self.frozen_gradients and self.lora_rank is None:

@@ -164,7 +164,8 @@ def train(
         Kernels,
         typer.Option(
             "--kernels",
-            help="fused: norms fused or compiled; eager: unfused PyTorch norms keep an fp32 copy (activations +4d).",
+            help="fused: norms fused or compiled; eager: unfused PyTorch norms keep an fp32 copy (activations +4d); "
+            "fused-norm: uncompiled, but norms in a fused kernel (torchtitan's fused_rmsnorm).",
         ),
     ] = default(TrainingSetup, "kernels"),
     dp_overlap: DpOverlapOption = default(TrainingSetup, "dp_overlap"),
@@ -225,6 +226,14 @@ def train(
             "last (FSDP's no_sync, Lightning's no_backward_sync); always so under --pp > 1.",
         ),
     ] = default(TrainingSetup, "accumulate_unsharded"),
+    fsdp2: Annotated[
+        bool,
+        typer.Option(
+            "--fsdp2",
+            help="ZeRO-3 as PyTorch's FSDP2 (fully_shard, torchtitan) runs it: prices its copy-out of each all-gather "
+            "and its copy-in of each reduce-scatter's fp32 input, passes over HBM.",
+        ),
+    ] = default(TrainingSetup, "fsdp2"),
     reduce_every_micro_batch: ReduceEveryMicroBatchOption = default(TrainingSetup, "reduce_every_micro_batch"),
     dropout: DropoutOption = default(TrainingSetup, "dropout"),
     logit_metrics: Annotated[
@@ -287,6 +296,7 @@ def train(
         audio_seconds=audio_seconds, accumulate_unsharded=accumulate_unsharded, frozen_gradients=frozen_gradients,
         offload_activations=offload_activations, reduce_every_micro_batch=reduce_every_micro_batch, dropout=dropout,
         logit_metrics=logit_metrics,
+        fsdp2=fsdp2,
     )  # fmt: skip
     # Does it fit? If not, the nearest layout that does; `tfcost plan`'s command module (its typer app) is
     # imported only then.

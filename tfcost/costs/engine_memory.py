@@ -335,9 +335,9 @@ EAGER_NORM_EXTRA_BYTES = 4
 
 
 def eager_norm_bytes_per_layer(shape: ModelShape, setup: TrainingSetup) -> int:
-    """What one layer's unfused norms keep beyond the fold, on one GPU, for one micro-batch; 0 with fused kernels,
+    """What one layer's unfused norms keep beyond the fold, on one GPU, for one micro-batch; 0 with fused norms,
     under full recomputation (only the layer's input is kept) or torchtitan's op-level policy (norms recomputed)."""
-    if setup.kernels == "fused" or setup.recompute in ("full", "selective-op"):
+    if setup.kernels != "eager" or setup.recompute in ("full", "selective-op"):
         return 0
     split = setup.tp if setup.sequence_parallel else 1
     tokens = setup.micro_batch * setup.seq_len // setup.cp

@@ -17,9 +17,10 @@ rows (tfcost.core.model.Model), the average of its layers:
   FlashAttention-1-class kernel, `--flash-kernel fa1`), backward 2.5 x forward (Dao 2023 §4.1);
 - memory-bound ops: norms, residual/bias-dropout-adds and the MLP activation, each reading and writing its
   tensors once at the HBM bandwidth; backward twice the forward's traffic. With `--kernels eager` (no compile,
-  norms written in Python) also each unfused pass of an RMSNorm, rotary and SwiGLU (`eager_bytes_per_token`), and
-  with `--loss full` the fp32 cross-entropy's passes over the logits on the last stage (`loss_seconds`), and with
-  `--logit-metrics N` the forward passes of N cross-entropy metrics over them (`metric_seconds`, Composer's);
+  norms written in Python) also each unfused pass of an RMSNorm, rotary and SwiGLU (`eager_bytes_per_token`; with
+  `--kernels fused-norm`, no compile but a fused norm kernel, those of rotary and SwiGLU), and with `--loss full`
+  the fp32 cross-entropy's passes over the logits on the last stage (`loss_seconds`), and with `--logit-metrics N`
+  the forward passes of N cross-entropy metrics over them (`metric_seconds`, Composer's);
 - recomputation: selective redoes the attention scores; full redoes the layer's forward (compute and TP comm);
 - tensor-parallel communication: per layer 4 all-gathers/reduce-scatters forward and 6 backward with sequence
   parallelism (the all-gather is redone for the weight gradients), or 2 + 2 all-reduces without, of the
@@ -49,9 +50,14 @@ rows (tfcost.core.model.Model), the average of its layers:
   data_par_overlap do: each layer's bucket is launched when that layer's backward (forward, for gathers) ends
   and hides under the next layer's compute, so the last bucket is always exposed and any excess of a bucket
   over a layer's compute adds up (`overlapped_seconds`; NeMo: the overlap "exposes only one DP communication
-  chunk"). Gradients reduce during the last micro-batch's backward (the all-gather half of ZeRO's reduce during
-  the next step's first forward, Megatron's --overlap-param-gather); ZeRO-3's gathers in every pass. Without
+  chunk"). While a hidden bucket runs, its NCCL kernel holds NCCL_RING_CTAS of the SMs (24 on an NVLink node,
+  NCCL's channel count) and the compute beside it runs on the rest (`nccl_sm_share`). Gradients reduce during
+  the last micro-batch's backward (the all-gather half of ZeRO's reduce during the next step's first forward,
+  Megatron's --overlap-param-gather); ZeRO-3's gathers in every pass. Without
   overlap (`--no-dp-overlap`, Megatron-LM's own default and its 2022 runs) all of it is exposed;
+- FSDP2 (`--fsdp2`): its copy-out of each all-gather into the parameters and copy-in of each reduce-scatter's fp32
+  input, each a pass over the stage's weights at the HBM bandwidth, with the memory-bound ops
+  (`fsdp2_copy_seconds`);
 - optimizer: reads and writes every sharded weight, gradient and state byte once at the HBM bandwidth.
 Collectives run at the bus bandwidth nccl-tests measure: 200 of NVLink 3's 300 GB/s on 8 A100s
 (NVIDIA/nccl-tests#149) and 96 of 100 GB/s over 4 HDR InfiniBand ports (NVIDIA/nccl-tests#119).
@@ -86,11 +92,27 @@ SCORE_BYTES_PER_ENTRY = 13  # QK^T writes 2; softmax reads 2, writes 2; dropout 
 # SMs the overlapped all-to-all kernels hold while they run: "we allocate 20 out of the 132 SMs available in the H800
 # GPU for this purpose, which will limit the computational throughput" (DeepSeek-V3 report §3.5.1; DeepEP's default)
 EP_COMM_SMS = 20
+# CTAs (one per SM) an NCCL ring all-gather or reduce-scatter launches on an 8-GPU NVLink/NVSwitch node: one CTA per
+# channel (NVIDIA/nccl v2.21.5-1 src/enqueue.cc: "dim3 grid = {(unsigned)plan->channelCount, 1, 1};"), and large
+# messages use every channel. The channels: the ring search finds up to MAXCHANNELS/2 (init.cc: "ringGraph.maxChannels
+# = MAXCHANNELS/2"), ncclTopoDupChannels doubles them ("int dupChannels = std::min(graph->nChannels*2,
+# graph->maxChannels)") and ncclTopoPostset doubles them again ("nChannels = comm->nChannels =
+# std::min(MAXCHANNELS,nChannels*2)"): on HGX A100 (12 NVLinks at SM80_NVLINK_BW 20.0) 6 ring channels at
+# speedArrayIntra's 40 GB/s, 12, then 24, as NCCL's own log on an 8 x A100 NVSwitch node prints ("NCCL INFO Channel
+# 23/24 :    0   1   2   3   4   5   6   7", NVIDIA/nccl-tests#100). On an 8 x H100 node (18 NVLinks at 20.6) the same
+# steps give 6 at sm90SpeedArrayIntra's 60 GB/s, 12, 24 (and on H800, 8 NVLinks: 4 at 40, 8, 16, as its log prints,
+# "NCCL INFO 16 coll channels, 0 nvls channels", NVIDIA/nccl#892). While the kernel runs its CTAs hold their SMs: the
+# layers' compute beside it runs on the rest, as EP_COMM_SMS prices for the all-to-alls. Multi-node rings are searched
+# against the NICs' bandwidth instead (a count not derived here); the node's count is used.
+NCCL_RING_CTAS = 24
 GPUS_PER_NODE = 8  # tensor and context parallelism stay inside a node up to this many GPUs
 # Eager PyTorch (`--kernels eager`: no torch.compile, norms written in Python) runs each elementwise op of a layer as
 # its own kernel, each reading and writing its tensors at the HBM rate, where the fold above counts a fused norm's,
 # residual add's and MLP activation's tensors once. Counted from torchtitan's Llama, which its A100 benchmarks ran
-# with "compile = false" and "norm_type = \"rmsnorm\"" (train_configs/llama3_8b.toml), in bytes per element of
+# with "compile = false" (at 0413364, the commit of docs/performance.md's A100 tables: train_configs/llama3_70b.toml
+# with 'norm_type = "rmsnorm"', eager; llama3_8b.toml and llama2_13b.toml with 'norm_type = "fused_rmsnorm"',
+# torchtitan/models/norms.py's FusedRMSNorm, a Triton kernel: `--kernels fused-norm`, the passes below but the
+# RMSNorm's), in bytes per element of
 # e-byte activations:
 # - RMSNorm, "output = self._norm(x.float()).type_as(x); return output * self.weight" with "_norm: x *
 #   torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)" (torchtitan/models/norms.py): the upcast e + 4, pow 8,
@@ -339,7 +361,7 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
     )  # norms, residual adds
     activation = element * model.activation_elements_per_token()  # the MLP rows' activations (none without an MLP)
     elementwise_fwd = tokens * (d_wide * d / (t if setup.sequence_parallel else 1) + activation / t) / bandwidth
-    if setup.kernels == "eager":
+    if setup.kernels != "fused":
         elementwise_fwd += tokens * eager_bytes_per_token(shape, setup, element) / bandwidth
     if setup.flash:
         # its rate over the kept entries: a causal run gains 1.7-1.8x, not 2x (costs/efficiency.py)
@@ -422,12 +444,12 @@ def layer_forward_seconds(parts: dict[str, float], setup: TrainingSetup) -> floa
 
 def eager_bytes_per_token(shape: ModelShape, setup: TrainingSetup, element: int) -> float:
     """What one layer's eager elementwise ops read and write per token on one GPU beyond the fold, forward (the
-    constants above): the block's RMSNorms (split over t with sequence parallelism), rotary on queries and keys and
-    the SwiGLU product's extra pass (split over t by heads and columns)."""
+    constants above): the block's RMSNorms (split over t with sequence parallelism; none under `fused-norm`, whose
+    norm is one fused kernel, as the fold counts it), rotary on queries and keys and the SwiGLU product's extra pass
+    (split over t by heads and columns)."""
     t = setup.tp
-    norms = (
-        shape.block_norms * shape.d_model * (EAGER_RMSNORM_FP32_BYTES + 2 * element) if shape.norm == "rmsnorm" else 0
-    )
+    eager_norms = shape.norm == "rmsnorm" and setup.kernels == "eager"
+    norms = shape.block_norms * shape.d_model * (EAGER_RMSNORM_FP32_BYTES + 2 * element) if eager_norms else 0
     rotary = 0
     if shape.position == "rotary":
         rotary = (shape.n_heads + shape.n_kv_heads) * shape.head_dim * (EAGER_ROTARY_FP32_BYTES + 2 * element)
@@ -494,14 +516,17 @@ def ep_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> float:
     return seconds * moe_share(shape)
 
 
-def overlapped_seconds(bucket: float, window: float, buckets: int) -> float:
+def overlapped_seconds(bucket: float, window: float, buckets: int, sm_share: float = 0.0) -> float:
     """Exposed time of `buckets` equal collectives, each launched as one layer's compute ends and run while the
     next layer computes for `window` seconds: the last bucket has nothing left to hide under, and a bucket longer
-    than its window delays the next, c + max(0, (n - 1)(c - w)). Calculon's data_par_overlap (calculon/llm/llm.py:
-    every chunk but the last overlapped, the excess exposed), without its processor-usage slowdown."""
+    than its window delays the next. While a hidden bucket runs, its NCCL kernel holds `sm_share` of the SMs
+    (`nccl_sm_share`): the window's compute runs on the rest, so it ends c x share later, or the bucket outlasts it:
+    c + (n - 1) max(0, c - w, c x share), as ep_seconds prices the overlapped all-to-alls. Calculon's
+    data_par_overlap (calculon/llm/llm.py: every chunk but the last overlapped, the excess exposed) plus that
+    share."""
     if bucket == 0:
         return 0.0
-    return bucket + max(0.0, (buckets - 1) * (bucket - window))
+    return bucket + (buckets - 1) * max(0.0, bucket - window, bucket * sm_share)
 
 
 def moe_share(shape: ModelShape) -> float:
@@ -557,7 +582,7 @@ def step_seconds(
     n_layers = stages[busiest]
     parts = {key: m * n_layers * value for key, value in layer.items()}
     parts["matmuls"] += m * (head if busiest == len(stages) - 1 else 0.0)
-    parts["memory_bound"] += m * (loss if busiest == len(stages) - 1 else 0.0)
+    parts["memory_bound"] += m * (loss if busiest == len(stages) - 1 else 0.0) + fsdp2_copy_seconds(shape, gpu, setup)
     parts["pp_comm"] = m * p2p
     parts["bubble"] = parallel.bubble_fraction(p, m, v) * m * micro_batch
 
@@ -575,6 +600,44 @@ def step_seconds(
     return parts
 
 
+def stage_params_per_gpu(shape: ModelShape, setup: TrainingSetup) -> float:
+    """The parameters one GPU's stage holds unsharded: the routed experts split over e, the rest over t x p."""
+    experts = parallel.routed_expert_params(shape) if setup.ep > 1 else 0
+    return (params.total_params(shape) - experts + experts / setup.ep) / (setup.tp * setup.pp)
+
+
+# FSDP2 (PyTorch's fully_shard, `--fsdp2`) copies on the GPU what it gathers and reduces (torch/distributed/
+# _composable/fsdp/_fsdp_collectives.py at pytorch 01d66d2; later versions make the same two calls, as
+# torch.ops.fsdp.split_with_sizes_copy and foreach_reduce_scatter_copy_in):
+# - foreach_all_gather_copy_out, after each all-gather, on the compute stream: "torch.split_with_sizes_copy(
+#   all_gather_output, all_gather_input_split_sizes, dim=1, out=out)" into every unsharded parameter: the layer's
+#   weights read and written once, 2e bytes a parameter, each forward and (resharded after it) each backward;
+# - foreach_reduce_scatter_copy_in, before each reduce-scatter: "reduce_scatter_input = torch.empty(
+#   (reduce_scatter_input_numel,), dtype=reduce_dtype, ...)" and "torch.cat(grad_views, dim=-1,
+#   out=reduce_scatter_input.view(world_size, -1))": each e-byte gradient read and written in the fp32 reduce dtype
+#   (torchtitan's mixed_precision_reduce float32), e + 4 bytes a parameter;
+# - the all-gather's copy-in (torch._foreach_copy_ of the 1/n shard) and the reduce-scatter's 1/n output: not priced.
+# FSDP1 (llm-foundry, Composer) has none of these: it all-gathers into one flat buffer the parameters are views of
+# ("_use_unsharded_flat_param ... This is a view into the *padded* unsharded flat parameter", torch/distributed/fsdp/
+# _flat_param.py) and reduce-scatters the flat gradient as it is.
+FSDP2_REDUCE_BYTES = 4  # the fp32 reduce dtype the gradients are copied into
+
+
+def fsdp2_copy_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> float:
+    """FSDP2's copies in one step on the busiest stage at the HBM bandwidth (the comment above): each micro-batch's
+    all-gathers copied out (forward, and backward unless the weights stay gathered), and each reduce-scatter's input
+    copied in (every micro-batch's when gradients are reduced each, else the last's); 0 without `--fsdp2`, or with one
+    data-parallel rank."""
+    if not setup.fsdp2 or setup.data_parallel * setup.cp == 1:
+        return 0.0
+    m = parallel.micro_batches(setup)
+    element = activations.ACTIVATION_BYTES[setup.precision]
+    gathers = m * (1 if training.keeps_weights_gathered(setup) else 2)
+    reduces = m if training.shards_accumulated_gradients(setup) else 1
+    copied = gathers * 2 * element + reduces * (element + FSDP2_REDUCE_BYTES)
+    return stage_params_per_gpu(shape, setup) * copied / hardware.bandwidth_bytes_per_s(gpu)
+
+
 def dp_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup, n_layers: int, layer: dict[str, float]) -> float:
     """The data-parallel collectives' exposed time in one step on a stage of `n_layers` layers: its parameters in
     one bucket a layer; per bucket a reduce-scatter of the fp32 gradients of what is trained (the adapters alone
@@ -585,8 +648,7 @@ def dp_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup, n_layers: 
     replicas, m = setup.data_parallel * setup.cp, parallel.micro_batches(setup)
     if replicas == 1:
         return 0.0
-    experts = parallel.routed_expert_params(shape) if setup.ep > 1 else 0
-    params_per_gpu = (params.total_params(shape) - experts + experts / setup.ep) / (setup.tp * setup.pp)
+    params_per_gpu = stage_params_per_gpu(shape, setup)
     half = hierarchical_ring_seconds(gradient_bucket_bytes(shape, setup, n_layers), gpu, setup)
     element = activations.ACTIVATION_BYTES[setup.precision]
     gather = hierarchical_ring_seconds(params_per_gpu / n_layers * element, gpu, setup) if setup.zero == 3 else 0.0
@@ -596,11 +658,23 @@ def dp_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup, n_layers: 
     forward = layer_forward_seconds(layer, setup)
     backward = sum(layer.values()) - forward
     deferred = half if setup.zero >= 1 else 0.0  # ZeRO's all-gather of the updated weights: next step's forward
-    first_forward = overlapped_seconds(gather + deferred, forward, n_layers)
-    last_backward = overlapped_seconds(gather + 2 * half - deferred, backward, n_layers)
+    share = nccl_sm_share(gpu)
+    first_forward = overlapped_seconds(gather + deferred, forward, n_layers, share)
+    last_backward = overlapped_seconds(gather + 2 * half - deferred, backward, n_layers, share)
     # Gradients synced every micro-batch (training.shards_accumulated_gradients): each backward reduce-scatters
     every = half if training.shards_accumulated_gradients(setup) else 0.0
     other_passes = (m - 1) * (
-        overlapped_seconds(gather, forward, n_layers) + overlapped_seconds(gather + every, backward, n_layers)
+        overlapped_seconds(gather, forward, n_layers, share)
+        + overlapped_seconds(gather + every, backward, n_layers, share)
     )
     return first_forward + last_backward + other_passes
+
+
+def nccl_sm_share(gpu: GpuSpec) -> float:
+    """The share of the GPU's SMs an overlapped data-parallel collective's NCCL kernel holds while it runs:
+    NCCL_RING_CTAS / SMs on a GPU whose node is joined by NVLink, 0 elsewhere (a PCIe node's rings take a few
+    channels, not priced) or where the table has no SM count."""
+    nvlink = (gpu.intra_node_link or "").lower().startswith("nvlink")
+    if not nvlink or gpu.sm_count is None:
+        return 0.0
+    return NCCL_RING_CTAS / gpu.sm_count
