@@ -27,8 +27,11 @@ def test_fp8_matmuls_gain_less_than_published_end_to_end_and_attention_stays_bf1
     fp8 = run([*TRAIN, "--precision", "fp8"], capsys)["step"]["seconds"]
     fp8_attention = run([*TRAIN, "--precision", "fp8", "--fp8-attention"], capsys)["step"]["seconds"]
     # FP8 GEMMs reach 0.59-0.74 of the FP8 peak at K = 2048-4096 (tilelang, H800) before the casts; torchao's best
-    # end-to-end float8 gain on Llama 3.1 70B/405B is 1.51x: the matmuls alone gain more than 1x, well under 2x.
-    assert 1.1 < bf16["matmuls"] / fp8["matmuls"] < 1.51
+    # end-to-end float8 gain on Llama 3.1 70B/405B under FSDP is 1.51x (1.34x the least): the step gains more than 1x
+    # and less than that, the matmuls alone more than 1x and under the peaks' 2x (ZeRO-3's BF16 GEMMs at their fitted
+    # share of MAMF, costs/efficiency.py: 1.55x here, 1.20x end to end).
+    assert 1.1 < bf16["total"] / fp8["total"] < 1.51
+    assert 1.1 < bf16["matmuls"] / fp8["matmuls"] < 2
     assert fp8["attention"] == bf16["attention"]  # Transformer Engine and torchao keep attention in BF16
     assert fp8_attention["attention"] == pytest.approx(bf16["attention"] * 989.4 / 1978.9)  # H100 BF16/FP8 peaks
 

@@ -50,6 +50,8 @@ DEFAULT_GLOBAL_BATCH_TOKENS = 4 * 2**20
 RECOMPUTES: tuple[Recompute, ...] = ("none", "selective", "full")  # from holding the most to the least
 ZERO_STAGES: tuple[int, ...] = (0, 1, 2, 3)
 OFFLOADS: tuple[Offload, ...] = ("none", "optimizer", "params")
+# A layer's times by recomputation and whether ZeRO-3 shards the weights (`TrainPricer.layer`)
+LayerKey = tuple[Recompute, bool]
 
 OPTIONS_PER_LAYOUT = len(RECOMPUTES) * len(ZERO_STAGES) * len(OFFLOADS)
 # The options that hold the least on a GPU: memory only grows with the micro-batch and the virtual stages and only
@@ -281,12 +283,14 @@ class TrainPricer:
     def fits_bytes(self, total: int) -> bool:
         return fit.fits(total, self.overhead, self.capacity)
 
-    def layer(self, setup: TrainingSetup, layers: dict[Recompute, dict[str, float]]) -> dict[str, float]:
-        """One layer's times (`step_time.layer_seconds`), kept in `layers` by recomputation for one parallel shape and
-        micro-batch: they do not change with v, ZeRO or offload."""
-        if setup.recompute not in layers:
-            layers[setup.recompute] = step_time.layer_seconds(self.shape, self.gpu, setup)
-        return layers[setup.recompute]
+    def layer(self, setup: TrainingSetup, layers: dict[LayerKey, dict[str, float]]) -> dict[str, float]:
+        """One layer's times (`step_time.layer_seconds`), kept in `layers` by recomputation and whether ZeRO-3 shards
+        the weights (its GEMMs' share of MAMF, costs/efficiency.py) for one parallel shape and micro-batch: they do not
+        change with v, offload or ZeRO below 3."""
+        key = (setup.recompute, setup.zero == 3)
+        if key not in layers:
+            layers[key] = step_time.layer_seconds(self.shape, self.gpu, setup)
+        return layers[key]
 
     def price(self, setup: TrainingSetup, held: dict[str, int], layer: dict[str, float] | None = None) -> TrainLayout:
         """The layout's step time, days, MFU and cost (`layer`: its `layer_seconds`, when known): predicted where the
@@ -327,7 +331,7 @@ def search_training(shape: ModelShape, gpu_spec: GpuSpec, base: TrainingSetup, t
         predicted = step_time.can_predict(gpu_spec, structure)  # it reads only the parallel shape
         too_big = False  # the micro-batches are tried smallest first: once none fits, no larger one will
         for micro_batch in divisors(batch // structure.data_parallel):
-            layers: dict[Recompute, dict[str, float]] = {}
+            layers: dict[LayerKey, dict[str, float]] = {}
             states: dict[tuple[int, Offload], int] = {}
             for virtual in virtual_stage_counts(shape, structure):
                 setup = with_options(structure, micro_batch=micro_batch, virtual_stages=virtual)
@@ -412,7 +416,7 @@ def search_options(
     setup: TrainingSetup,
     stage: int,
     found: Search,
-    layers: dict[Recompute, dict[str, float]] | None,
+    layers: dict[LayerKey, dict[str, float]] | None,
     states: dict[tuple[int, Offload], int],
     activations: dict[Recompute, int],
     fitting: list[Fitting],
@@ -427,7 +431,7 @@ def search_options(
     priced (`price_ranked`)."""
     m = parallel.micro_batches(setup)
     held = {recompute: pricer.activations(setup, recompute, activations) for recompute in RECOMPUTES}
-    bounds: dict[Recompute, float] = {}
+    bounds: dict[LayerKey, float] = {}
     searched = does_not_fit = fits_without_offload = 0
     fits, overhead, capacity = fit.fits, pricer.overhead, pricer.capacity  # the inner loop's names, looked up once
     for zero in ZERO_STAGES:
@@ -442,16 +446,17 @@ def search_options(
                 if model_states is None:
                     model_states = pricer.model_states(setup, zero, offload, states)
                 if fits(model_states + held[recompute], overhead, capacity):  # as `TrainPricer.fits`
-                    if recompute not in bounds:
+                    key = (recompute, zero == 3)  # as `TrainPricer.layer`
+                    if key not in bounds:
                         if layers is None:
-                            bounds[recompute] = pricer.assumed_seconds / pricer.steps
+                            bounds[key] = pricer.assumed_seconds / pricer.steps
                         else:
-                            layer = pricer.layer(with_options(setup, recompute=recompute), layers)
-                            bounds[recompute] = step_bound(stage, m, setup.pp, setup.virtual_stages, layer)
+                            layer = pricer.layer(with_options(setup, recompute=recompute, zero=zero), layers)
+                            bounds[key] = step_bound(stage, m, setup.pp, setup.virtual_stages, layer)
                     fitting.append(
                         Fitting(
                             setup, zero, recompute, offload, held[recompute],
-                            None if layers is None else layers[recompute], bounds[recompute],
+                            None if layers is None else layers[key], bounds[key],
                         )
                     )  # fmt: skip
                     found.feasible += 1

@@ -1,14 +1,16 @@
 """A training step's time predicted from its parts, as NVIDIA's Calculon does (Isaev et al., SC'23): the work of
 one micro-batch on the busiest pipeline stage, summed op by op, times the micro-batches, plus the pipeline bubble,
-the data-parallel gradient sync and the optimizer step. Nothing here is fitted to a run's step time.
+the data-parallel gradient sync and the optimizer step. One constant here is fitted to runs' step times, on
+validation's fitted half only: the share of MAMF BF16 GEMMs reach under ZeRO-3/FSDP (costs/efficiency.py,
+ZERO3_MATMUL_SHARE); FP8's FP8_MATMUL_FRACTION is fitted end to end as well. The rest is counted or sourced.
 
 Per layer, per micro-batch of b sequences, on one GPU (t tensor-, c context-parallel), each a fold over the model's
 rows (tfcost.core.model.Model), the average of its layers:
 - matmuls: the layers' linear rows as GEMMs (`layer_gemms`: their FLOPs are the core's count) x 3 (forward, two
   backward GEMMs) / (peak x e), where e is the GPU's measured largest matmul efficiency (MAMF, ml-engineering's
-  table) times the wave-quantization efficiency of the layer's GEMMs: a GEMM runs in waves of one output tile
-  (256 x 128) per SM, and a last wave that is part-full costs a whole one (NVIDIA, "Matrix Multiplication
-  Background User's Guide" §3.2);
+  table; under ZeRO-3 times the fitted ZERO3_MATMUL_SHARE) times the wave-quantization efficiency of the layer's
+  GEMMs: a GEMM runs in waves of one output tile (256 x 128) per SM, and a last wave that is part-full costs a whole
+  one (NVIDIA, "Matrix Multiplication Background User's Guide" §3.2);
 - attention: QK^T and AV at the same efficiency, plus the score tensor's memory traffic (written by QK^T, read
   and written by the fused scale-mask-softmax and by dropout with its 1-byte mask, read by AV: 13 bytes per entry
   in 16-bit, Megatron-LM's kernels); with flash attention, the entries a causal mask keeps (the kernel skips the
@@ -75,10 +77,11 @@ from tfcost.core.blocks import layer_count, moe_layer_count
 from tfcost.core.model import model_of
 from tfcost.costs import parallel, training
 from tfcost.costs.efficiency import (
+    FP8_MATMUL_FRACTION,
     attention_peak_flops_per_s,
     causal_skip_efficiency,
     flash_attention_efficiency,
-    fp8_matmul_scale,
+    training_matmul_share,
 )
 from tfcost.hardware import rates as hardware
 from tfcost.schema import GpuSpec, ModelShape, TrainingSetup
@@ -177,10 +180,12 @@ def matmul_terms(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> Matmu
     gemms, distinct, layers, flops = layer_matmuls(*key)
     if gemms:
         assert gpu.matmul_efficiency is not None and gpu.sm_count is not None
-        efficiency = layer_matmul_efficiency(*key, setup.ep, gpu.sm_count, gpu.matmul_efficiency)
+        best = gpu.matmul_efficiency * training_matmul_share(setup.zero)  # ZeRO-3's, fitted (costs/efficiency.py)
+        efficiency = layer_matmul_efficiency(*key, setup.ep, gpu.sm_count, best)
+        # FP8 linear layers reach FP8_MATMUL_FRACTION of the FP8 peak (x the waves), fitted end to end on its own
+        precision_scale = FP8_MATMUL_FRACTION / best if setup.precision == "fp8" else 1.0
     else:
-        efficiency = gpu.matmul_efficiency or 1.0
-    precision_scale = fp8_matmul_scale(gpu) if setup.precision == "fp8" else 1.0  # costs/efficiency.py
+        efficiency, precision_scale = gpu.matmul_efficiency or 1.0, 1.0
     peak = training.peak_flops_per_s(gpu, setup.precision)
     return MatmulTerms(distinct, layers, flops, peak, efficiency, efficiency * precision_scale)
 
@@ -556,7 +561,13 @@ def head_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> float
         peak = training.peak_flops_per_s(gpu, setup.precision)
     assert gpu.matmul_efficiency is not None
     outside = model_of(shape).outside_linear_flops(setup.seq_len)
-    return 3 * outside * setup.micro_batch / (setup.tp * setup.cp) / (peak * gpu.matmul_efficiency)
+    return (
+        3
+        * outside
+        * setup.micro_batch
+        / (setup.tp * setup.cp)
+        / (peak * gpu.matmul_efficiency * training_matmul_share(setup.zero))
+    )
 
 
 def step_seconds(
