@@ -425,7 +425,9 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
 # - forward, the input: "inputmat, inputmat_t = fp8_cast_transpose_fused(inputmat, fp8_meta["scaling_fwd"], ...)";
 # - forward, the weight: "update_fp8_weights = is_first_microbatch is None or is_first_microbatch" then
 #   "fp8_cast_transpose_fused(weight, ..., cast_out=weight_fp8, transpose_out=weight_t_fp8)": every micro-batch
-#   unless the caller passes is_first_microbatch (llm-foundry's MPT calls its layers without it);
+#   unless the caller passes is_first_microbatch (llm-foundry's MPT never does: the name appears nowhere in
+#   llmfoundry/ at 061f2c7, whose fc.py registers "FC_CLASS_REGISTRY['te'] = te.Linear"); the weight is read at
+#   e bytes (FSDP's gathered dtype under Composer's DEFAULT mixed precision not checked here: 4 if fp32);
 # - backward, the output gradient: grad_output_preprocess's "grad_output_c, grad_output_t =
 #   fp8_cast_transpose_fused(grad_output_mat, ctx.fp8_meta["scaling_bwd"], ...)"; dgrad and wgrad then read the
 #   saved FP8 weight_t_fp8 and inputmat_t, no further cast.
