@@ -2,7 +2,8 @@
 one micro-batch on the busiest pipeline stage, summed op by op, times the micro-batches, plus the pipeline bubble,
 the data-parallel gradient sync and the optimizer step. One constant here is fitted to runs' step times, on
 validation's fitted half only: the share of MAMF BF16 GEMMs reach under ZeRO-3/FSDP (costs/efficiency.py,
-ZERO3_MATMUL_SHARE); FP8's FP8_MATMUL_FRACTION is fitted end to end as well. The rest is counted or sourced.
+ZERO3_MATMUL_SHARE); FP8's GEMM fraction FP8_TRAINING_GEMM_FRACTION is fitted as well, its quantization passes
+counted apart (`fp8_cast_seconds`). The rest is counted or sourced.
 
 Per layer, per micro-batch of b sequences, on one GPU (t tensor-, c context-parallel), each a fold over the model's
 rows (tfcost.core.model.Model), the average of its layers:
@@ -18,7 +19,10 @@ rows (tfcost.core.model.Model), the average of its layers:
   measured efficiency on the GPU's generation (costs/efficiency.py: 0.73 on A100, 0.35 on Hopper; half that for a
   FlashAttention-1-class kernel, `--flash-kernel fa1`), backward 2.5 x forward (Dao 2023 §4.1);
 - memory-bound ops: norms, residual/bias-dropout-adds and the MLP activation, each reading and writing its
-  tensors once at the HBM bandwidth; backward twice the forward's traffic. With `--kernels eager` (no compile,
+  tensors once at the HBM bandwidth; backward twice the forward's traffic. Under `--precision fp8` also the
+  quantization passes of each FP8 linear (`fp8_cast_seconds`: the input's and weight's cast-transpose forward, the
+  output gradient's backward, e + 2 bytes an element, as Transformer Engine v0.10 and torchao's roofline count them),
+  the forward's again under full recomputation. With `--kernels eager` (no compile,
   norms written in Python) also each unfused pass of an RMSNorm, rotary and SwiGLU (`eager_bytes_per_token`; with
   `--kernels fused-norm`, no compile but a fused norm kernel, those of rotary and SwiGLU), and with `--loss full`
   the fp32 cross-entropy's passes over the logits on the last stage (`loss_seconds`), and with `--logit-metrics N`
@@ -77,7 +81,7 @@ from tfcost.core.blocks import layer_count, moe_layer_count
 from tfcost.core.model import model_of
 from tfcost.costs import parallel, training
 from tfcost.costs.efficiency import (
-    FP8_MATMUL_FRACTION,
+    FP8_TRAINING_GEMM_FRACTION,
     attention_peak_flops_per_s,
     causal_skip_efficiency,
     flash_attention_efficiency,
@@ -182,8 +186,9 @@ def matmul_terms(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> Matmu
         assert gpu.matmul_efficiency is not None and gpu.sm_count is not None
         best = gpu.matmul_efficiency * training_matmul_share(setup.zero)  # ZeRO-3's, fitted (costs/efficiency.py)
         efficiency = layer_matmul_efficiency(*key, setup.ep, gpu.sm_count, best)
-        # FP8 linear layers reach FP8_MATMUL_FRACTION of the FP8 peak (x the waves), fitted end to end on its own
-        precision_scale = FP8_MATMUL_FRACTION / best if setup.precision == "fp8" else 1.0
+        # FP8 linear GEMMs reach FP8_TRAINING_GEMM_FRACTION of the FP8 peak (x the waves, x ZeRO-3's share as BF16's
+        # do), fitted with the quantization passes priced apart (fp8_cast_seconds)
+        precision_scale = FP8_TRAINING_GEMM_FRACTION / gpu.matmul_efficiency if setup.precision == "fp8" else 1.0
     else:
         efficiency, precision_scale = gpu.matmul_efficiency or 1.0, 1.0
     peak = training.peak_flops_per_s(gpu, setup.precision)
@@ -391,26 +396,85 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
 
     ep_comm = ep_seconds(shape, gpu, setup)
 
+    cast_fwd, cast_bwd = fp8_cast_seconds(shape, gpu, setup)  # FP8's quantization passes (0 otherwise)
     recompute = {
         "none": 0.0,
         "selective": attention_fwd,
         "selective-op": matmul_fwd * training.op_sac_recompute_share(shape, setup.precision) + elementwise_fwd,
-        "full": matmul_fwd + attention_fwd + elementwise_fwd + tp_fwd + cp_fwd,
+        "full": matmul_fwd + attention_fwd + elementwise_fwd + cast_fwd + tp_fwd + cp_fwd,
     }[setup.recompute]
     matmuls = (2 if setup.lora_rank is not None else 3) * matmul_fwd  # a frozen base has no weight grads
     if setup.ep_overlap:  # the all-to-alls on their own stream beside another micro-batch's compute
-        compute = matmuls + attention_fwd + attention_bwd + 3 * elementwise_fwd + recompute
+        compute = matmuls + attention_fwd + attention_bwd + 3 * elementwise_fwd + cast_fwd + cast_bwd + recompute
         assert gpu.sm_count is not None  # can_predict
         ep_comm = max(ep_comm - compute, ep_comm * EP_COMM_SMS / gpu.sm_count)
     return {
         "matmuls": matmuls,
         "attention": attention_fwd + attention_bwd,
-        "memory_bound": 3 * elementwise_fwd,
+        "memory_bound": 3 * elementwise_fwd + cast_fwd + cast_bwd,
         "recompute": recompute,
         "tp_comm": tp_fwd + tp_bwd,
         "cp_comm": 3 * cp_fwd,
         "ep_comm": ep_comm,
     }
+
+
+# FP8 training's quantization passes around each FP8 linear layer (`--precision fp8`), memory-bound at the HBM rate.
+# Transformer Engine v0.10 (the version llm-foundry's fp8 tables installed; transformer_engine/pytorch/module/
+# linear.py and module/base.py at tag v0.10) runs per te.Linear and micro-batch:
+# - forward, the input: "inputmat, inputmat_t = fp8_cast_transpose_fused(inputmat, fp8_meta["scaling_fwd"], ...)";
+# - forward, the weight: "update_fp8_weights = is_first_microbatch is None or is_first_microbatch" then
+#   "fp8_cast_transpose_fused(weight, ..., cast_out=weight_fp8, transpose_out=weight_t_fp8)": every micro-batch
+#   unless the caller passes is_first_microbatch (llm-foundry's MPT never does: the name appears nowhere in
+#   llmfoundry/ at 061f2c7, whose fc.py registers "FC_CLASS_REGISTRY['te'] = te.Linear"); the weight is read at
+#   e bytes (FSDP's gathered dtype under Composer's DEFAULT mixed precision not checked here: 4 if fp32);
+# - backward, the output gradient: grad_output_preprocess's "grad_output_c, grad_output_t =
+#   fp8_cast_transpose_fused(grad_output_mat, ctx.fp8_meta["scaling_bwd"], ...)"; dgrad and wgrad then read the
+#   saved FP8 weight_t_fp8 and inputmat_t, no further cast.
+# Each cast-transpose reads its e-byte tensor once and writes two 1-byte copies, its amax reduced in the same kernel
+# ("/* warp tile amax reduce*/ ... if (amax != nullptr) atomicMaxFloat(amax, max);", common/transpose/
+# cast_transpose.cu at v0.10): e + 2 bytes an element. Delayed scaling's amax history and scale update touch one
+# scalar per tensor: not priced.
+# torchao's float8 training with tensorwise dynamic scaling (torchtitan's cases; torchao 0afa4c1) counts the same
+# passes in its own roofline (torchao/testing/float8/roofline_utils.py, get_tensor_memory_traffic_ovhd_s): an input
+# or output gradient "kernel 1: x_bf16 -> max_abs_stage_1 -> tmp" (free "if fuse_with_prev", as torch.compile fuses
+# it into the op that made the tensor) and "kernel 3: read in bf16, write twice in float8 (row-major and col-major)":
+# e + 2 bytes an element, as Transformer Engine's; a weight "kernel 3 (fwd): x_bf16, max_abs -> to_float8 ->
+# x_fp8_dim0" and "kernel 4 (bwd)" for the other layout, 2(e + 1) bytes, where it is priced here at Transformer
+# Engine's e + 2 (the weights' casts are a few percent of these passes on the validation's torchtitan runs; FSDP2's
+# float8 all-gather, which casts the 1/n shard before gathering it, is not priced either).
+# Under sequence parallelism both cast a d-wide activation on its 1/t shard before the all-gather: Transformer
+# Engine's forward casts "inputmat" and then "if parallel_mode == "column" and sequence_parallel: inputmat_total, _ =
+# gather_along_first_dim(inputmat, tp_group)", and its backward "cast_to_fp8(grad_output_mat, ...)" before
+# "gather_along_first_dim(grad_output_c, ctx.tp_group)" (a row-parallel layer's output gradient); torchao's
+# Float8ColwiseParallel "input_tensor = hp_tensor_to_float8_dynamic(...)  # DTensor(Float8Tensor)" then
+# "input_tensor.redistribute(...)", and for the output gradient "fwd noop bwd cast" (torchao/float8/
+# float8_tensor_parallel.py at 0afa4c1). A GEMM's d-wide input or output gradient is then counted over t.
+FP8_CAST_WRITE_BYTES = 2  # the cast and its transpose, one byte each (E4M3 / E5M2)
+
+
+def fp8_cast_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> tuple[float, float]:
+    """(forward, backward) seconds of one layer's FP8 quantization passes for one micro-batch on one GPU (the comment
+    above), the average over the layers: forward each linear GEMM's input (rows x inner) and weight (inner x cols,
+    E / e of them for a routed expert GEMM) cast-transposed, backward its output gradient (rows x cols), each at
+    e + FP8_CAST_WRITE_BYTES bytes an element, a d-wide one over t under sequence parallelism. (0, 0) unless
+    `--precision fp8`."""
+    if setup.precision != "fp8":
+        return 0.0, 0.0
+    grouped, _, n_layers, _ = layer_matmuls(shape, setup.micro_batch, setup.tp, setup.seq_len, setup.cp)
+    d, t = shape.d_model, setup.tp
+
+    def shard(width: int) -> float:  # a d-wide tensor's share under sequence parallelism (the comment above)
+        return 1 / t if setup.sequence_parallel and width == d else 1.0
+
+    forward = sum(
+        rows * inner * shard(inner) + max(1, experts // setup.ep) * inner * cols
+        for rows, inner, cols, experts in grouped
+    )
+    backward = sum(rows * cols * shard(cols) for rows, _, cols, _ in grouped)
+    per_element = activations.ACTIVATION_BYTES[setup.precision] + FP8_CAST_WRITE_BYTES
+    seconds_per_element = per_element / (n_layers * hardware.bandwidth_bytes_per_s(gpu))
+    return forward * seconds_per_element, backward * seconds_per_element
 
 
 def cp_ring_latency_seconds(gpu: GpuSpec, setup: TrainingSetup) -> float:
