@@ -695,7 +695,6 @@ def stage_params_per_gpu(shape: ModelShape, setup: TrainingSetup) -> float:
 # FSDP1 (llm-foundry, Composer) has none of these: it all-gathers into one flat buffer the parameters are views of
 # ("_use_unsharded_flat_param ... This is a view into the *padded* unsharded flat parameter", torch/distributed/fsdp/
 # _flat_param.py) and reduce-scatters the flat gradient as it is.
-FSDP2_REDUCE_BYTES = 4  # the fp32 reduce dtype the gradients are copied into
 
 
 def fsdp2_copy_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> float:
@@ -709,7 +708,8 @@ def fsdp2_copy_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) ->
     element = activations.ACTIVATION_BYTES[setup.precision]
     gathers = m * (1 if training.keeps_weights_gathered(setup) else 2)
     reduces = m if training.shards_accumulated_gradients(setup) else 1
-    copied = gathers * 2 * element + reduces * (element + FSDP2_REDUCE_BYTES)
+    # the gradients copied into the fp32 reduce dtype, as dp_seconds reduces them (training.MAIN_GRADIENT_BYTES)
+    copied = gathers * 2 * element + reduces * (element + training.MAIN_GRADIENT_BYTES)
     return stage_params_per_gpu(shape, setup) * copied / hardware.bandwidth_bytes_per_s(gpu)
 
 
