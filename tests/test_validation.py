@@ -84,3 +84,15 @@ def test_megatron_1t_model_has_the_papers_parameter_count() -> None:
     total = params.total_params(load_model(str(ROOT / "validation" / "models" / "megatron-gpt-1t.yaml")))
     assert total == equation_2 + 2 * h
     assert round(total / 1e9, 1) == 1008.0
+
+
+def test_megatron_1t_prediction_counts_flops_as_the_paper_measures_them() -> None:
+    """The 502 PFLOP/s of case #70 are the paper's equation (3) FLOPs a step over the step time, F = 96 B s l h^2
+    (1 + s/6h + V/16lh), which "assumes activation recomputation" (§5.1): the hardware FLOPs a step of the case's
+    command must be that F, or its predicted field (achieved hardware FLOP/s x GPUs) would compare another count."""
+    case = next(c for c in CASES if c["id"] == 70)
+    output = validate.run_tfcost([str(word) for word in case["command"]])
+    b, s, layers, h, v = BATCH_1T, SEQ_1T, LAYERS_1T, HIDDEN_1T, VOCAB_1T
+    equation_3 = 96 * b * s * layers * h**2 * (1 + s / (6 * h) + v / (16 * layers * h))
+    assert math.isclose(output["flops"]["hardware"] / output["step"]["steps"], equation_3, rel_tol=1e-9)
+    assert output["inputs"]["data_parallel"] == 6 and output["inputs"]["micro_batches"] == 512  # 3072 / (8 x 64), B / 6
