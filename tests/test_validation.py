@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from tfcost.core import params
+from tfcost.readers.presets import load_model
+
 ROOT = Path(__file__).resolve().parent.parent
 spec = importlib.util.spec_from_file_location("validate", ROOT / "benchmarks" / "validate.py")
 assert spec is not None and spec.loader is not None
@@ -65,3 +68,31 @@ def test_expression_reads_paths_and_refuses_anything_else() -> None:
         validate.evaluate("__import__('os')", output)
     with pytest.raises(KeyError):
         validate.evaluate("memory.missing", output)
+
+
+# Case #70, the 1T GPT of Narayanan et al. 2021 (arXiv 2104.04473), Table 1: 128 layers, hidden 25,600, and (§5.1)
+# "a vocabulary size (denoted by V) of 51,200 ... and a sequence length (s) of 2048"; B the row's batch of 3,072.
+LAYERS_1T, HIDDEN_1T, VOCAB_1T, SEQ_1T, BATCH_1T = 128, 25_600, 51_200, 2_048, 3_072
+
+
+def test_megatron_1t_model_has_the_papers_parameter_count() -> None:
+    """The paper's equation (2), P = 12lh^2 (1 + 13/(12h) + (V+s)/(12lh)), counts the layers, the word and position
+    embeddings; Megatron-LM's GPT also has a final LayerNorm (2h) the equation leaves out. Table 1 prints 1008.0
+    billion."""
+    layers, h, v, s = LAYERS_1T, HIDDEN_1T, VOCAB_1T, SEQ_1T
+    equation_2 = 12 * layers * h**2 + 13 * layers * h + (v + s) * h
+    total = params.total_params(load_model(str(ROOT / "validation" / "models" / "megatron-gpt-1t.yaml")))
+    assert total == equation_2 + 2 * h
+    assert round(total / 1e9, 1) == 1008.0
+
+
+def test_megatron_1t_prediction_counts_flops_as_the_paper_measures_them() -> None:
+    """The 502 PFLOP/s of case #70 are the paper's equation (3) FLOPs a step over the step time, F = 96 B s l h^2
+    (1 + s/6h + V/16lh), which "assumes activation recomputation" (§5.1): the hardware FLOPs a step of the case's
+    command must be that F, or its predicted field (achieved hardware FLOP/s x GPUs) would compare another count."""
+    case = next(c for c in CASES if c["id"] == 70)
+    output = validate.run_tfcost([str(word) for word in case["command"]])
+    b, s, layers, h, v = BATCH_1T, SEQ_1T, LAYERS_1T, HIDDEN_1T, VOCAB_1T
+    equation_3 = 96 * b * s * layers * h**2 * (1 + s / (6 * h) + v / (16 * layers * h))
+    assert math.isclose(output["flops"]["hardware"] / output["step"]["steps"], equation_3, rel_tol=1e-9)
+    assert output["inputs"]["data_parallel"] == 6 and output["inputs"]["micro_batches"] == 512  # 3072 / (8 x 64), B / 6
