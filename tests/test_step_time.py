@@ -594,3 +594,25 @@ def test_fp8_casts_of_d_wide_tensors_are_split_by_sequence_parallelism():
     sp = step_time.fp8_cast_seconds(shape, gpu, setup.model_copy(update={"sequence_parallel": True}))
     assert plain == pytest.approx(((plain_in + weights) * 4 / 3.35e12, plain_grad * 4 / 3.35e12), rel=1e-12)
     assert sp == pytest.approx(((sp_in + weights) * 4 / 3.35e12, sp_grad * 4 / 3.35e12), rel=1e-12)
+
+
+def test_fp8_sequence_parallel_all_gathers_move_one_byte_an_element():
+    # torchao's PrepareFloat8ModuleInput casts a block's input shard "before the all-gather (i.e. Shard -> Replicate)"
+    # and NoopFwToFloat8BwDynamic casts a row-parallel output's gradient before its all-gather; the reduce-scatters
+    # move the GEMMs' bf16 results. On 8 H100s (NVLink 450 GB/s each way at 200/300 of it, nccl-tests), a micro-batch
+    # of 4,096 Llama-3-8B tokens: one ring pass of the 4,096 x 4,096 activations is 7/8 x 33.55 MB / 300 GB/s. Per
+    # layer bf16 runs 2 all-gathers + 2 reduce-scatters forward and 4 + 2 backward, 10 passes; FP8 the all-gathers at
+    # half: 1 + 2 forward, 2 + 2 backward, 7 passes, whose forward share is 3 of 7.
+    shape, gpu = load_model("llama-3-8b"), load_gpu("h100-sxm")
+    setup = TrainingSetup(
+        tokens=4096, seq_len=4096, micro_batch=1, gpus=8, tp=8, sequence_parallel=True, precision="fp8"
+    )
+    ring_pass = 7 / 8 * 4096 * 4096 * 2 / (450e9 * 200 / 300)
+    fp8 = step_time.layer_seconds(shape, gpu, setup)
+    bf16 = step_time.layer_seconds(shape, gpu, setup.model_copy(update={"precision": "bf16-mixed"}))
+    assert bf16["tp_comm"] == pytest.approx(10 * ring_pass, rel=1e-12)
+    assert fp8["tp_comm"] == pytest.approx(7 * ring_pass, rel=1e-12)
+    no_sp = setup.model_copy(update={"sequence_parallel": False})  # all-reduces of the bf16 outputs: no FP8 copy
+    assert step_time.layer_seconds(shape, gpu, no_sp)["tp_comm"] == pytest.approx(8 * ring_pass, rel=1e-12)
+    only_tp = {key: (value if key == "tp_comm" else 0.0) for key, value in fp8.items()}
+    assert step_time.layer_forward_seconds(only_tp, setup) == pytest.approx(3 * ring_pass, rel=1e-12)

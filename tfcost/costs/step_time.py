@@ -30,7 +30,9 @@ rows (tfcost.core.model.Model), the average of its layers:
 - recomputation: selective redoes the attention scores; full redoes the layer's forward (compute and TP comm);
 - tensor-parallel communication: per layer 4 all-gathers/reduce-scatters forward and 6 backward with sequence
   parallelism (the all-gather is redone for the weight gradients), or 2 + 2 all-reduces without, of the
-  b x T/c x d activations, ring cost (t-1)/t x size / bandwidth (Megatron-LM runs them unoverlapped);
+  b x T/c x d activations, ring cost (t-1)/t x size / bandwidth (Megatron-LM runs them unoverlapped); under
+  `--precision fp8` with sequence parallelism the all-gathers move the FP8 copy, one byte an element (torchao's
+  Float8ColwiseParallel and Transformer Engine cast before gathering: `tp_collective_units`);
 - context-parallel ring attention: c-1 exchanges of what the cache rows hold (K and V; MLA's latent) forward, of
   them and their gradients backward, each collective also paying NCCL's ring latency: a base latency and one per
   step, 14 us for each step that crosses nodes (`cp_ring_latency_seconds`);
@@ -386,7 +388,8 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
 
     activations_bytes = tokens * d * element
     tp_unit = ring_seconds(activations_bytes, t, link_bandwidth(gpu, t, True)) if t > 1 else 0.0
-    tp_fwd, tp_bwd = (4 * tp_unit, 6 * tp_unit) if setup.sequence_parallel else (4 * tp_unit, 4 * tp_unit)
+    tp_fwd_units, tp_bwd_units = tp_collective_units(setup, element)
+    tp_fwd, tp_bwd = tp_fwd_units * tp_unit, tp_bwd_units * tp_unit
     # Ring attention passes each GPU's cached keys and values (what the cache rows hold: 2 K Q for GQA, MLA's
     # latent) around the c ranks: the cache width of one layer, its share on one of t GPUs.
     kv_bytes = tokens * model.cache_width(t) / n_layers * element
@@ -477,6 +480,38 @@ def fp8_cast_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> t
     return forward * seconds_per_element, backward * seconds_per_element
 
 
+# Under `--precision fp8` with sequence parallelism the all-gathers of the tensor-parallel region move the FP8 copy,
+# one byte an element, while the reduce-scatters move the GEMMs' e-byte outputs and input gradients. torchao's
+# float8 tensor parallelism (torchao/float8/float8_tensor_parallel.py at eab345c, the torchao of torchtitan's Dec 2024
+# H100 tables, which torchtitan 9dec370's apply_tp uses "if enable_float8": Float8ColwiseParallel,
+# Float8RowwiseParallel, PrepareFloat8ModuleInput):
+# - the forward all-gathers of a block's input: PrepareFloat8ModuleInput "after we prepare the input DTensor, we cast
+#   the input to DTensor(Float8Tensor) ... This is to ensure the float8 cast happens before the all-gather (i.e.
+#   Shard -> Replicate)", then "dt_inp = dt_inp.redistribute(placements=(desired_layout,))";
+# - the backward all-gathers of a row-parallel layer's output gradient: the forward's "outputs =
+#   outputs.redistribute(placements=output_layouts, async_op=True)" (the reduce-scatter) is followed by "# fwd noop bwd
+#   cast to DTensor(Float8Tensor)" NoopFwToFloat8BwDynamic, so backward casts the gradient's shard before the
+#   redistribute's backward gathers it;
+# - the reduce-scatters of the row-parallel outputs and of the column-parallel inputs' gradients: the GEMMs' high-
+#   precision results, e bytes.
+# Transformer Engine (v0.10, the comment above fp8_cast_seconds) gathers the cast input and the cast output gradient
+# likewise. torchtitan 9dec370's docs/float8.md: "For TP, ... For input, we cast sharded input into float8 and perform
+# float8 all-gather for unsharded input." The redone all-gathers (Megatron-LM's, for the weight gradients) are counted
+# as before, now of the FP8 copy; a framework that keeps the gathered input instead is not told apart here.
+FP8_GATHER_BYTES = 1  # E4M3 / E5M2
+
+
+def tp_collective_units(setup: TrainingSetup, element: int) -> tuple[float, float]:
+    """(forward, backward) tensor-parallel collectives of one layer, in ring passes of the b x T/c x d activations at
+    `element` bytes: 4 all-reduce halves and 4 without sequence parallelism; with it 2 all-gathers and 2
+    reduce-scatters forward, 4 all-gathers (2 redone for the weight gradients) and 2 reduce-scatters backward, the
+    all-gathers at FP8_GATHER_BYTES / element of a pass under `--precision fp8` (the comment above)."""
+    if not setup.sequence_parallel:
+        return 4.0, 4.0
+    gather = FP8_GATHER_BYTES / element if setup.precision == "fp8" else 1.0
+    return 2 * gather + 2, 4 * gather + 2
+
+
 def cp_ring_latency_seconds(gpu: GpuSpec, setup: TrainingSetup) -> float:
     """The latency of one context-parallel collective over the c ranks (RING_BASE_LATENCY_S and a step latency for
     each of its c - 1 steps, NCCL's model), besides its bytes. Ranks are ordered tensor first, then context (Llama 3:
@@ -497,10 +532,12 @@ def cp_ring_latency_seconds(gpu: GpuSpec, setup: TrainingSetup) -> float:
 def layer_forward_seconds(parts: dict[str, float], setup: TrainingSetup) -> float:
     """The forward share of one layer's parts (`layer_seconds`): a third of the matmuls (half under LoRA: no
     weight gradients), 1/(1 + backward factor) of attention, a third of the memory-bound ops, the forward's
-    tensor-parallel collectives (4 of 8, or 4 of 10 with sequence parallelism), a third of the context-parallel
+    tensor-parallel collectives (4 of 8, or 4 of 10 with sequence parallelism, its all-gathers at their FP8 size
+    under `--precision fp8`: `tp_collective_units`), a third of the context-parallel
     exchanges and half the expert all-to-alls. The rest, recomputation included, is the backward pass."""
     attention_share = 1 / (1 + (FLASH_BACKWARD_FACTOR if setup.flash else 2))
-    tp_share = 4 / (10 if setup.sequence_parallel else 8)
+    tp_forward, tp_backward = tp_collective_units(setup, activations.ACTIVATION_BYTES[setup.precision])
+    tp_share = tp_forward / (tp_forward + tp_backward)
     return (
         parts["matmuls"] / (2 if setup.lora_rank is not None else 3)
         + parts["attention"] * attention_share
