@@ -616,3 +616,45 @@ def test_fp8_sequence_parallel_all_gathers_move_one_byte_an_element():
     assert step_time.layer_seconds(shape, gpu, no_sp)["tp_comm"] == pytest.approx(8 * ring_pass, rel=1e-12)
     only_tp = {key: (value if key == "tp_comm" else 0.0) for key, value in fp8.items()}
     assert step_time.layer_forward_seconds(only_tp, setup) == pytest.approx(3 * ring_pass, rel=1e-12)
+
+
+# Llama-3-8B's linear weights in its 32 layers, each d(d + 2KQ) for q, k, v, d·d for o and 3·d·F for the SwiGLU MLP
+# (d 4,096, K Q = 8 x 128, F 14,336): what torchtitan converts to Float8Linear (every nn.Linear but the output head).
+LLAMA_3_8B_LAYER_LINEARS = 32 * (4096 * (4096 + 2 * 8 * 128) + 4096 * 4096 + 3 * 4096 * 14336)
+LLAMA_3_8B_PARAMS = 8_030_261_248
+
+
+def test_fsdp_float8_all_gather_moves_and_copies_linear_weights_in_one_byte():
+    # torchao's fsdp_pre_all_gather casts each weight shard to float8 and gathers "(float8_tensor._data,)": of each
+    # FSDP2 copy-out (2 x e bytes a parameter) the 6,979,321,856 linear weights move 2 x 1. On 64 H100s (3.35 TB/s),
+    # one micro-batch: two copy-outs and one fp32 copy-in, 14 bytes a parameter in bf16, 4 fewer a linear weight.
+    assert LLAMA_3_8B_LAYER_LINEARS == 6_979_321_856
+    shape, gpu = load_model("llama-3-8b"), load_gpu("h100-sxm")
+    setup = TrainingSetup(tokens=64 * 8192, seq_len=8192, gpus=64, zero=3, global_batch=64, fsdp2=True, precision="fp8")
+    float8 = setup.model_copy(update={"fsdp_float8_all_gather": True})
+    assert step_time.fsdp2_copy_seconds(shape, gpu, setup) == pytest.approx(LLAMA_3_8B_PARAMS * 14 / 3.35e12, rel=1e-9)
+    expected = (LLAMA_3_8B_PARAMS * 14 - LLAMA_3_8B_LAYER_LINEARS * 4) / 3.35e12
+    assert step_time.fsdp2_copy_seconds(shape, gpu, float8) == pytest.approx(expected, rel=1e-9)
+    assert step_time.gathered_bytes_per_param(shape, float8) == pytest.approx(
+        2 - LLAMA_3_8B_LAYER_LINEARS / LLAMA_3_8B_PARAMS, rel=1e-12
+    )
+    # the layer's own weight cast is skipped ("if tensor_already_casted_to_fp8(weight): return weight.t()"): the
+    # forward casts the weights' 1/64 shard instead, at the same e + 2 bytes an element
+    plain_fwd, plain_bwd = step_time.fp8_cast_seconds(shape, gpu, setup)
+    float8_fwd, float8_bwd = step_time.fp8_cast_seconds(shape, gpu, float8)
+    weights_per_layer = LLAMA_3_8B_LAYER_LINEARS / 32 * 4 / 3.35e12
+    assert plain_fwd - float8_fwd == pytest.approx(weights_per_layer * 63 / 64, rel=1e-9)
+    assert float8_bwd == plain_bwd
+    # the data-parallel gathers move fewer bytes: the exposed time cannot grow
+    layer = step_time.layer_seconds(shape, gpu, float8)
+    assert step_time.dp_seconds(shape, gpu, float8, 32, layer) < step_time.dp_seconds(shape, gpu, setup, 32, layer)
+
+
+def test_fsdp_float8_all_gather_needs_fp8_under_zero_3(tfcost):
+    args = ("train", "llama-3-8b", "--gpus", "8", "--tokens", "1e9", "--fsdp-float8-all-gather")
+    for extra in (("--zero", "3"), ("--precision", "fp8")):
+        refused = tfcost(*args, *extra)
+        assert refused.code != 0 and "Traceback" not in refused.stderr and refused.stdout == ""
+        assert "--zero 3 and --precision fp8" in refused.stderr, refused.stderr
+    accepted = tfcost(*args, "--zero", "3", "--precision", "fp8", "--format", "json")
+    assert accepted.code == 0, accepted.stderr

@@ -470,8 +470,11 @@ def fp8_cast_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> t
     def shard(width: int) -> float:  # a d-wide tensor's share under sequence parallelism (the comment above)
         return 1 / t if setup.sequence_parallel and width == d else 1.0
 
+    # under FSDP's float8 all-gather the weight is cast on its 1/N_d shard before each gather, and the layer finds it
+    # already in FP8 (fsdp_float8_weight_share's comment)
+    weight_share = 1 / (setup.data_parallel * setup.cp) if setup.fsdp_float8_all_gather else 1.0
     forward = sum(
-        rows * inner * shard(inner) + max(1, experts // setup.ep) * inner * cols
+        rows * inner * shard(inner) + max(1, experts // setup.ep) * inner * cols * weight_share
         for rows, inner, cols, experts in grouped
     )
     backward = sum(rows * cols * shard(cols) for rows, _, cols, _ in grouped)
@@ -734,6 +737,38 @@ def stage_params_per_gpu(shape: ModelShape, setup: TrainingSetup) -> float:
 # _flat_param.py) and reduce-scatters the flat gradient as it is.
 
 
+# FSDP2 with torchao's float8 all-gather (`--fsdp-float8-all-gather`; torchtitan's
+# "--float8.enable_fsdp_float8_all_gather": "cast `Float8Linear.weight` from high precision to float8 before FSDP
+# all-gather so we can communicate in float8 to save bandwidth", torchtitan 9dec370 docs/float8.md). torchao eab345c
+# torchao/float8/fsdp_utils.py, WeightWithDynamicFloat8CastTensor.fsdp_pre_all_gather casts the local shard
+# ("float8_tensor = hp_tensor_and_scale_to_float8(self._tensor, self._precomputed_scale, ...)", or
+# hp_tensor_to_float8_dynamic with
+# "reduce_amax=True") and "return (float8_tensor._data,), (float8_tensor._scale,)": the gather and its copy-out move one
+# byte a weight element; torchao/float8/float8_linear.py's cast_weight_to_float8_t then skips the layer's own cast:
+# "if tensor_already_casted_to_fp8(weight): return weight.t()". Only Float8Linear weights (torchtitan converts every
+# nn.Linear but the output head: 'module_filter_fn=lambda mod, fqn: fqn != "output"'); norms, embeddings and the head
+# gather at e bytes. The shard's cast is priced at the layer cast's bytes over N_d (fp8_cast_seconds); the amax
+# all-reduce of precompute_float8_dynamic_scale_for_fsdp, one scalar a weight, is not priced.
+
+
+def fsdp_float8_weight_share(shape: ModelShape, setup: TrainingSetup) -> float:
+    """The share of a stage's per-GPU parameters that FSDP's float8 all-gather moves in FP8: the layers' linear
+    weights (`layer_gemms`' inner x cols, E / e of them for a routed expert GEMM) over `stage_params_per_gpu`; 0
+    without `--fsdp-float8-all-gather`."""
+    if not setup.fsdp_float8_all_gather:
+        return 0.0
+    grouped, _, _, _ = layer_matmuls(shape, setup.micro_batch, setup.tp, setup.seq_len, setup.cp)
+    weights = sum(max(1, experts // setup.ep) * inner * cols for _, inner, cols, experts in grouped)
+    return min(1.0, weights / setup.pp / stage_params_per_gpu(shape, setup))
+
+
+def gathered_bytes_per_param(shape: ModelShape, setup: TrainingSetup) -> float:
+    """Bytes a ZeRO-3 all-gather moves (and FSDP2 copies out) per parameter: e, the FP8 linear weights'
+    share at FP8_GATHER_BYTES under `--fsdp-float8-all-gather` (the comment above)."""
+    element = activations.ACTIVATION_BYTES[setup.precision]
+    return element - fsdp_float8_weight_share(shape, setup) * (element - FP8_GATHER_BYTES)
+
+
 def fsdp2_copy_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> float:
     """FSDP2's copies in one step on the busiest stage at the HBM bandwidth (the comment above): each micro-batch's
     all-gathers copied out (forward, and backward unless the weights stay gathered), and each reduce-scatter's input
@@ -746,7 +781,7 @@ def fsdp2_copy_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) ->
     gathers = m * (1 if training.keeps_weights_gathered(setup) else 2)
     reduces = m if training.shards_accumulated_gradients(setup) else 1
     # the gradients copied into the fp32 reduce dtype, as dp_seconds reduces them (training.MAIN_GRADIENT_BYTES)
-    copied = gathers * 2 * element + reduces * (element + training.MAIN_GRADIENT_BYTES)
+    copied = gathers * 2 * gathered_bytes_per_param(shape, setup) + reduces * (element + training.MAIN_GRADIENT_BYTES)
     return stage_params_per_gpu(shape, setup) * copied / hardware.bandwidth_bytes_per_s(gpu)
 
 
@@ -762,8 +797,8 @@ def dp_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup, n_layers: 
         return 0.0
     params_per_gpu = stage_params_per_gpu(shape, setup)
     half = hierarchical_ring_seconds(gradient_bucket_bytes(shape, setup, n_layers), gpu, setup)
-    element = activations.ACTIVATION_BYTES[setup.precision]
-    gather = hierarchical_ring_seconds(params_per_gpu / n_layers * element, gpu, setup) if setup.zero == 3 else 0.0
+    gathered = params_per_gpu / n_layers * gathered_bytes_per_param(shape, setup)
+    gather = hierarchical_ring_seconds(gathered, gpu, setup) if setup.zero == 3 else 0.0
     if not setup.dp_overlap:
         every = (m - 1) * half if training.shards_accumulated_gradients(setup) else 0.0
         return n_layers * (2 * half + every + 2 * m * gather)
