@@ -444,8 +444,9 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
 # it into the op that made the tensor) and "kernel 3: read in bf16, write twice in float8 (row-major and col-major)":
 # e + 2 bytes an element, as Transformer Engine's; a weight "kernel 3 (fwd): x_bf16, max_abs -> to_float8 ->
 # x_fp8_dim0" and "kernel 4 (bwd)" for the other layout, 2(e + 1) bytes, where it is priced here at Transformer
-# Engine's e + 2 (the weights' casts are a few percent of these passes on the validation's torchtitan runs; FSDP2's
-# float8 all-gather, which casts the 1/n shard before gathering it, is not priced either).
+# Engine's e + 2 (the weights' casts are a few percent of these passes on the validation's torchtitan runs). Under
+# FSDP2's float8 all-gather (`--fsdp-float8-all-gather`) the weight is cast on its 1/N_d shard before the gather and
+# the layer skips its own cast (the comment above fsdp_float8_weight_share).
 # Under sequence parallelism both cast a d-wide activation on its 1/t shard before the all-gather: Transformer
 # Engine's forward casts "inputmat" and then "if parallel_mode == "column" and sequence_parallel: inputmat_total, _ =
 # gather_along_first_dim(inputmat, tp_group)", and its backward "cast_to_fp8(grad_output_mat, ...)" before
