@@ -503,7 +503,10 @@ def fp8_cast_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> t
 # Transformer Engine (v0.10, the comment above fp8_cast_seconds) gathers the cast input and the cast output gradient
 # likewise. torchtitan 9dec370's docs/float8.md: "For TP, ... For input, we cast sharded input into float8 and perform
 # float8 all-gather for unsharded input." The redone all-gathers (Megatron-LM's, for the weight gradients) are counted
-# as before, now of the FP8 copy; a framework that keeps the gathered input instead is not told apart here.
+# as before, now of the FP8 copy, as Transformer Engine's Linear backward redoes it: "if ctx.fp8 and not
+# ctx.fp8_meta["recipe"].override_linear_precision.wgrad: inputmat_t_total, handle = gather_along_last_dim(inputmat_t,
+# ctx.tp_group, ...)" (module/linear.py); a framework that keeps the gathered input instead (torchtitan's DTensor
+# saves it for the backward) is not told apart here.
 FP8_GATHER_BYTES = 1  # E4M3 / E5M2
 
 
