@@ -505,8 +505,9 @@ def fp8_cast_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> t
 # float8 all-gather for unsharded input." The redone all-gathers (Megatron-LM's, for the weight gradients) are counted
 # as before, now of the FP8 copy, as Transformer Engine's Linear backward redoes it: "if ctx.fp8 and not
 # ctx.fp8_meta["recipe"].override_linear_precision.wgrad: inputmat_t_total, handle = gather_along_last_dim(inputmat_t,
-# ctx.tp_group, ...)" (module/linear.py); a framework that keeps the gathered input instead (torchtitan's DTensor
-# saves it for the backward) is not told apart here.
+# ctx.tp_group, ...)" (module/linear.py). torchao's float8 matmul instead saves the input it is given, already
+# gathered by Float8ColwiseParallel's redistribute ("ctx.save_for_backward(input_fp8, weight_fp8_t)", float8_linear.py
+# at eab345c), so torchtitan's backward may skip those two; that difference is not priced here.
 FP8_GATHER_BYTES = 1  # E4M3 / E5M2
 
 
