@@ -78,6 +78,8 @@ ADDED |= {"setup.flash_kernel"}  # issue 22: --flash-kernel fa2 (the default) or
 ADDED |= {"setup.reduce_every_micro_batch", "setup.dropout"}
 ADDED |= {"setup.logit_metrics"}  # issue 22: Composer's train metrics over the logits (llm-foundry's MPT: 2)
 ADDED |= {"setup.fsdp2"}  # issue 22: --fsdp2 prices FSDP2's copy-out of its all-gathers and copy-in of its reduces
+ADDED |= {"setup.fsdp_float8_all_gather"}  # issue 22: FSDP2 gathers FP8 linear weights in float8 (torchao)
+ADDED |= {"setup.async_tp"}  # issue 22: async TP hides part of the TP collectives (torchtitan)
 
 PINNED: dict[str, Any] = json.loads(GOLDEN.read_text())
 

@@ -938,6 +938,17 @@ class TrainingSetup(Frozen):
         description="ZeRO-3 as PyTorch's FSDP2 (fully_shard) runs it: each all-gather copied out into the "
         "parameters and each reduce-scatter's fp32 input copied in from the gradients, on the GPU (torchtitan)",
     )
+    fsdp_float8_all_gather: bool = Field(
+        False,
+        description="FP8 training under ZeRO-3 / FSDP2 with torchao's float8 all-gather (torchtitan's "
+        "enable_fsdp_float8_all_gather): each FP8 linear weight cast on its shard and gathered in float8, 1 byte",
+    )
+    async_tp: bool = Field(
+        False,
+        description="tensor parallelism with PyTorch's async TP (torchtitan's enable_async_tensor_parallel: "
+        "torch.compile's micro-pipelined all-gather-matmul and matmul-reduce-scatter): part of the TP "
+        "collectives hidden under the GEMMs",
+    )
     reduce_every_micro_batch: bool = Field(
         False,
         description="ZeRO-2 / ZeRO-3 as FSDP syncs by default: each micro-batch's gradients reduce-scattered after its "
@@ -980,6 +991,15 @@ class TrainingSetup(Frozen):
             raise ValueError("--accumulate-unsharded and --frozen-gradients describe FSDP (ZeRO-3): add --zero 3")
         if self.fsdp2 and self.zero != 3:
             raise ValueError("--fsdp2 describes FSDP2's sharded weights (ZeRO-3): add --zero 3")
+        if self.async_tp and (self.tp == 1 or not self.sequence_parallel):
+            raise ValueError(
+                "--async-tp overlaps sequence parallelism's all-gathers and reduce-scatters: add --tp > 1 and "
+                "--sequence-parallel"
+            )
+        if self.fsdp_float8_all_gather and (self.zero != 3 or self.precision != "fp8"):
+            raise ValueError(
+                "--fsdp-float8-all-gather gathers FP8 linear weights under ZeRO-3: add --zero 3 and --precision fp8"
+            )
         if self.accumulate_unsharded and self.reduce_every_micro_batch:
             raise ValueError("--accumulate-unsharded and reduce_every_micro_batch contradict each other: choose one")
         if self.frozen_gradients and self.lora_rank is None:

@@ -234,6 +234,22 @@ def train(
             "and its copy-in of each reduce-scatter's fp32 input, passes over HBM.",
         ),
     ] = default(TrainingSetup, "fsdp2"),
+    fsdp_float8_all_gather: Annotated[
+        bool,
+        typer.Option(
+            "--fsdp-float8-all-gather",
+            help="With --precision fp8 under --zero 3: FP8 linear weights cast on their shard and all-gathered in "
+            "float8, 1 byte, and not cast again each micro-batch (torchtitan's enable_fsdp_float8_all_gather).",
+        ),
+    ] = default(TrainingSetup, "fsdp_float8_all_gather"),
+    async_tp: Annotated[
+        bool,
+        typer.Option(
+            "--async-tp",
+            help="Tensor parallelism with PyTorch's async TP (torchtitan's enable_async_tensor_parallel, under "
+            "torch.compile): part of the sequence-parallel collectives hidden under the GEMMs.",
+        ),
+    ] = default(TrainingSetup, "async_tp"),
     reduce_every_micro_batch: ReduceEveryMicroBatchOption = default(TrainingSetup, "reduce_every_micro_batch"),
     dropout: DropoutOption = default(TrainingSetup, "dropout"),
     logit_metrics: Annotated[
@@ -296,7 +312,7 @@ def train(
         audio_seconds=audio_seconds, accumulate_unsharded=accumulate_unsharded, frozen_gradients=frozen_gradients,
         offload_activations=offload_activations, reduce_every_micro_batch=reduce_every_micro_batch, dropout=dropout,
         logit_metrics=logit_metrics,
-        fsdp2=fsdp2,
+        fsdp2=fsdp2, fsdp_float8_all_gather=fsdp_float8_all_gather, async_tp=async_tp,
     )  # fmt: skip
     # Does it fit? If not, the nearest layout that does; `tfcost plan`'s command module (its typer app) is
     # imported only then.

@@ -30,7 +30,10 @@ rows (tfcost.core.model.Model), the average of its layers:
 - recomputation: selective redoes the attention scores; full redoes the layer's forward (compute and TP comm);
 - tensor-parallel communication: per layer 4 all-gathers/reduce-scatters forward and 6 backward with sequence
   parallelism (the all-gather is redone for the weight gradients), or 2 + 2 all-reduces without, of the
-  b x T/c x d activations, ring cost (t-1)/t x size / bandwidth (Megatron-LM runs them unoverlapped);
+  b x T/c x d activations, ring cost (t-1)/t x size / bandwidth (Megatron-LM runs them unoverlapped); under
+  `--precision fp8` with sequence parallelism the all-gathers move the FP8 copy, one byte an element (torchao's
+  Float8ColwiseParallel and Transformer Engine cast before gathering: `tp_collective_units`); with `--async-tp`
+  (torch.compile's micro-pipelined TP) ASYNC_TP_EXPOSED_SHARE of them, fitted to torchtitan's 2D / 2D + AsyncTP pair;
 - context-parallel ring attention: c-1 exchanges of what the cache rows hold (K and V; MLA's latent) forward, of
   them and their gradients backward, each collective also paying NCCL's ring latency: a base latency and one per
   step, 14 us for each step that crosses nodes (`cp_ring_latency_seconds`);
@@ -386,7 +389,9 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
 
     activations_bytes = tokens * d * element
     tp_unit = ring_seconds(activations_bytes, t, link_bandwidth(gpu, t, True)) if t > 1 else 0.0
-    tp_fwd, tp_bwd = (4 * tp_unit, 6 * tp_unit) if setup.sequence_parallel else (4 * tp_unit, 4 * tp_unit)
+    tp_fwd_units, tp_bwd_units = tp_collective_units(setup, element)
+    tp_exposed = ASYNC_TP_EXPOSED_SHARE if setup.async_tp else 1.0  # the share async TP leaves exposed
+    tp_fwd, tp_bwd = tp_fwd_units * tp_unit * tp_exposed, tp_bwd_units * tp_unit * tp_exposed
     # Ring attention passes each GPU's cached keys and values (what the cache rows hold: 2 K Q for GQA, MLA's
     # latent) around the c ranks: the cache width of one layer, its share on one of t GPUs.
     kv_bytes = tokens * model.cache_width(t) / n_layers * element
@@ -441,8 +446,9 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
 # it into the op that made the tensor) and "kernel 3: read in bf16, write twice in float8 (row-major and col-major)":
 # e + 2 bytes an element, as Transformer Engine's; a weight "kernel 3 (fwd): x_bf16, max_abs -> to_float8 ->
 # x_fp8_dim0" and "kernel 4 (bwd)" for the other layout, 2(e + 1) bytes, where it is priced here at Transformer
-# Engine's e + 2 (the weights' casts are a few percent of these passes on the validation's torchtitan runs; FSDP2's
-# float8 all-gather, which casts the 1/n shard before gathering it, is not priced either).
+# Engine's e + 2 (the weights' casts are a few percent of these passes on the validation's torchtitan runs). Under
+# FSDP2's float8 all-gather (`--fsdp-float8-all-gather`) the weight is cast on its 1/N_d shard before the gather and
+# the layer skips its own cast (the comment above fsdp_float8_weight_share).
 # Under sequence parallelism both cast a d-wide activation on its 1/t shard before the all-gather: Transformer
 # Engine's forward casts "inputmat" and then "if parallel_mode == "column" and sequence_parallel: inputmat_total, _ =
 # gather_along_first_dim(inputmat, tp_group)", and its backward "cast_to_fp8(grad_output_mat, ...)" before
@@ -467,14 +473,72 @@ def fp8_cast_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> t
     def shard(width: int) -> float:  # a d-wide tensor's share under sequence parallelism (the comment above)
         return 1 / t if setup.sequence_parallel and width == d else 1.0
 
+    # under FSDP's float8 all-gather the weight is cast on its 1/N_d shard before each gather, and the layer finds it
+    # already in FP8 (fsdp_float8_weight_share's comment)
+    weight_share = 1 / (setup.data_parallel * setup.cp) if setup.fsdp_float8_all_gather else 1.0
     forward = sum(
-        rows * inner * shard(inner) + max(1, experts // setup.ep) * inner * cols
+        rows * inner * shard(inner) + max(1, experts // setup.ep) * inner * cols * weight_share
         for rows, inner, cols, experts in grouped
     )
     backward = sum(rows * cols * shard(cols) for rows, _, cols, _ in grouped)
     per_element = activations.ACTIVATION_BYTES[setup.precision] + FP8_CAST_WRITE_BYTES
     seconds_per_element = per_element / (n_layers * hardware.bandwidth_bytes_per_s(gpu))
     return forward * seconds_per_element, backward * seconds_per_element
+
+
+# Under `--precision fp8` with sequence parallelism the all-gathers of the tensor-parallel region move the FP8 copy,
+# one byte an element, while the reduce-scatters move the GEMMs' e-byte outputs and input gradients. torchao's
+# float8 tensor parallelism (torchao/float8/float8_tensor_parallel.py at eab345c, the torchao of torchtitan's Dec 2024
+# H100 tables, which torchtitan 9dec370's apply_tp uses "if enable_float8": Float8ColwiseParallel,
+# Float8RowwiseParallel, PrepareFloat8ModuleInput):
+# - the forward all-gathers of a block's input: PrepareFloat8ModuleInput "after we prepare the input DTensor, we cast
+#   the input to DTensor(Float8Tensor) ... This is to ensure the float8 cast happens before the all-gather (i.e.
+#   Shard -> Replicate)", then "dt_inp = dt_inp.redistribute(placements=(desired_layout,))";
+# - the backward all-gathers of a row-parallel layer's output gradient: the forward's "outputs =
+#   outputs.redistribute(placements=output_layouts, async_op=True)" (the reduce-scatter) is followed by "# fwd noop bwd
+#   cast to DTensor(Float8Tensor)" NoopFwToFloat8BwDynamic, so backward casts the gradient's shard before the
+#   redistribute's backward gathers it;
+# - the reduce-scatters of the row-parallel outputs and of the column-parallel inputs' gradients: the GEMMs' high-
+#   precision results, e bytes.
+# Transformer Engine (v0.10, the comment above fp8_cast_seconds) gathers the cast input and the cast output gradient
+# likewise. torchtitan 9dec370's docs/float8.md: "For TP, ... For input, we cast sharded input into float8 and perform
+# float8 all-gather for unsharded input." The redone all-gathers (Megatron-LM's, for the weight gradients) are counted
+# as before, now of the FP8 copy, as Transformer Engine's Linear backward redoes it: "if ctx.fp8 and not
+# ctx.fp8_meta["recipe"].override_linear_precision.wgrad: inputmat_t_total, handle = gather_along_last_dim(inputmat_t,
+# ctx.tp_group, ...)" (module/linear.py). torchao's float8 matmul instead saves the input it is given, already
+# gathered by Float8ColwiseParallel's redistribute ("ctx.save_for_backward(input_fp8, weight_fp8_t)", float8_linear.py
+# at eab345c), so torchtitan's backward may skip those two; that difference is not priced here.
+FP8_GATHER_BYTES = 1  # E4M3 / E5M2
+
+
+# Async tensor parallelism (`--async-tp`): torchtitan 9dec370's apply_tp, "if enable_async_tp: ...
+# torch._inductor.config._micro_pipeline_tp = True; enable_symm_mem_for_group(tp_mesh.get_group().group_name)" (it
+# "requires --training.compile"): torch.compile splits each sequence-parallel all-gather + matmul and matmul +
+# reduce-scatter into per-rank chunks whose symmetric-memory copies run beside the chunks' GEMMs. How much stays
+# exposed no source states; PyTorch's post gives only end-to-end figures ("Up to ~20% forward pass speedup and ~8% E2E
+# speedup in Llama3 70B", "[Distributed w/ TorchTitan] Introducing Async Tensor Parallelism in PyTorch",
+# discuss.pytorch.org/t/209487), and hiding every collective under the GEMMs would overshoot: #16's layout would run at
+# 1,150 TPS/GPU, not the 876 measured. So the share is fitted to the one measured pair on a fitted case's layout:
+# torchtitan docs/performance.md at eaea6f6, Table 4 (Llama 3.1 70B, 256 H100s, FSDP 32 x TP 8, compile, Float8, full
+# AC, local batch 16, torch 1963fc8): "| 2D | 829 |" (fitted case #16) and "| 2D + AsyncTP | 876 |" (not a validation
+# case). The share that keeps tfcost's '2D + AsyncTP' prediction at the ratio of its '2D' one (876 / 829 of it) is
+# 0.794: the TP collectives' time, forward, backward and recomputed, x 0.79. It applies to #17 (Table 5: "3D ... +
+# Float8 + AsyncTP", same torch), which it moves from 1.002 to 1.042: the pair's 5.7% gain on 70B is larger, relative
+# to tfcost's TP pricing, than #17's row wants. torchtitan's June 2025 benchmark (benchmarks/
+# asyncTP_llama3_h100_2025-06_torchtitan.md, torch 38410cf9) measures 1.16x on the same 70B layout in float8 and 1.09x
+# in bf16 with a later torch: the share is for torch 1963fc8's async TP.
+ASYNC_TP_EXPOSED_SHARE = 0.79
+
+
+def tp_collective_units(setup: TrainingSetup, element: int) -> tuple[float, float]:
+    """(forward, backward) tensor-parallel collectives of one layer, in ring passes of the b x T/c x d activations at
+    `element` bytes: 4 all-reduce halves and 4 without sequence parallelism; with it 2 all-gathers and 2
+    reduce-scatters forward, 4 all-gathers (2 redone for the weight gradients) and 2 reduce-scatters backward, the
+    all-gathers at FP8_GATHER_BYTES / element of a pass under `--precision fp8` (the comment above)."""
+    if not setup.sequence_parallel:
+        return 4.0, 4.0
+    gather = FP8_GATHER_BYTES / element if setup.precision == "fp8" else 1.0
+    return 2 * gather + 2, 4 * gather + 2
 
 
 def cp_ring_latency_seconds(gpu: GpuSpec, setup: TrainingSetup) -> float:
@@ -497,10 +561,12 @@ def cp_ring_latency_seconds(gpu: GpuSpec, setup: TrainingSetup) -> float:
 def layer_forward_seconds(parts: dict[str, float], setup: TrainingSetup) -> float:
     """The forward share of one layer's parts (`layer_seconds`): a third of the matmuls (half under LoRA: no
     weight gradients), 1/(1 + backward factor) of attention, a third of the memory-bound ops, the forward's
-    tensor-parallel collectives (4 of 8, or 4 of 10 with sequence parallelism), a third of the context-parallel
+    tensor-parallel collectives (4 of 8, or 4 of 10 with sequence parallelism, its all-gathers at their FP8 size
+    under `--precision fp8`: `tp_collective_units`), a third of the context-parallel
     exchanges and half the expert all-to-alls. The rest, recomputation included, is the backward pass."""
     attention_share = 1 / (1 + (FLASH_BACKWARD_FACTOR if setup.flash else 2))
-    tp_share = 4 / (10 if setup.sequence_parallel else 8)
+    tp_forward, tp_backward = tp_collective_units(setup, activations.ACTIVATION_BYTES[setup.precision])
+    tp_share = tp_forward / (tp_forward + tp_backward)
     return (
         parts["matmuls"] / (2 if setup.lora_rank is not None else 3)
         + parts["attention"] * attention_share
@@ -697,6 +763,38 @@ def stage_params_per_gpu(shape: ModelShape, setup: TrainingSetup) -> float:
 # _flat_param.py) and reduce-scatters the flat gradient as it is.
 
 
+# FSDP2 with torchao's float8 all-gather (`--fsdp-float8-all-gather`; torchtitan's
+# "--float8.enable_fsdp_float8_all_gather": "cast `Float8Linear.weight` from high precision to float8 before FSDP
+# all-gather so we can communicate in float8 to save bandwidth", torchtitan 9dec370 docs/float8.md). torchao eab345c
+# torchao/float8/fsdp_utils.py, WeightWithDynamicFloat8CastTensor.fsdp_pre_all_gather casts the local shard
+# ("float8_tensor = hp_tensor_and_scale_to_float8(self._tensor, self._precomputed_scale, ...)", or
+# hp_tensor_to_float8_dynamic with
+# "reduce_amax=True") and "return (float8_tensor._data,), (float8_tensor._scale,)": the gather and its copy-out move one
+# byte a weight element; torchao/float8/float8_linear.py's cast_weight_to_float8_t then skips the layer's own cast:
+# "if tensor_already_casted_to_fp8(weight): return weight.t()". Only Float8Linear weights (torchtitan converts every
+# nn.Linear but the output head: 'module_filter_fn=lambda mod, fqn: fqn != "output"'); norms, embeddings and the head
+# gather at e bytes. The shard's cast is priced at the layer cast's bytes over N_d (fp8_cast_seconds); the amax
+# all-reduce of precompute_float8_dynamic_scale_for_fsdp, one scalar a weight, is not priced.
+
+
+def fsdp_float8_weight_share(shape: ModelShape, setup: TrainingSetup) -> float:
+    """The share of a stage's per-GPU parameters that FSDP's float8 all-gather moves in FP8: the layers' linear
+    weights (`layer_gemms`' inner x cols, E / e of them for a routed expert GEMM) over `stage_params_per_gpu`; 0
+    without `--fsdp-float8-all-gather`."""
+    if not setup.fsdp_float8_all_gather:
+        return 0.0
+    grouped, _, _, _ = layer_matmuls(shape, setup.micro_batch, setup.tp, setup.seq_len, setup.cp)
+    weights = sum(max(1, experts // setup.ep) * inner * cols for _, inner, cols, experts in grouped)
+    return min(1.0, weights / setup.pp / stage_params_per_gpu(shape, setup))
+
+
+def gathered_bytes_per_param(shape: ModelShape, setup: TrainingSetup) -> float:
+    """Bytes a ZeRO-3 all-gather moves (and FSDP2 copies out) per parameter: e, the FP8 linear weights'
+    share at FP8_GATHER_BYTES under `--fsdp-float8-all-gather` (the comment above)."""
+    element = activations.ACTIVATION_BYTES[setup.precision]
+    return element - fsdp_float8_weight_share(shape, setup) * (element - FP8_GATHER_BYTES)
+
+
 def fsdp2_copy_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> float:
     """FSDP2's copies in one step on the busiest stage at the HBM bandwidth (the comment above): each micro-batch's
     all-gathers copied out (forward, and backward unless the weights stay gathered), and each reduce-scatter's input
@@ -709,7 +807,7 @@ def fsdp2_copy_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) ->
     gathers = m * (1 if training.keeps_weights_gathered(setup) else 2)
     reduces = m if training.shards_accumulated_gradients(setup) else 1
     # the gradients copied into the fp32 reduce dtype, as dp_seconds reduces them (training.MAIN_GRADIENT_BYTES)
-    copied = gathers * 2 * element + reduces * (element + training.MAIN_GRADIENT_BYTES)
+    copied = gathers * 2 * gathered_bytes_per_param(shape, setup) + reduces * (element + training.MAIN_GRADIENT_BYTES)
     return stage_params_per_gpu(shape, setup) * copied / hardware.bandwidth_bytes_per_s(gpu)
 
 
@@ -725,8 +823,8 @@ def dp_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup, n_layers: 
         return 0.0
     params_per_gpu = stage_params_per_gpu(shape, setup)
     half = hierarchical_ring_seconds(gradient_bucket_bytes(shape, setup, n_layers), gpu, setup)
-    element = activations.ACTIVATION_BYTES[setup.precision]
-    gather = hierarchical_ring_seconds(params_per_gpu / n_layers * element, gpu, setup) if setup.zero == 3 else 0.0
+    gathered = params_per_gpu / n_layers * gathered_bytes_per_param(shape, setup)
+    gather = hierarchical_ring_seconds(gathered, gpu, setup) if setup.zero == 3 else 0.0
     if not setup.dp_overlap:
         every = (m - 1) * half if training.shards_accumulated_gradients(setup) else 0.0
         return n_layers * (2 * half + every + 2 * m * gather)
