@@ -16,6 +16,18 @@ default.
 Not changed here: the memory outside the allocator stays tfcost.costs.expected's assumed 0.5 GiB, because vLLM's
 own logs disagree by a factor of ten ("non_torch_memory 1.79GiB", Llama-3-8B on H100, vllm#10511; "0.16GiB",
 Llama-3.2-11B-Vision on H100, vllm#12126; "0.20GiB" on 24 GB cards, vllm#14447).
+NCCL's buffers under tensor parallelism are not priced either (checked 2026-12-02 for validation case 48). vLLM V1
+until Sept 2025 took its first snapshot before NCCL came up (vllm PR #25359: "NCCL buffers (~4.5 GiB for tensor
+parallelism) were allocated after the memory snapshot ... The NCCL buffer allocation shows up as non-torch memory
+increase"), so they are in the budget's non-torch term, and vLLM's NCCL_CUMEM_ENABLE=0 turns off NCCL's lazy
+connection (NCCL v2.26.2 src/init.cc: "comm->runtimeConn = comm->cuMemSupport && ncclParamRuntimeConnect();"), so
+ring, tree and NVLS buffers are all made in ncclCommInitRank. Per connection NCCL v2.26.2 allocates 12 MiB on the
+two GPUs (the receiver's LL, LL128 and 4 MiB SIMPLE buffers aligned to CUDA_IPC_MIN, 10 MiB; the sender's 2 MiB;
+6 + 6 MiB on A100s, which read over P2P) and NVLS, on Hopper for more than 2 GPUs, nvlsTotalSize = NVLS channels
+(16 on SM90) x 2 x 1 MiB x heads (the GPUs): 128 MiB for 4. No source fixes the rest a GPU of the run holds: the
+ring and tree channels NCCL's topology search gives a 4-GPU communicator, which tree connections reuse the ring's,
+how many communicators the vLLM of the run had (its TP group's PyNccl one at least) and NCCL's loaded device code.
+docs/serving.md ("NCCL under tensor parallelism") quotes the sources and what was checked.
 """
 
 from __future__ import annotations
