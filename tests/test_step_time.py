@@ -602,7 +602,7 @@ def test_fp8_casts_of_d_wide_tensors_are_split_by_sequence_parallelism():
 # 4K sequence length. And the PP communication is not included during profiling", "an absolutely balanced MoE routing
 # strategy" (its README). Its GPU kernels (PyTorch profiler, one H800, 132 SMs) run 129.0 ms from the first one's start
 # to the last one's end: one micro-batch's forward through the 4 layers beside another's backward. The parts, per
-# layer, summed over its kernels: FP8 GEMMs (dpsk::grouped_gemm, on 112 SMs) 18.6 ms, attention (FlashAttention-3's
+# layer, summed over its kernels: FP8 GEMMs (dpsk::grouped_gemm, on 112 SMs) 18.6 ms, attention (FlashAttention-3-style
 # flash::compute_attn_ws forward and FlashAttnBwd) 5.5 ms, the rest (FP8 casts and transposes, norms, rotary, SwiGLU,
 # permutations) 8.3 ms on the compute streams; the all-to-all stream (DeepEP's dispatch, combine and their notify
 # kernels, 20 SMs) is busy 28.6 ms a layer.
