@@ -232,7 +232,12 @@ def markdown(cases: list[dict[str, Any]], predictions: dict[str, float | str]) -
         "quantization passes, counted from Transformer Engine's and torchao's code, with the FP8 training GEMM",
         "fraction refitted on the fitted half (0.59; #66, #75 moved: held-out step time 6.8% -> 7.2%); the",
         "share was then set to the fitted half's minimum, 0.79 (it had been 0.80, a hundredth off it): held-out",
-        "step time 7.9%.",
+        "step time 7.9%. In the round after (2 December): FP8 tensor-parallel all-gathers at one byte (#16, #17),",
+        "torchao's FSDP2 float8 all-gather (#17; held-out #75, whose quoted command passes the flag, set after its",
+        "figure had been seen), AsyncTP at an exposed share fitted on torchtitan's Table 4 pair, not a case (#17),",
+        "Meta's GEMM share for its 500 W H100 in torchao's roofline (#13) and Megatron-LM's 1T run made supported",
+        "(#70, 1.13); then the ZeRO-3 share set to the fitted half's new minimum, 0.78: held-out step time",
+        "7.7% -> 8.4%, fitted 9.95% -> 9.93%.",
         "An outside set the project has never seen is the real test.",
         "",
     ]

@@ -532,7 +532,7 @@ def test_llama3_8k_stage_fits_without_checkpointing_and_loses_what_the_paper_say
 
 
 def test_zero3_gemms_run_at_the_fitted_share_of_mamf_fp8_too():
-    # costs/efficiency.py: BF16 GEMMs under ZeRO-3/FSDP reach ZERO3_MATMUL_SHARE (0.79, fitted on validation's fitted
+    # costs/efficiency.py: BF16 GEMMs under ZeRO-3/FSDP reach ZERO3_MATMUL_SHARE (0.78, fitted on validation's fitted
     # step-time cases only) of the GPU's MAMF; below ZeRO-3 all of it (Korthikanti et al.'s 22B layer, above, is
     # priced at MAMF within 1%); FP8 GEMMs reach FP8_TRAINING_GEMM_FRACTION (0.59) of the FP8 peak, times the same
     # share under ZeRO-3.
@@ -540,12 +540,12 @@ def test_zero3_gemms_run_at_the_fitted_share_of_mamf_fp8_too():
     base = TrainingSetup(tokens=8 * 4096, seq_len=4096, micro_batch=1, gpus=8, zero=1)
     sharded = base.model_copy(update={"zero": 3})
     one, three = step_time.matmul_terms(shape, gpu, base), step_time.matmul_terms(shape, gpu, sharded)
-    assert three.seconds / one.seconds == pytest.approx(1 / 0.79, rel=1e-12)
+    assert three.seconds / one.seconds == pytest.approx(1 / 0.78, rel=1e-12)
     assert step_time.head_seconds(shape, gpu, sharded) / step_time.head_seconds(shape, gpu, base) == pytest.approx(
-        1 / 0.79, rel=1e-12
+        1 / 0.78, rel=1e-12
     )
     fp8 = [step_time.matmul_terms(shape, gpu, s.model_copy(update={"precision": "fp8"})) for s in (base, sharded)]
-    assert fp8[1].seconds / fp8[0].seconds == pytest.approx(1 / 0.79, rel=1e-12)
+    assert fp8[1].seconds / fp8[0].seconds == pytest.approx(1 / 0.78, rel=1e-12)
     # FP8 at 0.59 of the 1,978.9 TFLOP/s FP8 peak, times the same wave efficiency as BF16 at MAMF (0.8009)
     assert fp8[0].seconds == pytest.approx(one.seconds * 989.4 * 0.8009 / (1978.9 * 0.59), rel=1e-3)
 
