@@ -80,6 +80,7 @@ ADDED |= {"setup.logit_metrics"}  # issue 22: Composer's train metrics over the 
 ADDED |= {"setup.fsdp2"}  # issue 22: --fsdp2 prices FSDP2's copy-out of its all-gathers and copy-in of its reduces
 ADDED |= {"setup.fsdp_float8_all_gather"}  # issue 22: FSDP2 gathers FP8 linear weights in float8 (torchao)
 ADDED |= {"setup.async_tp"}  # issue 22: async TP hides part of the TP collectives (torchtitan)
+ADDED |= {"setup.tp_keeps_gathered_input"}  # issue 22: DTensor TP keeps gathered inputs (torchtitan)
 
 PINNED: dict[str, Any] = json.loads(GOLDEN.read_text())
 

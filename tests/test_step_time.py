@@ -619,6 +619,27 @@ def test_fp8_sequence_parallel_all_gathers_move_one_byte_an_element():
     assert step_time.layer_forward_seconds(only_tp, setup) == pytest.approx(3 * ring_pass, rel=1e-12)
 
 
+def test_dtensor_tensor_parallelism_redoes_no_all_gather_in_the_backward(tfcost):
+    # PyTorch's DTensor TP (torchtitan) keeps each column-parallel linear's gathered input for its weight gradient
+    # (torchao eab345c: "ctx.save_for_backward(input_fp8, weight_fp8_t)" after ColwiseParallel's redistribute), so
+    # the backward drops Megatron-LM's 2 re-gathers: bf16 2 + 2 forward and 2 + 2 backward, 8 ring passes (10 with
+    # the re-gathers); FP8 the all-gathers at half, 1 + 2 and 1 + 2, 6 passes (7), forward share 3 of 6. The same 8
+    # H100s and 4,096 Llama-3-8B tokens as the test above.
+    shape, gpu = load_model("llama-3-8b"), load_gpu("h100-sxm")
+    setup = TrainingSetup(tokens=4096, seq_len=4096, micro_batch=1, gpus=8, tp=8, sequence_parallel=True,
+                          tp_keeps_gathered_input=True)  # fmt: skip
+    ring_pass = 7 / 8 * 4096 * 4096 * 2 / (450e9 * 200 / 300)
+    assert step_time.layer_seconds(shape, gpu, setup)["tp_comm"] == pytest.approx(8 * ring_pass, rel=1e-12)
+    fp8 = setup.model_copy(update={"precision": "fp8"})
+    parts = step_time.layer_seconds(shape, gpu, fp8)
+    assert parts["tp_comm"] == pytest.approx(6 * ring_pass, rel=1e-12)
+    only_tp = {key: (value if key == "tp_comm" else 0.0) for key, value in parts.items()}
+    assert step_time.layer_forward_seconds(only_tp, fp8) == pytest.approx(3 * ring_pass, rel=1e-12)
+    refused = tfcost("train", "llama-3-8b", "--gpus", "8", "--tp", "8", "--tokens", "1e9", "--tp-keeps-gathered-input")
+    assert refused.code != 0 and "Traceback" not in refused.stderr and refused.stdout == ""
+    assert "--sequence-parallel" in refused.stderr, refused.stderr
+
+
 # Llama-3-8B's linear weights in its 32 layers, each d(d + 2KQ) for q, k, v, d·d for o and 3·d·F for the SwiGLU MLP
 # (d 4,096, K Q = 8 x 128, F 14,336): what torchtitan converts to Float8Linear (every nn.Linear but the output head).
 LLAMA_3_8B_LAYER_LINEARS = 32 * (4096 * (4096 + 2 * 8 * 128) + 4096 * 4096 + 3 * 4096 * 14336)
@@ -669,11 +690,11 @@ def test_async_tp_leaves_its_fitted_share_of_the_tp_collectives_exposed(tfcost):
     assert hidden["tp_comm"] == pytest.approx(step_time.ASYNC_TP_EXPOSED_SHARE * plain["tp_comm"], rel=1e-12)
     assert {k: v for k, v in hidden.items() if k != "tp_comm"} == {k: v for k, v in plain.items() if k != "tp_comm"}
     # The share's fit (docs/formulas.md): torchtitan docs/performance.md at eaea6f6, Table 4, Llama 3.1 70B on 256
-    # H100s (FSDP 32 x TP 8, Float8, full AC, local batch 16): "| 2D | 829 |" and "| 2D + AsyncTP | 876 |" TPS/GPU.
-    # At the rounded share the AsyncTP row's prediction keeps the 2D row's ratio to within 0.5%.
+    # H100s (FSDP 32 x TP 8, Float8, full AC, local batch 16, DTensor's TP): "| 2D | 829 |" and "| 2D + AsyncTP |
+    # 876 |" TPS/GPU. At the rounded share the AsyncTP row's prediction keeps the 2D row's ratio to within 0.5%.
     args = ["train", "llama-3.1-70b", "--gpu", "h100-96gb-500w", "--gpus", "256", "--tp", "8", "-T", "8192", "-b"]
     args += ["16", "--global-batch", "512", "--loss", "full", "--zero", "3", "--fsdp2", "--recompute", "full"]
-    args += ["--precision", "fp8", "--sequence-parallel", "--format", "json"]
+    args += ["--precision", "fp8", "--sequence-parallel", "--tp-keeps-gathered-input", "--format", "json"]
     predicted = {}
     for extra in ((), ("--async-tp",)):
         run = tfcost(*args, *extra)

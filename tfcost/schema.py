@@ -943,6 +943,12 @@ class TrainingSetup(Frozen):
         description="FP8 training under ZeRO-3 / FSDP2 with torchao's float8 all-gather (torchtitan's "
         "enable_fsdp_float8_all_gather): each FP8 linear weight cast on its shard and gathered in float8, 1 byte",
     )
+    tp_keeps_gathered_input: bool = Field(
+        False,
+        description="tensor parallelism as PyTorch's DTensor runs it (torchtitan): each column-parallel linear keeps "
+        "the all-gathered input it was given for its weight gradient, so the backward redoes no all-gather "
+        "(Megatron-LM and Transformer Engine re-gather it)",
+    )
     async_tp: bool = Field(
         False,
         description="tensor parallelism with PyTorch's async TP (torchtitan's enable_async_tensor_parallel: "
@@ -991,6 +997,10 @@ class TrainingSetup(Frozen):
             raise ValueError("--accumulate-unsharded and --frozen-gradients describe FSDP (ZeRO-3): add --zero 3")
         if self.fsdp2 and self.zero != 3:
             raise ValueError("--fsdp2 describes FSDP2's sharded weights (ZeRO-3): add --zero 3")
+        if self.tp_keeps_gathered_input and (self.tp == 1 or not self.sequence_parallel):
+            raise ValueError(
+                "--tp-keeps-gathered-input describes sequence-parallel all-gathers: add --tp and --sequence-parallel"
+            )
         if self.async_tp and (self.tp == 1 or not self.sequence_parallel):
             raise ValueError(
                 "--async-tp overlaps sequence parallelism's all-gathers and reduce-scatters: add --tp > 1 and "

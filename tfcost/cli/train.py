@@ -242,6 +242,14 @@ def train(
             "float8, 1 byte, and not cast again each micro-batch (torchtitan's enable_fsdp_float8_all_gather).",
         ),
     ] = default(TrainingSetup, "fsdp_float8_all_gather"),
+    tp_keeps_gathered_input: Annotated[
+        bool,
+        typer.Option(
+            "--tp-keeps-gathered-input",
+            help="With --sequence-parallel: each column-parallel linear keeps its all-gathered input for the "
+            "backward, as PyTorch's DTensor (torchtitan) does, so no all-gather is redone (Megatron-LM redoes it).",
+        ),
+    ] = default(TrainingSetup, "tp_keeps_gathered_input"),
     async_tp: Annotated[
         bool,
         typer.Option(
@@ -313,6 +321,7 @@ def train(
         offload_activations=offload_activations, reduce_every_micro_batch=reduce_every_micro_batch, dropout=dropout,
         logit_metrics=logit_metrics,
         fsdp2=fsdp2, fsdp_float8_all_gather=fsdp_float8_all_gather, async_tp=async_tp,
+        tp_keeps_gathered_input=tp_keeps_gathered_input,
     )  # fmt: skip
     # Does it fit? If not, the nearest layout that does; `tfcost plan`'s command module (its typer app) is
     # imported only then.

@@ -505,40 +505,50 @@ def fp8_cast_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> t
 # float8 all-gather for unsharded input." The redone all-gathers (Megatron-LM's, for the weight gradients) are counted
 # as before, now of the FP8 copy, as Transformer Engine's Linear backward redoes it: "if ctx.fp8 and not
 # ctx.fp8_meta["recipe"].override_linear_precision.wgrad: inputmat_t_total, handle = gather_along_last_dim(inputmat_t,
-# ctx.tp_group, ...)" (module/linear.py). torchao's float8 matmul instead saves the input it is given, already
-# gathered by Float8ColwiseParallel's redistribute ("ctx.save_for_backward(input_fp8, weight_fp8_t)", float8_linear.py
-# at eab345c), so torchtitan's backward may skip those two; that difference is not priced here.
+# ctx.tp_group, ...)" (module/linear.py). PyTorch's DTensor tensor parallelism (torchtitan) does not: the column-
+# parallel linear's matmul saves the input it is given, already gathered by ColwiseParallel's redistribute (torchao's
+# Float8ColwiseParallel: "input_tensor = input_tensor.redistribute(placements=desired_input_layouts, async_op=True)",
+# float8_tensor_parallel.py; its float8 matmul: "ctx.save_for_backward(input_fp8, weight_fp8_t)", float8_linear.py,
+# both at eab345c; a bf16 nn.Linear saves its input likewise), and the all-gather's backward is the reduce-scatter of
+# the input's gradient. So under `--tp-keeps-gathered-input` the backward has 2 all-gathers (of the row-parallel
+# outputs' gradients) and 2 reduce-scatters, not Megatron-LM's 4 + 2 (issue 22: read at the merge of step-titan,
+# which had found and left it; it moves #16 and #17 further over their figures). The gathered inputs it keeps are
+# memory the activation fold (Korthikanti et al.'s sequence-parallel count) does not hold; under full recomputation,
+# as #16 and #17 run, only the layers' inputs are kept and nothing changes.
 FP8_GATHER_BYTES = 1  # E4M3 / E5M2
 
 
 # Async tensor parallelism (`--async-tp`): torchtitan 9dec370's apply_tp, "if enable_async_tp: ...
 # torch._inductor.config._micro_pipeline_tp = True; enable_symm_mem_for_group(tp_mesh.get_group().group_name)" (it
 # "requires --training.compile"): torch.compile splits each sequence-parallel all-gather + matmul and matmul +
-# reduce-scatter into per-rank chunks whose symmetric-memory copies run beside the chunks' GEMMs. How much stays
-# exposed no source states; PyTorch's post gives only end-to-end figures ("Up to ~20% forward pass speedup and ~8% E2E
-# speedup in Llama3 70B", "[Distributed w/ TorchTitan] Introducing Async Tensor Parallelism in PyTorch",
+# reduce-scatter into per-rank chunks whose symmetric-memory copies run beside the chunks' GEMMs. How much stays exposed
+# no source states; PyTorch's post gives only end-to-end figures ("Up to ~20% forward pass speedup and ~8% E2E speedup
+# in Llama3 70B", "[Distributed w/ TorchTitan] Introducing Async Tensor Parallelism in PyTorch",
 # discuss.pytorch.org/t/209487), and hiding every collective under the GEMMs would overshoot: #16's layout would run at
 # 1,150 TPS/GPU, not the 876 measured. So the share is fitted to the one measured pair on a fitted case's layout:
 # torchtitan docs/performance.md at eaea6f6, Table 4 (Llama 3.1 70B, 256 H100s, FSDP 32 x TP 8, compile, Float8, full
 # AC, local batch 16, torch 1963fc8): "| 2D | 829 |" (fitted case #16) and "| 2D + AsyncTP | 876 |" (not a validation
-# case). The share that keeps tfcost's '2D + AsyncTP' prediction at the ratio of its '2D' one (876 / 829 of it) is
-# 0.794: the TP collectives' time, forward, backward and recomputed, x 0.79. It applies to #17 (Table 5: "3D ... +
-# Float8 + AsyncTP", same torch), which it moves from 1.002 to 1.042: the pair's 5.7% gain on 70B is larger, relative
-# to tfcost's TP pricing, than #17's row wants. torchtitan's June 2025 benchmark (benchmarks/
+# case). The share that keeps tfcost's '2D + AsyncTP' prediction at the ratio of its '2D' one (876 / 829 of it) is 0.775
+# with DTensor's backward (`--tp-keeps-gathered-input`, both rows; 0.794 when it was first fitted with Megatron-LM's
+# re-gathers): the TP collectives' time, forward, backward and recomputed, x 0.78. It applies to #17 (Table 5: "3D ... +
+# Float8 + AsyncTP", same torch), which it moved from 1.002 to 1.042 when first fitted: the pair's 5.7% gain on 70B is
+# larger, relative to tfcost's TP pricing, than #17's row wants. torchtitan's June 2025 benchmark (benchmarks/
 # asyncTP_llama3_h100_2025-06_torchtitan.md, torch 38410cf9) measures 1.16x on the same 70B layout in float8 and 1.09x
 # in bf16 with a later torch: the share is for torch 1963fc8's async TP.
-ASYNC_TP_EXPOSED_SHARE = 0.79
+ASYNC_TP_EXPOSED_SHARE = 0.78
 
 
 def tp_collective_units(setup: TrainingSetup, element: int) -> tuple[float, float]:
     """(forward, backward) tensor-parallel collectives of one layer, in ring passes of the b x T/c x d activations at
     `element` bytes: 4 all-reduce halves and 4 without sequence parallelism; with it 2 all-gathers and 2
-    reduce-scatters forward, 4 all-gathers (2 redone for the weight gradients) and 2 reduce-scatters backward, the
-    all-gathers at FP8_GATHER_BYTES / element of a pass under `--precision fp8` (the comment above)."""
+    reduce-scatters forward, 4 all-gathers (2 redone for the weight gradients; 2 under `--tp-keeps-gathered-input`)
+    and 2 reduce-scatters backward, the all-gathers at FP8_GATHER_BYTES / element of a pass under `--precision fp8`
+    (the comment above)."""
     if not setup.sequence_parallel:
         return 4.0, 4.0
     gather = FP8_GATHER_BYTES / element if setup.precision == "fp8" else 1.0
-    return 2 * gather + 2, 4 * gather + 2
+    backward_gathers = 2 if setup.tp_keeps_gathered_input else 4
+    return 2 * gather + 2, backward_gathers * gather + 2
 
 
 def cp_ring_latency_seconds(gpu: GpuSpec, setup: TrainingSetup) -> float:
