@@ -32,8 +32,10 @@ rows (tfcost.core.model.Model), the average of its layers:
   parallelism (the all-gather is redone for the weight gradients), or 2 + 2 all-reduces without, of the
   b x T/c x d activations, ring cost (t-1)/t x size / bandwidth (Megatron-LM runs them unoverlapped); under
   `--precision fp8` with sequence parallelism the all-gathers move the FP8 copy, one byte an element (torchao's
-  Float8ColwiseParallel and Transformer Engine cast before gathering: `tp_collective_units`); with `--async-tp`
-  (torch.compile's micro-pipelined TP) ASYNC_TP_EXPOSED_SHARE of them, fitted to torchtitan's 2D / 2D + AsyncTP pair;
+  Float8ColwiseParallel and Transformer Engine cast before gathering: `tp_collective_units`); with
+  `--tp-keeps-gathered-input` (PyTorch's DTensor, torchtitan) the backward redoes no all-gather, 4 collectives not 6;
+  with `--async-tp` (torch.compile's micro-pipelined TP) ASYNC_TP_EXPOSED_SHARE of them, fitted to torchtitan's 2D /
+  2D + AsyncTP pair;
 - context-parallel ring attention: c-1 exchanges of what the cache rows hold (K and V; MLA's latent) forward, of
   them and their gradients backward, each collective also paying NCCL's ring latency: a base latency and one per
   step, 14 us for each step that crosses nodes (`cp_ring_latency_seconds`);
