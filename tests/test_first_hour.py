@@ -269,7 +269,7 @@ def test_csv_cells_that_a_spreadsheet_would_run_stay_text(tmp_path, tfcost):
     compare = tfcost("compare", str(preset), "gpt2-small", "-f", "csv").stdout.splitlines()[0]
     assert "'=HYPERLINK" in compare
     # Numbers stay numbers: a negative difference in check's CSV is not text.
-    from tfcost.render.tables import csv_cell
+    from tfcost.render.common import csv_cell
 
     assert csv_cell(-5) == -5 and csv_cell("-5") == "'-5" and csv_cell("@x") == "'@x" and csv_cell("+1") == "'+1"
 

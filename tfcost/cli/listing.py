@@ -42,7 +42,7 @@ def list_presets(
     from tfcost.core.params import active_params, total_params
     from tfcost.errors import UsageError
     from tfcost.readers.presets import model_preset_paths, shipped_model
-    from tfcost.render import tables as render
+    from tfcost.render.listing import models_csv, models_table
 
     paths = model_preset_paths()
     names = [name for name in paths if family is None or name.startswith(family.strip().lower())]
@@ -54,21 +54,22 @@ def list_presets(
         models = [model for model in models if total_params(model) >= min_params]
     totals, actives = [total_params(model) for model in models], [active_params(model) for model in models]
     if output == "csv":
-        render.models_csv(models, totals, actives)
+        models_csv(models, totals, actives)
     else:
-        render.models_table(models, totals, actives, markdown=output == "markdown")
+        models_table(models, totals, actives, markdown=output == "markdown")
 
 
 @app.command()
 def gpus(output: FormatOption = "table") -> None:
     """List the GPU spec table: dense peaks, memory and bandwidth, with sources."""
     from tfcost.readers.presets import all_gpus
-    from tfcost.render import tables as render
+    from tfcost.render.common import print_csv, print_json
+    from tfcost.render.listing import gpus_table
 
     table = all_gpus()
     if output == "json":
-        render.print_json(table)
+        print_json(table)
     elif output == "csv":
-        render.print_csv([gpu.model_dump(mode="json") for gpu in table])
+        print_csv([gpu.model_dump(mode="json") for gpu in table])
     else:
-        render.gpus_table(table, markdown=output == "markdown")
+        gpus_table(table, markdown=output == "markdown")

@@ -128,7 +128,7 @@ def plan_train(
     offload; those that fit, by predicted step time."""
     from tfcost.readers.presets import load_gpu
     from tfcost.render import plan as render
-    from tfcost.render import tables
+    from tfcost.render.common import print_json
     from tfcost.reports.plan import plan_train as run_plan
 
     shape = load_source(model, config, overrides, strict, lenient, revision).shape
@@ -138,7 +138,7 @@ def plan_train(
         dp_overlap=dp_overlap, reduce_every_micro_batch=reduce_every_micro_batch, dropout=dropout,
     )  # fmt: skip
     if output == "json":
-        tables.print_json(report)
+        print_json(report)
     elif output == "csv":
         render.print_plan_csv(report)
     elif report.feasible:
@@ -195,7 +195,7 @@ def plan_serve(
     targets in `serve`'s expected figures, by tokens/s per GPU, with the Pareto front against tokens/s per user."""
     from tfcost.readers.presets import load_gpu
     from tfcost.render import plan as render
-    from tfcost.render import tables
+    from tfcost.render.common import print_json
     from tfcost.reports.plan import plan_serve as run_plan
 
     if plot is not None:
@@ -208,7 +208,7 @@ def plan_serve(
         weights_dtype=weights_dtype, kv_dtype=kv_dtype, reserve=reserve, top=top,
     )  # fmt: skip
     if output == "json":
-        tables.print_json(report)
+        print_json(report)
     elif output == "csv":
         render.print_plan_csv(report)
     elif report.feasible and output == "chart":

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from tfcost.errors import TfcostError
-from tfcost.render.tables import CONVENTIONS, clean, neutral, new_table, print_csv, print_table
+from tfcost.render.common import CONVENTIONS, clean, neutral, print_csv
+from tfcost.render.layout import new_table, print_table
 from tfcost.reports.plan import NOT_NEAR, ServePlanLayout, ServePlanReport, TrainPlanReport
 from tfcost.reports.suggestion import Suggestion
 from tfcost.units import human
@@ -234,7 +235,7 @@ def print_suggestion(suggestion: Suggestion | None, what: str) -> None:
     if suggestion is not None:
         import textwrap
 
-        from tfcost.render.tables import terminal_width
+        from tfcost.render.layout import terminal_width
 
         line, width = clean(suggestion_line(suggestion, what)), terminal_width()
         if width is not None and width > 0:  # a file or a pipe keeps the line whole
