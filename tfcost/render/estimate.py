@@ -123,7 +123,7 @@ def compare_table(
     def layout(chosen: Sequence[int], rowwise: bool) -> Any:
         """The table of the models at indices `chosen`; `rowwise`: a row per quantity, its label free to wrap."""
         table = new_table(markdown, title=workload_caption(results[0]), title_justify="left")
-        table.add_column("quantity", no_wrap=not rowwise, max_width=LABEL_WIDTH if rowwise else None)
+        table.add_column("quantity", no_wrap=not rowwise, max_width=label_width if rowwise else None)
         for index in chosen:
             table.add_column(results[index].model, justify="right", no_wrap=True)
         for heading, rows in blocks:
@@ -142,6 +142,9 @@ def compare_table(
     # table, which for 56 models took longer than the rest of the command.
     width = None if markdown else terminal_width()
     labels = max(len(row[0]) for _, rows in blocks for row in rows)
+    # Wrapped labels break between words only: a label's longest word (a breakdown's path) is never cut.
+    label_width = max([LABEL_WIDTH, *(len(row[0]) - len(row[0].lstrip()) + max(map(len, row[0].split()), default=0)
+                                      for _, rows in blocks for row in rows)])  # fmt: skip
     column_widths = [
         max([len(results[index].model), *(len(row[1 + index]) for _, rows in blocks for row in rows)]) + 3
         for index in everyone
@@ -149,19 +152,19 @@ def compare_table(
     if width is None or labels + 4 + sum(column_widths) <= width:
         print_table(layout(everyone, False), *notes)
         return
-    if min(LABEL_WIDTH, labels) + 4 + sum(column_widths) <= width:  # every model side by side, the labels wrapped
+    if min(label_width, labels) + 4 + sum(column_widths) <= width:  # every model side by side, the labels wrapped
         print_table(layout(everyone, True), *notes)
         return
     # Too wide: as many tables as it takes, each holding as many models as fit; the labels whole (stacked lines,
     # cheap to lay out) where two models fit beside them, else wrapped a row per quantity.
     rowwise = labels + 4 + 2 * max(column_widths) > width
-    label_width = (min(LABEL_WIDTH, labels) if rowwise else labels) + 3
+    label_column = (min(label_width, labels) if rowwise else labels) + 3
     groups: list[list[int]] = [[]]
-    used = label_width + 1
+    used = label_column + 1
     for index in everyone:
         if groups[-1] and used + column_widths[index] > width:
             groups.append([])
-            used = label_width + 1
+            used = label_column + 1
         groups[-1].append(index)
         used += column_widths[index]
     for number, group in enumerate(groups, 1):

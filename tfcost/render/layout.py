@@ -303,14 +303,22 @@ def too_wide(table: Any) -> bool:
 
 
 def print_table(table: Any, *notes: str) -> None:
-    """Print a table, then each note. On a terminal (or with COLUMNS set) a table wider than it gets columns that
-    wrap (their text folded onto more lines), so that no line is longer than the terminal: the builders lay out
-    narrower forms first (fit); this is the last resort. To a file or a pipe, at its natural width. A Markdown
-    table prints as text, each note a paragraph."""
+    """Print a table, then each note. On a terminal (or with COLUMNS set) a table wider than it is narrowed
+    without breaking a word or a number (narrow: text wrapped between words, the columns the builder named as
+    optional left out, each said in a note), then split into tables of as many columns as fit (split_columns);
+    only where a single column is wider than the terminal do its cells fold. The builders lay out narrower forms
+    first (fit). To a file or a pipe, at its natural width. A Markdown table prints as text, each note a
+    paragraph."""
     if isinstance(table, MarkdownTable):
         sys.stdout.write(table.render() + "".join(f"\n{markdown_text(note)}\n" for note in notes))
         return
     width = terminal_width()
+    if width is not None and natural_width(table) > width:
+        notes = (*narrow(table, width), *notes)
+        parts = split_columns(table, width)
+        for part in parts[:-1]:
+            print_table(part)
+        table = parts[-1]
     if isinstance(table, PlainTable):
         text = plain_text(table, None) if width is None or natural_width(table) <= width else None
         lines = plain_notes(notes, width) if text is not None else None
@@ -342,6 +350,170 @@ def print_table(table: Any, *notes: str) -> None:
         out = console(width=1 << 16)
     for note in notes:
         out.print(note)
+
+
+def optional_columns(table: Any, *headers: str) -> None:
+    """The columns a table may lose where the terminal is too narrow for it whole, the first named first (narrow);
+    a column whose every row holds the same value goes before any other, its value said in a note."""
+    table.tfcost_optional = headers
+
+
+def forget_widths(table: Any) -> None:
+    """Drop the widths worked out for a table (natural_width, cell_widths) after its columns or cells change."""
+    for name in ("tfcost_natural_width", "tfcost_cell_widths"):
+        if hasattr(table, name):
+            delattr(table, name)
+    for index, column in enumerate(table.columns):
+        if hasattr(column, "_index"):  # rich pads a column by its place (Table._get_padding_width)
+            column._index = index
+
+
+def cell_lines(cell: Any) -> list[str]:
+    return (cell if isinstance(cell, str) else getattr(cell, "plain", str(cell))).split("\n")
+
+
+def widest(texts: Sequence[Any]) -> int:
+    return max((cell_len(line) for text in texts for line in cell_lines(text)), default=0)
+
+
+def words(text: str, header: bool) -> list[str]:
+    """The pieces a cell's line may be broken between: its words; a header's also after a slash that leads to
+    three characters or more ("memory/" "GPU", "tok/s/" "user", but "TFLOP/s" whole)."""
+    if not header:
+        return text.split()
+    pieces: list[str] = []
+    for word in text.split():
+        parts: list[str] = []
+        for part in re.findall(r"[^/]+/?|/", word):
+            if parts and len(part.rstrip("/")) < 3:
+                parts[-1] += part
+            else:
+                parts.append(part)
+        pieces += parts
+    return pieces
+
+
+def wrap_words(text: str, width: int, header: bool = False) -> str:
+    """Each line of `text` wrapped at `width` between its words (words(): never inside one; a longer word keeps
+    its own line)."""
+    out = []
+    for line in text.split("\n"):
+        indent = line[: len(line) - len(line.lstrip(" "))]
+        pieces: list[str] = []
+        rest = line.lstrip(" ")
+        for word in words(line, header):
+            at = rest.index(word)
+            glue, rest = ("" if at == 0 and pieces else " "), rest[at + len(word) :]
+            if pieces and cell_len(pieces[-1] + glue + word) <= width:
+                pieces[-1] += glue + word
+            else:
+                pieces.append((indent if not pieces else "") + word)
+        out += pieces or [line]
+    return "\n".join(out)
+
+
+def breakable(column: Any) -> bool:
+    """Whether a column's cells may wrap between words: not one laid out as lines that must stay aligned (a
+    section's stacked rows), not a no_wrap column, and text rich measures as textwrap does (ASCII)."""
+    cells = column._cells
+    return not column.no_wrap and all(isinstance(cell, str) and "\n" not in cell and cell.isascii() for cell in cells)
+
+
+def narrowest(column: Any) -> int:
+    """The narrowest a column can be without breaking a word: its longest header word, and its longest cell (a
+    breakable column's longest word)."""
+    header = max((cell_len(word) for word in words(str(column.header), True)), default=0)
+    if breakable(column):
+        return max([header, *(len(word) for cell in column._cells for word in cell.split())])
+    return max(header, widest(column._cells))
+
+
+def same_value(column: Any, rows: int) -> str | None:
+    """The one value in every row of a column of one-line cells, if there is one and more than one row."""
+    values = {cell if isinstance(cell, str) else None for cell in column._cells}
+    value = next(iter(values)) if len(values) == 1 else None
+    return value if rows > 1 and value and "\n" not in value else None
+
+
+def narrow(table: Any, width: int) -> list[str]:
+    """Narrow a table to `width` without breaking a word or a number: leave out its optional columns
+    (optional_columns) until the rest fit at their narrowest, then wrap the breakable ones between words. Returns
+    the notes that say what went; a table that cannot be narrowed enough is left to split_columns."""
+    optional = list(getattr(table, "tfcost_optional", ()))
+    rows = len(table.columns[0]._cells) if table.columns else 0
+    same = {h: v for h in optional for c in table.columns if c.header == h and (v := same_value(c, rows))}
+    optional.sort(key=lambda header: header not in same)  # a column that says one thing goes first
+    dropped, constant = [], []
+
+    def fixed() -> int:  # the rules and padding: the table's width less its columns' text
+        return natural_width(table) - sum(
+            min(widest([c.header, *c._cells]), c.max_width or 1 << 30) for c in table.columns
+        )
+
+    while fixed() + sum(narrowest(column) for column in table.columns) > width and optional:
+        header = optional.pop(0)
+        index = next((i for i, column in enumerate(table.columns) if column.header == header), None)
+        if index is None or len(table.columns) < 2:
+            continue
+        del table.columns[index]
+        forget_widths(table)
+        if same.get(header, "-") in ("-", ""):  # a column of no values says nothing but that it went
+            dropped.append(header)
+        else:
+            constant.append(f"{header} {same[header]}")
+    natural = [min(widest([c.header, *c._cells]), c.max_width or 1 << 30) for c in table.columns]
+    least = [min(narrowest(column), natural[i]) for i, column in enumerate(table.columns)]
+    chosen, excess = list(natural), fixed() + sum(natural) - width
+    while excess > 0:
+        room = [(chosen[i], i) for i in range(len(chosen)) if chosen[i] > least[i]]
+        if not room:
+            break
+        chosen[max(room)[1]] -= 1
+        excess -= 1
+    for column, now, before in zip(table.columns, chosen, natural, strict=True):
+        if now < before:
+            column.header = wrap_words(str(column.header), now, header=True)
+            if breakable(column):
+                column._cells[:] = [wrap_words(cell, now) for cell in column._cells]
+    forget_widths(table)
+    notes = [f"Every row has {', '.join(constant)}."] if constant else []
+    if dropped:
+        notes.append(
+            f"Left out to fit {width} columns: {', '.join(dropped)} (a wider terminal, or --format csv or json, "
+            "shows every column)."
+        )
+    return notes
+
+
+def split_columns(table: Any, width: int) -> list[Any]:
+    """A table still wider than `width` as several, each its first column and as many of the others as fit,
+    the title over the first; the table itself where it fits, or where not even two columns do."""
+    import copy
+
+    if natural_width(table) <= width or len(table.columns) < 3:
+        return [table]
+    first, others = table.columns[0], table.columns[1:]
+    fixed = natural_width(table) - sum(widest([c.header, *c._cells]) for c in table.columns)
+    per_column = fixed // (len(table.columns) + 1) + 1
+    groups: list[list[Any]] = [[]]
+    used = widest([first.header, *first._cells]) + 2 * per_column
+    for column in others:
+        size = widest([column.header, *column._cells]) + per_column
+        if groups[-1] and used + size > width:
+            groups.append([])
+            used = widest([first.header, *first._cells]) + 2 * per_column
+        groups[-1].append(column)
+        used += size
+    if len(groups) == 1:
+        return [table]
+    parts = []
+    for number, group in enumerate(groups):
+        part = copy.copy(table)
+        part.columns = [first, *group]
+        part.title = table.title if number == 0 else None
+        forget_widths(part)
+        parts.append(part)
+    return parts
 
 
 def plain_notes(notes: Sequence[str], width: int | None) -> str | None:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tfcost.render.common import clean, neutral, print_csv
-from tfcost.render.layout import new_table, print_table
+from tfcost.render.layout import new_table, optional_columns, print_table
 from tfcost.schema import GpuSpec, ModelShape
 from tfcost.units import human
 
@@ -36,7 +36,8 @@ def models_table(
         ("heads (kv)", "right"),
         ("context", "right"),
     ):
-        table.add_column(name, justify=justify)
+        table.add_column(name, justify=justify, no_wrap=True)
+    optional_columns(table, "d_model", "layers", "heads (kv)", "active")
     for model, total, active in zip(models, totals, actives, strict=True):
         table.add_row(
             model.name,
@@ -54,7 +55,8 @@ def gpus_table(gpus: Sequence[GpuSpec], markdown: bool = False) -> None:
     gpus = neutral(list(gpus))
     table = new_table(markdown, title="GPU spec table (dense peaks, without sparsity)", title_justify="left")
     for name in ("name", "BF16/FP16 TFLOP/s", "FP8 TFLOP/s", "FP32 TFLOP/s", "memory", "bandwidth"):
-        table.add_column(name, justify="left" if name == "name" else "right")
+        table.add_column(name, justify="left" if name == "name" else "right", no_wrap=True)
+    optional_columns(table, "FP32 TFLOP/s", "FP8 TFLOP/s", "bandwidth")
 
     def tflops(value: float | None) -> str:
         return "-" if value is None else f"{value:g}"
@@ -75,7 +77,8 @@ def profiles_table(found: Sequence[Any], folder: str, markdown: bool = False) ->
     found = neutral(list(found))  # a shared profile's fields are outside text
     table = new_table(markdown, title=f"Measured profiles ({clean(folder)})", title_justify="left")
     for name in ("name", "device", "dtype", "copy", "decode matmul", "prefill matmul", "tiny kernel", "date"):
-        table.add_column(name)
+        table.add_column(name, no_wrap=True)
+    optional_columns(table, "date", "tiny kernel", "dtype", "device")
     for profile in found:
         table.add_row(
             profile.name,

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from tfcost.render.common import neutral, print_csv, print_plain_json
-from tfcost.render.layout import new_table, print_table
+from tfcost.render.layout import new_table, optional_columns, print_table
 from tfcost.units import Unit, human
 
 if TYPE_CHECKING:
@@ -60,6 +60,9 @@ def measure_table(report: MeasureReport, markdown: bool = False) -> None:
         table.add_column(Measurement.model_fields[name].description or name, justify="right", no_wrap=True)
         if name == "median_ms":
             table.add_column("p10-p90 ms", justify="right", no_wrap=True)
+    names = {name: Measurement.model_fields[name].description or name for name in MEASURE_COLUMNS}
+    optional_columns(table, names["roofline_ratio"], names["peak_fraction"], names["peak_memory_estimate_bytes"],
+                     "p10-p90 ms", names["peak_memory_bytes"], "backend")  # fmt: skip
     reasons: dict[str, list[str]] = {}  # one footnote per distinct reason, naming the backends it stopped
     for row in report.measurements:
         backend = row.backend if row.backend_ran in (None, row.backend) else f"{row.backend}>{row.backend_ran}"

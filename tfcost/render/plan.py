@@ -12,7 +12,7 @@ from typing import Any
 
 from tfcost.errors import TfcostError
 from tfcost.render.common import CONVENTIONS, clean, neutral, print_csv
-from tfcost.render.layout import new_table, print_table
+from tfcost.render.layout import new_table, optional_columns, print_table
 from tfcost.reports.plan import NOT_NEAR, ServePlanLayout, ServePlanReport, TrainPlanReport
 from tfcost.reports.suggestion import Suggestion
 from tfcost.units import human
@@ -48,7 +48,9 @@ def plan_train_table(report: TrainPlanReport, markdown: bool = False) -> None:
     table = new_table(markdown, title=title, title_justify="left")
     for header in ("#", "tp", "pp", "cp", "dp", "ep", "v", "ZeRO", "recompute", "b", "offload", "step", "days",
                    "MFU", "memory/GPU", "main term", *(["cost"] if costed else [])):  # fmt: skip
-        table.add_column(header, justify="left" if header in ("recompute", "offload", "main term") else "right")
+        text = header in ("recompute", "offload", "main term")
+        table.add_column(header, justify="left" if text else "right", no_wrap=header != "main term")
+    optional_columns(table, "v", "cp", "ep", "offload", "b", "main term", "dp", "cost", "days")
     for index, layout in enumerate(report.layouts, 1):
         stages = f"{layout.pp}" if layout.pp_first_layers is None and layout.pp_last_layers is None else (
             f"{layout.pp} ({layout.pp_first_layers or '='}|{layout.pp_last_layers or '='})"
@@ -93,7 +95,8 @@ def serve_rows(table: Any, layouts: list[ServePlanLayout]) -> None:
 def serve_columns(table: Any) -> None:
     for header in ("#", "tp", "pp", "ep", "replicas", "batch", "weights", "KV", "TTFT", "TPOT", "tok/s/GPU",
                    "tok/s/user", "memory/GPU"):  # fmt: skip
-        table.add_column(header, justify="left" if header in ("weights", "KV") else "right")
+        table.add_column(header, justify="left" if header in ("weights", "KV") else "right", no_wrap=True)
+    optional_columns(table, "ep", "pp", "replicas", "KV", "weights", "tok/s/user")
 
 
 def targets(report: ServePlanReport) -> str:
