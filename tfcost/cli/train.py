@@ -333,11 +333,7 @@ def train(
         result = with_suggestion(result, model, config, overrides, strict, lenient, revision, gpu)
     print_report_notes(result)
     if isinstance(result, TrainReport):
-        print_report(result, output, train_table)
-        if output in ("table", "markdown") and result.suggestion is not None:  # CSV and JSON: the field
-            from tfcost.render.plan import print_suggestion  # only when there is one
-
-            print_suggestion(result.suggestion, "Does not fit")
+        print_report(result, output, train_table)  # the table opens with the suggestion; CSV and JSON: the field
     else:
         print_report(result, output, engine_train_table)
     print_context_warning(result)  # after the answer: a run that fails says only its one error line

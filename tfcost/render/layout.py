@@ -345,6 +345,17 @@ def print_table(table: Any, *notes: str) -> None:
             for column, column_width in zip(table.columns, cell_widths(table) or (), strict=False):
                 column.width = column_width - 2
             whole.print(table)
+    print_notes(*notes, width=width)
+
+
+def print_notes(*notes: str, width: int | None = None) -> None:
+    """Lines of text wrapped to the terminal between words, as rich prints them (plain_notes, else rich itself);
+    `width`: terminal_width()'s, read here when not given."""
+    width = terminal_width() if width is None else width
+    text = plain_notes(notes, width)
+    if text is not None:
+        sys.stdout.write(text)
+        return
     out = console(width=width) if width is not None else console()
     if out.width < 1:  # COLUMNS=0 would print every note as nothing
         out = console(width=1 << 16)

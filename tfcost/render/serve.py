@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tfcost.render.answer import print_answer, serve_answer
 from tfcost.render.common import CONVENTIONS, neutral
 from tfcost.render.sections import default, images_suffix, sections_table
 
@@ -31,6 +32,7 @@ def serve_table(result: ServeReport, markdown: bool = False) -> None:
     from tfcost.reports.serve import SERVE_SECTIONS
 
     result = neutral(result)
+    print_answer(serve_answer(result), markdown)
     s = result.setup
     where = f"{s.gpus} x {result.gpu} (tensor parallel)"
     if s.pp > 1 or s.ep > 1:
@@ -55,6 +57,7 @@ def engine_serve_table(result: EngineServeReport, markdown: bool = False) -> Non
     from tfcost.engines.report import ENGINE_SERVE_NOTE, ENGINE_SERVE_SECTIONS
 
     result = neutral(result)
+    print_answer(serve_answer(result), markdown)
     title = serve_title(result, f"1 x {result.gpu}")
     notes = [*([f"source: {result.source}"] if result.source else []), ENGINE_SERVE_NOTE, CONVENTIONS]
     sections_table(result, ENGINE_SERVE_SECTIONS, title, notes, markdown)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tfcost.render.answer import print_answer, train_answer
 from tfcost.render.common import CONVENTIONS, neutral
 from tfcost.render.sections import images_suffix, sections_table
 from tfcost.units import human
@@ -28,6 +29,7 @@ def train_table(result: TrainReport, markdown: bool = False) -> None:
     from tfcost.reports.train import TRAIN_SECTIONS
 
     result = neutral(result)
+    print_answer(train_answer(result), markdown)
     s = result.setup
     title = "\n".join(
         [
@@ -57,6 +59,7 @@ def engine_train_table(result: EngineTrainReport, markdown: bool = False) -> Non
     from tfcost.engines.report import ENGINE_TRAIN_NOTE, ENGINE_TRAIN_SECTIONS
 
     result = neutral(result)
+    print_answer(train_answer(result), markdown)
     s = result.setup
     title = "\n".join(
         [
