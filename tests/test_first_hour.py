@@ -283,15 +283,16 @@ def load_model_path(name: str):
 def test_list_filters_by_family_and_size(tfcost):
     rows = read_csv(tfcost("list", "--family", "llama-3", "--min-params", "8B", "-f", "csv").stdout)
     names = [row["name"] for row in rows]
-    assert names == ["llama-3-8b", "llama-3.1-405b", "llama-3.1-70b", "llama-3.1-8b"]
+    assert names == ["llama-3-8b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b"]  # natural order (#38)
     assert all(int(row["parameters"]) >= 8 * 10**9 for row in rows)
     assert tfcost("list", "--family", "nothing-like-it").code == 2
 
 
 def test_gpus_and_list_as_csv(tfcost):
     gpus = read_csv(tfcost("gpus", "-f", "csv").stdout)
-    assert gpus[0]["name"] == "h100-sxm" and float(gpus[0]["peak_bf16_tflops"]) == 989.4
-    assert gpus[0]["device_names"] == "H100.*(SXM|HBM3); H100$"
+    h100 = next(gpu for gpu in gpus if gpu["name"] == "h100-sxm")
+    assert float(h100["peak_bf16_tflops"]) == 989.4
+    assert h100["device_names"] == "H100.*(SXM|HBM3); H100$"
 
 
 # The N of 6N, from each model's own published figures, not from tfcost: Llama 3 8B's checkpoint holds 8,030,261,248

@@ -14,7 +14,7 @@ DTYPE_BYTES: dict[str, int] = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8"
 
 Unit = Literal[
     "count", "flops", "bytes", "flops_per_s", "bytes_per_s", "fraction", "days", "hours", "ms", "usd", "per_s", "text",
-    "kernel_ms", "tflops_per_s", "gb_per_s", "ratio", "seconds",
+    "kernel_ms", "tflops_per_s", "gb_per_s", "ratio", "seconds", "whole",
 ]  # fmt: skip
 
 # The largest size tfcost accepts (layers, widths, heads, vocabulary, tokens per sequence, batch): far beyond any
@@ -92,6 +92,8 @@ def human(value: float | str | bool, unit: Unit) -> str:
         "usd": lambda v: f"${v:,.0f}",
         "per_s": lambda v: f"{v:,.0f} /s",
         "text": str,
+        # a token count or a batch, whole with separators (T = 4,096, not 4.10 k): one reads them as set
+        "whole": lambda v: f"{int(v):,}" if float(v).is_integer() else f"{v:,}",
         # measure's table: bare numbers under a label that says the unit ("median ms", "TFLOP/s", "GB/s"), to
         # 3-4 figures since a kernel may take 0.05 ms; bandwidth in decimal GB/s as datasheets quote it
         "kernel_ms": lambda v: f"{v:.4g}",

@@ -13,11 +13,7 @@ if TYPE_CHECKING:
 
 
 from tfcost.cli.app import app
-from tfcost.cli.options import (
-    FormatOption,
-    TableFormat,
-    parse_tokens,
-)
+from tfcost.cli.options import FormatOption, parse_tokens
 
 
 @app.command("list")
@@ -34,15 +30,13 @@ def list_presets(
             "--min-params", parser=parse_tokens, metavar="COUNT", help="Only presets of at least COUNT parameters: 7B."
         ),
     ] = None,
-    output: Annotated[
-        TableFormat, typer.Option("--format", "-f", help="table for people, markdown for documents, csv for scripts.")
-    ] = "table",
+    output: FormatOption = "table",
 ) -> None:
     """List the built-in model presets with their size: total and active parameters."""
     from tfcost.core.params import active_params, total_params
     from tfcost.errors import UsageError
     from tfcost.readers.presets import model_preset_paths, shipped_model
-    from tfcost.render.listing import models_csv, models_table
+    from tfcost.render.listing import models_listing
 
     paths = model_preset_paths()
     names = [name for name in paths if family is None or name.startswith(family.strip().lower())]
@@ -53,23 +47,13 @@ def list_presets(
     if min_params is not None:
         models = [model for model in models if total_params(model) >= min_params]
     totals, actives = [total_params(model) for model in models], [active_params(model) for model in models]
-    if output == "csv":
-        models_csv(models, totals, actives)
-    else:
-        models_table(models, totals, actives, markdown=output == "markdown")
+    models_listing(models, totals, actives, output)
 
 
 @app.command()
 def gpus(output: FormatOption = "table") -> None:
     """List the GPU spec table: dense peaks, memory and bandwidth, with sources."""
     from tfcost.readers.presets import all_gpus
-    from tfcost.render.common import print_csv, print_json
-    from tfcost.render.listing import gpus_table
+    from tfcost.render.listing import gpus_listing
 
-    table = all_gpus()
-    if output == "json":
-        print_json(table)
-    elif output == "csv":
-        print_csv([gpu.model_dump(mode="json") for gpu in table])
-    else:
-        gpus_table(table, markdown=output == "markdown")
+    gpus_listing(all_gpus(), output)

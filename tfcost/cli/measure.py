@@ -264,13 +264,6 @@ def measure_machine(
 def list_profiles(output: FormatOption = "table") -> None:
     """Profiles saved by `tfcost measure --roofline --save-profile NAME`."""
     from tfcost.costs import profiles
-    from tfcost.render.common import print_json
-    from tfcost.render.listing import profiles_csv, profiles_table
+    from tfcost.render.listing import profiles_listing
 
-    found = profiles.listing()
-    if output == "json":
-        print_json(found)
-    elif output == "csv":
-        profiles_csv(found)
-    else:
-        profiles_table(found, str(profiles.profiles_dir()), markdown=output == "markdown")
+    profiles_listing(profiles.listing(), str(profiles.profiles_dir()), output)

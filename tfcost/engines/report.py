@@ -178,10 +178,10 @@ ENGINE_SERVE_NOTE = (
 class EngineTrainInputs(Section):
     parameters: int = quantity("N, parameters (transformers: sum of model.parameters())", "count")
     tokens: int = quantity("D, training tokens", "count")
-    seq_len: int = quantity("T, tokens per sequence", "count")
+    seq_len: int = quantity("T, tokens per sequence", "whole")
     training_per_sequence: int = quantity("training, one T-token sequence (3x forward, FlopCounterMode)", "flops")
     data_parallel: int = quantity("N_d, data-parallel replicas = gpus", "count")
-    global_batch: int = quantity("B, sequences per step = b x N_d x m", "count")
+    global_batch: int = quantity("B, sequences per step = b x N_d x m", "whole")
     bytes_per_param: dict[str, int] = quantity("bytes per parameter, before sharding", "count")
     peak_flops_per_s: float = quantity("peak per GPU (dense)", "flops_per_s")
     gpu_memory_bytes: int = quantity("memory per GPU", "bytes")
@@ -320,7 +320,7 @@ def engine_train(
 
 class EngineServeInputs(Section):
     parameters: int = quantity("N, parameters (transformers: sum of model.parameters())", "count")
-    context: int = quantity("context per sequence, P + G", "count")
+    context: int = quantity("context per sequence, P + G", "whole")
     peak_flops_per_s: float = quantity("reachable FLOP/s per GPU = peak x compute efficiency", "flops_per_s")
     bandwidth_bytes_per_s: float = quantity("reachable bandwidth = peak x memory efficiency", "bytes_per_s")
     usable_bytes_per_gpu: int = quantity("usable memory per GPU = memory x (1 - reserve)", "bytes")
@@ -343,8 +343,8 @@ class EngineServeReport(EngineAnswer):
     weights_format: str
     inputs: EngineServeInputs
     memory: EngineServeMemory
-    max_batch: int = quantity("largest batch at context P + G", "count")
-    max_context: int = quantity("longest context at batch B (memory only)", "count")
+    max_batch: int = quantity("largest batch at context P + G", "whole")
+    max_context: int = quantity("longest context at batch B (memory only)", "whole")
     latency: ServeLatency = Field(description="bound: the roofline, the best any engine could do")
 
 

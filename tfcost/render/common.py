@@ -110,6 +110,18 @@ def print_json(payload: BaseModel | Sequence[BaseModel]) -> None:
     sys.stdout.write(text + "\n")
 
 
+def print_rows_json(rows: Sequence[dict[str, Any]]) -> None:
+    """A listing's rows as JSON, exact, under "results" as print_json writes a sequence, with the version."""
+    import json  # the JSON and CSV paths only: a table need not import it
+
+    document = {"tfcost_version": __version__, "results": list(rows)}
+    try:
+        text = json.dumps(document, indent=2, allow_nan=False)
+    except ValueError:
+        raise TfcostError(NOT_FINITE) from None
+    sys.stdout.write(text + "\n")
+
+
 def print_plain_json(payload: dict[str, Any]) -> None:
     """measure --roofline/--step: their results as JSON, with the version (a table would repeat the same rows)."""
     import json  # the JSON and CSV paths only: a table need not import it

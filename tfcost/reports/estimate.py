@@ -53,8 +53,8 @@ class ImagesReport(Section):
 
     images: int = quantity("images per sequence", "count")
     image_size: int = quantity("pixels on a side of each image (as fed to the tower)", "count")
-    tokens: int = quantity("image tokens added to T", "count")
-    seq_len: int = quantity("T with the image tokens (every figure below)", "count")
+    tokens: int = quantity("image tokens added to T", "whole")
+    seq_len: int = quantity("T with the image tokens (every figure below)", "whole")
     tower_forward: int = quantity("vision tower forward, the images", "flops")
 
 
@@ -62,8 +62,8 @@ class AudioReport(Section):
     """Audio in each sequence's prompt (--audio-seconds): the tokens it adds and its audio tower's forward pass."""
 
     seconds: float = quantity("seconds of audio per sequence", "count")
-    tokens: int = quantity("audio tokens added to T", "count")
-    seq_len: int = quantity("T with the image and audio tokens (every figure below)", "count")
+    tokens: int = quantity("audio tokens added to T", "whole")
+    seq_len: int = quantity("T with the image and audio tokens (every figure below)", "whole")
     tower_forward: int = quantity("audio tower forward, the audio", "flops")
 
 

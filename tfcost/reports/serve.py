@@ -30,7 +30,7 @@ head_weight_elements = lru_cache(maxsize=1024)(expected.head_weight_elements)
 
 class ServeInputs(Section):
     parameters: int = quantity("N, parameters", "count")
-    context: int = quantity("context per sequence, P + G", "count")
+    context: int = quantity("context per sequence, P + G", "whole")
     kv_heads_per_gpu: int = quantity("key-value heads per GPU, max(K / gpus, 1)", "count")
     peak_flops_per_s: float = quantity("reachable FLOP/s per GPU = peak x compute efficiency", "flops_per_s")
     bandwidth_bytes_per_s: float = quantity("reachable bandwidth = peak x memory efficiency", "bytes_per_s")
@@ -108,13 +108,13 @@ class ServeExpected(ServeLatency):
     inflight_tokens_per_s: float = quantity("in-flight batching throughput at concurrency B, B / step", "per_s")
     stream_bytes_per_s: float = quantity("bandwidth reached streaming weights and KV", "bytes_per_s")
     matmul_flops_per_s: float = quantity("FLOP/s reached by large matmuls", "flops_per_s")
-    kv_tokens_per_sequence: int = quantity("KV slots per sequence, rounded up to whole blocks", "count")
+    kv_tokens_per_sequence: int = quantity("KV slots per sequence, rounded up to whole blocks", "whole")
     cuda_context_bytes: int = quantity("CUDA context and libraries, per GPU", "bytes")
     workspace_bytes: int = quantity("activation peak of the prefill (vLLM's profile run), per GPU", "bytes")
     total_bytes_per_gpu: int = quantity("weights + KV blocks + state + context + workspace per GPU", "bytes")
     fits: bool = quantity("fits in the usable memory", "text")
-    max_batch: int = quantity("largest batch at context P + G, in whole blocks", "count")
-    max_kv_tokens: int = quantity("KV-cache capacity in tokens per GPU's share, whole blocks", "count")
+    max_batch: int = quantity("largest batch at context P + G, in whole blocks", "whole")
+    max_kv_tokens: int = quantity("KV-cache capacity in tokens per GPU's share, whole blocks", "whole")
     sources: dict[str, str] = quantity("where each rate comes from", "text")
 
 
@@ -129,9 +129,9 @@ class ServeReport(SourceNotes):
     weights_format: str
     inputs: ServeInputs
     memory: ServeMemory
-    max_batch: int = quantity("largest batch at context P + G", "count")
-    max_context: int = quantity("longest context at batch B (memory only)", "count")
-    model_max_context: int = quantity("the model's own maximum context", "count")
+    max_batch: int = quantity("largest batch at context P + G", "whole")
+    max_context: int = quantity("longest context at batch B (memory only)", "whole")
+    model_max_context: int = quantity("the model's own maximum context", "whole")
     latency: ServeLatency = Field(description="bound: the roofline, the best any engine could do")
     expected: ServeExpected = Field(description="expected: what an engine reaches (rates, floor, all-reduce, ...)")
     profile: str | None = Field(None, description="the measured profile used in place of the GPU table")
