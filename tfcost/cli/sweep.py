@@ -98,6 +98,14 @@ def sweep(
     spec = load_gpu(gpu) if gpu is not None else None
     report = sweeping.sweep(shapes, seq_lens, batches, metrics, dtype, causal, spec, setup)
     chosen = output or ("table" if plot else "chart")
+    if output is None and chosen == "chart":
+        from tfcost.render import plot as plotting
+
+        if not plotting.installed("plotext"):  # the default chart without its extra: the table, and how to chart
+            from tfcost.render.notes import print_note
+
+            print_note(f"the chart needs plotext ({plotting.INSTALL}); printed the table instead (--format table)")
+            chosen = "table"
     if chosen != "json":  # names from users' files reach the charts too
         report = neutral(report)
     if chosen == "chart":

@@ -37,6 +37,15 @@ def need(module: str) -> Any:
         raise TfcostError(f"charts need {module.split('.')[0]}: {INSTALL}") from None
 
 
+def installed(module: str) -> bool:
+    """Whether an optional plotting library imports (sweep's default chart falls back to its table without it)."""
+    try:
+        need(module)
+    except TfcostError:
+        return False
+    return True
+
+
 @dataclass(frozen=True)
 class Line:
     label: str
