@@ -1,7 +1,7 @@
 """Rewrite the docs' full example outputs from the commands themselves, at 120 columns as a terminal would print them:
 each block is the fenced block after a line "`tfcost ARGS`:" for the commands below. Run after a change to what
-`train` or `serve` print: `PYTHONPATH=. python scripts/write_doc_examples.py`; tests/test_cli_train_serve.py
-(test_docs_show_the_real_reports) holds the pages to it."""
+`train`, `serve` or `plan` print: `PYTHONPATH=. python scripts/write_doc_examples.py`; tests/test_answer.py
+(test_the_docs_examples_are_what_the_commands_print) holds the pages to it."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = {
     "docs/training.md": "train llama-3-8b --gpus 64 --gpu h100-sxm --zero 1 --global-batch 64",
     "docs/serving.md": "serve llama-3-8b --gpu h100-sxm --batch 32 --prompt 2048 --generate 512",
+    "docs/plan.md": "plan train llama-3.1-70b --gpus 64 --tokens 1T --top 5",
 }
 
 

@@ -112,3 +112,48 @@ def test_the_readme_shows_serve_as_it_prints():
 
     printed = run_in_process(*said.group(1).split()).stdout
     assert printed.startswith(said.group(2))
+
+
+def test_the_docs_examples_are_what_the_commands_print():
+    """docs/training.md's, serving.md's and plan.md's full examples (scripts/write_doc_examples.py writes them)."""
+    import importlib.util
+
+    from conftest import run_in_process
+
+    path = Path(__file__).parent.parent / "scripts" / "write_doc_examples.py"
+    spec = importlib.util.spec_from_file_location("write_doc_examples", path)
+    assert spec is not None and spec.loader is not None
+    examples = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(examples)
+    for page, args in examples.EXAMPLES.items():
+        text = (Path(__file__).parent.parent / page).read_text(encoding="utf-8")
+        printed = "\n".join(line.rstrip() for line in run_in_process(*args.split()).stdout.strip().splitlines())
+        assert f"`tfcost {args}`:\n\n```\n{printed}\n```\n" in text, page
+
+
+def test_plan_lists_layouts_equal_but_for_zero_once_at_the_lowest_stage(tfcost):
+    """On 7 GPUs Llama-3-8B's layouts are pp 7 x dp 1: one data-parallel replica, where ZeRO-1 and 2 shard over one
+    GPU and hold what ZeRO-0 holds, in the same step time; the plan lists ZeRO-0 alone. ZeRO-3 gathers each layer's
+    weights (a different step time), so it stays."""
+    report = json.loads(tfcost("plan", "train", "llama-3-8b", "--gpus", "7", "--top", "20", "-f", "json").stdout)
+    layouts = report["layouts"]
+    assert len(layouts) == 20
+    zeros = {layout["zero"] for layout in layouts}
+    assert 0 in zeros and 3 in zeros and not zeros & {1, 2}
+    seen = set()
+    for layout in layouts:
+        key = tuple((name, value) for name, value in layout.items() if name != "zero")
+        assert key not in seen  # no two rows the same but for the stage
+        seen.add(key)
+
+
+def test_zero_2_explain_under_pipeline_parallelism_divides_as_it_holds(tfcost):
+    """ZeRO-2 under pipeline parallelism holds its gradients unsharded (training.held_zero_stage): 70,553,706,496
+    parameters x 2 bytes / pp 8 = 17,638,426,624 bytes, and the working says / 8, not / 64."""
+    out = tfcost("train", "llama-3.1-70b", "--gpus", "64", "--pp", "8", "--zero", "2", "--explain").stdout
+    line = next(line for line in out.splitlines() if line.strip().startswith("gradients per GPU ="))
+    assert 70_553_706_496 * 2 // 8 == 17_638_426_624
+    assert "= ⌈70,553,706,496·2 / 8⌉ = 17,638,426,624 B" in line and "/ 64" not in line
+    sharded = tfcost("train", "llama-3.1-70b", "--gpus", "64", "--tp", "8", "--zero", "2", "--explain").stdout
+    line = next(line for line in sharded.splitlines() if line.strip().startswith("gradients per GPU ="))
+    assert "= ⌈70,553,706,496·2 / 64⌉ = 2,204,803,328 B" in line  # tp 8 x N_d 8: sharded as ZeRO-2 says

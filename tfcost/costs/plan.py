@@ -317,10 +317,13 @@ class TrainPricer:
         )
 
 
-def search_training(shape: ModelShape, gpu_spec: GpuSpec, base: TrainingSetup, top: int | None = None) -> Search:
+def search_training(
+    shape: ModelShape, gpu_spec: GpuSpec, base: TrainingSetup, top: int | None = None, collapse: bool = False
+) -> Search:
     """Every legal training layout of `base` (its GPUs, tokens, T, global batch, precision and optimizer kept),
     those that fit ranked fastest first (module docstring): all of them priced, or with `top`, those the best
-    `top` need (`price_ranked`)."""
+    `top` need (`price_ranked`). `collapse`: layouts equal but for a higher ZeRO stage listed once (collapse_zero),
+    as `tfcost plan` shows them."""
     if base.global_batch is None:
         base = base.model_copy(update={"global_batch": default_global_batch(base.seq_len)})
     pricer = TrainPricer(shape, gpu_spec, base)
@@ -351,7 +354,29 @@ def search_training(shape: ModelShape, gpu_spec: GpuSpec, base: TrainingSetup, t
                 search_options(pricer, setup, max(stages), found, layers if predicted else None, states, activations,
                                fitting)  # fmt: skip
     found.layouts = price_ranked(pricer, fitting, top)
+    if collapse:
+        found.layouts = collapse_zero(found.layouts)
+        more = 0
+        while top is not None and len(found.layouts) < top and top + more < len(fitting):  # some went: price more
+            more += top - len(found.layouts)
+            found.layouts = collapse_zero(price_ranked(pricer, fitting, top + more))
+        found.layouts = found.layouts[:top]
     return found
+
+
+def collapse_zero(layouts: list[TrainLayout]) -> list[TrainLayout]:
+    """The layouts, ranked, less each that differs from another only in a higher ZeRO stage with the same step time
+    and memory (on one data-parallel replica every stage holds the same; under pipeline parallelism ZeRO-2 holds its
+    gradients as ZeRO-1, `training.held_zero_stage`): the lowest stage stands for them, as it asks the least of a
+    framework."""
+    lowest: dict[tuple[str, float, int, int], int] = {}
+    keys = []
+    for layout in layouts:
+        key = (layout.setup.model_copy(update={"zero": 0}).model_dump_json(), layout.step_seconds,
+               layout.memory_per_gpu_bytes, layout.host_bytes)  # fmt: skip
+        keys.append(key)
+        lowest[key] = min(lowest.get(key, layout.setup.zero), layout.setup.zero)
+    return [layout for layout, key in zip(layouts, keys, strict=True) if layout.setup.zero == lowest[key]]
 
 
 def step_bound(stage: int, m: int, pp: int, virtual_stages: int, layer: dict[str, float]) -> float:

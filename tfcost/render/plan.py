@@ -68,7 +68,8 @@ def plan_train_table(report: TrainPlanReport, markdown: bool = False) -> None:
         f"Searched {report.searched:,} layouts; {report.feasible:,} fit. Rejected: {rejected_line(report.rejected)}.",
         "step: predicted (Calculon's method, as `train` predicts it), the busiest pipeline stage; main term: its "
         "largest part. pp (first|last): Megatron's uneven first and last stages. Layouts that need offload come "
-        "last: the step time does not price their host traffic. How the search works: docs/plan.md.",
+        "last: the step time does not price their host traffic. Layouts equal in step time and memory but for a "
+        "higher ZeRO stage are shown once, at the lowest. How the search works: docs/plan.md.",
         *(
             [
                 f"MFU assumed: the GPU table lacks the link or matmul figures to predict the step time of "

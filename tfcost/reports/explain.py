@@ -646,9 +646,12 @@ def model_state_lines(n: int, setup: TrainingSetup, held: dict[str, int]) -> lis
     out = []
     per_param = training.state_bytes_per_param(setup.precision, setup.optimizer)
     replicas = setup.data_parallel * setup.cp
+    held_zero = training.held_zero_stage(setup)  # ZeRO-2 under pipeline parallelism holds its gradients as ZeRO-1
     for part, from_stage in (("weights", 3), ("gradients", 2), ("optimizer", 1)):
-        sharded = setup.zero >= from_stage
+        sharded = held_zero >= from_stage
         formula = f"⌈N x {part} bytes per parameter / (t·p{'·N_d' if sharded else ''})⌉"
+        if setup.zero >= from_stage and not sharded:
+            formula += f" (ZeRO-{setup.zero} under pipeline parallelism: accumulated unsharded over the micro-batches)"
         split = setup.tp * setup.pp * (replicas if sharded else 1)
         working = f"⌈{number(n)}·{per_param[part]} / {number(split)}⌉"
         out.append(line(f"{part} per GPU", formula, working, held[part], "bytes", TRAINING))

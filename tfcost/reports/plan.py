@@ -90,7 +90,7 @@ def plan_train_setup(shape: ModelShape, gpu: GpuSpec, base: TrainingSetup, top: 
     if base.global_batch is None:
         base = base.model_copy(update={"global_batch": search.default_global_batch(base.seq_len)})
     assert base.global_batch is not None
-    found = search.search_training(shape, gpu, base, top)
+    found = search.search_training(shape, gpu, base, top, collapse=True)
     return TrainPlanReport(
         model=shape.name,
         gpu=gpu.name,
