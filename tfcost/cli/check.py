@@ -24,6 +24,7 @@ from tfcost.cli.options import (
     FormatOption,
     LenientOption,
     ModelArgument,
+    QuietOption,
     RevisionOption,
     Seq,
     SetOption,
@@ -43,15 +44,18 @@ def check(
     dtype: DtypeOption = default(Workload, "dtype"),
     revision: RevisionOption = None,
     output: FormatOption = "table",
+    quiet: QuietOption = False,
 ) -> None:
     """tfcost's own reader against transformers' implementation, quantity by quantity; exit 1 when they differ
     (needs tfcost[hf])."""
     from tfcost.engines.dispatch import check as run_check
     from tfcost.render.estimate import check_table
+    from tfcost.render.progress import status
     from tfcost.render.sections import print_report
 
     workload = validated(Workload, seq_len=seq, batch=batch, dtype=dtype, causal=False)
-    result = run_check(model, config, workload, revision)
+    with status(f"check: building {model or config} with transformers on the meta device", quiet):
+        result = run_check(model, config, workload, revision)
     print_report(result, output, check_table)
     if not result.agree:
         raise typer.Exit(1)

@@ -25,6 +25,7 @@ from tfcost.cli.options import (
     Batch,
     FormatOption,
     ProfileOption,
+    QuietOption,
     load_profile_option,
     validated,
 )
@@ -147,11 +148,15 @@ def measure(
     ] = None,
     profile: ProfileOption = None,
     output: Annotated[MeasureFormat, typer.Option("--format", "-f", help="table, json, csv or markdown.")] = "table",
+    quiet: QuietOption = False,
 ) -> None:
     """Time torch's scaled_dot_product_attention here and set it beside the estimate (needs tfcost[measure]);
     --roofline and --step measure this machine and a whole model step."""
+    from functools import partial
+
     from tfcost.render.common import print_json
-    from tfcost.render.measure import measure_csv, measure_table, progress, warn_noisy
+    from tfcost.render.measure import measure_csv, measure_table, warn_noisy
+    from tfcost.render.progress import steps
 
     machine = roofline or step
     refuse_unused({
@@ -164,7 +169,7 @@ def measure(
     })  # fmt: skip
     if machine:
         measure_machine(model, roofline, step, prompt or 128, generate or 32, batch, dtype, device, repeats,
-                        save_profile, profile, output)  # fmt: skip
+                        save_profile, profile, output, quiet)  # fmt: skip
         return
 
     shape = attention_shape(model, heads, kv_heads, head_dim)
@@ -197,7 +202,7 @@ def measure(
         device=device,
         repeats=repeats,
         gpu=gpu,
-        progress=progress,
+        progress=partial(steps, quiet=quiet),
     )
     if output == "json":
         print_json(report)
@@ -211,6 +216,7 @@ def measure(
 def measure_machine(
     model: str | None, roofline: bool, step: bool, prompt: int, generate: int, batch: int, dtype: str,
     device: str, repeats: int | None, save_profile: str | None, profile: str | None, output: MeasureFormat,
+    quiet: bool = False,
 ) -> None:  # fmt: skip
     """measure --roofline and/or --step; a step without --profile measures the roofline first."""
     import datetime
@@ -219,6 +225,7 @@ def measure_machine(
     from tfcost.errors import TfcostError, UsageError
     from tfcost.readers.presets import resolve_model
     from tfcost.render.measure import print_machine
+    from tfcost.render.progress import status
     from tfcost.reports.step import check_context, step_memory_bytes
 
     if save_profile is not None:
@@ -235,7 +242,8 @@ def measure_machine(
 
     payload: dict[str, Any] = {}
     if roofline or measured is None:
-        raw = measure_module.roofline(device, repeats)
+        with status("measuring this machine's roofline (matmuls, copies, attention, kernel floor)", quiet):
+            raw = measure_module.roofline(device, repeats)
         today = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         measured = profiles.from_roofline(raw, save_profile or "this-machine", dtype, today)
         payload["roofline"] = measured.model_dump(mode="json")
@@ -245,8 +253,9 @@ def measure_machine(
         setup = validated(ServingSetup, weights_dtype=dtype, kv_dtype=dtype, batch=batch, prompt=prompt,
                           generate=generate, reserve=0.0, compute_efficiency=1.0, memory_efficiency=1.0)  # fmt: skip
         needed = step_memory_bytes(shape, measured, setup, profiles.ELEMENT_BYTES[dtype])
-        raw_step = measure_module.step(shape, prompt=prompt, generate=generate, batch=batch, dtype=dtype,
-                                       device=device, repeats=repeats, needed_bytes=needed)  # fmt: skip
+        with status(f"timing a real prefill and decode step of {shape.name}", quiet):
+            raw_step = measure_module.step(shape, prompt=prompt, generate=generate, batch=batch, dtype=dtype,
+                                           device=device, repeats=repeats, needed_bytes=needed)  # fmt: skip
         report = step_report(shape, measured, setup, raw_step)
         payload["step"] = report.model_dump(mode="json")
         if save_profile:

@@ -77,6 +77,9 @@ FormatOption = Annotated[
         "--format", "-f", help="table for people, json or csv for scripts (exact values), markdown for documents."
     ),
 ]
+QuietOption = Annotated[
+    bool, typer.Option("--quiet", "-q", help="No progress display on stderr (shown only on a terminal).")
+]
 ExplainOption = Annotated[
     bool,
     typer.Option(

@@ -19,6 +19,7 @@ from tfcost.cli.options import (
     LenientOption,
     MemoryConventionOption,
     ModelArgument,
+    QuietOption,
     ReduceEveryMicroBatchOption,
     RevisionOption,
     SetOption,
@@ -123,20 +124,23 @@ def plan_train(
     dropout: DropoutOption = default(TrainingSetup, "dropout"),
     top: TopOption = 10,
     output: Annotated[PlanFormat, typer.Option("--format", "-f", help="table, json, csv or markdown.")] = "table",
+    quiet: QuietOption = False,
 ) -> None:
     """Training: every tp x pp x cp x dp (x ep) layout, virtual stages, ZeRO, recomputation, micro-batch and
     offload; those that fit, by predicted step time."""
     from tfcost.readers.presets import load_gpu
     from tfcost.render import plan as render
     from tfcost.render.common import print_json
+    from tfcost.render.progress import status
     from tfcost.reports.plan import plan_train as run_plan
 
     shape = load_source(model, config, overrides, strict, lenient, revision).shape
-    report = run_plan(
-        shape, load_gpu(gpu), gpus=gpus, seq=seq, tokens=tokens, global_batch=global_batch, precision=precision,
-        optimizer=optimizer, flash=flash, price=price_per_gpu_hour, top=top, memory_convention=memory_convention,
-        dp_overlap=dp_overlap, reduce_every_micro_batch=reduce_every_micro_batch, dropout=dropout,
-    )  # fmt: skip
+    with status(f"searching the training layouts of {shape.name} on {gpus:,} x {gpu}", quiet):
+        report = run_plan(
+            shape, load_gpu(gpu), gpus=gpus, seq=seq, tokens=tokens, global_batch=global_batch, precision=precision,
+            optimizer=optimizer, flash=flash, price=price_per_gpu_hour, top=top, memory_convention=memory_convention,
+            dp_overlap=dp_overlap, reduce_every_micro_batch=reduce_every_micro_batch, dropout=dropout,
+        )  # fmt: skip
     if output == "json":
         print_json(report)
     elif output == "csv":
@@ -190,12 +194,14 @@ def plan_serve(
         ServePlanFormat,
         typer.Option("--format", "-f", help="table, json, csv, markdown, or chart (the Pareto front in the terminal)."),
     ] = "table",
+    quiet: QuietOption = False,
 ) -> None:
     """Serving: tensor parallel x replicas, weight and KV formats and batch; those that fit and meet the TTFT/TPOT
     targets in `serve`'s expected figures, by tokens/s per GPU, with the Pareto front against tokens/s per user."""
     from tfcost.readers.presets import load_gpu
     from tfcost.render import plan as render
     from tfcost.render.common import print_json
+    from tfcost.render.progress import status
     from tfcost.reports.plan import plan_serve as run_plan
 
     if plot is not None:
@@ -203,10 +209,11 @@ def plan_serve(
 
         plotting.check_path(plot)
     shape = load_source(model, config, overrides, strict, lenient, revision).shape
-    report = run_plan(
-        shape, load_gpu(gpu), gpus=gpus, prompt=prompt, generate=generate, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
-        weights_dtype=weights_dtype, kv_dtype=kv_dtype, reserve=reserve, top=top,
-    )  # fmt: skip
+    with status(f"searching the serving layouts of {shape.name} on {gpus:,} x {gpu}", quiet):
+        report = run_plan(
+            shape, load_gpu(gpu), gpus=gpus, prompt=prompt, generate=generate, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
+            weights_dtype=weights_dtype, kv_dtype=kv_dtype, reserve=reserve, top=top,
+        )  # fmt: skip
     if output == "json":
         print_json(report)
     elif output == "csv":

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import sys
-from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from tfcost.render.common import neutral, print_csv, print_plain_json
@@ -194,24 +192,3 @@ def measure_csv(report: MeasureReport) -> None:
     report = neutral(report)
     context = {"device": report.device, "gpu": report.gpu, "torch_version": report.torch_version}
     print_csv([{**context, **row.model_dump(mode="json")} for row in report.measurements])
-
-
-@contextlib.contextmanager
-def progress(total: int) -> Iterator[Callable[[str], None]]:
-    """A progress bar on stderr (never stdout, which may carry JSON or CSV), shown only on a terminal."""
-    from rich.console import Console
-    from rich.progress import Progress
-
-    err = Console(file=sys.stderr)
-    with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:
-        task = bar.add_task("measuring", total=total)
-        started = 0
-
-        def begin(label: str) -> None:
-            """Name the step starting now; the steps before it are done."""
-            nonlocal started
-            bar.update(task, completed=started, description=label)
-            started += 1
-
-        yield begin
-        bar.update(task, completed=total)
