@@ -50,3 +50,17 @@ def test_plan_is_silent_off_a_terminal_and_takes_quiet(tfcost, command):
     run, hushed = tfcost(*command), tfcost(*command, "--quiet")
     assert run.code == hushed.code == 0 and run.stderr == hushed.stderr == ""
     assert run.stdout == hushed.stdout
+
+
+def test_the_python_api_prints_nothing_on_stderr(capsys, tfcost):
+    """docs/api.md: "Nothing is printed". --gpu h100 is taken as h100-sxm: the command says so in a note, the API
+    returns it in the report (its gpu) and prints nothing."""
+    import tfcost as api
+
+    report = api.serve("llama-3-8b", gpu="h100")
+    assert report.gpu == "h100-sxm"
+    assert capsys.readouterr().err == ""
+    run = tfcost("serve", "llama-3-8b", "--gpu", "h100", "-f", "json")
+    assert run.stderr == "tfcost: note: --gpu h100 is taken as h100-sxm (`tfcost gpus` lists the others)\n"
+    api.train("llama-3-8b", gpu="h100", gpus=8)  # after a command: the command's listener is gone
+    assert capsys.readouterr().err == ""

@@ -187,6 +187,23 @@ def main(argv: list[str] | None = None) -> None:
             stream.reconfigure(errors="backslashreplace")
     if sys.stdout is None:  # started with standard output closed (`tfcost list >&-`)
         fail("cannot write the output: standard output is closed", 1)
+    from tfcost import notes
+
+    listening, notes.LISTENER = notes.LISTENER, print_note  # what the core notes goes to stderr while this runs
+    try:
+        run_app(argv)
+    finally:
+        notes.LISTENER = listening
+
+
+def print_note(text: str) -> None:
+    from tfcost.render.notes import print_note as write
+
+    write(text)
+
+
+def run_app(argv: list[str] | None) -> None:
+    """main()'s run of the app: each expected failure one line on stderr."""
     if os.environ.get("TFCOST_DEBUG") == "1":
         app_for(argv)(args=argv)
         return

@@ -441,9 +441,9 @@ def fetch_file(repo_id: str, filename: str, revision: str | None, deadline: Dead
         try:
             write_cache_entry(repo_id, filename, revision, commit, etag, response.body)
         except OSError as error:  # a cache that cannot be written: the file is still read, not kept
-            import sys
+            from tfcost.notes import note
 
-            sys.stderr.write(f"tfcost: note: cannot write the Hugging Face cache: {error.strerror}\n")
+            note(f"cannot write the Hugging Face cache: {error.strerror}")
     return Fetched(response.body, commit or None)
 
 

@@ -416,8 +416,8 @@ GPU_ALIASES = {
 
 def load_gpu(name: str) -> GpuSpec:
     """A GPU by its table name (`h100-sxm`), case- and punctuation-insensitive (`H100 SXM`), or an alias
-    (`h100`, said in a note on stderr), or one line listing the close names."""
-    import sys
+    (`h100`, said in a note: tfcost.notes), or one line listing the close names."""
+    from tfcost.notes import note
 
     gpus = {gpu.name: gpu for gpu in all_gpus()}
     key = name.strip().lower()
@@ -428,7 +428,7 @@ def load_gpu(name: str) -> GpuSpec:
         return gpus[by_normalized[normalized(key)]]
     alias = GPU_ALIASES.get(normalized(key).removeprefix("nvidia"))
     if alias is not None:
-        sys.stderr.write(f"tfcost: note: --gpu {name.strip()} is taken as {alias} (`tfcost gpus` lists the others)\n")
+        note(f"--gpu {name.strip()} is taken as {alias} (`tfcost gpus` lists the others)")
         return gpus[alias]
     close = difflib.get_close_matches(key, gpus, n=4, cutoff=0.4)
     hint = f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(gpus)}"
