@@ -415,3 +415,72 @@ def count(value: int | str, name: str) -> int:
 
 # What the package offers at its top level (tfcost/__init__.py reads this, lazily).
 __all__ = ["estimate", "plan_serve", "plan_train", "serve", "train"]
+
+
+def fit(
+    model: str | None = None,
+    *,
+    config: str | None = None,
+    overrides: Overrides | None = None,
+    gpu: str = "rtx-4090",
+    ram: str | float | None = None,
+    strict: bool = False,
+    lenient: bool = False,
+    revision: str | None = None,
+    **setup: Any,
+) -> Any:
+    """`tfcost fit`: a model under llama.cpp (ollama, LM Studio) on one's own GPUs: -ngl and the split across GPUs,
+    the largest context that fits, prompt and generation tokens/s (a tfcost.reports.local.LocalReport).
+
+    `model` is a preset, a config or a .gguf file (priced from its own tensors); `ram` the host's memory ("64G",
+    or GiB as a number; a unified-memory machine: its memory). Every other keyword is a field of
+    `tfcost.schema.LocalSetup` (quant, kv_dtype, ctx, gpus, gpu_layers, ram_bandwidth_gb_per_s, ubatch,
+    flash_attn, prompt, depth, memory_efficiency, compute_efficiency).
+    """
+    from tfcost.core.model import model_of
+    from tfcost.costs.local import FILE_TYPES, parse_memory_gib
+    from tfcost.errors import UsageError
+    from tfcost.readers.presets import load_gpu
+    from tfcost.reports.local import fit_report
+    from tfcost.schema import LocalSetup
+
+    fields = dict(setup)
+    if ram is not None:
+        try:
+            fields["ram_gib"] = parse_memory_gib(ram)
+        except ValueError as error:
+            raise UsageError(f"--ram: {error}") from None
+    if isinstance(fields.get("quant"), str):
+        fields["quant"] = fields["quant"].upper()
+        if fields["quant"] not in FILE_TYPES:
+            raise UsageError(
+                f"--quant: unknown GGUF file type '{fields['quant'][:40]}'; known: {', '.join(FILE_TYPES)}"
+            )
+    chosen = validated(LocalSetup, **given(**fields))
+    asked = request(model, config, overrides, strict, lenient, revision)
+    source = asked.source()
+    spec = load_gpu(gpu)
+    stored = source.stored
+    tensors = None
+    stored_type = None
+    if stored is not None and stored.gguf_metadata:
+        tensors = [(tensor.name, tensor.nbytes) for tensor in stored.tensors]
+        stored_type = gguf_file_type(stored.gguf_metadata)
+    name = source.shape.name
+    return fit_report(name, model_of(source.shape), spec, chosen, tensors, stored_type)
+
+
+def gguf_file_type(metadata: dict[str, Any]) -> str | None:
+    """A GGUF file's `general.file_type` by llama-quantize's name (gguf's LlamaFileType), or None."""
+    value = metadata.get("general.file_type")
+    if not isinstance(value, int) or isinstance(value, bool):
+        return None
+    from gguf import LlamaFileType
+
+    try:
+        return LlamaFileType(value).name.removeprefix("MOSTLY_")
+    except ValueError:
+        return None
+
+
+__all__.append("fit")  # `tfcost fit`, beside the list above
