@@ -322,11 +322,12 @@ class Placement:
         return all(device.fits for device in self.gpus) and self.host.fits
 
 
-def gpu_budget(gpu: GpuSpec) -> int:
+def gpu_budget(gpu: GpuSpec, setup: LocalSetup) -> int:
     """Bytes llama.cpp's --fit lets one GPU hold: its memory (a unified machine: the share the OS lets the GPU
-    wire) less the CUDA context (a discrete GPU: costs.fit's stated 0.5 GiB) and --fit's 1024 MiB target."""
+    wire of its memory, --ram where given) less the CUDA context (a discrete GPU: costs.fit's stated 0.5 GiB) and
+    --fit's 1024 MiB target."""
     if gpu.unified_memory:
-        usable = gpu.memory_gib * GIB * (gpu.gpu_memory_share or 1.0)
+        usable = (setup.ram_gib or gpu.memory_gib) * GIB * (gpu.gpu_memory_share or 1.0)
     else:
         usable = (gpu.reported_memory_gib or gpu.memory_gib) * GIB - CUDA_CONTEXT_GIB * GIB
     return int(usable) - FIT_TARGET_BYTES
@@ -367,7 +368,7 @@ def place(
     else:
         host_weights += weights.output_layer
     host_bytes = max(weights.layers, default=0) if host_layers and n_gpus else 0
-    budget = gpu_budget(gpu)
+    budget = gpu_budget(gpu, setup)
     devices = tuple(
         Device(
             f"GPU {number}", layers, weights_bytes, kv_bytes,
