@@ -126,7 +126,10 @@ def test_two_gpus_split_the_layers_and_the_last_holds_the_output():
     report = api.fit("llama-3.1-70b", gpu="rtx-4090", gpus=2, quant="IQ4_XS", ctx=2048, gpu_layers=81)
     assert report.layers_per_gpu == [41, 39]
     first, last, _host = report.memory
-    assert last.weights_bytes > first.weights_bytes  # the output layer (norm and head) is on the last GPU
+    # the output layer is on the last GPU: its compute buffer is the logits (128,256 x 512 f32) and the last hidden
+    # state (512 x 8,192 f32); the first's, the larger FFN intermediate (2 x 512 x 28,672 f32 and two hidden states)
+    assert last.compute_bytes == 128256 * 512 * 4 + 512 * 8192 * 4
+    assert first.compute_bytes == 2 * 512 * 28672 * 4 + 2 * 512 * 8192 * 4
 
 
 def test_ngl_counts_the_output_layer_as_llama_cpp_does():
