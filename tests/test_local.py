@@ -185,3 +185,19 @@ def test_memory_sizes_parse():
 def test_api_refuses_a_bad_ram():
     with pytest.raises(TfcostError):
         api.fit("llama-3-8b", ram="sixty")
+
+
+def test_a_gguf_file_is_priced_from_its_own_tensors(tmp_path):
+    """A .gguf file: its tensors' bytes as stored, not a file type's mixture; token_embd on the host (the input
+    layer), blk.N with layer N, output and output_norm with the output layer."""
+    from test_stored import gguf_bytes, write_gguf
+
+    path = tmp_path / "tiny.gguf"
+    tensors = write_gguf(path)
+    report = api.fit(str(path), gpu="rtx-4090", ctx=256)
+    sizes = {name: gguf_bytes(kind, shape) for name, (kind, shape) in tensors.items()}
+    assert report.file_bytes == sum(sizes.values())
+    gpu, host = report.memory
+    assert host.weights_bytes == sizes["token_embd.weight"]
+    assert gpu.weights_bytes == sum(size for name, size in sizes.items() if name != "token_embd.weight")
+    assert report.gpu_layers == 3 and report.layers_per_gpu == [2]
