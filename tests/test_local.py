@@ -201,3 +201,23 @@ def test_a_gguf_file_is_priced_from_its_own_tensors(tmp_path):
     assert host.weights_bytes == sizes["token_embd.weight"]
     assert gpu.weights_bytes == sum(size for name, size in sizes.items() if name != "token_embd.weight")
     assert report.gpu_layers == 3 and report.layers_per_gpu == [2]
+
+
+@pytest.mark.parametrize(
+    ("model", "file_type", "gib"),
+    [
+        # llama-bench rows of published runs: "gpt-oss 20B MXFP4 MoE | 11.27 GiB | 20.91 B" (ggml-org's
+        # gpt-oss-20b GGUF, several stored benchmark notes); "Llama-3.1-8B Q8_0 | 7.95 GiB"; geerlingguy/
+        # beowulf-ai-cluster#17: "llama 70B Q4_K - Medium        |  39.59 GiB |    70.55 B" (Llama 3.3 70B).
+        ("gpt-oss-20b", "MXFP4_MOE", 11.27),
+        ("llama-3.1-8b", "Q8_0", 7.95),
+        ("llama-3.1-70b", "Q4_K_M", 39.59),
+    ],
+)
+def test_more_file_sizes_as_llama_bench_prints_them(model, file_type, gib):
+    assert round(local.file_bytes(model_of(load_model(model)), file_type).total / GIB, 2) == gib
+
+
+def test_a_context_past_the_model_s_own_is_noted():
+    report = api.fit("llama-3-8b", gpu="rtx-4090", ctx=16384)
+    assert any("passes the model's own context of 8,192" in note for note in report.notes)

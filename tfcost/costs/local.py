@@ -70,6 +70,7 @@ FILE_TYPES: dict[str, str] = {
     "F32": "F32", "F16": "F16", "BF16": "BF16", "Q8_0": "Q8_0", "Q4_0": "Q4_0", "Q4_1": "Q4_1", "Q5_0": "Q5_0",
     "Q5_1": "Q5_1", "Q2_K": "Q2_K", "Q3_K_S": "Q3_K", "Q3_K_M": "Q3_K", "Q3_K_L": "Q3_K", "Q4_K_S": "Q4_K",
     "Q4_K_M": "Q4_K", "Q5_K_S": "Q5_K", "Q5_K_M": "Q5_K", "Q6_K": "Q6_K", "IQ4_NL": "IQ4_NL", "IQ4_XS": "IQ4_XS",
+    "MXFP4_MOE": "MXFP4",
 }  # fmt: skip
 # When a row's input width is not whole blocks of the chosen type (llama-quant.cpp, tensor_type_fallback).
 FALLBACK = {"Q2_K": "Q4_0", "Q3_K": "Q4_0", "Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0", "IQ4_XS": "IQ4_NL"}
@@ -109,8 +110,8 @@ class ModelTraits:
 def category(op: Op) -> str:
     """The llama-quant.cpp tensor category of a row (tensor_get_category): by its name."""
     name = op.name
-    if op.kind == "table":
-        return "token_embd" if name == "embedding/tokens" else "other"
+    if op.kind == "table":  # positions, attention sinks: 1D or not quantized (tensor_allows_quantization)
+        return "token_embd" if name == "embedding/tokens" else "unquantized"
     if name == "output_head":
         return "output"
     if op.kind != "linear" or "router" in name or "shared_gate" in name:
@@ -123,12 +124,17 @@ def category(op: Op) -> str:
     return "other"
 
 
-def tensor_type(file_type: str, kind: str, i_layer: int, traits: ModelTraits, columns: int, tied: bool) -> str:
+def tensor_type(
+    file_type: str, kind: str, i_layer: int, traits: ModelTraits, columns: int, tied: bool, experts: bool = False
+) -> str:
     """The ggml type llama-quantize gives a tensor of this category in layer i_layer (llama_tensor_get_type_impl
-    at 007dbbf, for FILE_TYPES; an imatrix assumed, as published IQ files are made), then its width's fallback."""
+    at 007dbbf, for FILE_TYPES; an imatrix assumed, as published IQ files are made), then its width's fallback.
+    `experts`: a routed experts' tensor (3D, `tensor->ne[2] > 1`)."""
     default = FILE_TYPES[file_type]
     if kind == "unquantized" or default in ("F32", "F16", "BF16"):
         return "F32" if kind == "unquantized" else default
+    if file_type == "MXFP4_MOE":  # "MoE tensors -> MXFP4, other tensors -> Q8_0" (the output too)
+        return "MXFP4" if experts and kind != "output" else "Q8_0"
     n = traits.n_layers
     chosen = default
     if kind == "output" or (tied and kind == "token_embd"):
@@ -190,7 +196,7 @@ def row_bytes(op: Op, file_type: str, i_layer: int, traits: ModelTraits, tied: b
         return op.copies * op.fan_in * op.fan_out * F32
     matrix = op.copies * op.fan_in * op.fan_out
     columns = op.fan_out if op.kind == "table" else op.fan_in  # ggml's ne[0]: a table's row, a matmul's input
-    chosen = tensor_type(file_type, kind, i_layer, traits, columns, tied)
+    chosen = tensor_type(file_type, kind, i_layer, traits, columns, tied, experts=op.copies > 1)
     biases = op.copies * op.fan_out * F32 if op.kind == "linear" and op.bias else 0
     return tensor_bytes(chosen, matrix) + biases
 

@@ -91,6 +91,11 @@ def fit_report(
     speed = local.speed(model, placement, weights, gpu, setup)
     counted = sum(count * op_params(op) for count, op in model.layer_rows()) + sum(map(op_params, model.outside_rows()))
     notes = report_notes(placement, chosen, gpu, setup)
+    if placement.context > model.shape.max_seq_len:
+        notes.append(
+            f"-c {placement.context:,} passes the model's own context of {model.shape.max_seq_len:,} (llama.cpp warns "
+            "and runs it)"
+        )
     return LocalReport(
         model=name,
         gpu=gpu.name,
