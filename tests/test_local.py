@@ -221,3 +221,33 @@ def test_more_file_sizes_as_llama_bench_prints_them(model, file_type, gib):
 def test_a_context_past_the_model_s_own_is_noted():
     report = api.fit("llama-3-8b", gpu="rtx-4090", ctx=16384)
     assert any("passes the model's own context of 8,192" in note for note in report.notes)
+
+
+def test_moe_overflow_as_llama_fit_params_prints_it():
+    """llama.cpp's tools/fit-params/README.md (build 6895): Qwen3-30B-A3B F16 on an RTX 4090,
+        llama_params_fit_impl: context size reduced from 40960 to 4096 -> need 3456 MiB less memory in total
+        llama_params_fit_impl:   - CUDA0 (NVIDIA GeForce RTX 4090): 48 layers (34 overflowing),  19187 MiB used
+        -c 4096 -ngl 48 -ot blk\\.14\\.ffn_(up|down|gate)_(ch|)exps=CPU,...,blk\\.47\\.ffn_(up|down|gate)_(ch|)exps=CPU
+        llama_memory_breakdown_print: |   - CUDA0 (RTX 4090)   | 24077 =  945 + (19187 = 17904 +     384 +     898)
+    At those layers (every layer on the GPU, the routed experts of layers 14-47 on the host) the GPU holds 17,904
+    MiB of weights and a 384 MiB KV cache, as tfcost counts them. tfcost's own fill keeps 17 layers' experts on the
+    GPU where llama.cpp's keeps 14: its compute buffer (898 MiB) is not what llama.cpp's fit projected while
+    choosing, which tfcost does not follow step by step."""
+    model = model_of(load_model("qwen3-30b-a3b"))
+    weights = local.file_bytes(model, "F16")
+    placement = local.place(model, weights, load_gpu("rtx-4090"), LocalSetup(quant="F16"), 48, 4096, 14)
+    (gpu,) = placement.gpus
+    assert placement.experts_on_host == 34 and gpu.layers == 48
+    assert gpu.weights // MIB == 17904 and gpu.kv_cache == 384 * MIB  # the breakdown's whole MiB, rounded down
+    report = api.fit("qwen3-30b-a3b", gpu="rtx-4090", quant="F16")
+    assert (report.context, report.gpu_layers) == (4096, 48) and 0 < report.expert_layers_on_host < 48
+
+
+def test_a_token_reads_only_its_experts():
+    """A generated token reads k of E routed experts (Qwen3-30B-A3B: 8 of 128) of each layer."""
+    model = model_of(load_model("qwen3-30b-a3b"))
+    weights = local.file_bytes(model, "Q4_K_M")
+    placement = local.place(model, weights, load_gpu("rtx-4090"), LocalSetup(), 48, 4096, 0)
+    experts = sum(weights.experts)
+    assert placement.host.weights == weights.input_layer + experts + weights.output_layer
+    assert placement.host.read_per_token == round(experts * 8 / 128 / 48) * 48 + weights.output_layer

@@ -37,11 +37,18 @@ Sources, llama.cpp (github.com/ggml-org/llama.cpp), as read at the commits named
   (ggml-cuda.cu, ggml_backend_cuda_device_offload_op: `return get_op_batch_size(op) >= min_batch_size` with
   `const int min_batch_size = 32`), copying their weights over PCIe into the compute buffer: one layer's weights
   are counted in it (an approximation: the allocator frees each copy after its matmul).
+- Mixtures of experts. When a model's layers do not all fit but their weights without the routed experts do,
+  --fit puts every layer on the GPUs and the routed experts of as many layers as fit with them, front to back,
+  the rest on the host (llama.cpp's tools/fit-params/README.md: "48 layers (34 overflowing)", printed as
+  `-ot blk\\.14\\.ffn_(up|down|gate)_(ch|)exps=CPU,...`). tfcost fills the GPUs so with its own buffer sizes; llama.cpp's
+  fit projects its compute buffers as it goes and may keep fewer (tests/test_local.py).
 - Time. Generation reads every weight once per token and the KV cache written so far: the GPU's share at its
   bandwidth, the host's at the host's, each times the memory efficiency (ServingSetup's 0.9, llm-analysis).
   Prompt processing is compute: the forward's FLOPs at the GPU's dense 16-bit peak times the compute efficiency
   (0.7, as ServingSetup), and, for layers on the host, their weights copied over the host link once per physical
-  batch (the op offload above). Not fitted to any measurement.
+  batch (the op offload above). A mixture of experts' token reads k of E routed experts of each layer; llama.cpp's
+  expert kernels at batch 1 reach less of the bandwidth than its dense ones, which tfcost does not model (its MoE
+  generation is a bound). Not fitted to any measurement.
 """
 
 from __future__ import annotations
@@ -204,15 +211,22 @@ def row_bytes(op: Op, file_type: str, i_layer: int, traits: ModelTraits, tied: b
 @dataclass(frozen=True)
 class FileBytes:
     """A GGUF file's weights by where llama.cpp puts them: the input layer (token_embd, always on the host), each
-    repeating layer, and the output layer (output norm and head; a tied model's duplicate of token_embd)."""
+    repeating layer (and, of it, its routed experts' tensors, which --fit may leave on the host), and the output
+    layer (output norm and head; a tied model's duplicate of token_embd). `active`: the share of a layer's experts
+    one token reads (k of E)."""
 
     input_layer: int
     layers: tuple[int, ...]
     output_layer: int
+    experts: tuple[int, ...] = ()
+    active: float = 1.0
 
     @property
     def total(self) -> int:
         return self.input_layer + sum(self.layers) + self.output_layer
+
+    def experts_of(self, index: int) -> int:
+        return self.experts[index] if self.experts else 0
 
 
 def traits_of(model: Model) -> ModelTraits:
@@ -222,28 +236,43 @@ def traits_of(model: Model) -> ModelTraits:
     return ModelTraits(model.n_layers, n_gqa, n_experts, model.n_layers == 80 and n_gqa > 1)
 
 
+def active_share(model: Model) -> float:
+    """The share of a layer's routed experts one token reads: k of E."""
+    moe = model.shape.moe
+    return moe.experts_per_token / moe.n_experts if moe is not None else 1.0
+
+
+def is_routed(op: Op) -> bool:
+    """A routed experts' row (ffn_*_exps, a 3D tensor of E copies), not a shared expert."""
+    return op.kind == "linear" and op.copies > 1 and "experts" in op.name
+
+
 def file_bytes(model: Model, file_type: str) -> FileBytes:
     """The bytes llama-quantize would write for this model at this file type, by where each tensor goes."""
     traits = traits_of(model)
     tied = model.shape.tied_embeddings
     embedding = sum(row_bytes(op, file_type, 0, traits, tied) for op in model.embedding)
     layers: list[int] = []
+    experts: list[int] = []
     for group in model.layers:
         for _ in range(group.count):
             index = len(layers)
             layers.append(sum(row_bytes(op, file_type, index, traits, tied) for op in group.rows))
+            experts.append(sum(row_bytes(op, file_type, index, traits, tied) for op in group.rows if is_routed(op)))
     head = sum(row_bytes(op, file_type, 0, traits, tied) for op in model.head)
     if tied:
         head += sum(
             row_bytes(op, file_type, 0, traits, tied) for op in model.embedding if op.name == "embedding/tokens"
         )
-    return FileBytes(embedding, tuple(layers), head)
+    return FileBytes(embedding, tuple(layers), head, tuple(experts), active_share(model))
 
 
-def stored_file_bytes(tensors: list[tuple[str, int]], n_layers: int) -> FileBytes:
-    """The same split read off a GGUF file's own tensors (name, bytes): blk.N.* are layer N's, token_embd the input
-    layer's, the rest (output_norm, output) the output layer's, with token_embd again where no output.weight is."""
+def stored_file_bytes(tensors: list[tuple[str, int]], n_layers: int, active: float = 1.0) -> FileBytes:
+    """The same split read off a GGUF file's own tensors (name, bytes): blk.N.* are layer N's (its *_exps tensors
+    its routed experts), token_embd the input layer's, the rest (output_norm, output) the output layer's, with
+    token_embd again where no output.weight is."""
     layers = [0] * n_layers
+    experts = [0] * n_layers
     input_layer = output_layer = 0
     names = {name for name, _ in tensors}
     for name, nbytes in tensors:
@@ -251,13 +280,15 @@ def stored_file_bytes(tensors: list[tuple[str, int]], n_layers: int) -> FileByte
             index = int(name.split(".")[1])
             if index < n_layers:  # a next-token-prediction block past the model's layers is not loaded
                 layers[index] += nbytes
+                if "_exps." in name:
+                    experts[index] += nbytes
         elif name.startswith("token_embd."):
             input_layer += nbytes
             if "output.weight" not in names and name == "token_embd.weight":
                 output_layer += nbytes
         else:
             output_layer += nbytes
-    return FileBytes(input_layer, tuple(layers), output_layer)
+    return FileBytes(input_layer, tuple(layers), output_layer, tuple(experts), active)
 
 
 def kv_bytes_per_layer(model: Model, context: int, kv_type: str) -> tuple[int, ...]:
@@ -296,7 +327,8 @@ def compute_buffer(model: Model, context: int, setup: LocalSetup, holds_output: 
 
 @dataclass(frozen=True)
 class Device:
-    """What one device holds: weights, KV cache, compute buffer, and the memory it has for them."""
+    """What one device holds: weights, KV cache, compute buffer, and the memory it has for them; and what one
+    generated token reads of its weights (routed experts at their active share)."""
 
     name: str
     layers: int
@@ -304,6 +336,7 @@ class Device:
     kv_cache: int
     compute: int
     budget: int | None  # bytes it may hold (None: not bounded, a host of unstated memory)
+    read_per_token: int = 0
 
     @property
     def total(self) -> int:
@@ -316,12 +349,14 @@ class Device:
 
 @dataclass(frozen=True)
 class Placement:
-    """One choice of -ngl and context: each GPU's share and the host's."""
+    """One choice of -ngl, context and the layers whose routed experts stay on the host: each GPU's share and the
+    host's."""
 
     gpu_layers: int
     context: int
     gpus: tuple[Device, ...]
     host: Device
+    experts_on_host: int = 0  # offloaded layers whose routed experts llama.cpp's --fit leaves on the host
 
     @property
     def fits(self) -> bool:
@@ -346,49 +381,75 @@ def device_of_layer(index: int, first_gpu_layer: int, on_gpu: int, n_gpus: int) 
 
 
 def place(
-    model: Model, weights: FileBytes, gpu: GpuSpec, setup: LocalSetup, gpu_layers: int, context: int
+    model: Model,
+    weights: FileBytes,
+    gpu: GpuSpec,
+    setup: LocalSetup,
+    gpu_layers: int,
+    context: int,
+    experts_on_gpu: int | None = None,
 ) -> Placement:
-    """Where each layer, its cache and the compute buffers go at -ngl gpu_layers and n_ctx context."""
+    """Where each layer, its cache and the compute buffers go at -ngl gpu_layers and n_ctx context. With
+    `experts_on_gpu` = m, only the first m offloaded layers keep their routed experts on the GPU; the rest's stay
+    on the host (llama.cpp's --fit: "distributing layers across devices with overflow to next device/system
+    memory", which prints them as `-ot blk\\.N\\.ffn_(up|down|gate)_(ch|)exps=CPU`)."""
     n_layers = len(weights.layers)
     kv_type = KV_TYPES[setup.kv_dtype]
     kv = kv_bytes_per_layer(model, context, kv_type)
     on_gpu = min(gpu_layers, n_layers + 1)
     first = max(n_layers - gpu_layers, 0)
     n_gpus = setup.gpus if on_gpu else 0
-    held = [[0, 0, 0] for _ in range(n_gpus)]  # layers, weights, kv per GPU
-    host_weights, host_kv, host_layers = weights.input_layer, 0, 0
+    held = [[0, 0, 0, 0] for _ in range(n_gpus)]  # layers, weights, kv, read per token
+    host = [0, weights.input_layer, 0, 0]
+    largest_on_host = 0
+    overflow = 0
+
+    def read(index: int, share: int) -> int:
+        """Bytes a token reads of `share` bytes of layer `index`: its routed experts at the active share."""
+        experts = min(weights.experts_of(index), share)
+        return share - experts + round(experts * weights.active)
+
     for index in range(n_layers):
+        layer = weights.layers[index]
         if index >= first and n_gpus:
             device = held[device_of_layer(index, first, on_gpu, n_gpus)]
+            spilled = experts_on_gpu is not None and index - first >= experts_on_gpu and weights.experts_of(index)
+            on_host = weights.experts_of(index) if spilled else 0
+            overflow += 1 if spilled else 0
             device[0] += 1
-            device[1] += weights.layers[index]
+            device[1] += layer - on_host
             device[2] += kv[index]
+            device[3] += read(index, layer) - (round(on_host * weights.active) if on_host else 0)
+            host[1] += on_host
+            host[3] += round(on_host * weights.active)
+            largest_on_host = max(largest_on_host, on_host)
         else:
-            host_layers += 1
-            host_weights += weights.layers[index]
-            host_kv += kv[index]
+            host[0] += 1
+            host[1] += layer
+            host[2] += kv[index]
+            host[3] += read(index, layer)
+            largest_on_host = max(largest_on_host, layer)
     output_on_gpu = n_gpus > 0 and gpu_layers > n_layers
     output_device = device_of_layer(n_layers, first, on_gpu, n_gpus) if output_on_gpu else -1
-    if output_on_gpu:
-        held[output_device][1] += weights.output_layer
-    else:
-        host_weights += weights.output_layer
-    host_bytes = max(weights.layers, default=0) if host_layers and n_gpus else 0
+    target = held[output_device] if output_on_gpu else host
+    target[1] += weights.output_layer
+    target[3] += weights.output_layer
+    copies = largest_on_host if n_gpus else 0
     budget = gpu_budget(gpu, setup)
     devices = tuple(
         Device(
             f"GPU {number}", layers, weights_bytes, kv_bytes,
-            compute_buffer(model, context, setup, number == output_device) + host_bytes, budget,
+            compute_buffer(model, context, setup, number == output_device) + copies, budget, reading,
         )
-        for number, (layers, weights_bytes, kv_bytes) in enumerate(held)
+        for number, (layers, weights_bytes, kv_bytes, reading) in enumerate(held)
     )  # fmt: skip
     tokens = min(context, setup.ubatch)
-    host_compute = tokens * model.shape.d_model * F32
-    if not output_on_gpu:
-        host_compute = compute_buffer(model, context, setup, True)
+    host_compute = (
+        compute_buffer(model, context, setup, True) if not output_on_gpu else tokens * model.shape.d_model * F32
+    )
     host_budget = host_memory_budget(gpu, setup, devices)
-    host = Device("host", host_layers, host_weights, host_kv, host_compute, host_budget)
-    return Placement(gpu_layers, context, devices, host)
+    host_device = Device("host", host[0], host[1], host[2], host_compute, host_budget, host[3])
+    return Placement(gpu_layers, context, devices, host_device, overflow)
 
 
 def host_memory_budget(gpu: GpuSpec, setup: LocalSetup, devices: tuple[Device, ...]) -> int | None:
@@ -429,15 +490,19 @@ class Fit:
 
 def fit(model: Model, weights: FileBytes, gpu: GpuSpec, setup: LocalSetup) -> Fit:
     """-ngl and the context as llama.cpp's --fit chooses them (module docstring): the context asked for (else the
-    model's own, lowered to no less than --fit-ctx while every layer is on the GPUs), then the most layers that
-    fit at it; and the largest context, in steps of 256, that fits the GPUs at those layers."""
+    model's own, lowered to no less than --fit-ctx while every layer is on the GPUs); then, for a mixture of experts
+    whose layers without their routed experts all fit ("with only dense weights in device memory there is a total
+    surplus"), every layer on the GPUs (-ngl n_layers) and the routed experts of as many layers as fit, front to
+    back, the rest on the host; else the most layers that fit. And the largest context, in steps of 256, that fits
+    the GPUs so."""
     n_layers = len(weights.layers)
     all_layers = n_layers + 1
     trained = model.shape.max_seq_len
     steps = max(trained // CONTEXT_STEP, 1)
+    experts: int | None = None
 
     def at(layers: int, context: int) -> Placement:
-        return place(model, weights, gpu, setup, layers, context)
+        return place(model, weights, gpu, setup, layers, context, experts)
 
     if setup.ctx is not None:
         context = setup.ctx
@@ -447,6 +512,11 @@ def fit(model: Model, weights: FileBytes, gpu: GpuSpec, setup: LocalSetup) -> Fi
         context = trained if gpus_fit(at(all_layers, trained)) else full * CONTEXT_STEP if full else floor
     if setup.gpu_layers is not None:
         layers = min(setup.gpu_layers, all_layers)
+    elif gpus_fit(at(all_layers, context)):
+        layers = all_layers
+    elif any(weights.experts) and gpus_fit(place(model, weights, gpu, setup, n_layers, context, 0)):
+        layers = n_layers
+        experts = largest(0, n_layers, lambda m: gpus_fit(place(model, weights, gpu, setup, n_layers, context, m)))
     else:
         layers = largest(0, all_layers, lambda count: gpus_fit(at(count, context))) or 0
     placement = at(layers, context)
@@ -478,34 +548,36 @@ def forward_flops(model: Model, prompt: int, depth: int) -> int:
 
 
 def speed(model: Model, placement: Placement, weights: FileBytes, gpu: GpuSpec, setup: LocalSetup) -> Speed:
-    """Prompt and generation tokens/s of a placement (module docstring)."""
+    """Prompt and generation tokens/s of a placement (module docstring). A generated token reads each device's
+    weights (a routed expert layer at its active share) and the KV cache of its layers; a prompt's batch reads
+    every weight."""
     gpu_bandwidth = gpu.memory_bandwidth_tb_per_s * 1e12 * setup.memory_efficiency
     host_bandwidth = (
         gpu_bandwidth if gpu.unified_memory else setup.ram_bandwidth_gb_per_s * 1e9 * setup.memory_efficiency
     )
     kv_type = KV_TYPES[setup.kv_dtype]
-    seen = max(setup.depth, 1)
-    kv_total = sum(kv_bytes_per_layer(model, seen, kv_type))
+    kv_total = sum(kv_bytes_per_layer(model, max(setup.depth, 1), kv_type))
     layers = max(len(weights.layers), 1)
     host_kv = kv_total * placement.host.layers // layers
     gpu_kv = kv_total - host_kv
-    # the host's token_embd is read one row a token: not a weight read in full
-    host_read = placement.host.weights - weights.input_layer + host_kv
-    gpu_read = sum(device.weights for device in placement.gpus) + gpu_kv
+    # read_per_token leaves out the host's token_embd, read one row a token
+    host_read = placement.host.read_per_token + host_kv
+    gpu_read = sum(device.read_per_token for device in placement.gpus) + gpu_kv
     generation = gpu_read / gpu_bandwidth + host_read / host_bandwidth
     flops = forward_flops(model, setup.prompt, setup.depth)
     peak = gpu.peak_bf16_tflops * 1e12 * setup.compute_efficiency
     batches = -(-setup.prompt // setup.ubatch)
+    host_weights = placement.host.weights - weights.input_layer
     if placement.gpus:
-        compute = max(flops / peak, batches * gpu_read / gpu_bandwidth)
-        host_weights = placement.host.weights - weights.input_layer
+        gpu_weights = sum(device.weights for device in placement.gpus)
+        compute = max(flops / peak, batches * gpu_weights / gpu_bandwidth)
         if gpu.unified_memory or min(setup.prompt, setup.ubatch) < OP_OFFLOAD_MIN_BATCH:
             copies = host_weights / host_bandwidth * batches
         else:
             copies = host_weights / ((gpu.host_link_gb_per_s or DEFAULT_HOST_LINK_GB_PER_S) * 1e9) * batches
         prompt_seconds = compute + copies
     else:  # nothing on the GPU: the host's cores, whose FLOP/s tfcost does not know, bounded by its memory
-        prompt_seconds = batches * host_read / host_bandwidth
+        prompt_seconds = batches * host_weights / host_bandwidth
     return Speed(setup.prompt / prompt_seconds, 1 / generation, prompt_seconds, generation)
 
 

@@ -17,7 +17,9 @@ def fit_table(report: LocalReport, markdown: bool = False) -> None:
         [
             f"{report.model} {report.file_type} ({human(report.file_bytes, 'bytes')}, {report.bits_per_weight:.2f} "
             f"bits/weight) on {s.gpus} x {report.gpu}, llama.cpp",
-            f"-ngl {report.gpu_layers} of {report.layers}{f' (split {split})' if split else ''}; -c {report.context:,}"
+            f"-ngl {report.gpu_layers} of {report.layers}{f' (split {split})' if split else ''}"
+            f"{f', the experts of {report.expert_layers_on_host} on the host' if report.expert_layers_on_host else ''}"
+            f"; -c {report.context:,}"
             f" (largest that fits at this -ngl: {most}); KV cache {s.kv_dtype}; "
             f"{'flash attention' if s.flash_attn else 'no flash attention'}",
             f"{'fits' if report.fits else 'DOES NOT FIT'}",

@@ -48,6 +48,9 @@ class LocalReport(Section):
     gpu_layers: int = Field(description="-ngl: layers on the GPUs, the output layer counted as llama.cpp counts it")
     layers: int = Field(description="layers -ngl can count: the repeating ones and the output layer")
     layers_per_gpu: list[int] = Field(description="repeating layers on each GPU (llama.cpp's --split-mode layer)")
+    expert_layers_on_host: int = Field(
+        0, description="layers on the GPUs whose routed experts --fit leaves on the host (-ot ...exps=CPU)"
+    )
     context: int = Field(description="n_ctx: the context asked for, or as llama.cpp's --fit chooses it")
     max_context: int | None = Field(description="the largest context that fits the GPUs at these layers (steps of 256)")
     fits: bool = Field(description="the GPUs and the host both hold their share")
@@ -81,7 +84,7 @@ def fit_report(
     `stored`: a GGUF file's own tensors (name, bytes), priced in place of the file type's mixture."""
     n_layers = model.n_layers
     if stored is not None:
-        weights = local.stored_file_bytes(stored, n_layers)
+        weights = local.stored_file_bytes(stored, n_layers, local.active_share(model))
         file_type = stored_type or "as stored"
     else:
         weights = local.file_bytes(model, setup.quant)
@@ -106,6 +109,7 @@ def fit_report(
         gpu_layers=placement.gpu_layers,
         layers=chosen.all_layers,
         layers_per_gpu=[device.layers for device in placement.gpus],
+        expert_layers_on_host=placement.experts_on_host,
         context=placement.context,
         max_context=chosen.max_context,
         fits=placement.fits,
