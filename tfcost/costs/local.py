@@ -40,8 +40,8 @@ Sources, llama.cpp (github.com/ggml-org/llama.cpp), as read at the commits named
 - Mixtures of experts. When a model's layers do not all fit but their weights without the routed experts do,
   --fit puts every layer on the GPUs and the routed experts of as many layers as fit with them, front to back,
   the rest on the host (llama.cpp's tools/fit-params/README.md: "48 layers (34 overflowing)", printed as
-  `-ot blk\\.14\\.ffn_(up|down|gate)_(ch|)exps=CPU,...`). tfcost fills the GPUs so with its own buffer sizes; llama.cpp's
-  fit projects its compute buffers as it goes and may keep fewer (tests/test_local.py).
+  `-ot blk\\.14\\.ffn_(up|down|gate)_(ch|)exps=CPU,...`). tfcost fills the GPUs so with its own buffer sizes;
+  llama.cpp's fit projects its compute buffers as it goes and may keep fewer (tests/test_local.py).
 - Time. Generation reads every weight once per token and the KV cache written so far: the GPU's share at its
   bandwidth, the host's at the host's, each times the memory efficiency (ServingSetup's 0.9, llm-analysis).
   Prompt processing is compute: the forward's FLOPs at the GPU's dense 16-bit peak times the compute efficiency
