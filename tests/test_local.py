@@ -251,3 +251,11 @@ def test_a_token_reads_only_its_experts():
     experts = sum(weights.experts)
     assert placement.host.weights == weights.input_layer + experts + weights.output_layer
     assert placement.host.read_per_token == round(experts * 8 / 128 / 48) * 48 + weights.output_layer
+
+
+def test_csv_rows(capsys):
+    with pytest.raises(SystemExit):
+        main(["fit", "llama-3-8b", "--gpu", "rtx-4090", "--format", "csv"])
+    rows = {line.split(",")[1]: line.rsplit(",", 1)[1] for line in capsys.readouterr().out.splitlines()[1:]}
+    assert rows["gpu_layers"] == "33" and rows["max_context"] == "8192"
+    assert {"tokens_per_s.prompt", "tokens_per_s.generation", "file_bytes"} <= set(rows)

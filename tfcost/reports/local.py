@@ -9,7 +9,7 @@ from pydantic import Field
 
 from tfcost.core.ops import op_params
 from tfcost.costs import local
-from tfcost.reports.base import Section
+from tfcost.reports.base import Section, quantity
 from tfcost.schema import GpuSpec, LocalSetup
 
 if TYPE_CHECKING:
@@ -32,8 +32,8 @@ class DeviceMemory(Section):
 
 
 class TokensPerSecond(Section):
-    prompt: float = Field(description="prompt processing, tokens/s (llama-bench's pp)")
-    generation: float = Field(description="generation, tokens/s (llama-bench's tg)")
+    prompt: float = quantity("prompt processing, tokens/s (llama-bench's pp)", "per_s")
+    generation: float = quantity("generation, tokens/s (llama-bench's tg)", "per_s")
 
 
 class LocalReport(Section):
@@ -43,16 +43,16 @@ class LocalReport(Section):
     gpu: str
     setup: LocalSetup
     file_type: str = Field(description="the GGUF file type priced (a file's own tensors where a .gguf was given)")
-    file_bytes: int = Field(description="the GGUF file's tensors, bytes")
-    bits_per_weight: float = Field(description="file bytes x 8 / parameters")
-    gpu_layers: int = Field(description="-ngl: layers on the GPUs, the output layer counted as llama.cpp counts it")
-    layers: int = Field(description="layers -ngl can count: the repeating ones and the output layer")
+    file_bytes: int = quantity("the GGUF file's tensors", "bytes")
+    bits_per_weight: float = quantity("file bytes x 8 / parameters", "ratio")
+    gpu_layers: int = quantity("-ngl: layers on the GPUs, the output layer counted as llama.cpp counts it", "count")
+    layers: int = quantity("layers -ngl can count: the repeating ones and the output layer", "count")
     layers_per_gpu: list[int] = Field(description="repeating layers on each GPU (llama.cpp's --split-mode layer)")
-    expert_layers_on_host: int = Field(
-        0, description="layers on the GPUs whose routed experts --fit leaves on the host (-ot ...exps=CPU)"
+    expert_layers_on_host: int = quantity(
+        "layers on the GPUs whose routed experts --fit leaves on the host (-ot ...exps=CPU)", "count"
     )
-    context: int = Field(description="n_ctx: the context asked for, or as llama.cpp's --fit chooses it")
-    max_context: int | None = Field(description="the largest context that fits the GPUs at these layers (steps of 256)")
+    context: int = quantity("n_ctx: the context asked for, or as llama.cpp's --fit chooses it", "count")
+    max_context: int | None = quantity("the largest context that fits the GPUs at these layers (steps of 256)", "count")
     fits: bool = Field(description="the GPUs and the host both hold their share")
     memory: list[DeviceMemory]
     tokens_per_s: TokensPerSecond
