@@ -831,8 +831,10 @@ Offload = Literal["none", "optimizer", "params"]
 MemoryConvention = Literal["zero", "deepspeed", "megatron"]
 # How the loss holds the logits: chunked (upcast and log-softmaxed a chunk at a time: torchtune, LitGPT), full (one
 # fp32 cross-entropy over all of them: torchtitan, transformers) or compiled (the upcast compiled with the loss, the
-# fp32 copy released: torchtune under compile=True)
-Loss = Literal["chunked", "full", "compiled"]
+# fp32 copy released: torchtune under compile=True), or fused (the output head and the loss in one kernel that never
+# holds more than a chunk of logits: Liger's FusedLinearCrossEntropy, as Unsloth's and Cut Cross-Entropy also avoid
+# the logits)
+Loss = Literal["chunked", "full", "compiled", "fused"]
 # When FSDP (ZeRO-3) frees a layer's gathered weights after its forward (torchtitan's
 # --parallelism.fsdp_reshard_after_forward): always, never (kept gathered until the backward), or default (never
 # under pipeline parallelism, else always)
@@ -934,7 +936,8 @@ class TrainingSetup(Frozen):
         "chunked",
         description="chunked: the fp32 log-probabilities alone at the loss (4sbV/t); full: one fp32 cross-entropy over "
         "all the logits, 3 x that at the backward's peak (torchtitan); compiled: the upcast compiled with the loss, "
-        "the bf16 logits alone (2sbV/t; torchtune under compile=True)",
+        "the bf16 logits alone (2sbV/t; torchtune under compile=True); fused: the head and the loss in one chunked "
+        "kernel (Liger's FusedLinearCrossEntropy), its input gradient and one chunk's fp32 logits",
     )
     reshard_after_forward: ReshardAfterForward = Field(
         "default",

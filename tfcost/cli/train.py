@@ -207,7 +207,8 @@ def train(
             "--loss",
             help="chunked: the loss upcasts the logits a chunk at a time (torchtune, LitGPT), keeping the fp32 "
             "log-probabilities; full: one fp32 cross-entropy over them all (torchtitan): 3x that at its peak; "
-            "compiled: the upcast compiled with the loss (torchtune, compile=True) keeps the bf16 logits alone.",
+            "compiled: the upcast compiled with the loss (torchtune, compile=True) keeps the bf16 logits alone; "
+            "fused: the head and the loss in one chunked kernel (Liger, Unsloth, Cut Cross-Entropy): no full logits.",
         ),
     ] = default(TrainingSetup, "loss"),
     reshard_after_forward: Annotated[

@@ -46,6 +46,22 @@ FULL_LOSS_PEAK_LOGITS = 3
 # independently has no difference, as long as we compile the upcasting with the loss" (torchtune PR #1390); the
 # backward needs the bf16 logits themselves, 2sbV/t (a chunk's gradient beside them, 1/8 of that, is left out).
 COMPILED_LOSS_LOGIT_BYTES = 2
+# The head and the loss fused (`--loss fused`): Liger-Kernel's LigerFusedLinearCrossEntropyFunction
+# (src/liger_kernel/ops/fused_linear_cross_entropy.py at e11c2d6) never materializes the logits of every token:
+#     inc_factor = triton.cdiv(V, H)  # (V + H - 1) // H
+#     chunk_size = triton.next_power_of_2(triton.cdiv(BT, inc_factor))
+#     grad_input = torch.zeros_like(_input, device=device)
+#     ...
+#         logits_chunk = _input_chunk @ linear.t()  # chunk_size x V
+#         ...
+#         logits_chunk = logits_chunk.float()
+#     ...
+#     ctx.save_for_backward(grad_input.detach(), grad_linear.detach())
+# so at its peak it holds the input's gradient (BT x H in the compute dtype, kept for the backward) and one chunk's
+# fp32 logits (chunk_size x V, about BT x H by the chunk's choice). grad_linear, the head's gradient, is counted with
+# the gradients when the head trains (later Liger versions allocate it only then: "torch.zeros_like(weight) if
+# weight.requires_grad else None").
+FUSED_LOSS_CHUNK_BYTES = 4
 
 
 def default_seq_len(shape: ModelShape) -> int:
@@ -321,7 +337,20 @@ def last_stage_logits_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
     fp32 = logits_bytes(shape, setup.seq_len // setup.cp, setup.micro_batch, setup.tp)
     if setup.loss == "compiled":
         return fp32 * COMPILED_LOSS_LOGIT_BYTES // LOGIT_BYTES
+    if setup.loss == "fused":
+        return fused_loss_bytes(shape, setup) if fp32 else 0
     return FULL_LOSS_PEAK_LOGITS * fp32 if setup.loss == "full" else fp32
+
+
+def fused_loss_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
+    """What a fused head-and-loss kernel holds (`--loss fused`, FUSED_LOSS_CHUNK_BYTES): the input's gradient, BT x H
+    in the activations' dtype, and one chunk of next_power_of_2(ceil(BT / ceil(V / H))) tokens' fp32 logits; the
+    vocabulary split over t as the head is."""
+    tokens = setup.micro_batch * setup.seq_len // setup.cp
+    width, vocab = shape.d_model, shape.vocab_size
+    chunk = min(tokens, 1 << max(ceil_div(tokens, ceil_div(vocab, width)) - 1, 0).bit_length())
+    element = activations.ACTIVATION_BYTES[setup.precision]
+    return tokens * width * element + ceil_div(FUSED_LOSS_CHUNK_BYTES * chunk * vocab, setup.tp)
 
 
 def trainable_params(shape: ModelShape, setup: TrainingSetup) -> int:

@@ -1,0 +1,34 @@
+"""`--loss fused` (issue 36): a fused head-and-loss kernel holds one chunk of logits, not all of them."""
+
+from __future__ import annotations
+
+import pytest
+
+from tfcost import api
+from tfcost.costs import training
+from tfcost.readers.presets import load_model
+from tfcost.schema import TrainingSetup
+
+
+def test_liger_s_own_example_chunk():
+    """Liger-Kernel's fused_linear_cross_entropy.py (e11c2d6): "for ex: BT = 4096*4, V = 32000, H = 4096 ==>
+    inc_factor = 8, chunk_size = 2048". Llama 2 7B (V 32,000, H 4,096) with 4 sequences of 4,096: the input's
+    bf16 gradient (16,384 x 4,096 x 2) and one 2,048-token chunk of fp32 logits (2,048 x 32,000 x 4)."""
+    shape = load_model("llama-2-7b")
+    setup = TrainingSetup(tokens=10**9, seq_len=4096, micro_batch=4, loss="fused")
+    assert training.last_stage_logits_bytes(shape, setup) == 16384 * 4096 * 2 + 2048 * 32000 * 4
+    chunked = TrainingSetup(tokens=10**9, seq_len=4096, micro_batch=4, loss="chunked")
+    assert training.last_stage_logits_bytes(shape, chunked) == 4 * 16384 * 32000  # 4sbV
+
+
+def test_fused_loss_lowers_a_fine_tune_s_memory():
+    chunked = api.train("llama-3-8b", gpu="rtx-4090", seq=8192, lora_rank=16, qlora=True, recompute="full")
+    fused = api.train("llama-3-8b", gpu="rtx-4090", seq=8192, lora_rank=16, qlora=True, recompute="full", loss="fused")
+    saved = chunked.memory_per_gpu.total_bytes - fused.memory_per_gpu.total_bytes
+    # 4sbV = 4 x 8,192 x 128,256 fp32 logits, less the fused kernel's 8,192 x 4,096 x 2 and a 256-token fp32 chunk
+    assert saved == 4 * 8192 * 128256 - (8192 * 4096 * 2 + 256 * 128256 * 4)
+
+
+@pytest.mark.parametrize("loss", ["chunked", "full", "compiled", "fused"])
+def test_every_loss_mode_prices(loss):
+    assert api.train("llama-3-8b", gpu="h100-sxm", seq=2048, loss=loss).memory_per_gpu.total_bytes > 0
