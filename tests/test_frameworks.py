@@ -169,4 +169,4 @@ def test_frameworks_lists_as_data(tfcost):
     assert csv[0].startswith("name,kind") and all(",serving," in row for row in csv[1:])
     one = json.loads(tfcost("frameworks", "vllm@0.2.7", "-f", "json").stdout)
     assert one["version"] == "0.2.7" and one["fields"]["nccl_record_stream"]["value"] is True
-    assert "vllm#2248" in tfcost("frameworks", "vllm@0.2.7").stdout
+    assert "vllm/issues/2248" in tfcost("frameworks", "vllm@0.2.7", env={"COLUMNS": "200"}).stdout
