@@ -348,8 +348,12 @@ def test_offloaded_activations_leave_one_layer_and_the_logits_on_the_gpu():
     offloaded = training.memory_per_gpu(llama, kept.model_copy(update={"offload_activations": True}))
     layer = 2 * 2048 * 2 * 4096  # full recomputation keeps each layer's bf16 input: 2sbh (Korthikanti et al. 2022)
     logits = 4 * 2048 * 2 * 32_000  # the loss's fp32 log-probabilities, 4sbV
-    assert on_gpu["activations"] == 32 * layer + logits
-    assert offloaded["activations"] == layer + logits
+    # after the loss, the backward recomputes one layer at a time: its saved tensors as without recomputation,
+    # beyond the input it kept, are held with the other layers' inputs; the larger of that and the logits counts
+    whole = training.activation_bytes_per_layer_of(llama, kept.model_copy(update={"recompute": "none"}))
+    at_peak = max(logits, whole - layer)
+    assert on_gpu["activations"] == 32 * layer + at_peak
+    assert offloaded["activations"] == layer + at_peak
     assert offloaded["host"] - on_gpu["host"] == 31 * layer
     assert {k: offloaded[k] for k in ("weights", "gradients", "optimizer")} == {
         k: on_gpu[k] for k in ("weights", "gradients", "optimizer")

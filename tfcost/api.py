@@ -525,3 +525,44 @@ def gguf_file_type(metadata: dict[str, Any]) -> str | None:
 
 
 __all__.append("fit")  # `tfcost fit`, beside the list above
+
+
+def max_train_seq(model: str | None = None, *, gpu: str = "h100-sxm", limit: int | None = None, **options: Any) -> Any:
+    """`tfcost train --max-seq`: the longest sequence T a training setup fits at (a tfcost.reports.max_seq
+    MaxSeqReport): every other option as `train` takes it, T searched from 1 to `limit` (default: the model's own
+    context), memory per GPU growing with T. `max_seq` is None when not even one token fits."""
+    from tfcost.errors import UsageError
+    from tfcost.reports.max_seq import MaxSeqReport
+    from tfcost.reports.train import TrainReport
+
+    options.pop("seq", None)
+    tokens = options.pop("tokens", None) or 10**9  # D changes time, not memory
+    asked = request(
+        model, options.get("config"), options.get("overrides"), options.get("strict", False),
+        options.get("lenient", False), options.get("revision"),
+    )  # fmt: skip
+    high = limit if limit is not None else asked.source().shape.max_seq_len
+
+    def report_at(seq: int) -> TrainReport:
+        result = train(model, gpu=gpu, seq=seq, tokens=tokens, **options)
+        if not isinstance(result, TrainReport):
+            raise UsageError("--max-seq is searched with tfcost's own formulas, not the transformers engine")
+        return result
+
+    low = 1 if report_at(1).memory_per_gpu.fits else None
+    if low is not None:
+        top = high
+        while low < top:  # the largest T that fits: memory grows with T
+            middle = (low + top + 1) // 2
+            if report_at(middle).memory_per_gpu.fits:
+                low = middle
+            else:
+                top = middle - 1
+    at = report_at(low if low is not None else 1)
+    return MaxSeqReport(
+        model=at.model, gpu=at.gpu, max_seq=low, searched_to=high, setup=at.setup,
+        memory_per_gpu_bytes=at.memory_per_gpu.total_bytes,
+    )  # fmt: skip
+
+
+__all__.append("max_train_seq")

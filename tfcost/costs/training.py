@@ -287,7 +287,29 @@ def activation_bytes_per_gpu(shape: ModelShape, setup: TrainingSetup) -> int:
     layers = layers_activation_bytes(shape, setup)
     if setup.offload_activations:
         layers -= offloaded_activation_bytes(shape, setup)
-    return layers + last_stage_logits_bytes(shape, setup)
+    return layers + loss_or_recompute_bytes(shape, setup)
+
+
+def recompute_working_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
+    """Under full recomputation a layer's backward first runs its forward again with autograd on, so that layer
+    holds what it would save without recomputation until its backward is done (torch.utils.checkpoint: "forward
+    computation in checkpointed regions omits saving tensors for backward and recomputes them during the backward
+    pass"; Unsloth's checkpointer: "with torch.enable_grad(): (output,) = ctx.forward_function(hidden_states,
+    *ctx.args)"): one layer's saved tensors beyond the input already kept. 0 under other policies (not counted)."""
+    if setup.recompute != "full":
+        return 0
+    whole = max(
+        per_layer
+        for _, _, per_layer in activation_bytes_by_layer_kind_of(shape, setup.model_copy(update={"recompute": "none"}))
+    )
+    return max(whole - activation_bytes_per_layer_of(shape, setup), 0)
+
+
+def loss_or_recompute_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
+    """What the busiest GPU holds beside the layers' saved tensors at its peak: the loss's logit tensors (at the
+    loss's backward, before any layer's) or, later, a fully recomputed layer's tensors, whichever is larger: the
+    loss's are freed once the head's backward has used their gradient."""
+    return max(last_stage_logits_bytes(shape, setup), recompute_working_bytes(shape, setup))
 
 
 def layers_activation_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
