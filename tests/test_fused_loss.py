@@ -45,3 +45,25 @@ def test_unsloth_and_hf_trainer_frameworks_set_what_their_code_does():
     assert (unsloth.setup.loss, unsloth.setup.recompute, unsloth.setup.offload_activations) == ("fused", "full", True)
     assert (hf.setup.loss, hf.setup.recompute, hf.setup.kernels) == ("full", "none", "eager")
     assert unsloth.memory_per_gpu.total_bytes < hf.memory_per_gpu.total_bytes
+
+
+def test_max_seq_is_the_longest_that_fits():
+    """`train --max-seq`: at the answer the run fits, one token more it does not (train's own fit)."""
+    options = {"gpu": "rtx-4090", "lora_rank": 16, "qlora": True, "framework": "hf-trainer", "recompute": "full"}
+    longest = api.max_train_seq("llama-3.1-8b", **options)
+    assert longest.max_seq is not None and 1 < longest.max_seq < 131072
+    assert api.train("llama-3.1-8b", seq=longest.max_seq, **options).memory_per_gpu.fits
+    assert not api.train("llama-3.1-8b", seq=longest.max_seq + 1, **options).memory_per_gpu.fits
+    # the 70B's weights alone outgrow a 24 GB card: nothing fits
+    assert api.max_train_seq("llama-3.1-70b", gpu="rtx-4090").max_seq is None
+
+
+def test_max_seq_from_the_command_line(capsys):
+    from tfcost.cli.main import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["train", "llama-3.1-8b", "--gpu", "rtx-4090", "--lora", "16", "--qlora", "--max-seq", "-f", "json"])
+    assert exited.value.code == 0
+    import json
+
+    assert json.loads(capsys.readouterr().out)["max_seq"] > 0
