@@ -106,7 +106,12 @@ def override_texts(overrides: Overrides | None) -> tuple[str, ...]:
     return tuple(overrides)
 
 
-OPTION_NAMES = {"seq_len": "seq", "lora_rank": "lora"}  # setup fields whose option is not the field's name
+OPTION_NAMES = {
+    "seq_len": "seq",
+    "lora_rank": "lora",
+    "ram_bandwidth_gb_per_s": "ram-bandwidth",
+    "ram_gib": "ram",
+}  # setup fields whose option is not the field's name
 
 
 def option_name(field: str) -> str:
