@@ -15,8 +15,10 @@ from tfcost.costs import plan as search
 from tfcost.errors import UsageError, describe_validation_error
 from tfcost.reports.suggestion import Suggestion
 from tfcost.reports.train import TrainReport
-from tfcost.schema import FrameworkUsed, GpuSpec, ModelShape, ServingSetup, TrainingSetup, WeightsDtype
+from tfcost.schema import FrameworkUsed, GpuSpec, Interval, ModelShape, ServingSetup, TrainingSetup, WeightsDtype
 from tfcost.units import Dtype
+
+ReportT = TypeVar("ReportT", "TrainPlanReport", "ServePlanReport")
 
 if TYPE_CHECKING:
     from tfcost.reports.serve import ServeReport
@@ -62,6 +64,12 @@ class TrainPlanReport(Frozen):
         default=None,
         description="the framework whose conventions every layout was priced under",
         exclude_if=lambda framework: framework is None,
+    )
+    intervals: dict[str, Interval] = Field(
+        default_factory=dict,
+        description="error bars: for each layout figure, the factors the validation suite measured around "
+        "predictions of its category (low_factor and high_factor times the layout's value)",
+        exclude_if=lambda intervals: not intervals,
     )
     model: str
     gpu: str
@@ -139,6 +147,12 @@ class ServePlanReport(Frozen):
         default=None,
         description="the framework whose conventions every layout was priced under",
         exclude_if=lambda framework: framework is None,
+    )
+    intervals: dict[str, Interval] = Field(
+        default_factory=dict,
+        description="error bars: for each layout figure, the factors the validation suite measured around "
+        "predictions of its category (low_factor and high_factor times the layout's value)",
+        exclude_if=lambda intervals: not intervals,
     )
     model: str
     gpu: str
@@ -402,3 +416,23 @@ def serve_suggestion(shape: ModelShape, gpu: GpuSpec, asked: ServingSetup, model
         memory_per_gpu_bytes=nearest.outcome.memory_per_gpu_bytes,
         command=command,
     )
+
+
+def with_intervals(report: ReportT, used: FrameworkUsed) -> ReportT:
+    """A plan under the framework `used`, each layout figure with the factors of its error bar."""
+    from tfcost.costs.intervals import interval
+
+    framework = used.name
+    if isinstance(report, TrainPlanReport):
+        bars = {
+            "step_seconds": interval(None, "step_time", framework),
+            "memory_per_gpu_bytes": interval(None, "training_memory", framework),
+        }
+    else:
+        bars = {
+            "ttft_ms": interval(None, "serving", framework),
+            "tpot_ms": interval(None, "serving", framework),
+            "tokens_per_s_per_gpu": interval(None, "serving", framework, rate=True),
+        }
+    found = {key: bar for key, bar in bars.items() if bar is not None}
+    return report.model_copy(update={"framework": used, "intervals": found})

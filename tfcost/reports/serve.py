@@ -13,7 +13,7 @@ from tfcost.errors import UsageError
 from tfcost.hardware import rates as hardware
 from tfcost.reports.base import Section, SourceNotes, quantity, stepped_cache_note
 from tfcost.reports.suggestion import Suggestion
-from tfcost.schema import FrameworkUsed, GpuSpec, ModelShape, ServingSetup
+from tfcost.schema import FrameworkUsed, GpuSpec, Interval, ModelShape, ServingSetup
 from tfcost.units import ceil_div, milliseconds
 
 # `tfcost plan serve` runs serve_expected over every batch of thousands of layouts; these figures depend only on the
@@ -140,6 +140,12 @@ class ServeReport(SourceNotes):
         description="the framework (trainer or engine, at a version) whose conventions priced the run, each with its "
         "source; name null: none was given, and these are tfcost's defaults",
         exclude_if=lambda framework: framework is None,
+    )
+    intervals: dict[str, Interval] = Field(
+        default_factory=dict,
+        description="error bars: for each predicted figure (its JSON path), the range the validation suite measured "
+        "around predictions of its category (tfcost.costs.intervals)",
+        exclude_if=lambda intervals: not intervals,
     )
     suggestion: Suggestion | None = Field(
         default=None,
@@ -547,3 +553,13 @@ def allreduce_seconds(shape: ModelShape, tokens: int, setup: ServingSetup, rates
     if setup.ep == 1:
         return expected.tensor_parallel_seconds(shape, tokens, setup.gpus, rates)
     return expected.expert_parallel_allreduce_seconds(shape, tokens, setup.gpus, rates)
+
+
+def with_intervals(report: ServeReport) -> ServeReport:
+    """The report with its expected TTFT, TPOT, in-flight tokens/s and KV capacity given their error bars."""
+    from tfcost.costs.intervals import serve_intervals
+
+    framework = report.framework.name if report.framework is not None else None
+    e = report.expected
+    bars = serve_intervals(e.ttft_ms, e.tpot_ms, e.inflight_tokens_per_s, e.max_kv_tokens, framework)
+    return report.model_copy(update={"intervals": bars})

@@ -13,7 +13,7 @@ from tfcost.costs import engine_memory, finetune, fit, images, parallel, step_ti
 from tfcost.hardware import rates as hardware
 from tfcost.reports.base import Section, SourceNotes, quantity
 from tfcost.reports.suggestion import Suggestion
-from tfcost.schema import FrameworkUsed, GpuSpec, ModelShape, TrainingSetup
+from tfcost.schema import FrameworkUsed, GpuSpec, Interval, ModelShape, TrainingSetup
 from tfcost.units import TERA, human
 
 
@@ -98,6 +98,12 @@ class TrainReport(SourceNotes):
         description="the framework (trainer or engine, at a version) whose conventions priced the run, each with its "
         "source; name null: none was given, and these are tfcost's defaults",
         exclude_if=lambda framework: framework is None,
+    )
+    intervals: dict[str, Interval] = Field(
+        default_factory=dict,
+        description="error bars: for each predicted figure (its JSON path), the range the validation suite measured "
+        "around predictions of its category (tfcost.costs.intervals)",
+        exclude_if=lambda intervals: not intervals,
     )
     suggestion: Suggestion | None = Field(
         default=None,
@@ -263,3 +269,14 @@ def with_default_layout(
         fitted = "the lowest stage that fits, the default" if report.memory_per_gpu.fits else "none fits"
         notes["zero"] = f" ({fitted})"
     return report.model_copy(update={"notes": notes})
+
+
+def with_intervals(report: TrainReport) -> TrainReport:
+    """The report with its predicted step time, days and memory per GPU given their error bars; a time from a
+    utilization the user gave is theirs, and gets none."""
+    from tfcost.costs.intervals import train_intervals
+
+    framework = report.framework.name if report.framework is not None else None
+    step = report.step.seconds["total"] if report.step is not None else None
+    bars = train_intervals(step, report.time.days, report.memory_per_gpu.total_bytes, framework)
+    return report.model_copy(update={"intervals": bars})
