@@ -8,14 +8,15 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from tfcost.costs import engine_memory, expected, parallel, serving, training
 from tfcost.costs import plan as search
 from tfcost.errors import UsageError, describe_validation_error
+from tfcost.reports.base import PricedUnder
 from tfcost.reports.suggestion import Suggestion
 from tfcost.reports.train import TrainReport
-from tfcost.schema import FrameworkUsed, GpuSpec, Interval, ModelShape, ServingSetup, TrainingSetup, WeightsDtype
+from tfcost.schema import FrameworkUsed, GpuSpec, ModelShape, ServingSetup, TrainingSetup, WeightsDtype
 from tfcost.units import Dtype
 
 ReportT = TypeVar("ReportT", "TrainPlanReport", "ServePlanReport")
@@ -57,20 +58,9 @@ class TrainPlanLayout(Frozen):
     step_predicted: bool  # false: at train's default MFU, the GPU table lacking the figures to predict it
 
 
-class TrainPlanReport(Frozen):
+class TrainPlanReport(Frozen, PricedUnder):
     """Every legal layout of a training run searched: how many, why the refused ones were, the best that fit."""
 
-    framework: FrameworkUsed | None = Field(
-        default=None,
-        description="the framework whose conventions every layout was priced under",
-        exclude_if=lambda framework: framework is None,
-    )
-    intervals: dict[str, Interval] = Field(
-        default_factory=dict,
-        description="error bars: for each layout figure, the factors the validation suite measured around "
-        "predictions of its category (low_factor and high_factor times the layout's value)",
-        exclude_if=lambda intervals: not intervals,
-    )
     model: str
     gpu: str
     gpus: int
@@ -140,20 +130,9 @@ class ServePlanLayout(Frozen):
     tokens_per_s: float
 
 
-class ServePlanReport(Frozen):
+class ServePlanReport(Frozen, PricedUnder):
     """Every serving layout of the GPUs searched: how many, why the refused ones were, the best and the front."""
 
-    framework: FrameworkUsed | None = Field(
-        default=None,
-        description="the framework whose conventions every layout was priced under",
-        exclude_if=lambda framework: framework is None,
-    )
-    intervals: dict[str, Interval] = Field(
-        default_factory=dict,
-        description="error bars: for each layout figure, the factors the validation suite measured around "
-        "predictions of its category (low_factor and high_factor times the layout's value)",
-        exclude_if=lambda intervals: not intervals,
-    )
     model: str
     gpu: str
     gpus: int

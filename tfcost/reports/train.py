@@ -11,9 +11,9 @@ from tfcost.core import flops, params
 from tfcost.core.blocks import layer_count
 from tfcost.costs import engine_memory, finetune, fit, images, parallel, step_time, throughput, training
 from tfcost.hardware import rates as hardware
-from tfcost.reports.base import Section, SourceNotes, quantity
+from tfcost.reports.base import PricedUnder, Section, SourceNotes, quantity
 from tfcost.reports.suggestion import Suggestion
-from tfcost.schema import FrameworkUsed, GpuSpec, Interval, ModelShape, TrainingSetup
+from tfcost.schema import GpuSpec, ModelShape, TrainingSetup
 from tfcost.units import TERA, human
 
 
@@ -78,7 +78,7 @@ class TrainMemory(Section):
     )
 
 
-class TrainReport(SourceNotes):
+class TrainReport(SourceNotes, PricedUnder):
     """Everything `tfcost train` reports for one model, GPU and setup."""
 
     model: str
@@ -93,18 +93,6 @@ class TrainReport(SourceNotes):
     time: TrainTime
     step: TrainStep | None
     memory_per_gpu: TrainMemory
-    framework: FrameworkUsed | None = Field(
-        default=None,
-        description="the framework (trainer or engine, at a version) whose conventions priced the run, each with its "
-        "source; name null: none was given, and these are tfcost's defaults",
-        exclude_if=lambda framework: framework is None,
-    )
-    intervals: dict[str, Interval] = Field(
-        default_factory=dict,
-        description="error bars: for each predicted figure (its JSON path), the range the validation suite measured "
-        "around predictions of its category (tfcost.costs.intervals)",
-        exclude_if=lambda intervals: not intervals,
-    )
     suggestion: Suggestion | None = Field(
         default=None,
         description="when the layout does not fit: the nearest that does (`tfcost plan train`)",
