@@ -259,3 +259,16 @@ def test_csv_rows(capsys):
     rows = {line.split(",")[1]: line.rsplit(",", 1)[1] for line in capsys.readouterr().out.splitlines()[1:]}
     assert rows["gpu_layers"] == "33" and rows["max_context"] == "8192"
     assert {"tokens_per_s.prompt", "tokens_per_s.generation", "file_bytes"} <= set(rows)
+
+
+def test_tokens_per_s_carry_the_validation_range():
+    """Each tokens/s with its local_inference range (presets/validation-errors.json): measured / predicted from the
+    10th to the 90th percentile of the category's runs, applied to this prediction."""
+    from tfcost.readers.validation_errors import validation_errors
+
+    report = api.fit("llama-3-8b", gpu="rtx-4090")
+    entry = validation_errors()["local_inference"]
+    bar = report.intervals["tokens_per_s.generation"]
+    assert bar.low == pytest.approx(report.tokens_per_s.generation * entry["ratio_p10"])
+    assert bar.high == pytest.approx(report.tokens_per_s.generation * entry["ratio_p90"])
+    assert bar.runs == entry["runs"] >= 10

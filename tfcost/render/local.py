@@ -39,6 +39,20 @@ def fit_table(report: LocalReport, markdown: bool = False) -> None:
     lines = [
         f"tokens/s: prompt {speed.prompt:,.0f} (pp{s.prompt}), generation {speed.generation:,.1f} "
         f"(at depth {s.depth:,}); bandwidth x {s.memory_efficiency}, compute x {s.compute_efficiency}",
+        *range_lines(report),
         *report.notes,
     ]
     print_table(table, *lines)
+
+
+def range_lines(report: LocalReport) -> list[str]:
+    """The validation suite's range around each tokens/s, where its category has one."""
+    out = []
+    for key, name in (("tokens_per_s.prompt", "prompt"), ("tokens_per_s.generation", "generation")):
+        bar = report.intervals.get(key)
+        if bar is not None and bar.low is not None and bar.high is not None:
+            out.append(
+                f"  {name}: {bar.low:,.1f} to {bar.high:,.1f} in 80% of {bar.runs} published runs' ratios "
+                f"(validation's local_inference, {bar.held_out_runs} held out)"
+            )
+    return out

@@ -10,7 +10,7 @@ from pydantic import Field
 from tfcost.core.ops import op_params
 from tfcost.costs import local
 from tfcost.reports.base import Section, quantity
-from tfcost.schema import GpuSpec, LocalSetup
+from tfcost.schema import GpuSpec, Interval, LocalSetup
 
 if TYPE_CHECKING:
     from tfcost.core.model import Model
@@ -57,6 +57,11 @@ class LocalReport(Section):
     memory: list[DeviceMemory]
     tokens_per_s: TokensPerSecond
     notes: list[str] = Field(default_factory=list)
+    intervals: dict[str, Interval] = Field(
+        default_factory=dict,
+        description="each tokens/s with the range the validation suite's local_inference runs measured around such "
+        "predictions (tfcost.costs.intervals)",
+    )
 
 
 def device_memory(device: local.Device) -> DeviceMemory:
@@ -116,7 +121,19 @@ def fit_report(
         memory=[*map(device_memory, placement.gpus), device_memory(placement.host)],
         tokens_per_s=TokensPerSecond(prompt=speed.prompt_tokens_per_s, generation=speed.generation_tokens_per_s),
         notes=notes,
+        intervals=local_intervals(speed.prompt_tokens_per_s, speed.generation_tokens_per_s),
     )
+
+
+def local_intervals(prompt: float, generation: float) -> dict[str, Interval]:
+    """Each tokens/s with its category's range (a rate: measured between P x r10 and P x r90)."""
+    from tfcost.costs.intervals import interval
+
+    bars = {
+        "tokens_per_s.prompt": interval(prompt, "local_inference", None, rate=True),
+        "tokens_per_s.generation": interval(generation, "local_inference", None, rate=True),
+    }
+    return {key: bar for key, bar in bars.items() if bar is not None}
 
 
 def report_notes(placement: local.Placement, chosen: local.Fit, gpu: GpuSpec, setup: LocalSetup) -> list[str]:
