@@ -21,11 +21,13 @@ Sources, llama.cpp (github.com/ggml-org/llama.cpp), as read at the commits named
   i_gpu_start)/act_gpu_layers)` with `act_gpu_layers = std::min(n_gpu_layers, (int)n_layer + 1)` (equal GPUs:
   equal shares); the output layer (il = n_layer) goes to a GPU only when n_gpu_layers > n_layer. A model with tied
   embeddings loads token_embd a second time as its output (TENSOR_DUPLICATED). The KV cache of each layer sits
-  with the layer (offload_kqv, default true).
+  with the layer (offload_kqv, default true). (llama-model.cpp's lines as stored copies of it quote them; no
+  commit of that file was read here.)
 - Context. src/llama-context.cpp at 001d906: `cparams.n_ctx = params.n_ctx == 0 ? hparams.n_ctx_train :
-  params.n_ctx`; llama.cpp's --fit (llama_params_fit, common/arg.cpp) leaves `--fit-target` (default 1024 MiB)
-  free on each device and lowers the context no further than `--fit-ctx` (default 4096) before it takes layers
-  off the GPUs.
+  params.n_ctx`; llama.cpp's --fit (llama_params_fit) leaves `--fit-target` free on each device, 1024 MiB unless
+  set (its log in llama.cpp PR #16653: "cannot fulfill margin of 1024 MiB on all devices"), and lowers the context
+  no further than `--fit-ctx` before it takes layers off the GPUs: 4096 in tools/fit-params/README.md's run
+  ("context size reduced from 40960 to 4096"), the floor tfcost takes.
 - Compute buffers: what ggml's allocator reserves for the worst-case graph, `graph_reserve(n_tokens, n_seqs,
   n_tokens, ...)` with n_tokens = min(n_ctx, n_ubatch) (llama-context.cpp): every output row's logits (n_vocab x
   n_tokens, f32) with the last hidden state at the end of the graph; without flash attention the f32 scores of
