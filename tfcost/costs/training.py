@@ -305,11 +305,31 @@ def recompute_working_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
     return max(whole - activation_bytes_per_layer_of(shape, setup), 0)
 
 
+# A gated MLP's backward: PyTorch's derivative of act(gate) * up (tools/autograd/derivatives.yaml at e7cd59c,
+# L840-843: "- name: mul.Tensor(Tensor self, Tensor other) -> Tensor", "self: mul_tensor_backward(grad, other,
+# self.scalar_type())", "other: mul_tensor_backward(grad, self, other.scalar_type())") makes both inputs' gradients
+# from the incoming one, so three hidden-wide gradients are alive at once, beside the layer's saved tensors.
+GATED_MLP_BACKWARD_GRADIENTS = 3
+
+
+def backward_transient_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
+    """The gradients a layer's backward holds beyond what the layers saved: a gated MLP's three hidden-wide ones
+    (GATED_MLP_BACKWARD_GRADIENTS) in the activations' dtype, the hidden units split over t. 0 for other MLPs (not
+    counted)."""
+    if shape.mlp != "gated":
+        return 0
+    tokens = setup.micro_batch * setup.seq_len // setup.cp
+    element = activations.ACTIVATION_BYTES[setup.precision]
+    return GATED_MLP_BACKWARD_GRADIENTS * tokens * ceil_div(mlp_hidden_width(shape), setup.tp) * element
+
+
 def loss_or_recompute_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
     """What the busiest GPU holds beside the layers' saved tensors at its peak: the loss's logit tensors (at the
-    loss's backward, before any layer's) or, later, a fully recomputed layer's tensors, whichever is larger: the
-    loss's are freed once the head's backward has used their gradient."""
-    return max(last_stage_logits_bytes(shape, setup), recompute_working_bytes(shape, setup))
+    loss's backward, before any layer's) or, later, a layer's backward: its gradients in flight
+    (backward_transient_bytes) and, when fully recomputed, its tensors; whichever is larger: the loss's are freed
+    once the head's backward has used their gradient."""
+    layer = recompute_working_bytes(shape, setup) + backward_transient_bytes(shape, setup)
+    return max(last_stage_logits_bytes(shape, setup), layer)
 
 
 def layers_activation_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
