@@ -96,3 +96,55 @@ def test_megatron_1t_prediction_counts_flops_as_the_paper_measures_them() -> Non
     equation_3 = 96 * b * s * layers * h**2 * (1 + s / (6 * h) + v / (16 * layers * h))
     assert math.isclose(output["flops"]["hardware"] / output["step"]["steps"], equation_3, rel_tol=1e-9)
     assert output["inputs"]["data_parallel"] == 6 and output["inputs"]["micro_batches"] == 512  # 3072 / (8 x 64), B / 6
+
+
+# A published run is a model, a framework at a release and a machine (issue 34): its command gives the published
+# setup and `--framework NAME@VERSION`; `--framework-set` only for a setting the framework's users set themselves
+# (a field whose file names its `switch`), with the published line that sets it in the case's framework_switches.
+# A figure no framework changes (6ND) may leave the framework out, where the publication names none.
+FRAMEWORK_FREE_FIELDS = {"flops.six_nd"}
+
+
+def framework_arguments(command: list[str]) -> tuple[list[str], list[str]]:
+    """The command's --framework references and --framework-set settings, in order."""
+    words = [str(word) for word in command]
+    named = [words[i + 1] for i, word in enumerate(words[:-1]) if word == "--framework"]
+    settings = [words[i + 1] for i, word in enumerate(words[:-1]) if word == "--framework-set"]
+    return named, settings
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if "command" in c], ids=lambda c: str(c["id"]))
+def test_every_case_names_its_framework_and_sets_only_its_switches(case: dict) -> None:
+    from tfcost.readers.frameworks import framework_used, load_framework
+
+    kind = "training" if case["command"][0] in ("train", "plan") else "serving"
+    named, settings = framework_arguments(case["command"])
+    if not named and case["predicted_field"] in FRAMEWORK_FREE_FIELDS:
+        assert not settings and "none published" in case["setup"]["framework"], case["id"]
+        return
+    assert len(named) == 1 and "@" in named[0], f"case {case['id']}: --framework NAME@VERSION, once"
+    framework, index = load_framework(named[0], kind)
+    name, version = named[0].split("@")
+    assert framework.versions[index].version == version, f"case {case['id']}: {version} is not a listed release"
+    assert case["setup"]["framework"].startswith(named[0]), f"case {case['id']}: setup.framework names {named[0]}"
+    fields = framework_used(named[0], kind, {}).fields
+    for setting in settings:
+        key = setting.split("=")[0]
+        assert key in fields and fields[key].switch, f"case {case['id']}: {key} is not a switch of {name}"
+        assert setting in case.get("framework_switches", ""), f"case {case['id']}: which published line sets {setting}?"
+
+
+@pytest.mark.parametrize(
+    "case", [c for c in CASES if c.get("predicted_field") in FRAMEWORK_FREE_FIELDS], ids=lambda c: str(c["id"])
+)
+def test_a_framework_free_figure_is_the_same_under_any_framework(case: dict) -> None:
+    # 6ND counts the model's parameters and tokens only: under a framework whose conventions differ from tfcost's
+    # defaults in every way it sets (FSDP2, the full loss, eager kernels, no dropout), the figure is the same
+    plain = [word for word in case["command"] if word not in ("--format", "json")]
+    named, _ = framework_arguments(plain)
+    if named:
+        index = plain.index("--framework")
+        plain = plain[:index] + plain[index + 2 :]
+    titan = [*plain, "--framework", "torchtitan@9dec370", "--format", "json"]
+    bare = [*plain, "--format", "json"]
+    assert validate.predict({**case, "command": titan}) == validate.predict({**case, "command": bare})
