@@ -170,3 +170,76 @@ def test_frameworks_lists_as_data(tfcost):
     one = json.loads(tfcost("frameworks", "vllm@0.2.7", "-f", "json").stdout)
     assert one["version"] == "0.2.7" and one["fields"]["nccl_record_stream"]["value"] is True
     assert "vllm/issues/2248" in tfcost("frameworks", "vllm@0.2.7", env={"COLUMNS": "200"}).stdout
+
+
+# The training cases of validation/cases.yaml set these conventions by hand before their framework files existed
+# (issue 22's translations, each quoted in the case): a file's release prices a run as those flags did.
+BY_HAND = [
+    (
+        "llm-foundry@061f2c7",
+        ["train", "validation/models/mpt-7b.yaml", "--gpu", "h100-sxm", "--gpus", "8", "-T", "2048", "-b", "8"],
+        ["flash_kernel=fa1", "dropout=false", "logit_metrics=2", "reduce_every_micro_batch=true"],
+    ),
+    (
+        "megatron-core@50a4b5fa02",
+        ["train", "gpt3-175b", "--gpu", "a100-80gb", "--gpus", "64", "--tp", "8", "--pp", "8", "-T", "2048"],
+        ["flash=false", "dp_overlap=false", "loss=full"],
+    ),
+    (
+        "meta-llama3@2407.21783",
+        [
+            "train",
+            "llama-3.1-405b",
+            "--gpus",
+            "1024",
+            "--tp",
+            "8",
+            "--pp",
+            "16",
+            "--pp-first-layers",
+            "7",
+            "--pp-last-layers",
+            "7",
+            "-T",
+            "8192",
+            "--zero",
+            "2",
+        ],
+        ["reduce_every_micro_batch=true", "memory_convention=megatron", "dropout=false", "sequence_parallel=true"],
+    ),
+    (
+        "litgpt@8641822",
+        ["train", "llama-2-7b", "--gpu", "a100-40gb", "--gpus", "2", "--zero", "3", "--lora", "8", "-T", "1304"],
+        ["kernels=eager", "accumulate_unsharded=true", "frozen_gradients=true", "dropout=false"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("reference", "run", "settings"), BY_HAND, ids=[case[0] for case in BY_HAND])
+def test_a_frameworks_release_prices_a_run_as_its_conventions_set_by_hand(tfcost, reference, run, settings):
+    run = [*run, "--global-batch", "256", "--tokens", "1e9", "-f", "json"]
+    framework = json.loads(tfcost(*run, "--framework", reference).stdout)
+    by_hand = json.loads(tfcost(*run, *[word for s in settings for word in ("--framework-set", s)]).stdout)
+    assert framework["step"] == by_hand["step"] and framework["memory_per_gpu"] == by_hand["memory_per_gpu"]
+    plain = json.loads(tfcost(*run).stdout)  # and the conventions change the run: the test could fail
+    assert (plain["step"], plain["memory_per_gpu"]) != (framework["step"], framework["memory_per_gpu"])
+
+
+def test_a_framework_may_set_the_recompute_it_defaults_to_and_the_user_overrides_it(tfcost):
+    # Unsloth's get_peft_model defaults to use_gradient_checkpointing="unsloth": every layer checkpointed, its input
+    # offloaded to the host; LLaMA-Factory checkpoints every layer unless disable_gradient_checkpointing
+    run = ("train", "llama-3.1-8b", "--gpu", "rtx-4090", "-T", "2048", "--lora", "16", "--qlora", "-f", "json")
+    unsloth = json.loads(tfcost(*run, "--framework", "unsloth").stdout)["setup"]
+    assert unsloth["recompute"] == "full" and unsloth["offload_activations"] and unsloth["loss"] == "compiled"
+    factory = json.loads(tfcost(*run, "--framework", "llama-factory").stdout)["setup"]
+    assert factory["recompute"] == "full" and factory["loss"] == "full" and factory["kernels"] == "eager"
+    assert (
+        json.loads(tfcost(*run, "--framework", "llama-factory", "--recompute", "none").stdout)["setup"]["recompute"]
+        == "none"
+    )
+
+
+def test_every_issue_34_trainer_has_a_file():
+    names = {framework.name for framework in all_frameworks("training")}
+    wanted = {"megatron-core", "torchtitan", "deepspeed", "hf-trainer", "axolotl", "unsloth", "llama-factory"}
+    assert wanted | {"ms-swift", "torchtune", "litgpt", "llm-foundry"} <= names
