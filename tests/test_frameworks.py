@@ -242,4 +242,4 @@ def test_a_framework_may_set_the_recompute_it_defaults_to_and_the_user_overrides
 def test_every_issue_34_trainer_has_a_file():
     names = {framework.name for framework in all_frameworks("training")}
     wanted = {"megatron-core", "torchtitan", "deepspeed", "hf-trainer", "axolotl", "unsloth", "llama-factory"}
-    assert wanted | {"ms-swift", "torchtune", "litgpt", "llm-foundry"} <= names
+    assert wanted | {"ms-swift", "torchtune", "litgpt", "llm-foundry", "nemo"} <= names
