@@ -3,9 +3,11 @@ safely (no YAML tag builds an object, no key is written twice), and every failur
 
 from __future__ import annotations
 
+import os
+import stat
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from tfcost.errors import TfcostError
 
@@ -72,17 +74,38 @@ def safe_load(text: str) -> Any:
     return yaml.load(text, Loader=strict_loader())
 
 
+def open_regular(path: Path) -> IO[bytes]:
+    """`path` opened for reading when it is a regular file (after symlinks), else one line saying what it is. The
+    file is looked at before it is opened and opened without blocking: a FIFO named x.gguf would otherwise hold
+    open() until a writer came, and a device or socket is never a checkpoint or a preset. The opened file is looked
+    at again, in case it was swapped between the two."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise TfcostError(f"{path}: no such file") from None
+    except OSError as error:
+        raise TfcostError(f"{path}: cannot read: {error.strerror}") from None
+    if not stat.S_ISREG(info.st_mode):
+        kind = "is a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file (a pipe, device or socket)"
+        raise TfcostError(f"{path}: {kind}")
+    try:
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError as error:
+        raise TfcostError(f"{path}: cannot read: {error.strerror}") from None
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        raise TfcostError(f"{path}: not a regular file (a pipe, device or socket)")
+    return os.fdopen(descriptor, "rb")
+
+
 def read_text(path: Path, what: str) -> str:
     """A small UTF-8 text file, size-checked before reading, or one line saying why not."""
     try:
-        if not path.is_file():  # a directory, or a device or pipe, whose reading would never end or never start
-            kind = "no such file" if not path.exists() else "is a directory" if path.is_dir() else "not a regular file"
-            raise TfcostError(f"{path}: {kind}")
         too_large = f"is too large for {what} (limit {MAX_PRESET_BYTES:,} bytes)"
-        size = path.stat().st_size
-        if size > MAX_PRESET_BYTES:
-            raise TfcostError(f"{path}: {size:,} bytes {too_large}")
-        with path.open("rb") as handle:  # read no more than the limit, whatever stat said (/proc files say 0)
+        with open_regular(path) as handle:  # read no more than the limit, whatever stat said (/proc files say 0)
+            size = os.fstat(handle.fileno()).st_size
+            if size > MAX_PRESET_BYTES:
+                raise TfcostError(f"{path}: {size:,} bytes {too_large}")
             raw = handle.read(MAX_PRESET_BYTES + 1)
         if len(raw) > MAX_PRESET_BYTES:
             raise TfcostError(f"{path}: {too_large}")
