@@ -245,10 +245,63 @@ def validated(schema: type[SetupT], **fields: object) -> SetupT:
         ) from None
 
 
-def names_of(value: str | Sequence[str] | None) -> list[str]:
-    """A list option given as "a,b" or as a sequence."""
+def names_of(value: str | Sequence[str] | None, option: str = "a list option") -> list[str]:
+    """A list option given as "a,b" or as a sequence, each name once (a repeated name would be searched again for
+    nothing), in the order given."""
     items = value.split(",") if isinstance(value, str) else list(value or ())
-    return [item.strip() for item in items if item.strip()]
+    if not all(isinstance(item, str) for item in items):
+        raise UsageError(f"{option}: expected names, comma-separated")
+    return list(dict.fromkeys(item.strip() for item in items if item.strip()))
+
+
+# The search budget (docs/security.md). A plan lays out every way of splitting its GPUs into tp x pp x cp x dp
+# (training) or replicas of tp x pp stages (serving): as many as the ordered factorizations of the GPU count into
+# four factors, tau_4(gpus), which a count with many divisors makes large (720,720 GPUs: 89,600). Those, times the
+# micro-batches tried (the divisors of the global batch) and the expert-parallel sizes (the divisors of the expert
+# count) for training, or the weight and KV formats for serving, are the candidates the search lays out; past
+# MAX_PLAN_CANDIDATES it is refused before it starts. Every power of two up to MAX_PLAN_GPUS stays inside it for
+# dense models and for DeepSeek-V3 up to 4,096 GPUs.
+MAX_PLAN_GPUS = 1 << 17  # 131,072: above the largest clusters trained on (about 100,000 H100s)
+MAX_PLAN_GLOBAL_BATCH = 1 << 24  # sequences a step: Llama 3's 16M tokens a step is 16M sequences only at T = 1
+MAX_PLAN_TOKENS_PER_SEQUENCE = 1 << 24  # --prompt and --generate, as `measure --step`'s cap is for its lengths
+MAX_PLAN_TARGET_MS = 10_000_000  # --ttft-ms and --tpot-ms: about three hours
+MAX_PLAN_CANDIDATES = 100_000
+
+
+def divisor_count(n: int, factors: int = 2) -> int:
+    """How many ways n is a product of `factors` ordered positive factors (factors = 2: n's divisors): for each
+    prime power p^e of n, C(e + factors - 1, factors - 1) ways to share its exponent, multiplied."""
+    from math import comb
+
+    count, prime = 1, 2
+    while prime * prime <= n:
+        exponent = 0
+        while n % prime == 0:
+            n //= prime
+            exponent += 1
+        count *= comb(exponent + factors - 1, factors - 1)
+        prime += 1
+    return count * (factors if n > 1 else 1)
+
+
+def check_plan_size(option: str, value: float | None, cap: int) -> None:
+    """A number option of `plan` inside its cap (finite, at most `cap`), else one line naming the option."""
+    import math
+
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+        raise UsageError(f"{option}: expected a number, not {type(value).__name__}")
+    if value is not None and not (math.isfinite(value) and 0 <= value <= cap):
+        shown = f"{value:,}" if isinstance(value, int) else f"{value:g}"
+        raise UsageError(f"{option}: {shown} is outside the range a plan searches (0 to {cap:,})")
+
+
+def check_budget(kind: str, gpus: int, candidates: int, what: str) -> None:
+    """The search's candidates inside MAX_PLAN_CANDIDATES, else one line saying what to give instead."""
+    if candidates > MAX_PLAN_CANDIDATES:
+        raise UsageError(
+            f"plan {kind}: {gpus:,} GPUs {what} make {candidates:,} candidate layouts, past the search budget of "
+            f"{MAX_PLAN_CANDIDATES:,}; give a GPU count with fewer divisors (a power of two), or fewer choices"
+        )
 
 
 def plan_train(
@@ -270,6 +323,9 @@ def plan_train(
     dropout: bool | None = None,
 ) -> TrainPlanReport:
     """`tfcost plan train`: T defaults to 4,096 (or the model's context), D to 20 N, B to 4M tokens / T."""
+    check_plan_size("--gpus", gpus, MAX_PLAN_GPUS)
+    check_plan_size("--global-batch", global_batch, MAX_PLAN_GLOBAL_BATCH)
+    check_plan_size("--top", top, MAX_PLAN_CANDIDATES)
     setup = validated(
         TrainingSetup,
         tokens=tokens if tokens is not None else training.chinchilla_optimal_tokens(shape),
@@ -278,6 +334,11 @@ def plan_train(
         price_per_gpu_hour=price, memory_convention=memory_convention, dp_overlap=dp_overlap,
         reduce_every_micro_batch=reduce_every_micro_batch, dropout=dropout,
     )  # fmt: skip
+    batch = setup.global_batch or search.default_global_batch(setup.seq_len)
+    experts = divisor_count(shape.moe.n_experts) if shape.moe is not None else 1
+    candidates = divisor_count(setup.gpus, 4) * divisor_count(batch) * experts
+    splits = f" x {experts} expert-parallel sizes" if shape.moe is not None else ""
+    check_budget("train", setup.gpus, candidates, f"x {batch:,} sequences a step{splits}")
     return plan_train_setup(shape, gpu, setup, top)
 
 
@@ -296,10 +357,22 @@ def plan_serve(
     top: int = 10,
 ) -> ServePlanReport:
     """`tfcost plan serve`: weights_dtype and kv_dtype list the formats to try ("bf16,fp8" or a list)."""
-    setup = validated(ServingSetup, prompt=prompt, generate=generate, reserve=reserve)
-    weights = [validated(ServingSetup, weights_dtype=name).weights_dtype for name in names_of(weights_dtype)]
-    kv = [validated(ServingSetup, kv_dtype=name).kv_dtype for name in names_of(kv_dtype)]
+    check_plan_size("--gpus", gpus, MAX_PLAN_GPUS)
+    check_plan_size("--prompt", prompt, MAX_PLAN_TOKENS_PER_SEQUENCE)
+    check_plan_size("--generate", generate, MAX_PLAN_TOKENS_PER_SEQUENCE)
+    check_plan_size("--ttft-ms", ttft_ms, MAX_PLAN_TARGET_MS)
+    check_plan_size("--tpot-ms", tpot_ms, MAX_PLAN_TARGET_MS)
+    check_plan_size("--top", top, MAX_PLAN_CANDIDATES)
+    setup = validated(ServingSetup, gpus=gpus, prompt=prompt, generate=generate, reserve=reserve)
+    weights = [
+        validated(ServingSetup, weights_dtype=name).weights_dtype for name in names_of(weights_dtype, "--weights-dtype")
+    ]
+    kv = [validated(ServingSetup, kv_dtype=name).kv_dtype for name in names_of(kv_dtype, "--kv-dtype")]
     chosen = [name for name in weights if name is not None] or None
+    formats = len(search.serving_weights(shape, chosen)) * len(kv or search.SERVING_KV)
+    splits = 2 if shape.moe is not None else 1  # a stage's experts by tensor or by expert parallelism
+    candidates = divisor_count(gpus, 4) * splits * formats
+    check_budget("serve", gpus, candidates, f"x {formats} weight and KV formats")
     return plan_serve_setup(shape, gpu, gpus, setup, top, ttft_ms, tpot_ms, chosen, kv or None)
 
 
