@@ -260,6 +260,8 @@ def refuse_aliases(text: str) -> None:
 def load(name: str) -> Profile:
     from tfcost.readers.files import CONSTRUCTOR_ERRORS, read_text, safe_load
 
+    if not isinstance(name, str):
+        raise UsageError(f"profile: expected a saved profile's name, not {type(name).__name__}")
     path = profile_path(name)
     if not path.is_file():
         raise UsageError(f"no profile named {name!r} in {profiles_dir()} (`tfcost profiles` lists them)")

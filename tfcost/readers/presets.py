@@ -419,6 +419,8 @@ def load_gpu(name: str) -> GpuSpec:
     (`h100`, said in a note on stderr), or one line listing the close names."""
     import sys
 
+    if not isinstance(name, str):
+        raise UsageError(f"gpu: expected a GPU's name (`tfcost gpus` lists them), not {type(name).__name__}")
     gpus = {gpu.name: gpu for gpu in all_gpus()}
     key = name.strip().lower()
     if key in gpus:

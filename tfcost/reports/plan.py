@@ -248,9 +248,11 @@ def validated(schema: type[SetupT], **fields: object) -> SetupT:
 def names_of(value: str | Sequence[str] | None, option: str = "a list option") -> list[str]:
     """A list option given as "a,b" or as a sequence, each name once (a repeated name would be searched again for
     nothing), in the order given."""
+    if value is not None and not isinstance(value, str | list | tuple):
+        raise UsageError(f"{option}: expected names, comma-separated or as a list, not {type(value).__name__}")
     items = value.split(",") if isinstance(value, str) else list(value or ())
     if not all(isinstance(item, str) for item in items):
-        raise UsageError(f"{option}: expected names, comma-separated")
+        raise UsageError(f"{option}: expected names, comma-separated or as a list")
     return list(dict.fromkeys(item.strip() for item in items if item.strip()))
 
 
@@ -284,15 +286,20 @@ def divisor_count(n: int, factors: int = 2) -> int:
     return count * (factors if n > 1 else 1)
 
 
-def check_plan_size(option: str, value: float | None, cap: int) -> None:
-    """A number option of `plan` inside its cap (finite, at most `cap`), else one line naming the option."""
+def check_plan_size(option: str, value: float | None, cap: int, low: int = 0, whole: bool = False) -> None:
+    """A number option of `plan` inside its range (finite, `low` to `cap`; `whole`: an integer, and given), else one
+    line naming the option."""
     import math
 
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
-        raise UsageError(f"{option}: expected a number, not {type(value).__name__}")
-    if value is not None and not (math.isfinite(value) and 0 <= value <= cap):
+    if value is None and not whole:
+        return
+    kind = int if whole else int | float
+    if isinstance(value, bool) or not isinstance(value, kind):
+        expected = "a whole number" if whole else "a number"
+        raise UsageError(f"{option}: expected {expected}, not {type(value).__name__}")
+    if not (math.isfinite(value) and low <= value <= cap):
         shown = f"{value:,}" if isinstance(value, int) else f"{value:g}"
-        raise UsageError(f"{option}: {shown} is outside the range a plan searches (0 to {cap:,})")
+        raise UsageError(f"{option}: {shown} is outside the range a plan searches ({low} to {cap:,})")
 
 
 def check_budget(kind: str, gpus: int, candidates: int, what: str) -> None:
@@ -323,9 +330,9 @@ def plan_train(
     dropout: bool | None = None,
 ) -> TrainPlanReport:
     """`tfcost plan train`: T defaults to 4,096 (or the model's context), D to 20 N, B to 4M tokens / T."""
-    check_plan_size("--gpus", gpus, MAX_PLAN_GPUS)
-    check_plan_size("--global-batch", global_batch, MAX_PLAN_GLOBAL_BATCH)
-    check_plan_size("--top", top, MAX_PLAN_CANDIDATES)
+    check_plan_size("--gpus", gpus, MAX_PLAN_GPUS, low=1, whole=True)
+    check_plan_size("--global-batch", global_batch, MAX_PLAN_GLOBAL_BATCH, low=1)
+    check_plan_size("--top", top, MAX_PLAN_CANDIDATES, low=1, whole=True)
     setup = validated(
         TrainingSetup,
         tokens=tokens if tokens is not None else training.chinchilla_optimal_tokens(shape),
@@ -357,12 +364,12 @@ def plan_serve(
     top: int = 10,
 ) -> ServePlanReport:
     """`tfcost plan serve`: weights_dtype and kv_dtype list the formats to try ("bf16,fp8" or a list)."""
-    check_plan_size("--gpus", gpus, MAX_PLAN_GPUS)
-    check_plan_size("--prompt", prompt, MAX_PLAN_TOKENS_PER_SEQUENCE)
-    check_plan_size("--generate", generate, MAX_PLAN_TOKENS_PER_SEQUENCE)
+    check_plan_size("--gpus", gpus, MAX_PLAN_GPUS, low=1, whole=True)
+    check_plan_size("--prompt", prompt, MAX_PLAN_TOKENS_PER_SEQUENCE, low=1)
+    check_plan_size("--generate", generate, MAX_PLAN_TOKENS_PER_SEQUENCE, low=1)
     check_plan_size("--ttft-ms", ttft_ms, MAX_PLAN_TARGET_MS)
     check_plan_size("--tpot-ms", tpot_ms, MAX_PLAN_TARGET_MS)
-    check_plan_size("--top", top, MAX_PLAN_CANDIDATES)
+    check_plan_size("--top", top, MAX_PLAN_CANDIDATES, low=1, whole=True)
     setup = validated(ServingSetup, gpus=gpus, prompt=prompt, generate=generate, reserve=reserve)
     weights = [
         validated(ServingSetup, weights_dtype=name).weights_dtype for name in names_of(weights_dtype, "--weights-dtype")
