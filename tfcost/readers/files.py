@@ -1,10 +1,12 @@
 """Reading the small text files tfcost takes (presets, config.json, the GPU table): size-checked first, parsed
-safely (no YAML tag builds an object, no key is written twice), and every failure one line naming the file."""
+safely (no YAML tag builds an object, no key is written twice), and every failure one line naming the file. Also
+the one writer of every file tfcost writes (atomic_write)."""
 
 from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import IO, Any
@@ -178,3 +180,41 @@ def parse_json_mapping(text: str, where: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise TfcostError(f"{where}: a config.json must hold a JSON object, this file holds a {type(data).__name__}")
     return data
+
+
+def atomic_write(target: Path, content: bytes | str | Callable[[Path], None]) -> None:
+    """The one way tfcost writes a file (a --plot chart, a saved profile, a Hub cache entry): the content goes to a
+    temporary file in the target's folder, which is then renamed over the target. A reader never sees a torn file,
+    and a target that is a symbolic link is replaced by the new file, never written through (the file it points to
+    is left as it was). `content` is the bytes or text (UTF-8), or a function that writes the temporary file at
+    the path it is given (matplotlib's savefig). The new file has the mode a file created in place would have: the
+    old file's when the target is a regular file, else 0o666 less the umask (mkstemp's own is 0o600). OSError
+    passes to the caller, who names the file in its own words; the temporary file is gone either way."""
+    import tempfile
+
+    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".tfcost-", suffix=target.suffix + ".tmp")
+    try:
+        if callable(content):
+            os.close(handle)
+            content(Path(temporary))
+        else:
+            with os.fdopen(handle, "wb") as out:
+                out.write(content.encode("utf-8") if isinstance(content, str) else content)
+        os.chmod(temporary, created_mode(target))
+        os.replace(temporary, target)
+    finally:
+        Path(temporary).unlink(missing_ok=True)
+
+
+def created_mode(target: Path) -> int:
+    """The mode of a file written at `target`: the old regular file's (the link itself is not followed), else
+    0o666 less the umask."""
+    try:
+        old = target.lstat()
+    except OSError:
+        old = None
+    if old is not None and stat.S_ISREG(old.st_mode):
+        return old.st_mode & 0o7777
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask

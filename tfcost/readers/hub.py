@@ -22,7 +22,6 @@ import base64
 import hashlib
 import os
 import re
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
 from tfcost.errors import TfcostError, redact_credentials
+from tfcost.readers.files import atomic_write
 
 if TYPE_CHECKING:
     from tfcost.readers.safetensors import StoredFiles
@@ -229,18 +229,6 @@ def cached_file(repo_id: str, filename: str, revision: str | None) -> tuple[Path
     except OSError:
         return None
     return (path, commit) if inside(path, folder) else None
-
-
-def atomic_write(target: Path, data: bytes) -> None:
-    """`data` at `target`, through a temporary file in the same folder and a rename: never a torn file."""
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".tfcost-", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def blob_name(etag: str | None, data: bytes) -> str:
