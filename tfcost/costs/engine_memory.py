@@ -36,7 +36,7 @@ from tfcost.core.blocks import layer_count
 from tfcost.core.model import model_of
 from tfcost.costs import expected, parallel
 from tfcost.hardware.rates import memory_bytes
-from tfcost.schema import GpuSpec, KvPool, ModelShape, TrainingSetup, VllmProfile
+from tfcost.schema import GpuSpec, KvPool, ModelShape, ServingSetup, TrainingSetup, VllmProfile
 from tfcost.units import GIB, ceil_div
 
 
@@ -157,6 +157,27 @@ ROUTING_BYTES_PER_CHOICE = 4 + 4 + 4
 # "qintermediate_cache2, a2q_scale = moe_kernel_quantize_input(A=intermediate_cache2, ...)" with qtype
 # torch.float8_e4m3fn (get_config_qtype): 1-byte copies of the chunk's input and of cache2, besides the 16-bit ones.
 FP8_BYTES = 1
+
+
+# vllm/engine/arg_utils.py of mid-2025: "if device_memory >= 70 * GiB_bytes: # For GPUs like H100 and MI300x, use
+# larger default values. ... default_max_num_seqs = 1024", later 'device_memory >= 70 * GiB_bytes and "a100" not in
+# device_name' (device_memory is the memory torch reports: reported_memory_bytes). The release of April 2025 that
+# brought the large-card default (vllm#16158) named H100 and H200 instead; the test below is the later one.
+LARGE_CARD_BYTES = 70 * GIB
+
+
+def is_large_card(gpu: GpuSpec) -> bool:
+    """Whether vLLM gives this card its large-card defaults: 70 GiB or more as the driver reports it, not an A100."""
+    return reported_memory_bytes(gpu) >= LARGE_CARD_BYTES and "a100" not in gpu.name.lower()
+
+
+def with_card_max_num_seqs(setup: ServingSetup, gpu: GpuSpec) -> ServingSetup:
+    """The setup with the max_num_seqs vLLM takes on this card: the release's large-card default
+    (setup.large_card_max_num_seqs, where its framework file gives one) on a large card, else setup.max_num_seqs."""
+    large = setup.large_card_max_num_seqs
+    if large is None or large == setup.max_num_seqs or not is_large_card(gpu):
+        return setup
+    return setup.model_copy(update={"max_num_seqs": large})
 
 
 def profile_sequences(tokens: int, max_num_seqs: int = VLLM_MAX_NUM_SEQS) -> int:
