@@ -96,3 +96,34 @@ def test_megatron_1t_prediction_counts_flops_as_the_paper_measures_them() -> Non
     equation_3 = 96 * b * s * layers * h**2 * (1 + s / (6 * h) + v / (16 * layers * h))
     assert math.isclose(output["flops"]["hardware"] / output["step"]["steps"], equation_3, rel_tol=1e-9)
     assert output["inputs"]["data_parallel"] == 6 and output["inputs"]["micro_batches"] == 512  # 3072 / (8 x 64), B / 6
+
+
+def test_serving_cases_run_with_their_framework() -> None:
+    """Issue 34: a serving or KV-capacity case is priced as its engine ran it: `--framework NAME@VERSION` names a
+    release its file lists (or, for a release number, one at or after the file's first), and `--framework-set` sets
+    only a setting the engine's users set themselves (a field with a `switch`), which the published run states."""
+    from tfcost.readers.frameworks import framework_used, load_framework
+
+    checked = 0
+    for case in CASES:
+        if case["category"] not in ("serving", "kv_capacity") or "command" not in case:
+            continue
+        argv = case["command"]
+        named = [argv[i + 1] for i, item in enumerate(argv) if item == "--framework"]
+        assert len(named) == 1 and "@" in named[0], (case["id"], "names no --framework NAME@VERSION")
+        framework, _ = load_framework(named[0], "serving")  # one line, not a pass, if the release is not there
+        used = framework_used(named[0], "serving", {})
+        for item in (argv[i + 1] for i, item in enumerate(argv) if item == "--framework-set"):
+            key = item.partition("=")[0]
+            assert key in used.fields and used.fields[key].switch, (
+                case["id"],
+                key,
+                "is not a switch of",
+                framework.name,
+            )
+            assert key in case.get("framework_note", ""), (case["id"], key, "set, but the case does not say why")
+        checked += 1
+    assert (
+        checked == sum(1 for case in CASES if case["category"] in ("serving", "kv_capacity") and "command" in case)
+        and checked >= 38
+    )  # the 38 serving and KV-capacity cases with a command on 2026-12-08
