@@ -277,7 +277,7 @@ def train(
     from tfcost.costs import training
     from tfcost.reports.base import with_source
     from tfcost.reports.train import train as run_train
-    from tfcost.reports.train import with_default_layout
+    from tfcost.reports.train import with_default_layout, with_intervals
 
     source = asked.source()
     shape = source.shape
@@ -299,7 +299,7 @@ def train(
         fields.get("global_batch"),
         fields.get("zero"),
     )
-    report = report.model_copy(update={"framework": used})
+    report = with_intervals(report.model_copy(update={"framework": used}))
     return with_source(report, source, tokens=report.setup.seq_len)
 
 
@@ -348,6 +348,7 @@ def serve(
         return answered.model_copy(update={"framework": used})
     from tfcost.reports.base import with_source
     from tfcost.reports.serve import serve as run_serve
+    from tfcost.reports.serve import with_intervals as with_serve_intervals
     from tfcost.reports.stored import stored_report
 
     source = asked.source()
@@ -357,7 +358,7 @@ def serve(
         source.shape, gpu_or_profile(gpu, measured), chosen, rates, profile_name, explained=explain,
         stored_bytes=files,
     )  # fmt: skip
-    report = report.model_copy(update={"framework": used})
+    report = with_serve_intervals(report.model_copy(update={"framework": used}))
     return with_source(report, source, tokens=chosen.context, tokens_are="P + G")
 
 
@@ -411,7 +412,7 @@ def plan(search: str, asked: ModelRequest, gpu: str, options: dict[str, Any], us
 
     searches = plan_module()
     source = asked.source()
-    report = getattr(searches, search)(source.shape, load_gpu(gpu), **options).model_copy(update={"framework": used})
+    report = searches.with_intervals(getattr(searches, search)(source.shape, load_gpu(gpu), **options), used)
     from tfcost.reports.base import SourceNotes, with_source
 
     return with_source(report, source) if isinstance(report, SourceNotes) else report

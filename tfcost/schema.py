@@ -1222,3 +1222,19 @@ class FrameworkUsed(Frozen):
     source: str | None = Field(None, description="the framework's code or docs read, at that version")
     fields: dict[str, FrameworkField] = Field(default_factory=dict)
     overridden: tuple[str, ...] = Field((), description="fields set by --framework-set")
+
+
+class Interval(Frozen):
+    """The range the validation suite measured around one predicted figure: the 10th to 90th percentile of what the
+    published runs of its category measured against what tfcost predicted for them (presets/validation-errors.json,
+    written by benchmarks/validate.py --write), applied to this prediction."""
+
+    category: str = Field(description="the validation category whose runs give the range")
+    framework: str | None = Field(None, description="the framework whose own runs give it, where it has enough")
+    runs: int = Field(description="published runs compared (both halves)")
+    held_out_runs: int = Field(description="of them, held out (never fitted)")
+    geo_mean_error: float = Field(description="their geometric-mean error")
+    low_factor: float = Field(description="what was measured, at the 10th percentile, per unit predicted")
+    high_factor: float = Field(description="the same at the 90th percentile")
+    low: float | None = Field(None, description="the predicted figure times low_factor")
+    high: float | None = Field(None, description="the predicted figure times high_factor")

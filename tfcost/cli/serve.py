@@ -128,6 +128,7 @@ def serve(
     from tfcost import api
     from tfcost.render import tables as render
     from tfcost.render.frameworks import print_framework_line
+    from tfcost.render.intervals import print_interval_line
     from tfcost.reports.serve import ServeReport
 
     result = api.serve(
@@ -148,6 +149,7 @@ def serve(
     render.print_report_notes(result)
     if isinstance(result, ServeReport):
         render.print_report(result, output, render.serve_table)
+        print_interval_line(result, output)
         print_framework_line(result, output)
         if output in ("table", "markdown") and result.suggestion is not None:  # CSV and JSON: the field
             from tfcost.render.plan import print_suggestion  # only when there is one

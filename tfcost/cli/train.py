@@ -174,6 +174,7 @@ def train(
     from tfcost import api
     from tfcost.render import tables as render
     from tfcost.render.frameworks import print_framework_line
+    from tfcost.render.intervals import print_interval_line
     from tfcost.reports.train import TrainReport
 
     result = api.train(
@@ -196,6 +197,7 @@ def train(
     render.print_report_notes(result)
     if isinstance(result, TrainReport):
         render.print_report(result, output, render.train_table)
+        print_interval_line(result, output)
         print_framework_line(result, output)
         if output in ("table", "markdown") and result.suggestion is not None:  # CSV and JSON: the field
             from tfcost.render.plan import print_suggestion  # only when there is one

@@ -8,15 +8,18 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from tfcost.costs import engine_memory, expected, parallel, serving, training
 from tfcost.costs import plan as search
 from tfcost.errors import UsageError, describe_validation_error
+from tfcost.reports.base import PricedUnder
 from tfcost.reports.suggestion import Suggestion
 from tfcost.reports.train import TrainReport
 from tfcost.schema import FrameworkUsed, GpuSpec, ModelShape, ServingSetup, TrainingSetup, WeightsDtype
 from tfcost.units import Dtype
+
+ReportT = TypeVar("ReportT", "TrainPlanReport", "ServePlanReport")
 
 if TYPE_CHECKING:
     from tfcost.reports.serve import ServeReport
@@ -55,14 +58,9 @@ class TrainPlanLayout(Frozen):
     step_predicted: bool  # false: at train's default MFU, the GPU table lacking the figures to predict it
 
 
-class TrainPlanReport(Frozen):
+class TrainPlanReport(Frozen, PricedUnder):
     """Every legal layout of a training run searched: how many, why the refused ones were, the best that fit."""
 
-    framework: FrameworkUsed | None = Field(
-        default=None,
-        description="the framework whose conventions every layout was priced under",
-        exclude_if=lambda framework: framework is None,
-    )
     model: str
     gpu: str
     gpus: int
@@ -132,14 +130,9 @@ class ServePlanLayout(Frozen):
     tokens_per_s: float
 
 
-class ServePlanReport(Frozen):
+class ServePlanReport(Frozen, PricedUnder):
     """Every serving layout of the GPUs searched: how many, why the refused ones were, the best and the front."""
 
-    framework: FrameworkUsed | None = Field(
-        default=None,
-        description="the framework whose conventions every layout was priced under",
-        exclude_if=lambda framework: framework is None,
-    )
     model: str
     gpu: str
     gpus: int
@@ -403,3 +396,23 @@ def serve_suggestion(shape: ModelShape, gpu: GpuSpec, asked: ServingSetup, model
         memory_per_gpu_bytes=nearest.outcome.memory_per_gpu_bytes,
         command=command,
     )
+
+
+def with_intervals(report: ReportT, used: FrameworkUsed) -> ReportT:
+    """A plan under the framework `used`, each layout figure with the factors of its error bar."""
+    from tfcost.costs.intervals import interval
+
+    framework = used.name
+    if isinstance(report, TrainPlanReport):
+        bars = {
+            "step_seconds": interval(None, "step_time", framework),
+            "memory_per_gpu_bytes": interval(None, "training_memory", framework),
+        }
+    else:
+        bars = {
+            "ttft_ms": interval(None, "serving", framework),
+            "tpot_ms": interval(None, "serving", framework),
+            "tokens_per_s_per_gpu": interval(None, "serving", framework, rate=True),
+        }
+    found = {key: bar for key, bar in bars.items() if bar is not None}
+    return report.model_copy(update={"framework": used, "intervals": found})
