@@ -19,6 +19,9 @@ TITAN = ("train", "llama-3.1-8b", "--gpus", "8", "-T", "8192", "-b", "2", "--zer
 def test_every_shipped_framework_is_valid_and_every_field_sourced():
     frameworks = all_frameworks()
     assert {"torchtitan", "llm-foundry", "vllm"} <= {framework.name for framework in frameworks}
+    # issue 34's serving engines, each with a file
+    engines = {"vllm", "sglang", "tensorrt-llm", "tgi", "llama-cpp", "ollama", "lmdeploy", "gpt-fast", "exllamav2"}
+    assert engines <= {framework.name for framework in frameworks if framework.kind == "serving"}
     for framework in frameworks:
         allowed = TRAINING_CONVENTIONS if framework.kind == "training" else SERVING_CONVENTIONS
         for release in framework.versions:
@@ -32,11 +35,16 @@ def test_every_shipped_framework_is_valid_and_every_field_sourced():
 @pytest.mark.parametrize(
     ("asked", "priced"),
     [
-        ("vllm", "0.8.0"),
+        ("vllm", "0.8.5"),
         ("vllm@0.2.7", "0.2.7"),
         ("vllm@0.7", "0.7.0"),
         ("vllm@0.7.3", "0.7.0"),
-        ("vllm@0.10.1", "0.8.0"),
+        ("vllm@0.8.4", "0.8.0"),
+        ("vllm@0.10.1", "0.8.5"),
+        ("tensorrt-llm@0.6.1", "0.5.0"),
+        ("tensorrt-llm@1.0", "1.0.0"),
+        ("sglang@0.4.9", "0.4"),
+        ("tgi@2.4.1", "2.0.0"),
     ],
 )
 def test_a_release_number_is_priced_as_the_newest_listed_at_or_before_it(asked, priced):
@@ -243,3 +251,38 @@ def test_every_issue_34_trainer_has_a_file():
     names = {framework.name for framework in all_frameworks("training")}
     wanted = {"megatron-core", "torchtitan", "deepspeed", "hf-trainer", "axolotl", "unsloth", "llama-factory"}
     assert wanted | {"ms-swift", "torchtune", "litgpt", "llm-foundry", "nemo"} <= names
+
+
+SERVE_70B = ("serve", "llama-2-70b", "--gpus", "2", "--weights-dtype", "fp8", "--kv-dtype", "fp8", "-B", "64")
+
+
+def test_tensorrt_llms_gpt_session_release_is_the_conventions_set_by_hand(tfcost):
+    # TensorRT-LLM v0.5-v0.6 (docs/source/performance.md at 138f96d: gptSessionBenchmark) ran masked MHA, "a single
+    # CUDA thread-block per head", and GptSession's context step: what validation #50-#61 set by hand before the file
+    args = (*SERVE_70B, "--gpu", "h100-sxm", "-P", "2048", "-G", "2048", "-f", "json")
+    release = json.loads(tfcost(*args, "--framework", "tensorrt-llm@0.6.1").stdout)["expected"]
+    by_hand = ("--framework-set", "gqa_decode=per-query-head", "--framework-set", "trt_session=true")
+    assert release == json.loads(tfcost(*args, *by_hand).stdout)["expected"]
+    # v0.8's XQA reads a key-value head once for its 8 query heads: decode is quicker
+    xqa = json.loads(tfcost(*args, "--framework", "tensorrt-llm@0.8.0").stdout)["expected"]
+    assert xqa["tpot_ms"] < release["tpot_ms"] and xqa["ttft_ms"] == release["ttft_ms"]
+
+
+QWEN_ON_4 = ("serve", "qwen3-235b-a22b", "--gpus", "4", "--weights-dtype", "fp8", "-B", "1", "-P", "8191", "-G", "1")
+
+
+def test_vllms_large_card_default_applies_on_an_h100_and_not_an_a100(tfcost):
+    # vllm#16158 (April 2025): "reverts the default `max_num_seqs` from 1024 to 256 for hardware other than H100/200"
+    def run(gpu: str, *extra: str) -> dict:
+        return json.loads(tfcost(*QWEN_ON_4, "--gpu", gpu, "--framework", "vllm@0.9.2", *extra, "-f", "json").stdout)
+
+    h100, a100 = run("h100-sxm"), run("a100-80gb")
+    assert h100["setup"]["max_num_seqs"] == 1024 and "max_num_seqs" not in a100["setup"]  # 256, the default
+    # on the H100 it is what validation #48 set by hand before the file had the rule
+    by_hand = ("--framework-set", "vllm_profile=v1-sampler", "--framework-set", "max_num_seqs=1024")
+    hand = json.loads(tfcost(*QWEN_ON_4, "--gpu", "h100-sxm", *by_hand, "-f", "json").stdout)
+    assert h100["expected"]["max_kv_tokens"] == hand["expected"]["max_kv_tokens"]
+    # a user's max_num_seqs (vLLM's --max-num-seqs) holds on every card: fewer sampler rows, a larger pool
+    fewer = run("h100-sxm", "--framework-set", "max_num_seqs=256")
+    assert fewer["setup"].get("max_num_seqs", 256) == 256
+    assert fewer["expected"]["max_kv_tokens"] > h100["expected"]["max_kv_tokens"]

@@ -113,7 +113,12 @@ def framework_arguments(command: list[str]) -> tuple[list[str], list[str]]:
     return named, settings
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if "command" in c], ids=lambda c: str(c["id"]))
+# Serving and KV-capacity cases have their own rule (test_serving_cases_run_with_their_framework): an engine's
+# release number may be one the file prices as the newest listed before it, and the case's framework_note says why.
+TRAINING_CASES = [c for c in CASES if "command" in c and c["category"] not in ("serving", "kv_capacity")]
+
+
+@pytest.mark.parametrize("case", TRAINING_CASES, ids=lambda c: str(c["id"]))
 def test_every_case_names_its_framework_and_sets_only_its_switches(case: dict) -> None:
     from tfcost.readers.frameworks import framework_used, load_framework
 
@@ -148,3 +153,34 @@ def test_a_framework_free_figure_is_the_same_under_any_framework(case: dict) -> 
     titan = [*plain, "--framework", "torchtitan@9dec370", "--format", "json"]
     bare = [*plain, "--format", "json"]
     assert validate.predict({**case, "command": titan}) == validate.predict({**case, "command": bare})
+
+
+def test_serving_cases_run_with_their_framework() -> None:
+    """Issue 34: a serving or KV-capacity case is priced as its engine ran it: `--framework NAME@VERSION` names a
+    release its file lists (or, for a release number, one at or after the file's first), and `--framework-set` sets
+    only a setting the engine's users set themselves (a field with a `switch`), which the published run states."""
+    from tfcost.readers.frameworks import framework_used, load_framework
+
+    checked = 0
+    for case in CASES:
+        if case["category"] not in ("serving", "kv_capacity") or "command" not in case:
+            continue
+        argv = case["command"]
+        named = [argv[i + 1] for i, item in enumerate(argv) if item == "--framework"]
+        assert len(named) == 1 and "@" in named[0], (case["id"], "names no --framework NAME@VERSION")
+        framework, _ = load_framework(named[0], "serving")  # one line, not a pass, if the release is not there
+        used = framework_used(named[0], "serving", {})
+        for item in (argv[i + 1] for i, item in enumerate(argv) if item == "--framework-set"):
+            key = item.partition("=")[0]
+            assert key in used.fields and used.fields[key].switch, (
+                case["id"],
+                key,
+                "is not a switch of",
+                framework.name,
+            )
+            assert key in case.get("framework_note", ""), (case["id"], key, "set, but the case does not say why")
+        checked += 1
+    assert (
+        checked == sum(1 for case in CASES if case["category"] in ("serving", "kv_capacity") and "command" in case)
+        and checked >= 38
+    )  # the 38 serving and KV-capacity cases with a command on 2026-12-08

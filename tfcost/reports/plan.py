@@ -160,6 +160,7 @@ def serving_evaluator(shape: ModelShape, gpu: GpuSpec) -> Callable[[ServingSetup
 
     def evaluate(setup: ServingSetup) -> search.ServeOutcome:
         setup = serving.with_weights_dtype(shape, setup)
+        setup = engine_memory.with_card_max_num_seqs(setup, gpu)  # vLLM's larger default on large cards
         dtype = setup.weights_dtype
         if (dtype, setup.fp8_attention) not in rates_cache:
             compute = serving.compute_dtype(dtype, gpu, shape)
