@@ -39,11 +39,11 @@ def test_every_loss_mode_prices(loss):
 
 
 def test_unsloth_and_hf_trainer_frameworks_set_what_their_code_does():
-    """presets/frameworks: Unsloth's offloaded checkpointing (recompute full, the layers' inputs on the host) and
-    fused loss; the HF Trainer's fp32 ForCausalLMLoss and eager norms, no checkpointing unless asked."""
+    """presets/frameworks: Unsloth's offloaded checkpointing (recompute full, the layers' inputs on the host); the HF
+    Trainer's fp32 ForCausalLMLoss and eager norms, no checkpointing unless asked."""
     unsloth = api.train("llama-3-8b", gpu="rtx-4090", seq=4096, lora_rank=16, qlora=True, framework="unsloth")
     hf = api.train("llama-3-8b", gpu="rtx-4090", seq=4096, lora_rank=16, qlora=True, framework="hf-trainer")
-    assert (unsloth.setup.loss, unsloth.setup.recompute, unsloth.setup.offload_activations) == ("fused", "full", True)
+    assert (unsloth.setup.recompute, unsloth.setup.offload_activations) == ("full", True)
     assert (hf.setup.loss, hf.setup.recompute, hf.setup.kernels) == ("full", "none", "eager")
     assert unsloth.memory_per_gpu.total_bytes < hf.memory_per_gpu.total_bytes
 

@@ -1107,6 +1107,13 @@ class ServingSetup(Frozen):
         "default; V1 of mid-2025 takes 1024 on cards of 70 GiB and more)",
         exclude_if=lambda seqs: seqs == 256,
     )
+    large_card_max_num_seqs: Size | None = Field(
+        None,
+        description="vLLM's max_num_seqs on a card of 70 GiB or more that is not an A100, where its release "
+        "defaults larger there (1024 from April 2025: vllm#16158, then arg_utils.py's 'device_memory >= 70 * "
+        "GiB_bytes'); null: max_num_seqs on every card",
+        exclude_if=lambda seqs: seqs is None,
+    )
     images: Images = 0
     image_size: ImageSide = None
     audio_seconds: AudioSeconds = 0
@@ -1160,11 +1167,13 @@ SERVING_CONVENTIONS = frozenset(
         "kv_pool",
         "vllm_profile",
         "max_num_seqs",
+        "large_card_max_num_seqs",
     }
 )
 FrameworkKind = Literal["training", "serving"]
-# A framework field's value as YAML writes it: a setup field's value (validated against that field when read).
-FieldValue = bool | int | float | str
+# A framework field's value as YAML writes it: a setup field's value (validated against that field when read); null
+# for a field whose default is none (large_card_max_num_seqs).
+FieldValue = bool | int | float | str | None
 
 
 class FrameworkField(Frozen):

@@ -87,12 +87,12 @@ def fit(
 ) -> None:
     """Layers on the GPUs (-ngl), the largest context that fits and tokens/s under llama.cpp (ollama, LM Studio)."""
     from tfcost import api
-    from tfcost.render import tables as render
     from tfcost.render.local import fit_table
+    from tfcost.render.sections import print_report
 
     result = api.fit(
         model, config=config, overrides=overrides, strict=strict, lenient=lenient, revision=revision, gpu=gpu,
         ram=ram, gpus=gpus, quant=quant, kv_dtype=kv_dtype, ctx=ctx, gpu_layers=gpu_layers,
         ram_bandwidth_gb_per_s=ram_bandwidth, flash_attn=flash_attn, prompt=prompt, depth=depth,
     )  # fmt: skip
-    render.print_report(result, output, fit_table)
+    print_report(result, output, fit_table)

@@ -133,7 +133,7 @@ def plan_train(
     from tfcost.api import convention_values, conventions_of
     from tfcost.readers.presets import load_gpu
     from tfcost.render import plan as render
-    from tfcost.render import tables
+    from tfcost.render.common import print_json
     from tfcost.reports.plan import plan_train as run_plan
     from tfcost.reports.plan import with_intervals
 
@@ -145,7 +145,7 @@ def plan_train(
     )  # fmt: skip
     report = with_intervals(report, used)
     if output == "json":
-        tables.print_json(report)
+        print_json(report)
     elif output == "csv":
         render.print_plan_csv(report)
     elif report.feasible:
@@ -211,7 +211,7 @@ def plan_serve(
     from tfcost.api import convention_values, conventions_of
     from tfcost.readers.presets import load_gpu
     from tfcost.render import plan as render
-    from tfcost.render import tables
+    from tfcost.render.common import print_json
     from tfcost.reports.plan import plan_serve as run_plan
     from tfcost.reports.plan import with_intervals
 
@@ -227,7 +227,7 @@ def plan_serve(
     )  # fmt: skip
     report = with_intervals(report, used)
     if output == "json":
-        tables.print_json(report)
+        print_json(report)
     elif output == "csv":
         render.print_plan_csv(report)
     elif report.feasible and output == "chart":

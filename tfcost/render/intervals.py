@@ -7,7 +7,7 @@ import sys
 import textwrap
 from typing import Any
 
-from tfcost.render.tables import terminal_width
+from tfcost.render.layout import terminal_width
 from tfcost.units import human
 
 # The figures given a range, by their JSON path: a label and the unit they print in.

@@ -3,7 +3,8 @@ computes: every number comes from tfcost.reports.local's report, printed through
 
 from __future__ import annotations
 
-from tfcost.render.tables import neutral, new_table, print_table
+from tfcost.render.common import neutral
+from tfcost.render.layout import new_table, print_table
 from tfcost.reports.local import LocalReport
 from tfcost.units import human
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from tfcost.render.tables import neutral
+from tfcost.render.common import neutral
 from tfcost.reports.max_seq import MaxSeqReport
 from tfcost.units import human
 

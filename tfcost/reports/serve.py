@@ -176,6 +176,7 @@ def serve(
     from_files = stored_bytes is not None and setup.weights_dtype is None
     setup = serving.with_weights_dtype(shape, setup)
     setup = images.with_image_tokens(shape, setup)  # the images' tokens join each prompt (--images)
+    setup = engine_memory.with_card_max_num_seqs(setup, gpu)  # vLLM's larger default on large cards
     t, kv_dtype = setup.gpus, setup.kv_dtype
     serving.check_generates(shape)
     serving.check_tensor_parallel(shape, t)
