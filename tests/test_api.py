@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import CHILD_LIMIT_S
 
 import tfcost as tfc  # the package (`tfcost` is the CLI fixture's name)
 from tfcost.errors import TfcostError, UsageError
@@ -35,7 +36,8 @@ SAME_QUESTION = [
     ("train llama-3-8b --gpus 64 --gpu h100-sxm --zero 1", lambda: tfc.train("llama-3-8b", gpus=64, zero=1)),
     (
         "train qwen2.5-7b --tokens 1.4T --seq 2048 --gpus 32 --tp 4 --pp 2 --zero 3 --sequence-parallel "
-        "--recompute selective --optimizer adamw-8bit --no-flash --price-per-gpu-hour 2.5 --mfu 0.35 --explain",
+        "--recompute selective --optimizer adamw-8bit --framework-set flash=false --price-per-gpu-hour 2.5 --mfu 0.35 "
+        "--explain",
         lambda: tfc.train(
             "qwen2.5-7b",
             tokens="1.4T",
@@ -47,7 +49,7 @@ SAME_QUESTION = [
             sequence_parallel=True,
             recompute="selective",
             optimizer="adamw-8bit",
-            flash=False,
+            framework_set={"flash": False},
             price_per_gpu_hour=2.5,
             mfu=0.35,
             explain=True,
@@ -169,7 +171,9 @@ def loaded_after(code: str) -> list[str]:
         "print([m for m in ('rich', 'typer', 'click', 'torch', 'transformers', 'numpy', 'huggingface_hub', "
         "'pydantic', 'yaml', 'tfcost.api', 'tfcost.cli') if m in sys.modules])"
     )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=CHILD_LIMIT_S
+    )
     return json.loads(done.stdout.replace("'", '"'))
 
 

@@ -190,7 +190,9 @@ def write_chart(report: ServePlanReport, path: str) -> Path:
     ax.legend(fontsize=8)
     fig.tight_layout()
     suffix = target.suffix.lower()
-    try:
+    from tfcost.readers.files import atomic_write
+
+    try:  # through the one atomic writer: never a torn file, never a write through a link
         if suffix == ".html":
             svg = io.StringIO()
             fig.savefig(svg, format="svg", metadata=plot.file_metadata(".svg"))
@@ -199,12 +201,13 @@ def write_chart(report: ServePlanReport, path: str) -> Path:
                 '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>tfcost plan serve</title>'
                 f"</head>\n<body>\n{text[text.index('<svg') :]}\n</body></html>\n"
             )
-            target.write_text(page, encoding="utf-8")
+            atomic_write(target, page)
         else:
             png = {"dpi": 80, "pil_kwargs": {"optimize": True}} if suffix == ".png" else {}
-            fig.savefig(target, format=suffix[1:], metadata=plot.file_metadata(suffix), **png)
+            metadata = plot.file_metadata(suffix)
+            atomic_write(target, lambda temporary: fig.savefig(temporary, format=suffix[1:], metadata=metadata, **png))
     except OSError as error:
-        raise TfcostError(f"--plot: cannot write '{path}': {error.strerror}") from None
+        raise TfcostError(f"--plot: cannot write '{plot.printable(path)}': {error.strerror}") from None
     finally:
         pyplot.close(fig)
     return target

@@ -11,7 +11,7 @@ from tfcost.core import flops, params
 from tfcost.core.blocks import layer_count
 from tfcost.costs import engine_memory, finetune, fit, images, parallel, step_time, throughput, training
 from tfcost.hardware import rates as hardware
-from tfcost.reports.base import Section, SourceNotes, quantity
+from tfcost.reports.base import PricedUnder, Section, SourceNotes, quantity
 from tfcost.reports.suggestion import Suggestion
 from tfcost.schema import GpuSpec, ModelShape, TrainingSetup
 from tfcost.units import TERA, human
@@ -68,7 +68,7 @@ class TrainMemory(Section):
     optimizer_bytes: int = quantity("optimizer states = N x bytes / (tp x pp) [/ N_d at ZeRO-1+]", "bytes")
     activations_per_layer_bytes: int = quantity("activations, one layer (Korthikanti)", "bytes")
     logits_bytes: int = quantity("logits at the loss, 4sbV/t: x3 --loss full, /2 compiled (last stage)", "bytes")
-    activations_bytes: int = quantity("activations = one layer x L (+ logits if pp = 1)", "bytes")
+    activations_bytes: int = quantity("activations = one layer x L (+ logits or a recomputed layer if pp = 1)", "bytes")
     total_bytes: int = quantity("total = weights + gradients + optimizer + activations", "bytes")
     cuda_context_bytes: int = quantity("CUDA context (assumed; --cuda-context-gib)", "bytes")
     allocator_reserve_bytes: int = quantity("allocator reserve (assumed share; --allocator-reserve)", "bytes")
@@ -78,7 +78,7 @@ class TrainMemory(Section):
     )
 
 
-class TrainReport(SourceNotes):
+class TrainReport(SourceNotes, PricedUnder):
     """Everything `tfcost train` reports for one model, GPU and setup."""
 
     model: str
@@ -150,7 +150,7 @@ def train(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup, explained: bool
         assumed_mfu = training.run_mfu(setup) if step is None else None
         lines = train_lines(
             shape, setup, model_flops, None if assumed_mfu is None else (seconds, peak, assumed_mfu), held,
-            training.activation_bytes_by_layer_kind_of(shape, setup), training.last_stage_logits_bytes(shape, setup),
+            training.activation_bytes_by_layer_kind_of(shape, setup), training.loss_or_recompute_bytes(shape, setup),
             None if step is None else gpu,
         )  # fmt: skip
     return TrainReport(
@@ -257,3 +257,14 @@ def with_default_layout(
         fitted = "the lowest stage that fits, the default" if report.memory_per_gpu.fits else "none fits"
         notes["zero"] = f" ({fitted})"
     return report.model_copy(update={"notes": notes})
+
+
+def with_intervals(report: TrainReport) -> TrainReport:
+    """The report with its predicted step time, days and memory per GPU given their error bars; a time from a
+    utilization the user gave is theirs, and gets none."""
+    from tfcost.costs.intervals import train_intervals
+
+    framework = report.framework.name if report.framework is not None else None
+    step = report.step.seconds["total"] if report.step is not None else None
+    bars = train_intervals(step, report.time.days, report.memory_per_gpu.total_bytes, framework)
+    return report.model_copy(update={"intervals": bars})
