@@ -19,6 +19,8 @@ WIDE_COMMANDS = [
     ["plan", "serve", "llama-3-8b", "--gpus", "8"],
     ["sweep", "llama-3-8b", "gpt2-small", "mistral-7b", "qwen3-8b", "gemma-3-27b", "deepseek-v3", "-f", "table"],
     ["compare", "llama-3-8b", "mistral-7b", "gpt2-small", "qwen3-8b", "gemma-3-27b", "deepseek-v3", "--breakdown"],
+    ["frameworks"],
+    ["fit", "llama-3-8b", "--gpu", "rtx-4090"],
 ]
 COMMANDS = [*([args, None] for args in TABLE_COMMANDS + WIDE_COMMANDS), *([args, needs] for args, needs in
             MORE_TABLE_COMMANDS)]  # fmt: skip

@@ -430,12 +430,20 @@ def breakable(column: Any) -> bool:
     return not column.no_wrap and all(isinstance(cell, str) and "\n" not in cell and cell.isascii() for cell in cells)
 
 
+QUANTITY = re.compile(r"[-+$]?\d[\d,.]*(e[-+]?\d+)? ?[^\s\d]{0,8}")  # '289.81 MiB', '4,513.70 ms', '62.5%'
+
+
+def pieces_of(cell: str) -> list[str]:
+    """What a breakable cell may wrap between: its words, but a number and its unit kept together."""
+    return [cell] if QUANTITY.fullmatch(cell) else cell.split()
+
+
 def narrowest(column: Any) -> int:
     """The narrowest a column can be without breaking a word: its longest header word, and its longest cell (a
-    breakable column's longest word)."""
+    breakable column's longest word, a number with its unit counted whole)."""
     header = max((cell_len(word) for word in words(str(column.header), True)), default=0)
     if breakable(column):
-        return max([header, *(len(word) for cell in column._cells for word in cell.split())])
+        return max([header, *(len(piece) for cell in column._cells for piece in pieces_of(cell))])
     return max(header, widest(column._cells))
 
 
@@ -485,7 +493,8 @@ def narrow(table: Any, width: int) -> list[str]:
         if now < before:
             column.header = wrap_words(str(column.header), now, header=True)
             if breakable(column):
-                column._cells[:] = [wrap_words(cell, now) for cell in column._cells]
+                cells = column._cells
+                cells[:] = [cell if QUANTITY.fullmatch(cell) else wrap_words(cell, now) for cell in cells]
     forget_widths(table)
     notes = [f"Every row has {', '.join(constant)}."] if constant else []
     if dropped:
