@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tfcost.errors import TfcostError
-from tfcost.readers.families import attention_variants, base, deepseek_v4, flags, linear, mla, ssm
+from tfcost.readers.families import attention_variants, base, classic, deepseek_v4, flags, linear, mla, ssm
 from tfcost.readers.families.base import (
     BASE_IGNORED,
     GENERIC_DEFAULTS,
@@ -44,6 +44,7 @@ FAMILIES: dict[str, Family] = {
     **attention_variants.FAMILIES,
     **linear.FAMILIES,
     **deepseek_v4.FAMILIES,
+    **classic.FAMILIES,
 }
 
 # Multimodal wrappers: the language model sits in `text_config`; these sub-configs hold towers tfcost does not price.
