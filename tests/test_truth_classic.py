@@ -33,6 +33,9 @@ TWO_LAYERS = {"num_hidden_layers": 2, "num_layers": 2, "n_layer": 2}
 # What each variant turns on; {} is the default config itself, at its own depth.
 VARIANTS: dict[str, list[dict[str, Any]]] = {
     "bloom": [{}, {"hidden_size": 128, "n_head": 4, "tie_word_embeddings": False}],
+    "gptj": [{}, {"rotary_dim": 64, "n_inner": 1024, "n_embd": 256, "n_head": 4}],
+    "codegen": [{}, {"rotary_dim": 32, "n_embd": 256, "n_head": 4}],
+    "phi": [{}, {"qk_layernorm": True, "num_key_value_heads": 8}],
     "gpt_bigcode": [{}, {"multi_query": False, "num_key_value_heads": 12}],
     "gpt_neo": [{}, {"attention_types": [[["local"], 2]], "attention_layers": ["local", "local"], "window_size": 64}],
     "cohere": [{}, {"use_qk_norm": True, "num_key_value_heads": 4}],

@@ -505,6 +505,9 @@ class ModelShape(Frozen):
         True, description="a norm after the last block (pre-norm models); BERT's post-norm blocks have none"
     )
     pooler: bool = Field(False, description="BERT's pooler: a d x d dense layer with bias on the first token")
+    head_bias: bool = Field(
+        False, description="V biases on the output head's logits (GPT-J, CodeGen, Phi-1/2: lm_head with bias=True)"
+    )
     quantization: Quantization | None = Field(
         None, description="weights stored quantized (a checkpoint's quantization_config); null: 16-bit weights"
     )

@@ -166,7 +166,7 @@ def head_ops(shape: ModelShape) -> tuple[Op, ...]:
     else:
         copies = 0 if shape.tied_embeddings else 1
         ops.append(Op("output_head", "linear", d, vocab, "token", copies=copies, flops_part="output_head"))
-    if head == "mlm":
+    if head == "mlm" or shape.head_bias:  # BERT's decoder bias, or an lm_head built with bias=True
         ops.append(Op("output_bias", "table", vocab, 1, "weights"))
     return tuple(ops)
 

@@ -77,6 +77,53 @@ def expand_attention_types(types: Any) -> list[str]:
     return kinds
 
 
+def read_gptj(fields: Fields) -> dict[str, Any]:
+    """GPT-J and CodeGen: one LayerNorm before a parallel block (GPTJBlock: "feed_forward_hidden_states =
+    self.mlp(hidden_states)" beside the attention, from ln_1 alone), q/k/v and out_proj without biases, fc_in and
+    fc_out with them, rotary over rotary_dim of each head, and "self.lm_head = nn.Linear(config.n_embd,
+    config.vocab_size)": a head with V biases. CodeGen's qkv_proj is the same three matrices fused."""
+    causal_lm_head(fields)
+    width, heads = fields.int("n_embd"), fields.int("n_head")
+    head_dim = width // heads
+    rotary = fields.nullable_int("rotary_dim", None) or head_dim  # None: every channel rotates
+    fields.read.add("n_ctx")  # CodeGenConfig's, beside n_positions; the position tables are rotary, it builds none
+    shape = {
+        "vocab_size": fields.int("vocab_size"),
+        "d_model": width,
+        "n_layers": fields.int("n_layer"),
+        "n_heads": heads,
+        "d_ff": fields.nullable_int("n_inner", None) or 4 * width,  # GPTJMLP: n_inner, or 4 * n_embd when null
+        "mlp": "plain",
+        "norm": "layernorm",
+        "bias": {"qkv": False, "attn_out": False, "mlp": True},
+        "tied_embeddings": fields.bool("tie_word_embeddings", False),
+        "position": "rotary",
+        "max_seq_len": fields.int("n_positions"),
+        "block_norms": 1,
+        "parallel_block": True,
+        "head_bias": True,
+    }
+    return {**shape, **({"rotary_fraction": rotary / head_dim} if rotary != head_dim else {})}
+
+
+def read_phi(fields: Fields) -> dict[str, Any]:
+    """Phi-1, 1.5 and 2: one input_layernorm before a parallel block, q/k/v and dense with biases, fc1 and fc2 with
+    them, partial rotary, qk_layernorm a LayerNorm(head_dim) shared by the heads, and PhiForCausalLM's "self.lm_head
+    = nn.Linear(config.hidden_size, config.vocab_size, bias=True)"."""
+    flags = Flags(
+        norm="layernorm",
+        mlp="plain",
+        qkv_bias=True,
+        out_bias=True,
+        mlp_bias=True,
+        block_norms=1,
+        parallel_block=True,
+        qk_norm="head",
+        qk_norm_switch=("qk_layernorm", False),
+    )
+    return {**flags_family(flags)(fields), "head_bias": True}
+
+
 def read_bloom(fields: Fields) -> dict[str, Any]:
     """BLOOM: GPT-2's block with ALiBi for positions and a LayerNorm on the embeddings (BloomModel:
     "self.word_embeddings_layernorm = LayerNorm(self.embed_dim)"); BloomMLP is always 4 x hidden
@@ -135,6 +182,9 @@ FAMILIES: dict[str, Family] = {
         refused=(CROSS_ATTENTION,),
     ),
     "gpt_neo": Family(read_gpt_neo, frozenset({"resid_dropout", "embed_dropout"})),
+    "gptj": Family(read_gptj, ROTARY_IGNORED),
+    "codegen": Family(read_gptj, ROTARY_IGNORED),
+    "phi": Family(read_phi, ROTARY_IGNORED | {"partial_rotary_factor"}),
     # CohereDecoderLayer: "hidden_states = residual + hidden_states_attention + hidden_states_mlp" from one
     # input_layernorm, a CohereLayerNorm with a weight and no bias; use_qk_norm: CohereLayerNorm((num_heads,
     # head_dim)) on queries and ((num_key_value_heads, head_dim)) on keys.
