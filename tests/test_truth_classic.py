@@ -46,6 +46,7 @@ VARIANTS: dict[str, list[dict[str, Any]]] = {
     "internlm3": [{}, {"attention_bias": True, "mlp_bias": True}],
     "stablelm": [{}, {"use_qkv_bias": True, "use_parallel_residual": True, "num_key_value_heads": 8}],
     "persimmon": [{}, {"qk_layernorm": False}],
+    "olmo": [{}, {"attention_bias": True, "clip_qkv": 8.0, "num_key_value_heads": 8}],
 }
 CASES = [(model_type, index) for model_type, patches in VARIANTS.items() for index in range(len(patches))]
 
@@ -122,3 +123,20 @@ def test_a_published_bloom_config_is_read_as_transformers_builds_it():
     big = {**BLOOM_560M, "hidden_size": 14336, "n_head": 112, "n_layer": 70, "pretraining_tp": 4}
     published = load_model("bloom-176b").published_params
     assert published == 176_247_271_424 and priced(big)[0] == published
+
+
+@pytest.mark.parametrize("name", ["deepseek-v2-lite", "deepseek-v3"])
+def test_deepseek_configs_without_their_class_defaults_read_the_same(name):
+    """A config as save_pretrained can write it, every key equal to the config class's default left out
+    (DeepSeek-V2-Lite's n_routed_experts 64, kv_lora_rank 512, vocab_size 102400, ...): read as the whole file is.
+    It was refused for the first missing key before (issue 38)."""
+    from pathlib import Path
+
+    from transformers import AutoConfig
+
+    data = json.loads((Path(__file__).parent / "data" / "hf_configs" / f"{name}.json").read_text())
+    defaults = AutoConfig.for_model(data["model_type"]).to_dict()
+    sparse = {key: value for key, value in data.items() if key == "model_type" or defaults.get(key, object()) != value}
+    left_out = set(data) - set(sparse)
+    assert {"kv_lora_rank", "qk_rope_head_dim", "v_head_dim"} <= left_out  # the MLA widths are the defaults
+    assert read_config(sparse).mapping == read_config(data).mapping

@@ -427,9 +427,10 @@ class ModelShape(Frozen):
     mlp: Literal["plain", "gated"] = Field(
         description="plain: 2 matrices d->F->d with GELU; gated: 3 matrices (gate, up, down), SwiGLU/GeGLU"
     )
-    norm: Literal["layernorm", "rmsnorm", "layernorm-noshift"] = Field(
+    norm: Literal["layernorm", "rmsnorm", "layernorm-noshift", "layernorm-noparams"] = Field(
         description="layernorm: scale and shift; rmsnorm: scale only; layernorm-noshift: a LayerNorm with a scale "
-        "and no shift (Cohere's), priced as rmsnorm"
+        "and no shift (Cohere's), priced as rmsnorm; layernorm-noparams: a LayerNorm with neither (OLMo's "
+        "F.layer_norm(hidden_states, self.normalized_shape, None, None, eps=1e-5))"
     )
     bias: Biases = Field(default_factory=Biases, description="which linear layers carry biases")
     tied_embeddings: bool = Field(description="true when the output head reuses the token embedding matrix")

@@ -8,8 +8,9 @@ from tfcost.schema import ModelShape
 
 
 def norm_vectors(shape: ModelShape) -> int:
-    """Parameter vectors of one norm: 2 (LayerNorm), 1 (RMSNorm)."""
-    return 2 if shape.norm == "layernorm" else 1
+    """Parameter vectors of one norm: 2 (LayerNorm), 1 (RMSNorm, a LayerNorm without shift), 0 (OLMo's LayerNorm
+    without parameters)."""
+    return {"layernorm": 2, "layernorm-noparams": 0}.get(shape.norm, 1)
 
 
 def norm_op(shape: ModelShape, name: str, width: int | None = None, copies: int = 1, saves_input: int = 0) -> Op:

@@ -506,7 +506,26 @@ def read_t5(fields: Fields) -> dict[str, Any]:
     }
 
 
-def read_deepseek(fields: Fields, *, first_dense_default: int) -> dict[str, Any]:
+# DeepseekV2Config's and DeepseekV3Config's defaults (transformers 5.24, `AutoConfig.for_model(...).to_dict()`) for
+# the keys read_deepseek reads: `save_pretrained` leaves out every key equal to its default (DeepSeek-V2-Lite's
+# n_routed_experts 64, kv_lora_rank 512, vocab_size 102400, ...), so a saved config is read over them (issue 38).
+# V2's num_experts_per_tok defaults to None, which transformers cannot build either: a saved V2 config holds it.
+DEEPSEEK_DEFAULTS: dict[int, dict[str, Any]] = {
+    2: {"vocab_size": 102400, "hidden_size": 4096, "intermediate_size": 11008, "moe_intermediate_size": 1407,
+        "num_hidden_layers": 32, "num_attention_heads": 32, "n_shared_experts": 2, "n_routed_experts": 64,
+        "num_experts_per_tok": None, "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_nope_head_dim": 128,
+        "qk_rope_head_dim": 64, "v_head_dim": 128, "max_position_embeddings": 2048},
+    3: {"vocab_size": 129280, "hidden_size": 7168, "intermediate_size": 18432, "moe_intermediate_size": 2048,
+        "num_hidden_layers": 61, "num_attention_heads": 128, "n_shared_experts": 1, "n_routed_experts": 256,
+        "num_experts_per_tok": 8, "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_nope_head_dim": 128,
+        "qk_rope_head_dim": 64, "v_head_dim": 128, "max_position_embeddings": 4096},
+}  # fmt: skip
+
+
+def read_deepseek(fields: Fields, *, first_dense_default: int, version: int | None = None) -> dict[str, Any]:
+    """DeepSeek-V2 and V3 (`version`: over that config class's defaults) and the MLA families built on them."""
+    if version is not None:
+        fields.config = DEEPSEEK_DEFAULTS[version] | fields.config  # a new dict: the user's is not changed
     causal_lm_head(fields)
     fields.read.add("num_key_value_heads")  # MLA rebuilds keys and values for every query head
     shape = sizes(fields)
@@ -846,12 +865,12 @@ FAMILIES: dict[str, Family] = {
         ),
     ),
     "deepseek_v2": Family(
-        lambda fields: read_deepseek(fields, first_dense_default=0),
+        lambda fields: read_deepseek(fields, first_dense_default=0, version=2),
         LLAMA_IGNORED | DEEPSEEK_ROUTING,
         refused=DEEPSEEK_REFUSED,
     ),
     "deepseek_v3": Family(
-        lambda fields: read_deepseek(fields, first_dense_default=3),
+        lambda fields: read_deepseek(fields, first_dense_default=3, version=3),
         LLAMA_IGNORED | DEEPSEEK_ROUTING,
         refused=DEEPSEEK_REFUSED,
     ),

@@ -201,6 +201,10 @@ FAMILIES: dict[str, Family] = {
         ),
         LLAMA_IGNORED | {"logit_scale"},
     ),
+    # OlmoLayerNorm: "F.layer_norm(hidden_states.to(dtype=torch.float32), self.normalized_shape, None, None,
+    # eps=1e-5)", no parameters; OlmoAttention and OlmoMLP: Llama's, attention_bias on q/k/v and o. clip_qkv
+    # clamps values and changes no count.
+    "olmo": Family(flags_family(Flags(norm="layernorm-noparams")), LLAMA_IGNORED | {"clip_qkv"}),
     # HeliumAttention: q/k/v "bias=config.attention_bias", o_proj "bias=False"; HeliumMLP: "bias=config.mlp_bias".
     "helium": Family(flags_family(Flags(out_bias=False, mlp_bias=("mlp_bias", False))), LLAMA_IGNORED),
     # GlmAttention: "bias=config.attention_bias" on q, k and v, "bias=False" on o_proj; fused gate_up_proj.

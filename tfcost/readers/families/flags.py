@@ -90,7 +90,7 @@ class Flags:
     mlp_bias: Switch = False
     qk_norm: Literal["none", "head", "projection"] = "none"
     qk_norm_switch: Switch = True
-    norm: Literal["rmsnorm", "layernorm", "layernorm-noshift"] = "rmsnorm"
+    norm: Literal["rmsnorm", "layernorm", "layernorm-noshift", "layernorm-noparams"] = "rmsnorm"
     block_norms: int = 2
     parallel_block: bool = False
     mlp: Literal["gated", "plain"] = "gated"
