@@ -4,7 +4,8 @@ For each model_type, transformers' default config in the two forms a config.json
 `save_pretrained` writes, `to_diff_dict()`; "full": `to_dict()`), and variants that turn on what the default
 leaves off (biases, multi-query, parallel residuals, query/key norms, local-attention layers), each read by tfcost
 as `--config` reads it: parameters, FlopCounterMode's forward FLOPs at T = 100 and the cache bytes per token must
-be exactly what transformers builds. The variants are cut to two layers (the counts are per layer) to stay quick.
+be exactly what transformers builds, and a recurrent model's state per sequence (Falcon-Mamba's) too. The
+variants are cut to two layers (the counts are per layer) to stay quick.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ pytest.importorskip("transformers", reason=WHY)
 from truth_harness import config_from_dict, measure, saved_forms  # noqa: E402
 
 from tfcost.core.flops import forward_flops  # noqa: E402
-from tfcost.core.memory import kv_cache_bytes_per_token  # noqa: E402
+from tfcost.core.memory import kv_cache_bytes_per_token, state_bytes  # noqa: E402
 from tfcost.core.params import total_params  # noqa: E402
 from tfcost.errors import TfcostError  # noqa: E402
 from tfcost.readers.families import classic  # noqa: E402
@@ -46,6 +47,7 @@ VARIANTS: dict[str, list[dict[str, Any]]] = {
     "internlm3": [{}, {"attention_bias": True, "mlp_bias": True}],
     "stablelm": [{}, {"use_qkv_bias": True, "use_parallel_residual": True, "num_key_value_heads": 8}],
     "persimmon": [{}, {"qk_layernorm": False}],
+    "falcon_mamba": [{}, {"use_bias": True, "use_conv_bias": False, "state_size": 8}],
     "olmo": [{}, {"attention_bias": True, "clip_qkv": 8.0, "num_key_value_heads": 8}],
 }
 CASES = [(model_type, index) for model_type, patches in VARIANTS.items() for index in range(len(patches))]
@@ -63,10 +65,15 @@ def forms(model_type: str, index: int) -> dict[str, dict[str, Any]]:
     return out
 
 
-def priced(data: dict[str, Any]) -> tuple[int, int, int]:
+def priced(data: dict[str, Any]) -> tuple[int, int, int, int]:
     reading = read_config(data)
     shape = ModelShape.model_validate({"name": reading.model_type, **reading.mapping})
-    return total_params(shape), forward_flops(shape, T), kv_cache_bytes_per_token(shape, "bf16")
+    return (
+        total_params(shape),
+        forward_flops(shape, T),
+        kv_cache_bytes_per_token(shape, "bf16"),
+        state_bytes(shape, 1, "bf16"),
+    )
 
 
 def test_every_classic_family_is_checked():
@@ -78,7 +85,7 @@ def test_prices_exactly_what_transformers_builds(model_type, index):
     both = forms(model_type, index)
     measured = measure(config_from_dict(both["full"]), T, whole=False)
     assert measured.notes == []
-    expected = (measured.params, measured.forward_flops, measured.kv_bytes_per_token)
+    expected = (measured.params, measured.forward_flops, measured.kv_bytes_per_token, measured.state_bytes)
     for form, data in both.items():
         assert priced(data) == expected, form
 
@@ -119,7 +126,8 @@ def test_a_published_bloom_config_is_read_as_transformers_builds_it():
     reading = read_config(BLOOM_560M)
     assert reading.ignored == []
     measured = measure(config_from_dict(BLOOM_560M), T, whole=False)
-    assert priced(BLOOM_560M) == (measured.params, measured.forward_flops, measured.kv_bytes_per_token)
+    expected = (measured.params, measured.forward_flops, measured.kv_bytes_per_token, measured.state_bytes)
+    assert priced(BLOOM_560M) == expected
     big = {**BLOOM_560M, "hidden_size": 14336, "n_head": 112, "n_layer": 70, "pretraining_tp": 4}
     published = load_model("bloom-176b").published_params
     assert published == 176_247_271_424 and priced(big)[0] == published

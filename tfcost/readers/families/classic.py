@@ -22,6 +22,7 @@ from tfcost.readers.families.base import (
     read_gpt2,
 )
 from tfcost.readers.families.flags import Flags, flags_family
+from tfcost.readers.families.ssm import FAMILIES as SSM_FAMILIES
 
 
 def read_gpt_bigcode(fields: Fields) -> dict[str, Any]:
@@ -176,6 +177,14 @@ BLOOM_IGNORED = frozenset(
 
 FAMILIES: dict[str, Family] = {
     "bloom": Family(read_bloom, BLOOM_IGNORED),
+    # FalconMambaMixer is Mamba's with "rms_forward(B, variance_epsilon=self.rms_eps)" on B, C and the time step:
+    # norms without weights, no parameter and no matmul; mixer_rms_eps is their epsilon.
+    "falcon_mamba": Family(
+        SSM_FAMILIES["mamba"].read,
+        SSM_FAMILIES["mamba"].harmless | {"mixer_rms_eps"},
+        unused=SSM_FAMILIES["mamba"].unused,
+        refused=SSM_FAMILIES["mamba"].refused,
+    ),
     "gpt_bigcode": Family(
         read_gpt_bigcode,
         GPT2_IGNORED | {"scale_attention_softmax_in_fp32", "attention_softmax_in_fp32"},
