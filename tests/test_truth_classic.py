@@ -48,6 +48,11 @@ VARIANTS: dict[str, list[dict[str, Any]]] = {
     "stablelm": [{}, {"use_qkv_bias": True, "use_parallel_residual": True, "num_key_value_heads": 8}],
     "persimmon": [{}, {"qk_layernorm": False}],
     "falcon_mamba": [{}, {"use_bias": True, "use_conv_bias": False, "state_size": 8}],
+    "opt": [
+        {},
+        {"enable_bias": False, "layer_norm_elementwise_affine": False, "tie_word_embeddings": False},
+        {"do_layer_norm_before": False},
+    ],
     "olmo": [{}, {"attention_bias": True, "clip_qkv": 8.0, "num_key_value_heads": 8}],
 }
 CASES = [(model_type, index) for model_type, patches in VARIANTS.items() for index in range(len(patches))]

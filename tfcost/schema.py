@@ -506,6 +506,11 @@ class ModelShape(Frozen):
         True, description="a norm after the last block (pre-norm models); BERT's post-norm blocks have none"
     )
     pooler: bool = Field(False, description="BERT's pooler: a d x d dense layer with bias on the first token")
+    position_offset: SizeOrZero = Field(
+        0,
+        description="position 'learned' only: rows of the table before position 0 (OPT's "
+        "OPTLearnedPositionalEmbedding: 'self.offset = 2', a table of max_position_embeddings + 2 rows)",
+    )
     head_bias: bool = Field(
         False, description="V biases on the output head's logits (GPT-J, CodeGen, Phi-1/2: lm_head with bias=True)"
     )
@@ -680,6 +685,8 @@ class ModelShape(Frozen):
             raise ValueError("relative_attention_buckets is required for, and only for, position 'relative'")
         if self.rotary_fraction != 1 and self.position != "rotary":
             raise ValueError(f"rotary_fraction: only meaningful with position 'rotary', not '{self.position}'")
+        if self.position_offset and self.position != "learned":
+            raise ValueError(f"position_offset: only meaningful with position 'learned', not '{self.position}'")
 
     def _check_layer_lists(self) -> None:
         for name, layers in (

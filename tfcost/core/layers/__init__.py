@@ -110,7 +110,8 @@ def position_table(shape: ModelShape) -> Op:
     """A learned n_ctx x d table, or T5's buckets x H relative-position biases, one per stack (Raffel et al.
     2020 §2.1); rotary, ALiBi and sinusoidal positions have no parameters."""
     if shape.position == "learned":
-        return Op("embedding/positions", "table", shape.max_seq_len, shape.d_model, "weights")
+        rows = shape.max_seq_len + shape.position_offset  # OPT's table starts 2 rows early
+        return Op("embedding/positions", "table", rows, shape.d_model, "weights")
     if shape.position == "relative":
         assert shape.relative_attention_buckets is not None
         buckets = shape.relative_attention_buckets

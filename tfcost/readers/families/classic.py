@@ -125,6 +125,35 @@ def read_phi(fields: Fields) -> dict[str, Any]:
     return {**flags_family(flags)(fields), "head_bias": True}
 
 
+def read_opt(fields: Fields) -> dict[str, Any]:
+    """OPT: GPT-2's block under other names (fc1/fc2 of ffn_dim, biases "bias=config.enable_bias"), LayerNorms
+    "elementwise_affine=config.layer_norm_elementwise_affine", and a learned position table two rows longer than
+    the context (OPTLearnedPositionalEmbedding: "self.offset = 2 ... super().__init__(num_embeddings + self.offset,
+    embedding_dim)"). The final LayerNorm exists "if config.do_layer_norm_before and not
+    config._remove_final_layer_norm". OPT-350m's project_in/project_out (word_embed_proj_dim other than
+    hidden_size) are refused: no shape field says them."""
+    causal_lm_head(fields)
+    width = fields.int("hidden_size")
+    fields.require("word_embed_proj_dim", width, fields.int("word_embed_proj_dim", width), "OPT-350m's projections")
+    bias = fields.bool("enable_bias", True)
+    final = fields.bool("do_layer_norm_before", True) and not fields.bool("_remove_final_layer_norm", False)
+    return {
+        "vocab_size": fields.int("vocab_size"),
+        "d_model": width,
+        "n_layers": fields.int("num_hidden_layers"),
+        "n_heads": fields.int("num_attention_heads"),
+        "d_ff": fields.int("ffn_dim"),
+        "mlp": "plain",
+        "norm": "layernorm" if fields.bool("layer_norm_elementwise_affine", True) else "layernorm-noparams",
+        "bias": {"qkv": bias, "attn_out": bias, "mlp": bias},
+        "tied_embeddings": fields.bool("tie_word_embeddings", True),
+        "position": "learned",
+        "max_seq_len": fields.int("max_position_embeddings"),
+        "position_offset": 2,
+        "final_norm": final,
+    }
+
+
 def read_bloom(fields: Fields) -> dict[str, Any]:
     """BLOOM: GPT-2's block with ALiBi for positions and a LayerNorm on the embeddings (BloomModel:
     "self.word_embeddings_layernorm = LayerNorm(self.embed_dim)"); BloomMLP is always 4 x hidden
@@ -177,6 +206,7 @@ BLOOM_IGNORED = frozenset(
 
 FAMILIES: dict[str, Family] = {
     "bloom": Family(read_bloom, BLOOM_IGNORED),
+    "opt": Family(read_opt, frozenset({"layerdrop", "init_std", "dropout"})),
     # FalconMambaMixer is Mamba's with "rms_forward(B, variance_epsilon=self.rms_eps)" on B, C and the time step:
     # norms without weights, no parameter and no matmul; mixer_rms_eps is their epsilon.
     "falcon_mamba": Family(
