@@ -53,6 +53,7 @@ VARIANTS: dict[str, list[dict[str, Any]]] = {
         {"enable_bias": False, "layer_norm_elementwise_affine": False, "tie_word_embeddings": False},
         {"do_layer_norm_before": False},
     ],
+    "minicpm3": [{}, {"attention_bias": True, "mlp_bias": True}, {"q_lora_rank": None}],
     "olmo": [{}, {"attention_bias": True, "clip_qkv": 8.0, "num_key_value_heads": 8}],
 }
 CASES = [(model_type, index) for model_type, patches in VARIANTS.items() for index in range(len(patches))]

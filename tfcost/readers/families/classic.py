@@ -20,6 +20,7 @@ from tfcost.readers.families.base import (
     Refusal,
     causal_lm_head,
     read_gpt2,
+    sizes,
 )
 from tfcost.readers.families.flags import Flags, flags_family
 from tfcost.readers.families.ssm import FAMILIES as SSM_FAMILIES
@@ -154,6 +155,40 @@ def read_opt(fields: Fields) -> dict[str, Any]:
     }
 
 
+def read_minicpm3(fields: Fields) -> dict[str, Any]:
+    """MiniCPM3: DeepSeek-V2's multi-head latent attention (q_a_proj, q_a_layernorm, q_b_proj, kv_a_proj_with_mqa,
+    kv_a_layernorm, kv_b_proj, o_proj: MiniCPM3Attention) over a dense SwiGLU MLP in every layer, RMSNorms, a tied
+    head. Its scale_emb, scale_depth and dim_model_base scale the embeddings, the residual branches and the logits
+    by constants: no parameter and no matmul."""
+    causal_lm_head(fields)
+    fields.read.update({"num_key_value_heads", "head_dim"})  # MLA rebuilds keys and values for every query head
+    shape = sizes(fields)
+    nope, rope = fields.int("qk_nope_head_dim"), fields.int("qk_rope_head_dim")
+    fields.require(
+        "qk_head_dim", nope + rope, fields.int("qk_head_dim", nope + rope), "qk_nope_head_dim + qk_rope_head_dim"
+    )
+    attention_bias = fields.bool("attention_bias", False)
+    return {
+        **shape,
+        "n_kv_heads": shape["n_heads"],
+        "head_dim": nope + rope,
+        "d_ff": fields.int("intermediate_size"),
+        "mlp": "gated",
+        "norm": "rmsnorm",
+        "bias": {"qkv": attention_bias, "attn_out": attention_bias, "mlp": fields.bool("mlp_bias", False)},
+        "tied_embeddings": fields.bool("tie_word_embeddings", True),
+        "position": "rotary",
+        "max_seq_len": fields.int("max_position_embeddings"),
+        "mla": {
+            "q_lora_rank": fields.nullable_int("q_lora_rank", None),
+            "kv_lora_rank": fields.int("kv_lora_rank"),
+            "qk_nope_head_dim": nope,
+            "qk_rope_head_dim": rope,
+            "v_head_dim": fields.int("v_head_dim"),
+        },
+    }
+
+
 def read_bloom(fields: Fields) -> dict[str, Any]:
     """BLOOM: GPT-2's block with ALiBi for positions and a LayerNorm on the embeddings (BloomModel:
     "self.word_embeddings_layernorm = LayerNorm(self.embed_dim)"); BloomMLP is always 4 x hidden
@@ -207,6 +242,7 @@ BLOOM_IGNORED = frozenset(
 FAMILIES: dict[str, Family] = {
     "bloom": Family(read_bloom, BLOOM_IGNORED),
     "opt": Family(read_opt, frozenset({"layerdrop", "init_std", "dropout"})),
+    "minicpm3": Family(read_minicpm3, LLAMA_IGNORED | {"scale_emb", "scale_depth", "dim_model_base"}),
     # FalconMambaMixer is Mamba's with "rms_forward(B, variance_epsilon=self.rms_eps)" on B, C and the time step:
     # norms without weights, no parameter and no matmul; mixer_rms_eps is their epsilon.
     "falcon_mamba": Family(
