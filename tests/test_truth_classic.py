@@ -54,6 +54,11 @@ VARIANTS: dict[str, list[dict[str, Any]]] = {
         {"do_layer_norm_before": False},
     ],
     "minicpm3": [{}, {"attention_bias": True, "mlp_bias": True}, {"q_lora_rank": None}],
+    "arcee": [{}, {"attention_bias": True, "mlp_bias": True}],
+    "iquestcoder": [{}, {"attention_bias": True, "mlp_bias": True}],
+    "nemotron": [{"num_key_value_heads": 48}, {"attention_bias": True, "mlp_bias": True, "num_key_value_heads": 8}],
+    "jais2": [{}, {"attention_bias": False, "mlp_bias": False}],
+    "vaultgemma": [{}],
     "olmo": [{}, {"attention_bias": True, "clip_qkv": 8.0, "num_key_value_heads": 8}],
 }
 CASES = [(model_type, index) for model_type, patches in VARIANTS.items() for index in range(len(patches))]

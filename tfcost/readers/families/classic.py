@@ -280,6 +280,31 @@ FAMILIES: dict[str, Family] = {
     # eps=1e-5)", no parameters; OlmoAttention and OlmoMLP: Llama's, attention_bias on q/k/v and o. clip_qkv
     # clamps values and changes no count.
     "olmo": Family(flags_family(Flags(norm="layernorm-noparams")), LLAMA_IGNORED | {"clip_qkv"}),
+    # Arcee (AFM), IQuest-Coder: Llama's attention; Arcee's MLP is up/down with relu2, no gate (ArceeMLP).
+    "arcee": Family(flags_family(Flags(mlp="plain", mlp_bias=("mlp_bias", False))), LLAMA_IGNORED),
+    "iquestcoder": Family(flags_family(Flags(mlp_bias=("mlp_bias", False))), LLAMA_IGNORED),
+    # Nemotron-4 (NemotronLayerNorm1P: a LayerNorm with weight and bias), Jais 2: LayerNorms and an up/down relu2
+    # MLP; Jais 2's biases default on. NemotronConfig's num_key_value_heads default (None) does not build.
+    "nemotron": Family(
+        flags_family(Flags(norm="layernorm", mlp="plain", mlp_bias=("mlp_bias", False))), LLAMA_IGNORED | {"norm_eps"}
+    ),
+    "jais2": Family(
+        flags_family(
+            Flags(
+                norm="layernorm",
+                mlp="plain",
+                qkv_bias=("attention_bias", True),
+                out_bias=("attention_bias", True),
+                mlp_bias=("mlp_bias", True),
+            )
+        ),
+        LLAMA_IGNORED,
+    ),
+    # VaultGemma: Gemma 2's attention and windows (layer_types) without its post-norms, a tied head.
+    "vaultgemma": Family(
+        flags_family(Flags(tied=True, windows="layer_types")),
+        LLAMA_IGNORED | {"query_pre_attn_scalar", "attn_logit_softcapping", "final_logit_softcapping"},
+    ),
     # HeliumAttention: q/k/v "bias=config.attention_bias", o_proj "bias=False"; HeliumMLP: "bias=config.mlp_bias".
     "helium": Family(flags_family(Flags(out_bias=False, mlp_bias=("mlp_bias", False))), LLAMA_IGNORED),
     # GlmAttention: "bias=config.attention_bias" on q, k and v, "bias=False" on o_proj; fused gate_up_proj.
