@@ -11,7 +11,7 @@ MLA's cache is its latent, and an MoE's experts are a grouped matmul of k of E c
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from tfcost.core.blocks import Block, blocks
 from tfcost.core.layers import embedding_ops, head_ops, layer_ops
@@ -83,9 +83,14 @@ class Model:
     def n_layers(self) -> int:
         return sum(group.count for group in self.layers)
 
-    def layer_rows(self) -> list[tuple[int, Op]]:
-        """(layers, row) for every row of every layer group."""
-        return [(group.count, op) for group in self.layers for op in group.rows]
+    def layer_rows(self) -> tuple[tuple[int, Op], ...]:
+        """(layers, row) for every row of every layer group (built once: a stack of thousands of distinct blocks
+        has hundreds of thousands of them, and each cost folds over them)."""
+        return self.all_layer_rows
+
+    @cached_property
+    def all_layer_rows(self) -> tuple[tuple[int, Op], ...]:
+        return tuple((group.count, op) for group in self.layers for op in group.rows)
 
     def outside_rows(self) -> tuple[Op, ...]:
         """The rows before and after the layers: embeddings and head."""
