@@ -46,7 +46,7 @@ def loaded(args: list[str], **env: str) -> list[str]:
 def test_shipped_presets_and_gpus_are_read_and_printed_without_yaml_rich_or_the_plugin_loader(args):
     """The shipped files come from their Python literals (tfcost/readers/packaged.py), so PyYAML is not imported;
     pydantic's plugin loader, which imports importlib.metadata, is not imported while plugins are disabled; and a
-    table printed to no terminal (here a StringIO) is written without rich (tfcost.render.tables.PlainTable)."""
+    table printed to no terminal (here a StringIO) is written without rich (tfcost.render.layout.PlainTable)."""
     assert loaded(args) == []
 
 

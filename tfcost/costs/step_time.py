@@ -84,7 +84,7 @@ from functools import lru_cache
 from tfcost.core import activations, params
 from tfcost.core.blocks import layer_count, moe_layer_count
 from tfcost.core.model import model_of
-from tfcost.costs import parallel, training
+from tfcost.costs import fitted, parallel, training
 from tfcost.costs.efficiency import (
     FP8_TRAINING_GEMM_FRACTION,
     attention_peak_flops_per_s,
@@ -392,7 +392,8 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
     activations_bytes = tokens * d * element
     tp_unit = ring_seconds(activations_bytes, t, link_bandwidth(gpu, t, True)) if t > 1 else 0.0
     tp_fwd_units, tp_bwd_units = tp_collective_units(setup, element)
-    tp_exposed = ASYNC_TP_EXPOSED_SHARE if setup.async_tp else 1.0  # the share async TP leaves exposed
+    # the share async TP leaves exposed; it overlaps sequence parallelism's collectives, none without it
+    tp_exposed = ASYNC_TP_EXPOSED_SHARE if setup.async_tp and setup.sequence_parallel else 1.0
     tp_fwd, tp_bwd = tp_fwd_units * tp_unit * tp_exposed, tp_bwd_units * tp_unit * tp_exposed
     # Ring attention passes each GPU's cached keys and values (what the cache rows hold: 2 K Q for GQA, MLA's
     # latent) around the c ranks: the cache width of one layer, its share on one of t GPUs.
@@ -477,7 +478,7 @@ def fp8_cast_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> t
 
     # under FSDP's float8 all-gather the weight is cast on its 1/N_d shard before each gather, and the layer finds it
     # already in FP8 (fsdp_float8_weight_share's comment)
-    weight_share = 1 / (setup.data_parallel * setup.cp) if setup.fsdp_float8_all_gather else 1.0
+    weight_share = 1 / (setup.data_parallel * setup.cp) if training.gathers_float8(setup) else 1.0
     forward = sum(
         rows * inner * shard(inner) + max(1, experts // setup.ep) * inner * cols * weight_share
         for rows, inner, cols, experts in grouped
@@ -537,7 +538,7 @@ FP8_GATHER_BYTES = 1  # E4M3 / E5M2
 # larger, relative to tfcost's TP pricing, than #17's row wants. torchtitan's June 2025 benchmark (benchmarks/
 # asyncTP_llama3_h100_2025-06_torchtitan.md, torch 38410cf9) measures 1.16x on the same 70B layout in float8 and 1.09x
 # in bf16 with a later torch: the share is for torch 1963fc8's async TP.
-ASYNC_TP_EXPOSED_SHARE = 0.78
+ASYNC_TP_EXPOSED_SHARE = fitted.ASYNC_TP_EXPOSED_SHARE.value  # fitted (tfcost.costs.fitted)
 
 
 def tp_collective_units(setup: TrainingSetup, element: int) -> tuple[float, float]:
@@ -793,7 +794,7 @@ def fsdp_float8_weight_share(shape: ModelShape, setup: TrainingSetup) -> float:
     """The share of a stage's per-GPU parameters that FSDP's float8 all-gather moves in FP8: the layers' linear
     weights (`layer_gemms`' inner x cols, E / e of them for a routed expert GEMM) over `stage_params_per_gpu`; 0
     without `--fsdp-float8-all-gather`."""
-    if not setup.fsdp_float8_all_gather:
+    if not training.gathers_float8(setup):
         return 0.0
     grouped, _, _, _ = layer_matmuls(shape, setup.micro_batch, setup.tp, setup.seq_len, setup.cp)
     weights = sum(max(1, experts // setup.ep) * inner * cols for _, inner, cols, experts in grouped)
@@ -812,7 +813,7 @@ def fsdp2_copy_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) ->
     all-gathers copied out (forward, and backward unless the weights stay gathered), and each reduce-scatter's input
     copied in (every micro-batch's when gradients are reduced each, else the last's); 0 without `--fsdp2`, or with one
     data-parallel rank."""
-    if not setup.fsdp2 or setup.data_parallel * setup.cp == 1:
+    if not training.uses_fsdp2(setup) or setup.data_parallel * setup.cp == 1:
         return 0.0
     m = parallel.micro_batches(setup)
     element = activations.ACTIVATION_BYTES[setup.precision]

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, cast
 from pydantic import Field
 
 from tfcost.core import flops, memory
+from tfcost.reports.base import PricedUnder
 from tfcost.reports.estimate import Estimate, Section, quantity
 from tfcost.reports.explain import Line
 from tfcost.reports.serve import ServeLatency
@@ -211,7 +212,7 @@ class EngineTrainMemory(Section):
     fits: bool = quantity("fits: total + context + reserve <= the GPU's memory", "text")
 
 
-class EngineAnswer(Section):
+class EngineAnswer(Section, PricedUnder):
     """What the engine's train and serve reports share: the model, where it came from, the GPU, and the working."""
 
     explain: list[Line] | None = Field(

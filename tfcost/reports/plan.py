@@ -5,7 +5,7 @@ Also the nearest-layout suggestion `train` and `serve` print under a layout that
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel, ConfigDict
@@ -13,10 +13,13 @@ from pydantic import BaseModel, ConfigDict
 from tfcost.costs import engine_memory, expected, parallel, serving, training
 from tfcost.costs import plan as search
 from tfcost.errors import UsageError, describe_validation_error
+from tfcost.reports.base import PricedUnder
 from tfcost.reports.suggestion import Suggestion
 from tfcost.reports.train import TrainReport
-from tfcost.schema import GpuSpec, ModelShape, ServingSetup, TrainingSetup, WeightsDtype
+from tfcost.schema import FrameworkUsed, GpuSpec, ModelShape, ServingSetup, TrainingSetup, WeightsDtype
 from tfcost.units import Dtype
+
+ReportT = TypeVar("ReportT", "TrainPlanReport", "ServePlanReport")
 
 if TYPE_CHECKING:
     from tfcost.reports.serve import ServeReport
@@ -55,7 +58,7 @@ class TrainPlanLayout(Frozen):
     step_predicted: bool  # false: at train's default MFU, the GPU table lacking the figures to predict it
 
 
-class TrainPlanReport(Frozen):
+class TrainPlanReport(Frozen, PricedUnder):
     """Every legal layout of a training run searched: how many, why the refused ones were, the best that fit."""
 
     model: str
@@ -127,7 +130,7 @@ class ServePlanLayout(Frozen):
     tokens_per_s: float
 
 
-class ServePlanReport(Frozen):
+class ServePlanReport(Frozen, PricedUnder):
     """Every serving layout of the GPUs searched: how many, why the refused ones were, the best and the front."""
 
     model: str
@@ -157,6 +160,7 @@ def serving_evaluator(shape: ModelShape, gpu: GpuSpec) -> Callable[[ServingSetup
 
     def evaluate(setup: ServingSetup) -> search.ServeOutcome:
         setup = serving.with_weights_dtype(shape, setup)
+        setup = engine_memory.with_card_max_num_seqs(setup, gpu)  # vLLM's larger default on large cards
         dtype = setup.weights_dtype
         if (dtype, setup.fp8_attention) not in rates_cache:
             compute = serving.compute_dtype(dtype, gpu, shape)
@@ -321,25 +325,24 @@ def plan_train(
     global_batch: int | None = None,
     precision: str | None = None,
     optimizer: str | None = None,
-    flash: bool | None = None,
     price: float | None = None,
     top: int = 10,
-    memory_convention: str | None = None,
-    dp_overlap: bool | None = None,
-    reduce_every_micro_batch: bool | None = None,
-    dropout: bool | None = None,
+    conventions: Mapping[str, object] | None = None,
 ) -> TrainPlanReport:
-    """`tfcost plan train`: T defaults to 4,096 (or the model's context), D to 20 N, B to 4M tokens / T."""
+    """`tfcost plan train`: T defaults to 4,096 (or the model's context), D to 20 N, B to 4M tokens / T;
+    `conventions` are a framework's (tfcost.readers.frameworks.convention_values), every layout priced under them."""
     check_plan_size("--gpus", gpus, MAX_PLAN_GPUS, low=1, whole=True)
     check_plan_size("--global-batch", global_batch, MAX_PLAN_GLOBAL_BATCH, low=1)
     check_plan_size("--top", top, MAX_PLAN_CANDIDATES, low=1, whole=True)
     setup = validated(
         TrainingSetup,
-        tokens=tokens if tokens is not None else training.chinchilla_optimal_tokens(shape),
-        seq_len=seq if seq is not None else training.default_seq_len(shape),
-        gpus=gpus, global_batch=global_batch, precision=precision, optimizer=optimizer, flash=flash,
-        price_per_gpu_hour=price, memory_convention=memory_convention, dp_overlap=dp_overlap,
-        reduce_every_micro_batch=reduce_every_micro_batch, dropout=dropout,
+        **{
+            **(conventions or {}),
+            "tokens": tokens if tokens is not None else training.chinchilla_optimal_tokens(shape),
+            "seq_len": seq if seq is not None else training.default_seq_len(shape),
+            "gpus": gpus, "global_batch": global_batch, "precision": precision, "optimizer": optimizer,
+            "price_per_gpu_hour": price,
+        },
     )  # fmt: skip
     batch = setup.global_batch or search.default_global_batch(setup.seq_len)
     experts = divisor_count(shape.moe.n_experts) if shape.moe is not None else 1
@@ -362,15 +365,20 @@ def plan_serve(
     kv_dtype: str | Sequence[str] | None = None,
     reserve: float | None = None,
     top: int = 10,
+    conventions: Mapping[str, object] | None = None,
 ) -> ServePlanReport:
-    """`tfcost plan serve`: weights_dtype and kv_dtype list the formats to try ("bf16,fp8" or a list)."""
+    """`tfcost plan serve`: weights_dtype and kv_dtype list the formats to try ("bf16,fp8" or a list); `conventions`
+    are an engine's (tfcost.readers.frameworks.convention_values), every layout priced under them."""
     check_plan_size("--gpus", gpus, MAX_PLAN_GPUS, low=1, whole=True)
     check_plan_size("--prompt", prompt, MAX_PLAN_TOKENS_PER_SEQUENCE, low=1)
     check_plan_size("--generate", generate, MAX_PLAN_TOKENS_PER_SEQUENCE, low=1)
     check_plan_size("--ttft-ms", ttft_ms, MAX_PLAN_TARGET_MS)
     check_plan_size("--tpot-ms", tpot_ms, MAX_PLAN_TARGET_MS)
     check_plan_size("--top", top, MAX_PLAN_CANDIDATES, low=1, whole=True)
-    setup = validated(ServingSetup, gpus=gpus, prompt=prompt, generate=generate, reserve=reserve)
+    setup = validated(
+        ServingSetup,
+        **{**(conventions or {}), "gpus": gpus, "prompt": prompt, "generate": generate, "reserve": reserve},
+    )
     weights = [
         validated(ServingSetup, weights_dtype=name).weights_dtype for name in names_of(weights_dtype, "--weights-dtype")
     ]
@@ -424,7 +432,6 @@ def train_suggestion(shape: ModelShape, gpu: GpuSpec, asked: TrainingSetup, mode
         "global_batch": batch,
         "precision": asked.precision if asked.precision != TrainingSetup.model_fields["precision"].default else None,
         "optimizer": asked.optimizer if asked.optimizer != TrainingSetup.model_fields["optimizer"].default else None,
-        "no_flash": not asked.flash,
     }
     words = [word for name, value in given.items() if value is not None for word in option_words(name, value)]
     command = plan_command("train", model, ["--gpus", str(asked.gpus), "--gpu", gpu.name, *words])
@@ -469,3 +476,23 @@ def serve_suggestion(shape: ModelShape, gpu: GpuSpec, asked: ServingSetup, model
         memory_per_gpu_bytes=nearest.outcome.memory_per_gpu_bytes,
         command=command,
     )
+
+
+def with_intervals(report: ReportT, used: FrameworkUsed) -> ReportT:
+    """A plan under the framework `used`, each layout figure with the factors of its error bar."""
+    from tfcost.costs.intervals import interval
+
+    framework = used.name
+    if isinstance(report, TrainPlanReport):
+        bars = {
+            "step_seconds": interval(None, "step_time", framework),
+            "memory_per_gpu_bytes": interval(None, "training_memory", framework),
+        }
+    else:
+        bars = {
+            "ttft_ms": interval(None, "serving", framework),
+            "tpot_ms": interval(None, "serving", framework),
+            "tokens_per_s_per_gpu": interval(None, "serving", framework, rate=True),
+        }
+    found = {key: bar for key, bar in bars.items() if bar is not None}
+    return report.model_copy(update={"framework": used, "intervals": found})
