@@ -512,7 +512,9 @@ def refuse_disagreements(mapping: dict[str, Any], names: dict[str, StoredTensor]
     import re
 
     blocks = {int(match.group(1)) for name in names if (match := re.match(r"blk\.(\d{1,9})\.", name))}
-    checks = [("block_count", mapping["n_layers"], max(blocks) + 1 if blocks else 0, "the blk.N tensors' layers")]
+    checks: list[tuple[str, Any, int | None, str]] = [
+        ("block_count", mapping["n_layers"], max(blocks) + 1 if blocks else 0, "the blk.N tensors' layers")
+    ]
     checks.append(("embedding_length", mapping["d_model"], names["token_embd.weight"].shape[1], "token_embd's width"))
 
     def rows(tensor: str, at: int = 0) -> int | None:
