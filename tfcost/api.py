@@ -102,6 +102,13 @@ def request(
     )
 
 
+def check_flags(**flags: object) -> None:
+    """Flags (--explain, the crossovers) true or false, as the command line gives them."""
+    for name, flag in flags.items():
+        if not isinstance(flag, bool):
+            raise usage(f"{name}: expected True or False, not {shown(flag)}")
+
+
 def path_text(value: str | os.PathLike[str] | None, name: str) -> str | None:
     """A model or config given as text or as a path object, as text; anything else one usage error."""
     if value is None or isinstance(value, str):
@@ -236,6 +243,8 @@ def estimate(
     """
     from tfcost.schema import Workload
 
+    check_flags(explain=explain, crossovers=crossovers)
+
     workload = validated(
         Workload,
         **given(
@@ -294,6 +303,8 @@ def train(
     (["loss=full"] or {"loss": "full"}); a keyword given here wins over both.
     """
     from tfcost.schema import TrainingSetup
+
+    check_flags(explain=explain)
 
     used = conventions_of(framework, framework_set, "training")
     fields: dict[str, Any] = {**convention_values(used), **given(**setup)}
@@ -374,6 +385,8 @@ def serve(
     convention fields (KV pool, profile run, reserve); `framework_set` overrides them; a keyword given here wins.
     """
     from tfcost.schema import ServingSetup
+
+    check_flags(explain=explain)
 
     used = conventions_of(framework, framework_set, "serving")
     asked = request(model, config, overrides, strict, lenient, revision)
