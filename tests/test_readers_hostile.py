@@ -126,7 +126,7 @@ def test_a_count_the_file_cannot_hold_is_refused_before_any_work(tmp_path, tfcos
         ([key_value("a", ARRAY, struct.pack("<IQ", STRING, 3) + text("ab") + struct.pack("<Q", 2**40))],
          "the file ends inside its header"),
         ([key_value("a", ARRAY, struct.pack("<IQ", ARRAY, 1) + struct.pack("<IQ", ARRAY, 1))],
-         "arrays of arrays of arrays"),
+         "an array of arrays in the GGUF header"),
         ([key_value("a", 77, b"")], "unknown GGUF value type 77"),
         ([u32("a", 1), u32("a", 2)], "metadata key 'a' is written twice"),
     ],
