@@ -801,6 +801,10 @@ class GpuSpec(Frozen):
         None, gt=0, description="device memory the driver reports (what vLLM budgets from), GiB; null: memory_gib"
     )
     notes: str | None = Field(None, description="caveats: conflicting sources, unverified figures")
+    board_power_w: float | None = Field(
+        None, gt=0, description="the board's power limit (TDP), W: what a compute-bound step draws; null: unsourced"
+    )
+    power_source: str | None = Field(None, description="where the board power was read")
 
 
 # selective: Korthikanti et al. 2022's (the attention scores recomputed); selective-op: torchtitan's op-level policy
@@ -1110,6 +1114,87 @@ class ServingSetup(Frozen):
     images: Images = 0
     image_size: ImageSide = None
     audio_seconds: AudioSeconds = 0
+    # The engine's scheduler under load (issue 39): conventions a framework file sets, not the user's setup.
+    max_num_batched_tokens: Size = Field(
+        8192,
+        description="tokens one step may carry, prefill chunks and decodes together (vLLM's max_num_batched_tokens: "
+        "vllm/engine/arg_utils.py get_batch_defaults, 'For GPUs like H100 and MI300x, use larger default values', "
+        "UsageContext.OPENAI_API_SERVER: 8192; SGLang's chunked_prefill_size, TensorRT-LLM's max_num_tokens 8192)",
+        exclude_if=lambda tokens: tokens == 8192,
+    )
+    chunked_prefill: bool = Field(
+        True,
+        description="long prompts are split into chunks that share a step with the running decodes (vLLM V1's "
+        "scheduler, always on); off: a step is either whole prompts or decodes (vLLM V0 without "
+        "--enable-chunked-prefill)",
+        exclude_if=lambda chunked: chunked,
+    )
+    # The load (issue 39): the published setup of a serving benchmark, the user's options.
+    concurrency: Size | None = Field(
+        None,
+        description="N requests in flight, each sent when one finishes (benchmark_serving's --max-concurrency, "
+        "genai-perf's --concurrency): a closed loop",
+        exclude_if=lambda n: n is None,
+    )
+    rate: float | None = Field(
+        None,
+        gt=0,
+        le=1e6,
+        description="requests per second arriving as a Poisson process (benchmark_serving's --request-rate)",
+        exclude_if=lambda r: r is None,
+    )
+    requests: Size | None = Field(
+        None,
+        le=100_000,
+        description="requests the benchmark sends (benchmark_serving's --num-prompts); null: 8 x concurrency, at "
+        "least 100 and at most 1,000, or 1,000 at a rate",
+        exclude_if=lambda n: n is None,
+    )
+    length_spread: float = Field(
+        0,
+        ge=0,
+        lt=1,
+        description="r: each prompt and output length drawn uniformly from [L(1 - r), L(1 + r)] (benchmark_serving's "
+        "--random-range-ratio); 0: every request P and G",
+        exclude_if=lambda r: r == 0,
+    )
+    prefix_hit: float = Field(
+        0,
+        ge=0,
+        lt=1,
+        description="share of each prompt already in the prefix cache: neither prefilled nor written again",
+        exclude_if=lambda f: f == 0,
+    )
+    speculative: Literal["mtp", "eagle"] | None = Field(
+        None,
+        description="speculative decoding: mtp (the model's own multi-token-prediction module, DeepSeek-V3) or eagle "
+        "(an EAGLE-3 draft head); each decode step verifies K drafted tokens",
+        exclude_if=lambda method: method is None,
+    )
+    draft_tokens: Size | None = Field(
+        None, le=64, description="K: tokens drafted per step; null: the method's default", exclude_if=lambda k: k is None
+    )
+    acceptance: float | None = Field(
+        None,
+        gt=0,
+        lt=1,
+        description="a: the chance each drafted token is accepted, given the ones before it were; null: the "
+        "method's published default",
+        exclude_if=lambda a: a is None,
+    )
+    seed: int = Field(0, ge=0, description="seed of the arrivals, lengths and acceptances", exclude_if=lambda s: s == 0)
+    price_per_gpu_hour: float | None = Field(
+        None,
+        gt=0,
+        le=1e6,
+        description="what one GPU costs an hour, in dollars: prices the tokens",
+        exclude_if=lambda price: price is None,
+    )
+
+    @property
+    def under_load(self) -> bool:
+        """Whether a load was given (--concurrency or --rate): the scheduler's simulation runs."""
+        return self.concurrency is not None or self.rate is not None
 
     @property
     def context(self) -> int:

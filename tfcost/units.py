@@ -14,7 +14,7 @@ DTYPE_BYTES: dict[str, int] = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8"
 
 Unit = Literal[
     "count", "flops", "bytes", "flops_per_s", "bytes_per_s", "fraction", "days", "hours", "ms", "usd", "per_s", "text",
-    "kernel_ms", "tflops_per_s", "gb_per_s", "ratio", "seconds",
+    "kernel_ms", "tflops_per_s", "gb_per_s", "ratio", "seconds", "usd_fine", "joules", "kwh",
 ]  # fmt: skip
 
 # The largest size tfcost accepts (layers, widths, heads, vocabulary, tokens per sequence, batch): far beyond any
@@ -90,6 +90,9 @@ def human(value: float | str | bool, unit: Unit) -> str:
         "ms": lambda v: f"{v:,.2f} ms",
         "seconds": lambda v: f"{v:,.3f} s",
         "usd": lambda v: f"${v:,.0f}",
+        "usd_fine": lambda v: f"${v:,.3f}",
+        "joules": lambda v: f"{v:,.3g} J",
+        "kwh": lambda v: f"{v:,.3g} kWh",
         "per_s": lambda v: f"{v:,.0f} /s",
         "text": str,
         # measure's table: bare numbers under a label that says the unit ("median ms", "TFLOP/s", "GB/s"), to

@@ -177,6 +177,58 @@ def serve(
             "mid-2025 takes 1024 on cards of 70 GiB and more).",
         ),
     ] = default(ServingSetup, "max_num_seqs"),
+    concurrency: Annotated[
+        int | None,
+        typer.Option(
+            "--concurrency",
+            min=1,
+            help="Under load: N requests in flight, each sent when one finishes (benchmark_serving's "
+            "--max-concurrency): per-request TTFT, TPOT, ITL and end-to-end percentiles from a simulated scheduler.",
+        ),
+    ] = None,
+    rate: Annotated[
+        float | None,
+        typer.Option("--rate", help="Under load: requests per second arriving as a Poisson process (--request-rate)."),
+    ] = None,
+    requests: Annotated[
+        int | None,
+        typer.Option(
+            "--requests", min=1, help="Requests the load sends (--num-prompts) [default: 8 per slot, 100-1,000; 1,000]."
+        ),
+    ] = None,
+    length_spread: Annotated[
+        float,
+        typer.Option(
+            "--length-spread",
+            help="Under load: each P and G drawn uniformly from [L(1 - r), L(1 + r)] (--random-range-ratio r).",
+        ),
+    ] = default(ServingSetup, "length_spread"),
+    prefix_hit: Annotated[
+        float,
+        typer.Option("--prefix-hit", help="Under load: share of each prompt already in the prefix cache, in [0, 1)."),
+    ] = default(ServingSetup, "prefix_hit"),
+    speculative: Annotated[
+        Literal["mtp", "eagle"] | None,
+        typer.Option(
+            "--speculative",
+            help="Under load: speculative decoding by the model's MTP module (DeepSeek-V3: K = 1, a = 0.875) or an "
+            "EAGLE-3 draft head (K = 3, a = 0.8).",
+        ),
+    ] = None,
+    draft_tokens: Annotated[
+        int | None, typer.Option("--draft-tokens", min=1, help="K: tokens drafted a step [default: the method's].")
+    ] = None,
+    acceptance: Annotated[
+        float | None,
+        typer.Option("--acceptance", help="a: chance each drafted token is accepted [default: the method's]."),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the load's draws.")] = default(
+        ServingSetup, "seed"
+    ),
+    price_per_gpu_hour: Annotated[
+        float | None,
+        typer.Option("--price-per-gpu-hour", help="Under load: $ a GPU-hour, for $ per million tokens."),
+    ] = None,
     profile: ProfileOption = None,
     engine: EngineOption = "auto",
     output: FormatOption = "table",
@@ -198,6 +250,9 @@ def serve(
         trt_session=trt_session, nccl_record_stream=nccl_record_stream, kv_pool=kv_pool,
         vllm_profile=vllm_profile, max_num_seqs=max_num_seqs,
         images=images, image_size=image_size, audio_seconds=audio_seconds,
+        concurrency=concurrency, rate=rate, requests=requests, length_spread=length_spread, prefix_hit=prefix_hit,
+        speculative=speculative, draft_tokens=draft_tokens, acceptance=acceptance, seed=seed,
+        price_per_gpu_hour=price_per_gpu_hour,
     )  # fmt: skip
     # Does it fit? If not, the nearest layout that does; `tfcost plan`'s command module (its typer app) is
     # imported only then.

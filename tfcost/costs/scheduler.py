@@ -1,0 +1,461 @@
+"""Serving under load (issue 39): an engine's continuous batching with chunked prefill, simulated step by step.
+
+Requests arrive, either as a closed loop of N in flight (each sent when one finishes: benchmark_serving's
+--max-concurrency, genai-perf's --concurrency) or as a Poisson process of R requests a second (benchmark_serving's
+--request-rate); they wait for a slot, are prefilled in chunks within each step's token budget beside the running
+sequences' decodes, and leave after their G tokens. Every step is priced from the pieces of serve's expected times
+(tfcost.costs.expected) over what that step carries: the projections over all its rows at the matmul or
+weight-stream roofline, the attention of its prefill chunks and decodes with their cache reads at theirs, the head
+on the rows it samples, the tensor-parallel all-reduces, dequantization and the per-step floor.
+
+Assumptions, stated in the report (ASSUMPTIONS):
+- The scheduler is vLLM V1's: the running requests first (each decode one token, or K + 1 under speculative
+  decoding; a prefill its next chunk), then waiting requests first come first served, while the step's token budget
+  (max_num_batched_tokens) and max_num_seqs allow (vllm/v1/core/sched/scheduler.py, schedule(): "First, schedule the
+  RUNNING requests", then "Next, schedule the WAITING requests"). Without chunked prefill a step is either whole
+  prompts or decodes.
+- A request is admitted only when its whole context's KV blocks (P + G) are free, so none is preempted.
+- Only the GPUs' steps take time: the host's scheduling, sampling bookkeeping and detokenization between steps and
+  the client's HTTP path are not priced.
+- Prefix caching (prefix_hit) leaves the cached share of each prompt out of its prefill: its chunks start there, and
+  their attention still reads the cached positions.
+- Speculative decoding: each drafted token is accepted with chance a given the ones before it were (Leviathan et al.
+  2023, "Fast Inference from Transformers via Speculative Decoding", §3.1, i.i.d. acceptance: E[tokens a step] =
+  (1 - a^(K+1)) / (1 - a)); the verify step runs K + 1 rows a sequence, and each drafted token costs one layer of the
+  model and its head over the decoding sequences (DeepSeek-V3's MTP module is one transformer block and the shared
+  head; EAGLE-3's draft is one decoder layer and a head).
+
+The simulation is deterministic (its random draws come from one seeded generator) and bounded: at most
+`MAX_STEPS` steps.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import deque
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from tfcost.costs import expected, serving
+from tfcost.errors import UsageError
+from tfcost.schema import ModelShape, ServingSetup
+from tfcost.units import ceil_div
+
+# A bound on the work: a simulation that would run more steps than this stops with a usage error, never hangs.
+MAX_STEPS = 2_000_000
+# Requests a benchmark sends when not told: benchmark_serving's default --num-prompts is 1000
+# (vllm benchmarks/benchmark_serving.py: 'parser.add_argument("--num-prompts", type=int, default=1000'); a closed
+# loop sends 8 per slot so the ramp up and down is a small part of the run, at least 100.
+DEFAULT_REQUESTS = 1000
+REQUESTS_PER_SLOT = 8
+MIN_REQUESTS = 100
+
+# Speculative decoding's published defaults, per method: (K drafted tokens, a per-token acceptance).
+# DeepSeek-V3 Technical Report (arXiv 2412.19437) §5.4.3: its MTP module predicts one more token, and "the acceptance
+# rate of the second token prediction ranges between 85% and 90% across various generation topics" (the middle,
+# 0.875, taken).
+MTP_DEFAULT = (1, 0.875)
+# EAGLE-3 (Li et al. 2025, arXiv 2503.01840) as SGLang runs a chain: --speculative-num-steps 3
+# --speculative-eagle-topk 1 --speculative-num-draft-tokens 4 (SGLang's speculative decoding docs, EAGLE-3 example).
+# The acceptance: the EAGLE-3 paper's average acceptance length for LLaMA-Instruct 3.1 8B on MT-bench at temperature
+# 0 is 6.65 tokens a step with its draft tree of depth 8 (Table 1); a chain of K = 3 at a per-token acceptance a
+# accepts (1 - a^4) / (1 - a): 0.8 is taken (3.0 tokens a step of at most 4), an assumption below the paper's tree.
+EAGLE_DEFAULT = (3, 0.8)
+SPECULATIVE_DEFAULTS = {"mtp": MTP_DEFAULT, "eagle": EAGLE_DEFAULT}
+
+ASSUMPTIONS = (
+    "Under load: vLLM V1's scheduler simulated step by step (running requests first, then waiting ones FCFS, within "
+    "max_num_batched_tokens and max_num_seqs; chunked prefill), each step priced as serve's expected pieces over what "
+    "it carries; a request admitted only when its whole context's KV blocks are free (no preemption); host "
+    "scheduling, detokenization and the client's HTTP path not priced; percentiles interpolated linearly over the "
+    "requests (TTFT, TPOT, end to end, queueing) and over every streamed chunk (ITL), as benchmark_serving computes "
+    "them."
+)
+
+
+def speculative_setting(setup: ServingSetup) -> tuple[int, float] | None:
+    """(K, a) of the setup's speculative decoding, its method's published default where not given; None without."""
+    if setup.speculative is None:
+        if setup.draft_tokens is not None or setup.acceptance is not None:
+            raise UsageError("--draft-tokens and --acceptance need --speculative mtp|eagle")
+        return None
+    k, a = SPECULATIVE_DEFAULTS[setup.speculative]
+    return (setup.draft_tokens or k, setup.acceptance if setup.acceptance is not None else a)
+
+
+def tokens_per_step(draft_tokens: int, acceptance: float) -> float:
+    """Expected tokens a verify step yields a sequence: 1 + a + a^2 + ... + a^K = (1 - a^(K+1)) / (1 - a)
+    (Leviathan et al. 2023, eq. 1, with i.i.d. acceptance)."""
+    return (1 - acceptance ** (draft_tokens + 1)) / (1 - acceptance)
+
+
+@dataclass(frozen=True)
+class StepWork:
+    """What one step carries, summed over its sequences."""
+
+    prefill_tokens: int = 0
+    prefill_attention_flops: float = 0  # the chunks' QK^T and AV, whole model (all GPUs)
+    prefill_cache_bytes: float = 0  # per GPU: the chunks' KV written and the earlier positions read
+    decode_rows: int = 0  # decode tokens: sequences x (K + 1)
+    decode_attention_flops: float = 0
+    decode_cache_bytes: float = 0  # per GPU: each decoding sequence's cache, read once
+    sequences: int = 0  # sequences in the step (recurrent state read and written)
+    sampled: int = 0  # rows the head runs on
+
+
+class StepPricer:
+    """One layout's step, priced from what it carries (tfcost.reports.serve.serve_expected's pieces, per step)."""
+
+    def __init__(
+        self, shape: ModelShape, setup: ServingSetup, rates: expected.EngineRates, weights_per_gpu: int
+    ) -> None:
+        t = setup.gpus
+        self.shape, self.setup, self.rates, self.t = shape, setup, rates, t
+        read_as = serving.kernel_weights_dtype(shape, setup.weights_dtype)
+        quantized = serving.share_per_gpu(serving.quantized_params(shape, read_as), t)
+        self.dequant = expected.dequant_seconds(quantized, read_as, rates)
+        self.floor = expected.step_floor_seconds(shape, rates)
+        head_elements = expected.head_weight_elements(shape)
+        element_bytes = expected.table_element_bytes(read_as)
+        self.head_bytes = serving.share_per_gpu(head_elements * element_bytes, t)
+        lookup_bytes = serving.share_per_gpu(expected.lookup_table_elements(shape) * element_bytes, t)
+        self.layer_weights = max(weights_per_gpu - self.head_bytes - lookup_bytes, 0)
+        self.head_flops_per_row = 2 * head_elements / t
+        # The projections' FLOPs a token, whatever its position: a decode step's less its attention and head.
+        one_token = self.attention(2) - self.attention(1)
+        self.linear_per_token = (serving.decode_step_flops(shape, 2, 1) - one_token - 2 * head_elements) / t
+        self.state_per_sequence = serving.state_bytes_per_gpu(shape, 1, setup.kv_dtype, t)
+        self.reads = expected.cache_reads_per_decode(shape, t, setup.gqa_decode)
+        self.expert_gpus = serving.stage_gpus(t, setup.ep)
+
+    @lru_cache(maxsize=65536)  # noqa: B019 - one pricer per run; positions recur step after step
+    def attention(self, tokens: int) -> int:
+        """QK^T and AV FLOPs of one causal sequence of `tokens` positions (expected.attention_flops)."""
+        return expected.attention_flops(self.shape, tokens) if tokens > 0 else 0
+
+    @lru_cache(maxsize=65536)  # noqa: B019
+    def cache_bytes(self, tokens: int) -> int:
+        """One sequence's KV cache of `tokens` positions on one GPU, in whole blocks as a paged engine holds it."""
+        if tokens <= 0:
+            return 0
+        allocated = expected.allocated_kv_tokens(tokens, self.setup.kv_block)
+        return serving.kv_cache_bytes_per_gpu(self.shape, allocated, 1, self.setup.kv_dtype, self.t)
+
+    @lru_cache(maxsize=65536)  # noqa: B019
+    def fixed_seconds(self, rows: int, sampled: int) -> float:
+        """The part of a step set by its rows alone: the projections (compute or weight stream, the experts no row
+        routes to unread), the head on the sampled rows, all-reduces, the all-to-all, dequantization and floor."""
+        shape, setup, rates = self.shape, self.setup, self.rates
+        unread = serving.unread_expert_bytes_per_gpu(
+            shape, setup.weights_dtype, rows, self.expert_gpus, setup.group_size
+        )
+        stream = expected.weights_stream_seconds(shape, self.layer_weights - unread, rates)
+        projections = expected.split_step_seconds(self.linear_per_token * rows, stream, 0, 0, rates, rows=rows)
+        head = expected.head_seconds(shape, self.head_flops_per_row * sampled, self.head_bytes, rates)
+        if setup.ep == 1:
+            allreduce = expected.tensor_parallel_seconds(shape, rows, self.t, rates)
+        else:
+            allreduce = expected.expert_parallel_allreduce_seconds(shape, rows, self.t, rates)
+            allreduce += expected.all_to_all_seconds(shape, ceil_div(rows, self.t), setup.ep, rates)
+        return projections + head + allreduce + self.dequant + self.floor
+
+    def seconds(self, work: StepWork) -> float:
+        """One step: its fixed part, and its attention at max(FLOPs / attention rate, cache bytes / stream rate)."""
+        rows = work.prefill_tokens + work.decode_rows
+        if rows == 0:
+            return 0.0
+        attention = (work.prefill_attention_flops + work.decode_attention_flops) / self.t
+        cache = (
+            work.decode_cache_bytes * self.reads
+            + work.prefill_cache_bytes
+            + work.sequences * self.state_per_sequence
+        )
+        return self.fixed_seconds(rows, work.sampled) + expected.split_step_seconds(0, 0, attention, cache, self.rates)
+
+    def draft_seconds(self, sequences: int, draft_tokens: int) -> float:
+        """The K drafted tokens of `sequences` sequences, one after another: each one layer's share of a decode
+        step's projections (its stream of weights or its FLOPs) plus the head and one layer's kernels."""
+        if sequences == 0 or draft_tokens == 0:
+            return 0.0
+        shape, rates = self.shape, self.rates
+        stream = expected.weights_stream_seconds(shape, self.layer_weights / shape.n_layers, rates)
+        layer = expected.split_step_seconds(
+            self.linear_per_token / shape.n_layers * sequences, stream, 0, 0, rates, rows=sequences
+        )
+        head = expected.head_seconds(shape, self.head_flops_per_row * sequences, self.head_bytes, rates)
+        kernels = (rates.kernels_per_layer + expected.KERNELS_OUTSIDE_LAYERS) * rates.kernel_floor_s
+        return draft_tokens * (layer + head + kernels)
+
+
+@dataclass
+class Request:
+    """One request's life in the simulation."""
+
+    arrival: float
+    prompt: int
+    generate: int
+    prefilled: int  # positions in the cache so far (the cached prefix counts from the start)
+    cached: int
+    generated: int = 0
+    admitted: float | None = None
+    first_token: float | None = None
+    last_token: float | None = None
+    done: float | None = None
+    gaps: list[float] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """Per-request figures and totals of one simulated benchmark, each in seconds, tokens or joule-free counts."""
+
+    ttft: list[float]
+    generates: list[int]  # each finished request's G, in the order of ttft and e2e
+    tpot: list[float]
+    itl: list[float]
+    e2e: list[float]
+    queueing: list[float]
+    duration: float
+    busy: float
+    prefill_busy: float  # the busy time's share priced as prefill work, seconds
+    input_tokens: int
+    prefilled_tokens: int
+    output_tokens: int
+    steps: int
+    mean_batch: float
+    tokens_per_step: float | None  # speculative decoding: tokens a sequence's verify step yielded, mean
+    requests: int
+
+
+def default_requests(setup: ServingSetup) -> int:
+    """benchmark_serving's --num-prompts when not given: 8 per slot of a closed loop (100 to 1,000), else 1,000."""
+    if setup.requests is not None:
+        return setup.requests
+    if setup.concurrency is not None:
+        return min(max(REQUESTS_PER_SLOT * setup.concurrency, MIN_REQUESTS), DEFAULT_REQUESTS)
+    return DEFAULT_REQUESTS
+
+
+def drawn_length(mean: int, spread: float, draw: random.Random) -> int:
+    """A length drawn uniformly from [L(1 - r), L(1 + r)] (benchmark_serving's random dataset with
+    --random-range-ratio r), at least 1; L itself when r = 0."""
+    if spread == 0:
+        return mean
+    return max(draw.randint(int(mean * (1 - spread)), int(mean * (1 + spread))), 1)
+
+
+def simulate(pricer: StepPricer, setup: ServingSetup, kv_tokens: int) -> LoadResult:
+    """Run the benchmark: `setup`'s load against an engine of `kv_tokens` KV slots (whole blocks), pricing each
+    step with `pricer`. Deterministic for a seed; at most MAX_STEPS steps."""
+    if setup.concurrency is not None and setup.rate is not None:
+        raise UsageError("give --concurrency (a closed loop) or --rate (Poisson arrivals), not both")
+    draw = random.Random(setup.seed)
+    total = default_requests(setup)
+    speculative = speculative_setting(setup)
+    draft, acceptance = speculative or (0, 0.0)
+    rows_per_decode = draft + 1
+    budget_tokens = setup.max_num_batched_tokens
+    if rows_per_decode > budget_tokens:
+        raise UsageError(f"max_num_batched_tokens ({budget_tokens}) is less than one verify step's {rows_per_decode}")
+    blocks_free = kv_tokens // setup.kv_block
+
+    def new_request(arrival: float) -> Request:
+        prompt = drawn_length(setup.prompt, setup.length_spread, draw)
+        generate = drawn_length(setup.generate, setup.length_spread, draw)
+        cached = min(int(prompt * setup.prefix_hit), prompt - 1)
+        return Request(arrival, prompt, generate, prefilled=cached, cached=cached)
+
+    def blocks(request: Request) -> int:
+        return ceil_div(request.prompt + request.generate, setup.kv_block)
+
+    arrivals: deque[Request] = deque()
+    if setup.concurrency is not None:
+        arrivals.extend(new_request(0.0) for _ in range(min(setup.concurrency, total)))
+    else:
+        assert setup.rate is not None
+        clock = 0.0
+        for _ in range(total):
+            arrivals.append(new_request(clock))
+            clock += draw.expovariate(setup.rate)
+    sent = len(arrivals)
+    largest = max(blocks(request) for request in arrivals)
+    longest = max(request.prompt - request.cached for request in arrivals)
+    if not setup.chunked_prefill and longest > budget_tokens:
+        raise UsageError(
+            f"without chunked prefill a prompt ({longest:,} tokens) must fit one step's max_num_batched_tokens "
+            f"({budget_tokens:,})"
+        )
+    if largest > blocks_free:
+        raise UsageError(
+            f"one request's context ({largest * setup.kv_block:,} tokens in whole blocks) does not fit the KV cache "
+            f"({kv_tokens:,} tokens): fewer tokens, more GPUs or a smaller --kv-dtype"
+        )
+
+    waiting: deque[Request] = deque()
+    running: list[Request] = []
+    finished: list[Request] = []
+    now = busy = prefill_busy = 0.0
+    steps = carried = 0
+    yielded, verifies = 0, 0
+    while len(finished) < total:
+        while arrivals and arrivals[0].arrival <= now:
+            waiting.append(arrivals.popleft())
+        if not running and not waiting:
+            now = arrivals[0].arrival  # idle until the next request arrives
+            continue
+        steps += 1
+        if steps > MAX_STEPS:
+            raise UsageError(f"the load needs more than {MAX_STEPS:,} steps to simulate: fewer --requests")
+        budget = budget_tokens
+
+        def admissible() -> bool:
+            return bool(waiting) and len(running) < setup.max_num_seqs and blocks(waiting[0]) <= blocks_free
+
+        # Without chunked prefill a step is either whole prompts (when one waits and fits) or decodes.
+        prompts_only = not setup.chunked_prefill and admissible()
+        decodes: list[Request] = []
+        chunks: list[tuple[Request, int]] = []
+        for request in running:  # the running requests first, in the order they came
+            if request.prefilled >= request.prompt:
+                if not prompts_only and budget >= rows_per_decode:
+                    decodes.append(request)
+                    budget -= rows_per_decode
+            elif budget > 0:  # a prompt still in chunks (chunked prefill only)
+                size = min(request.prompt - request.prefilled, budget)
+                chunks.append((request, size))
+                budget -= size
+        while admissible() and (setup.chunked_prefill or prompts_only):  # then the waiting ones, first come first
+            request = waiting[0]
+            left = request.prompt - request.prefilled
+            if budget <= 0 or (not setup.chunked_prefill and left > budget):
+                break
+            waiting.popleft()
+            blocks_free -= blocks(request)
+            request.admitted = now
+            running.append(request)
+            chunks.append((request, min(left, budget)))
+            budget -= min(left, budget)
+        if not decodes and not chunks:  # nothing fits this step (cannot happen with a request admitted)
+            raise UsageError("the scheduler could not place any request: raise max_num_batched_tokens")
+
+        work, prefill_work, decode_work = step_work(pricer, chunks, decodes, rows_per_decode)
+        step_s = pricer.seconds(work) + pricer.draft_seconds(len(decodes), draft)
+        if chunks and decodes:  # the step's time split between its prefill and decode work by their own prices
+            alone_prefill = pricer.seconds(prefill_work)
+            alone_decode = pricer.seconds(decode_work) + pricer.draft_seconds(len(decodes), draft)
+            prefill_busy += step_s * alone_prefill / (alone_prefill + alone_decode)
+        elif chunks:
+            prefill_busy += step_s
+        now += step_s
+        busy += step_s
+        carried += len(chunks) + len(decodes)
+
+        for request, size in chunks:
+            request.prefilled += size
+            if request.prefilled >= request.prompt:  # the step that ends a prompt samples its first token
+                request.generated = 1
+                request.first_token = request.last_token = now
+        for request in decodes:
+            if speculative is None:
+                new = 1
+            else:
+                accepted = 0
+                while accepted < draft and draw.random() < acceptance:
+                    accepted += 1
+                new = accepted + 1
+                yielded += new
+                verifies += 1
+            request.generated += new
+            assert request.last_token is not None
+            request.gaps.append(now - request.last_token)
+            request.last_token = now
+        still: list[Request] = []
+        for request in running:
+            if request.first_token is not None and request.generated >= request.generate:
+                request.done = now
+                finished.append(request)
+                blocks_free += blocks(request)
+                if setup.concurrency is not None and sent < total:  # the closed loop sends the next one
+                    arrivals.append(new_request(now))
+                    sent += 1
+            else:
+                still.append(request)
+        running = still
+
+    return LoadResult(
+        ttft=[r.first_token - r.arrival for r in finished if r.first_token is not None],
+        generates=[r.generate for r in finished],
+        tpot=[
+            (r.done - r.first_token) / (r.generate - 1)
+            for r in finished
+            if r.done is not None and r.first_token is not None and r.generate > 1
+        ],
+        itl=[gap for r in finished for gap in r.gaps],
+        e2e=[r.done - r.arrival for r in finished if r.done is not None],
+        queueing=[r.admitted - r.arrival for r in finished if r.admitted is not None],
+        duration=now,
+        busy=busy,
+        prefill_busy=prefill_busy,
+        input_tokens=sum(r.prompt for r in finished),
+        prefilled_tokens=sum(r.prompt - r.cached for r in finished),
+        output_tokens=sum(r.generate for r in finished),
+        steps=steps,
+        mean_batch=carried / steps if steps else 0.0,
+        tokens_per_step=yielded / verifies if verifies else None,
+        requests=len(finished),
+    )
+
+
+def step_work(
+    pricer: StepPricer, chunks: list[tuple[Request, int]], decodes: list[Request], rows_per_decode: int
+) -> tuple[StepWork, StepWork, StepWork]:
+    """(the whole step, its prefill chunks alone, its decodes alone) as StepWork."""
+    prefill_tokens = sum(size for _, size in chunks)
+    prefill_attention = sum(
+        pricer.attention(request.prefilled + size) - pricer.attention(request.prefilled) for request, size in chunks
+    )
+    # A chunk writes its positions' KV and its attention reads the positions before it once: its context's cache.
+    prefill_cache = sum(pricer.cache_bytes(request.prefilled + size) for request, size in chunks)
+    ending = sum(1 for request, size in chunks if request.prefilled + size >= request.prompt)
+    decode_attention = 0.0
+    decode_cache = 0.0
+    for request in decodes:
+        context = request.prompt + request.generated  # the new token attends every earlier position and itself
+        decode_attention += rows_per_decode * (pricer.attention(context) - pricer.attention(context - 1))
+        decode_cache += pricer.cache_bytes(context)
+    decode_rows = rows_per_decode * len(decodes)
+    prefill = StepWork(prefill_tokens, prefill_attention, prefill_cache, sequences=len(chunks), sampled=ending)
+    decode = StepWork(
+        decode_rows=decode_rows,
+        decode_attention_flops=decode_attention,
+        decode_cache_bytes=decode_cache,
+        sequences=len(decodes),
+        sampled=decode_rows,
+    )
+    whole = StepWork(
+        prefill_tokens,
+        prefill_attention,
+        prefill_cache,
+        decode_rows,
+        decode_attention,
+        decode_cache,
+        len(chunks) + len(decodes),
+        ending + decode_rows,
+    )
+    return whole, prefill, decode
+
+
+def percentile(values: list[float], share: float) -> float:
+    """The `share` percentile of `values`, interpolated linearly between the nearest ranks (numpy.percentile's
+    default, which benchmark_serving uses); 0 for no values."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    position = share * (len(ordered) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
