@@ -1172,7 +1172,10 @@ class ServingSetup(Frozen):
         exclude_if=lambda method: method is None,
     )
     draft_tokens: Size | None = Field(
-        None, le=64, description="K: tokens drafted per step; null: the method's default", exclude_if=lambda k: k is None
+        None,
+        le=64,
+        description="K: tokens drafted per step; null: the method's default",
+        exclude_if=lambda k: k is None,
     )
     acceptance: float | None = Field(
         None,

@@ -167,19 +167,21 @@ class StepPricer:
             return 0.0
         attention = (work.prefill_attention_flops + work.decode_attention_flops) / self.t
         cache = (
-            work.decode_cache_bytes * self.reads
-            + work.prefill_cache_bytes
-            + work.sequences * self.state_per_sequence
+            work.decode_cache_bytes * self.reads + work.prefill_cache_bytes + work.sequences * self.state_per_sequence
         )
         return self.fixed_seconds(rows, work.sampled) + expected.split_step_seconds(0, 0, attention, cache, self.rates)
 
     def draft_seconds(self, sequences: int, draft_tokens: int) -> float:
         """The K drafted tokens of `sequences` sequences, one after another: each one layer's share of a decode
-        step's projections (its stream of weights or its FLOPs) plus the head and one layer's kernels."""
+        step's projections (its stream of the weights those rows read, or its FLOPs) plus the head and one layer's
+        kernels."""
         if sequences == 0 or draft_tokens == 0:
             return 0.0
-        shape, rates = self.shape, self.rates
-        stream = expected.weights_stream_seconds(shape, self.layer_weights / shape.n_layers, rates)
+        shape, setup, rates = self.shape, self.setup, self.rates
+        unread = serving.unread_expert_bytes_per_gpu(
+            shape, setup.weights_dtype, sequences, self.expert_gpus, setup.group_size
+        )
+        stream = expected.weights_stream_seconds(shape, (self.layer_weights - unread) / shape.n_layers, rates)
         layer = expected.split_step_seconds(
             self.linear_per_token / shape.n_layers * sequences, stream, 0, 0, rates, rows=sequences
         )
@@ -268,6 +270,10 @@ def simulate(pricer: StepPricer, setup: ServingSetup, kv_tokens: int) -> LoadRes
     def blocks(request: Request) -> int:
         return ceil_div(request.prompt + request.generate, setup.kv_block)
 
+    def admissible(queue: deque[Request], admitted: list[Request], free: int) -> bool:
+        """Whether the head of the queue may start: a sequence slot and its whole context's blocks are free."""
+        return bool(queue) and len(admitted) < setup.max_num_seqs and blocks(queue[0]) <= free
+
     arrivals: deque[Request] = deque()
     if setup.concurrency is not None:
         arrivals.extend(new_request(0.0) for _ in range(min(setup.concurrency, total)))
@@ -308,11 +314,8 @@ def simulate(pricer: StepPricer, setup: ServingSetup, kv_tokens: int) -> LoadRes
             raise UsageError(f"the load needs more than {MAX_STEPS:,} steps to simulate: fewer --requests")
         budget = budget_tokens
 
-        def admissible() -> bool:
-            return bool(waiting) and len(running) < setup.max_num_seqs and blocks(waiting[0]) <= blocks_free
-
         # Without chunked prefill a step is either whole prompts (when one waits and fits) or decodes.
-        prompts_only = not setup.chunked_prefill and admissible()
+        prompts_only = not setup.chunked_prefill and admissible(waiting, running, blocks_free)
         decodes: list[Request] = []
         chunks: list[tuple[Request, int]] = []
         for request in running:  # the running requests first, in the order they came
@@ -324,7 +327,8 @@ def simulate(pricer: StepPricer, setup: ServingSetup, kv_tokens: int) -> LoadRes
                 size = min(request.prompt - request.prefilled, budget)
                 chunks.append((request, size))
                 budget -= size
-        while admissible() and (setup.chunked_prefill or prompts_only):  # then the waiting ones, first come first
+        # Then the waiting ones, first come first served.
+        while admissible(waiting, running, blocks_free) and (setup.chunked_prefill or prompts_only):
             request = waiting[0]
             left = request.prompt - request.prefilled
             if budget <= 0 or (not setup.chunked_prefill and left > budget):

@@ -138,6 +138,7 @@ class ServeLoad(Section):
     e2e_p50_ms: float = quantity("end-to-end latency p50", "ms")
     e2e_p90_ms: float = quantity("end-to-end latency p90", "ms")
     e2e_p99_ms: float = quantity("end-to-end latency p99", "ms")
+    e2e_mean_ms: float = quantity("end-to-end latency mean", "ms")
     queueing_p50_ms: float = quantity("queueing delay (arrival to first scheduled) p50", "ms")
     queueing_p90_ms: float = quantity("queueing delay p90", "ms")
     queueing_p99_ms: float = quantity("queueing delay p99", "ms")
@@ -458,6 +459,7 @@ def serve_load(
         e2e_p50_ms=scheduler.percentile(run.e2e, 0.5) * ms,
         e2e_p90_ms=scheduler.percentile(run.e2e, 0.9) * ms,
         e2e_p99_ms=scheduler.percentile(run.e2e, 0.99) * ms,
+        e2e_mean_ms=scheduler.mean(run.e2e) * ms,
         queueing_p50_ms=scheduler.percentile(run.queueing, 0.5) * ms,
         queueing_p90_ms=scheduler.percentile(run.queueing, 0.9) * ms,
         queueing_p99_ms=scheduler.percentile(run.queueing, 0.99) * ms,
@@ -471,9 +473,7 @@ def serve_load(
         busy_share=run.busy / run.duration,
         prefill_share=prefill_share,
         kv_capacity_tokens=capacity,
-        speculative=None
-        if speculative is None
-        else f"{setup.speculative}, K = {speculative[0]} drafted tokens a step",
+        speculative=None if speculative is None else f"{setup.speculative}, K = {speculative[0]} drafted tokens a step",
         acceptance=None if speculative is None else speculative[1],
         expected_tokens_per_step=None if speculative is None else scheduler.tokens_per_step(*speculative),
         tokens_per_step=run.tokens_per_step,
