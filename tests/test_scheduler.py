@@ -173,3 +173,15 @@ def test_bad_load_gets_one_line(tfcost):
         tfcost("serve", "llama-3-8b", "--concurrency", "1", "-P", "600k", "-G", "1"), 2
     )
     assert "--pp" in one_line_error(tfcost("serve", "llama-3-8b", "--concurrency", "1", "--pp", "2"), 2)
+
+
+def test_multi_step_scheduling_streams_a_pass_at_a_time(llama3, h100):
+    # vLLM V0's --num-scheduler-steps N: N decode steps a scheduling pass, its tokens streamed when the pass ends, so
+    # the time between streamed chunks is N decode steps, and a new prompt waits for the pass to end.
+    base = ServingSetup(prompt=256, generate=256, rate=2, requests=100, chunked_prefill=False)
+    one = serve(llama3, h100, base).load
+    ten = serve(llama3, h100, base.model_copy(update={"scheduler_steps": 10})).load
+    assert one is not None and ten is not None
+    assert ten.itl_p50_ms == pytest.approx(10 * one.itl_p50_ms, rel=0.1)
+    assert ten.tpot_p50_ms == pytest.approx(one.tpot_p50_ms, rel=0.1)  # the same steps, streamed later
+    assert ten.ttft_p50_ms > one.ttft_p50_ms

@@ -1129,6 +1129,16 @@ class ServingSetup(Frozen):
         "--enable-chunked-prefill)",
         exclude_if=lambda chunked: chunked,
     )
+    scheduler_steps: Size = Field(
+        1,
+        le=64,
+        description="decode steps one scheduling pass runs on a fixed batch, admitting no new prompt inside it, its "
+        "tokens streamed when the pass ends (vLLM V0's --num-scheduler-steps, 'Maximum number of forward steps per "
+        "scheduler call', vllm/engine/arg_utils.py; streamed at the end as with its later "
+        "--multi-step-stream-outputs False, 'If False, then multi-step will stream outputs at the end of all "
+        "steps'); 1: every step",
+        exclude_if=lambda steps: steps == 1,
+    )
     # The load (issue 39): the published setup of a serving benchmark, the user's options.
     concurrency: Size | None = Field(
         None,

@@ -342,34 +342,44 @@ def simulate(pricer: StepPricer, setup: ServingSetup, kv_tokens: int) -> LoadRes
         if not decodes and not chunks:  # nothing fits this step (cannot happen with a request admitted)
             raise UsageError("the scheduler could not place any request: raise max_num_batched_tokens")
 
-        work, prefill_work, decode_work = step_work(pricer, chunks, decodes, rows_per_decode)
-        step_s = pricer.seconds(work) + pricer.draft_seconds(len(decodes), draft)
-        if chunks and decodes:  # the step's time split between its prefill and decode work by their own prices
-            alone_prefill = pricer.seconds(prefill_work)
-            alone_decode = pricer.seconds(decode_work) + pricer.draft_seconds(len(decodes), draft)
-            prefill_busy += step_s * alone_prefill / (alone_prefill + alone_decode)
-        elif chunks:
-            prefill_busy += step_s
+        # A decode-only step under multi-step scheduling runs `scheduler_steps` steps on the same batch, and the
+        # tokens reach the client when the pass ends (vLLM V0's --num-scheduler-steps).
+        passes = setup.scheduler_steps if decodes and not chunks else 1
+        step_s = 0.0
+        for _ in range(passes):
+            work, prefill_work, decode_work = step_work(pricer, chunks, decodes, rows_per_decode)
+            one_s = pricer.seconds(work) + pricer.draft_seconds(len(decodes), draft)
+            if chunks and decodes:  # the step's time split between its prefill and decode work by their own prices
+                alone_prefill = pricer.seconds(prefill_work)
+                alone_decode = pricer.seconds(decode_work) + pricer.draft_seconds(len(decodes), draft)
+                prefill_busy += one_s * alone_prefill / (alone_prefill + alone_decode)
+            elif chunks:
+                prefill_busy += one_s
+            step_s += one_s
+            carried += len(chunks) + len(decodes)
+            for request in decodes:
+                if speculative is None:
+                    new = 1
+                else:
+                    accepted = 0
+                    while accepted < draft and draw.random() < acceptance:
+                        accepted += 1
+                    new = accepted + 1
+                    yielded += new
+                    verifies += 1
+                request.generated += new
+            if all(request.generated >= request.generate for request in decodes):
+                break
+        steps += passes - 1
         now += step_s
         busy += step_s
-        carried += len(chunks) + len(decodes)
 
         for request, size in chunks:
             request.prefilled += size
             if request.prefilled >= request.prompt:  # the step that ends a prompt samples its first token
                 request.generated = 1
                 request.first_token = request.last_token = now
-        for request in decodes:
-            if speculative is None:
-                new = 1
-            else:
-                accepted = 0
-                while accepted < draft and draw.random() < acceptance:
-                    accepted += 1
-                new = accepted + 1
-                yielded += new
-                verifies += 1
-            request.generated += new
+        for request in decodes:  # the step's (or pass's) tokens stream out together, one chunk
             assert request.last_token is not None
             request.gaps.append(now - request.last_token)
             request.last_token = now
