@@ -297,9 +297,10 @@ def serve(
 
     Every keyword after the model's is a field of `tfcost.schema.ServingSetup`, named as the command's option with
     underscores (gpus, pp, ep, weights_dtype, kv_dtype, batch, prompt, generate, reserve, compute_efficiency,
-    memory_efficiency, group_size, kv_block, kv_pool, vllm_profile, max_num_seqs); a field not given keeps its
-    default. With a measured `profile` the efficiencies are its own (1.0 over its measured rates).
-    """
+    memory_efficiency, group_size, kv_block, kv_pool, vllm_profile, max_num_seqs; under load: concurrency or rate,
+    requests, length_spread, prefix_hit, speculative, draft_tokens, acceptance, seed, price_per_gpu_hour); a field
+    not given keeps its default. With a measured `profile` the efficiencies are its own (1.0 over its measured
+    rates)."""
     from tfcost.schema import ServingSetup
 
     asked = request(model, config, overrides, strict, lenient, revision)
