@@ -185,3 +185,19 @@ def test_multi_step_scheduling_streams_a_pass_at_a_time(llama3, h100):
     assert ten.itl_p50_ms == pytest.approx(10 * one.itl_p50_ms, rel=0.1)
     assert ten.tpot_p50_ms == pytest.approx(one.tpot_p50_ms, rel=0.1)  # the same steps, streamed later
     assert ten.ttft_p50_ms > one.ttft_p50_ms
+
+
+def test_plan_serve_under_load_ranks_by_the_simulated_benchmark(tfcost):
+    run = tfcost("plan", "serve", "llama-3-8b", "--gpus", "2", "-P", "512", "-G", "64", "--concurrency", "8",
+                 "--requests", "16", "--weights-dtype", "bf16", "--kv-dtype", "bf16", "--format", "json")  # fmt: skip
+    assert run.code == 0, run.stderr
+    report = json.loads(run.stdout)
+    assert report["load"] == "closed loop, 8 requests in flight a replica"
+    # 2 GPUs: tp 1 x 2 replicas, tp 2 x 1, and pp 2 (not modelled under load, refused with its reason)
+    assert [(layout["tp"], layout["replicas"]) for layout in report["layouts"]] == [(1, 2), (2, 1)]
+    assert report["rejected"] == {"not modelled under load (pipeline or attention data parallelism)": 1}
+    # The replicas' throughput per GPU is the simulated benchmark's, as `serve --concurrency 8` prints it.
+    single = json.loads(tfcost("serve", "llama-3-8b", "-P", "512", "-G", "64", "--concurrency", "8", "--requests",
+                               "16", "--format", "json").stdout)["load"]  # fmt: skip
+    assert report["layouts"][0]["tokens_per_s_per_gpu"] == pytest.approx(single["output_tokens_per_s_per_gpu"])
+    assert report["layouts"][0]["ttft_ms"] == pytest.approx(single["ttft_mean_ms"])

@@ -181,6 +181,22 @@ def plan_serve(
     reserve: Annotated[float, typer.Option("--reserve", help="Fraction of GPU memory kept free, in [0, 1).")] = default(
         ServingSetup, "reserve"
     ),
+    concurrency: Annotated[
+        int | None,
+        typer.Option(
+            "--concurrency",
+            min=1,
+            help="Rank layouts under load: N requests in flight on each replica, a simulated benchmark each (TTFT "
+            "and TPOT targets on its means).",
+        ),
+    ] = None,
+    rate: Annotated[
+        float | None,
+        typer.Option("--rate", help="Rank layouts under load: requests per second (Poisson) over all replicas."),
+    ] = None,
+    requests: Annotated[
+        int | None, typer.Option("--requests", min=1, help="Requests each simulated benchmark sends.")
+    ] = None,
     top: TopOption = 10,
     plot: Annotated[
         str | None,
@@ -205,7 +221,8 @@ def plan_serve(
     shape = load_source(model, config, overrides, strict, lenient, revision).shape
     report = run_plan(
         shape, load_gpu(gpu), gpus=gpus, prompt=prompt, generate=generate, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
-        weights_dtype=weights_dtype, kv_dtype=kv_dtype, reserve=reserve, top=top,
+        weights_dtype=weights_dtype, kv_dtype=kv_dtype, reserve=reserve, top=top, concurrency=concurrency,
+        rate=rate, requests=requests,
     )  # fmt: skip
     if output == "json":
         tables.print_json(report)

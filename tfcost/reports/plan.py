@@ -8,7 +8,7 @@ import shlex
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from tfcost.costs import engine_memory, expected, parallel, serving, training
 from tfcost.costs import plan as search
@@ -137,6 +137,11 @@ class ServePlanReport(Frozen):
     generate: int
     ttft_ms_target: float | None
     tpot_ms_target: float | None
+    load: str | None = Field(
+        default=None,
+        description="under load: the benchmark each layout was simulated on (targets on mean TTFT and TPOT)",
+        exclude_if=lambda load: load is None,
+    )
     searched: int
     feasible: int
     rejected: dict[str, int]
@@ -168,6 +173,26 @@ def serving_evaluator(shape: ModelShape, gpu: GpuSpec) -> Callable[[ServingSetup
             served = serving.served_weight_bytes(shape, dtype, setup.group_size)
             weights_cache[layout] = serving.layout_weight_bytes_per_gpu(
                 shape, served, dtype, setup.gpus, setup.ep, setup.group_size
+            )
+        if setup.under_load:  # the simulated benchmark: its mean TTFT and TPOT, its throughput
+            from tfcost.reports.serve import serve_load
+
+            static = serve_expected(
+                shape, setup, rates_cache[dtype, setup.fp8_attention], usable_cache[setup.reserve],
+                weights_cache[layout],
+            )  # fmt: skip
+            if not static.fits:  # the weights and one sequence do not fit: nothing to simulate
+                return search.ServeOutcome(0, 0, 0, 0, static.total_bytes_per_gpu, False, static.max_batch)
+            load = serve_load(shape, gpu, setup, rates_cache[dtype, setup.fp8_attention], weights_cache[layout])
+            return search.ServeOutcome(
+                ttft_ms=load.ttft_mean_ms,
+                tpot_ms=load.tpot_mean_ms,
+                tokens_per_s=load.output_tokens_per_s,
+                tokens_per_s_per_sequence=load.output_tokens_per_s_per_user,
+                memory_per_gpu_bytes=static.total_bytes_per_gpu,
+                fits=True,
+                max_batch=static.max_batch,
+                mean_batch=load.mean_batch,
             )
         result = serve_expected(
             shape, setup, rates_cache[dtype, setup.fp8_attention], usable_cache[setup.reserve], weights_cache[layout]
@@ -220,6 +245,13 @@ def plan_serve_setup(
         generate=base.generate,
         ttft_ms_target=ttft_ms,
         tpot_ms_target=tpot_ms,
+        load=None
+        if not base.under_load
+        else (
+            f"closed loop, {base.concurrency} requests in flight a replica"
+            if base.concurrency is not None
+            else f"Poisson arrivals, {base.rate:g} requests/s over all replicas"
+        ),
         searched=found.searched,
         feasible=found.feasible,
         rejected=dict(found.rejected.most_common()),
@@ -294,9 +326,20 @@ def plan_serve(
     kv_dtype: str | Sequence[str] | None = None,
     reserve: float | None = None,
     top: int = 10,
+    concurrency: int | None = None,
+    rate: float | None = None,
+    requests: int | None = None,
 ) -> ServePlanReport:
-    """`tfcost plan serve`: weights_dtype and kv_dtype list the formats to try ("bf16,fp8" or a list)."""
-    setup = validated(ServingSetup, prompt=prompt, generate=generate, reserve=reserve)
+    """`tfcost plan serve`: weights_dtype and kv_dtype list the formats to try ("bf16,fp8" or a list). With a
+    `concurrency` (each replica's requests in flight) or a `rate` (requests a second over all replicas), every
+    layout is ranked by its simulated benchmark (`serve --concurrency/--rate`), its targets on the mean TTFT and
+    TPOT, and its batch the mean the scheduler ran."""
+    if concurrency is not None and rate is not None:
+        raise UsageError("give --concurrency (a closed loop) or --rate (Poisson arrivals), not both")
+    setup = validated(
+        ServingSetup, prompt=prompt, generate=generate, reserve=reserve, concurrency=concurrency, rate=rate,
+        requests=requests,
+    )  # fmt: skip
     weights = [validated(ServingSetup, weights_dtype=name).weights_dtype for name in names_of(weights_dtype)]
     kv = [validated(ServingSetup, kv_dtype=name).kv_dtype for name in names_of(kv_dtype)]
     chosen = [name for name in weights if name is not None] or None
