@@ -44,9 +44,9 @@ from tfcost.units import ceil_div
 
 # A bound on the work: a simulation that would run more steps than this stops with a usage error, never hangs.
 MAX_STEPS = 2_000_000
-# Requests a benchmark sends when not told: benchmark_serving's default --num-prompts is 1000
-# (vllm benchmarks/benchmark_serving.py: 'parser.add_argument("--num-prompts", type=int, default=1000'); a closed
-# loop sends 8 per slot so the ramp up and down is a small part of the run, at least 100.
+# Requests a benchmark sends when not told: benchmark_serving's default (vllm benchmarks/benchmark_serving.py:
+# '"--num-prompts", type=int, default=1000, help="Number of prompts to process."'); a closed loop sends 8 per slot
+# so that the ramp up and down is a small part of the run, at least 100.
 DEFAULT_REQUESTS = 1000
 REQUESTS_PER_SLOT = 8
 MIN_REQUESTS = 100
@@ -239,8 +239,9 @@ def default_requests(setup: ServingSetup) -> int:
 
 
 def drawn_length(mean: int, spread: float, draw: random.Random) -> int:
-    """A length drawn uniformly from [L(1 - r), L(1 + r)] (benchmark_serving's random dataset with
-    --random-range-ratio r), at least 1; L itself when r = 0."""
+    """A length drawn uniformly from [L(1 - r), L(1 + r)], at least 1; L itself when r = 0. benchmark_serving's
+    --random-range-ratio: 'Must be in the range [0, 1) to define a symmetric sampling range [length * (1 -
+    range_ratio), length * (1 + range_ratio)].'"""
     if spread == 0:
         return mean
     return max(draw.randint(int(mean * (1 - spread)), int(mean * (1 + spread))), 1)
