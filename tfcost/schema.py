@@ -1119,7 +1119,8 @@ class ServingSetup(Frozen):
         8192,
         description="tokens one step may carry, prefill chunks and decodes together (vLLM's max_num_batched_tokens: "
         "vllm/engine/arg_utils.py get_batch_defaults, 'For GPUs like H100 and MI300x, use larger default values', "
-        "UsageContext.OPENAI_API_SERVER: 8192; SGLang's chunked_prefill_size, TensorRT-LLM's max_num_tokens 8192)",
+        "UsageContext.OPENAI_API_SERVER: 8192; SGLang's chunked_prefill_size and TensorRT-LLM's max_num_tokens are "
+        "the same budget, set by their framework files)",
         exclude_if=lambda tokens: tokens == 8192,
     )
     chunked_prefill: bool = Field(
