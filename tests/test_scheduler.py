@@ -201,3 +201,11 @@ def test_plan_serve_under_load_ranks_by_the_simulated_benchmark(tfcost):
                                "16", "--format", "json").stdout)["load"]  # fmt: skip
     assert report["layouts"][0]["tokens_per_s_per_gpu"] == pytest.approx(single["output_tokens_per_s_per_gpu"])
     assert report["layouts"][0]["ttft_ms"] == pytest.approx(single["ttft_mean_ms"])
+
+
+def test_co2_is_the_grids_grams_times_the_energy(llama3, h100):
+    setup = ServingSetup(prompt=512, generate=64, concurrency=4, requests=16, grid_gco2_per_kwh=400)
+    load = serve(llama3, h100, setup).load
+    assert load is not None and load.kwh_per_million_output_tokens is not None
+    assert load.gco2_per_million_output_tokens == pytest.approx(400 * load.kwh_per_million_output_tokens)
+    assert load.gco2_per_million_input_tokens == pytest.approx(400 * (load.kwh_per_million_input_tokens or 0))

@@ -1205,6 +1205,14 @@ class ServingSetup(Frozen):
         exclude_if=lambda price: price is None,
     )
 
+    grid_gco2_per_kwh: float | None = Field(
+        None,
+        gt=0,
+        le=1e5,
+        description="grams of CO2 the grid emits a kWh: prices the tokens' energy in CO2",
+        exclude_if=lambda grams: grams is None,
+    )
+
     @property
     def under_load(self) -> bool:
         """Whether a load was given (--concurrency or --rate): the scheduler's simulation runs."""

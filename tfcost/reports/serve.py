@@ -215,6 +215,18 @@ class ServeLoad(Section):
         json_schema_extra={"unit": "kwh"},
         exclude_if=lambda value: value is None,
     )
+    gco2_per_million_input_tokens: float | None = Field(
+        default=None,
+        description="CO2 per million input tokens, g (--grid-gco2-per-kwh x kWh)",
+        json_schema_extra={"unit": "count"},
+        exclude_if=lambda value: value is None,
+    )
+    gco2_per_million_output_tokens: float | None = Field(
+        default=None,
+        description="CO2 per million output tokens, g (--grid-gco2-per-kwh x kWh)",
+        json_schema_extra={"unit": "count"},
+        exclude_if=lambda value: value is None,
+    )
     power_model: str | None = Field(
         default=None,
         description="the power model and its source",
@@ -431,6 +443,13 @@ def serve_load(
             "kwh_per_million_output_tokens": energy.per_million(joules[1], run.output_tokens) / energy.J_PER_KWH,
             "power_model": f"{gpu.board_power_w:g} W a GPU: {energy.POWER_SOURCE}",
         }
+        if setup.grid_gco2_per_kwh is not None:
+            for part, spent, tokens in (
+                ("input", joules[0], run.input_tokens),
+                ("output", joules[1], run.output_tokens),
+            ):
+                kwh_per_million = energy.per_million(spent, tokens) / energy.J_PER_KWH
+                power[f"gco2_per_million_{part}_tokens"] = kwh_per_million * setup.grid_gco2_per_kwh
     ms = 1000.0
     load = (
         f"closed loop, concurrency {setup.concurrency}"
