@@ -209,3 +209,10 @@ def test_co2_is_the_grids_grams_times_the_energy(llama3, h100):
     assert load is not None and load.kwh_per_million_output_tokens is not None
     assert load.gco2_per_million_output_tokens == pytest.approx(400 * load.kwh_per_million_output_tokens)
     assert load.gco2_per_million_input_tokens == pytest.approx(400 * (load.kwh_per_million_input_tokens or 0))
+
+
+def test_a_load_too_large_to_simulate_is_one_line(tfcost):
+    # 100,000 requests of 512 tokens: 51.2M tokens, past the simulation's bound (scheduler.MAX_TOKENS).
+    assert "fewer --requests" in one_line_error(
+        tfcost("serve", "llama-3-8b", "--concurrency", "8", "--requests", "100000", "-G", "512"), 2
+    )

@@ -42,8 +42,10 @@ from tfcost.errors import UsageError
 from tfcost.schema import ModelShape, ServingSetup
 from tfcost.units import ceil_div
 
-# A bound on the work: a simulation that would run more steps than this stops with a usage error, never hangs.
-MAX_STEPS = 2_000_000
+# Bounds on the work (about 15 us a step and 1 us a decoded token on one core): a load that would generate more
+# tokens, or a simulation that would run more steps, stops with a usage error instead of running for minutes.
+MAX_STEPS = 500_000
+MAX_TOKENS = 10_000_000
 # Requests a benchmark sends when not told: benchmark_serving's default (vllm benchmarks/benchmark_serving.py:
 # '"--num-prompts", type=int, default=1000, help="Number of prompts to process."'); a closed loop sends 8 per slot
 # so that the ramp up and down is a small part of the run, at least 100.
@@ -254,6 +256,11 @@ def simulate(pricer: StepPricer, setup: ServingSetup, kv_tokens: int) -> LoadRes
         raise UsageError("give --concurrency (a closed loop) or --rate (Poisson arrivals), not both")
     draw = random.Random(setup.seed)
     total = default_requests(setup)
+    if total * setup.generate > MAX_TOKENS:
+        raise UsageError(
+            f"{total:,} requests of {setup.generate:,} tokens is more than the {MAX_TOKENS:,} tokens a simulated "
+            "benchmark generates: fewer --requests"
+        )
     speculative = speculative_setting(setup)
     draft, acceptance = speculative or (0, 0.0)
     rows_per_decode = draft + 1
