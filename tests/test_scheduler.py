@@ -216,3 +216,17 @@ def test_a_load_too_large_to_simulate_is_one_line(tfcost):
     assert "fewer --requests" in one_line_error(
         tfcost("serve", "llama-3-8b", "--concurrency", "8", "--requests", "100000", "-G", "512"), 2
     )
+
+
+def test_a_state_space_model_is_served_from_its_states(h100):
+    # Mamba-Codestral keeps no KV cache (no blocks to page): its sequences are bounded by their states, and one at a
+    # time its TTFT and TPOT are the static batch of one's.
+    shape = load_model("mamba-codestral-7b")
+    report = serve(shape, h100, ServingSetup(prompt=512, generate=64, concurrency=1, requests=3))
+    assert report.load is not None and report.load.kv_capacity_tokens == 0
+    assert report.load.ttft_p50_ms == pytest.approx(report.expected.ttft_ms, rel=0.01)
+    assert report.load.tpot_p50_ms == pytest.approx(report.expected.decode_mean_ms_per_token, rel=0.01)
+
+
+def test_weights_that_leave_no_cache_are_one_line(tfcost):
+    assert "leave no KV cache" in one_line_error(tfcost("serve", "deepseek-v3", "--concurrency", "1"), 2)

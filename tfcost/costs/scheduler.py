@@ -249,9 +249,10 @@ def drawn_length(mean: int, spread: float, draw: random.Random) -> int:
     return max(draw.randint(int(mean * (1 - spread)), int(mean * (1 + spread))), 1)
 
 
-def simulate(pricer: StepPricer, setup: ServingSetup, kv_tokens: int) -> LoadResult:
-    """Run the benchmark: `setup`'s load against an engine of `kv_tokens` KV slots (whole blocks), pricing each
-    step with `pricer`. Deterministic for a seed; at most MAX_STEPS steps."""
+def simulate(pricer: StepPricer, setup: ServingSetup, kv_tokens: int, state_sequences: int | None = None) -> LoadResult:
+    """Run the benchmark: `setup`'s load against an engine of `kv_tokens` KV slots (whole blocks) and, for a model
+    with a recurrent state, room for `state_sequences` sequences' states, pricing each step with `pricer`.
+    Deterministic for a seed; at most MAX_STEPS steps."""
     if setup.concurrency is not None and setup.rate is not None:
         raise UsageError("give --concurrency (a closed loop) or --rate (Poisson arrivals), not both")
     draw = random.Random(setup.seed)
@@ -267,7 +268,13 @@ def simulate(pricer: StepPricer, setup: ServingSetup, kv_tokens: int) -> LoadRes
     budget_tokens = setup.max_num_batched_tokens
     if rows_per_decode > budget_tokens:
         raise UsageError(f"max_num_batched_tokens ({budget_tokens}) is less than one verify step's {rows_per_decode}")
+    keeps_kv = pricer.cache_bytes(1) > 0  # a pure state-space model keeps no KV cache, only its states
     blocks_free = kv_tokens // setup.kv_block
+    slots = min(setup.max_num_seqs, state_sequences if state_sequences is not None else setup.max_num_seqs)
+    if slots < 1:
+        raise UsageError(
+            "the weights leave no room for one sequence's state on these GPUs: more GPUs or a smaller --weights-dtype"
+        )
 
     def new_request(arrival: float) -> Request:
         prompt = drawn_length(setup.prompt, setup.length_spread, draw)
@@ -280,7 +287,7 @@ def simulate(pricer: StepPricer, setup: ServingSetup, kv_tokens: int) -> LoadRes
 
     def admissible(queue: deque[Request], admitted: list[Request], free: int) -> bool:
         """Whether the head of the queue may start: a sequence slot and its whole context's blocks are free."""
-        return bool(queue) and len(admitted) < setup.max_num_seqs and blocks(queue[0]) <= free
+        return bool(queue) and len(admitted) < slots and (not keeps_kv or blocks(queue[0]) <= free)
 
     arrivals: deque[Request] = deque()
     if setup.concurrency is not None:
@@ -299,7 +306,9 @@ def simulate(pricer: StepPricer, setup: ServingSetup, kv_tokens: int) -> LoadRes
             f"without chunked prefill a prompt ({longest:,} tokens) must fit one step's max_num_batched_tokens "
             f"({budget_tokens:,})"
         )
-    if largest > blocks_free:
+    if keeps_kv and blocks_free == 0:
+        raise UsageError("the weights leave no KV cache on these GPUs: more GPUs or a smaller --weights-dtype")
+    if keeps_kv and largest > blocks_free:
         raise UsageError(
             f"one request's context ({largest * setup.kv_block:,} tokens in whole blocks) does not fit the KV cache "
             f"({kv_tokens:,} tokens): fewer tokens, more GPUs or a smaller --kv-dtype"

@@ -413,20 +413,24 @@ def serve_load(
     shape: ModelShape, gpu: GpuSpec, setup: ServingSetup, rates: expected.EngineRates, weights_per_gpu: int
 ) -> ServeLoad:
     """The load's simulated benchmark (tfcost.costs.scheduler) on one replica, its KV capacity that of the engine
-    profiled at its step budget (vLLM profiles max_num_batched_tokens tokens: the static batch of
-    ceil(budget / P) prompts stands for them), and its tokens' price and energy (tfcost.costs.energy)."""
+    profiled at its step budget (vLLM profiles max_num_batched_tokens tokens: ceil(budget / P') prompts of
+    P' = min(P, budget) tokens stand for them), and its tokens' price and energy (tfcost.costs.energy)."""
     if setup.pp > 1 or serving.attention_ranks(setup.gpus, setup.ep) > 1:
         raise UsageError("--concurrency and --rate model one tensor-parallel replica: not with --pp or --ep > --gpus")
     if serving.is_encoder_decoder(shape):
         raise UsageError(f"{shape.name} is an encoder-decoder model: --concurrency and --rate price decoder-only ones")
     if setup.rate is None and setup.concurrency is None:
         raise UsageError("give --concurrency or --rate")
-    profiled = setup.model_copy(update={"batch": ceil_div(setup.max_num_batched_tokens, setup.prompt)})
-    capacity = serve_expected(
+    chunk = min(setup.prompt, setup.max_num_batched_tokens)  # the profile run's tokens: one step's budget
+    profiled = setup.model_copy(update={"prompt": chunk, "batch": ceil_div(setup.max_num_batched_tokens, chunk)})
+    engine = serve_expected(
         shape, profiled, rates, engine_memory.engine_usable_bytes(gpu, setup.reserve), weights_per_gpu
-    ).max_kv_tokens
+    )
+    capacity = engine.max_kv_tokens
     pricer = scheduler.StepPricer(shape, setup, rates, weights_per_gpu)
-    run = scheduler.simulate(pricer, setup, capacity)
+    # A model with a recurrent state holds one a sequence: the engine's largest batch at P + G bounds them.
+    states = engine.max_batch if pricer.state_per_sequence > 0 else None
+    run = scheduler.simulate(pricer, setup, capacity, states)
     replica = serving.stage_gpus(setup.gpus, setup.ep)
     speculative = scheduler.speculative_setting(setup)
     decode_busy = run.busy - run.prefill_busy
