@@ -230,3 +230,22 @@ def test_a_state_space_model_is_served_from_its_states(h100):
 
 def test_weights_that_leave_no_cache_are_one_line(tfcost):
     assert "leave no KV cache" in one_line_error(tfcost("serve", "deepseek-v3", "--concurrency", "1"), 2)
+
+
+def test_disaggregated_pools_send_the_prompts_kv_between_them(llama3, h100):
+    # One request a second to 1 prefill + 1 decode replica: nothing queues, so the TTFT is the batch-1 prefill plus
+    # the prompt's KV cache (1024 positions x 131,072 bytes, 32 layers x 8 KV heads x 128 x 2 x 2 bytes, llama-3-8b)
+    # at the H100 row's 50 GB/s a GPU between nodes plus its 0.6 us hop, and each token a batch-1 decode step.
+    setup = ServingSetup(prompt=1024, generate=64, rate=1, requests=20, disaggregated="1:1")
+    report = serve(llama3, h100, setup)
+    load = report.load
+    assert load is not None and "1 prefill + 1 decode" in load.load
+    transfer_ms = (1024 * 131_072 / 50e9 + 0.6e-6) * 1000
+    assert load.ttft_p50_ms == pytest.approx(report.expected.ttft_ms + transfer_ms, rel=0.02)
+    assert load.tpot_p50_ms == pytest.approx(report.expected.decode_mean_ms_per_token, rel=0.02)
+    assert load.output_tokens_per_s_per_gpu == pytest.approx(load.output_tokens_per_s / 2)
+
+
+def test_disaggregated_needs_an_open_load(llama3, h100):
+    with pytest.raises(UsageError, match="--rate"):
+        serve(llama3, h100, ServingSetup(concurrency=2, requests=4, disaggregated="1:1"))

@@ -1189,6 +1189,13 @@ class ServingSetup(Frozen):
         exclude_if=lambda price: price is None,
     )
 
+    disaggregated: str | None = Field(
+        None,
+        pattern=r"^[1-9][0-9]{0,3}:[1-9][0-9]{0,3}$",
+        description="P:D: P replicas that only prefill and D that only decode, each of `gpus` GPUs, the KV cache "
+        "sent between them (DistServe, Splitwise; vLLM's and SGLang's prefill-decode disaggregation); under --rate",
+        exclude_if=lambda pools: pools is None,
+    )
     grid_gco2_per_kwh: float | None = Field(
         None,
         gt=0,
@@ -1196,6 +1203,14 @@ class ServingSetup(Frozen):
         description="grams of CO2 the grid emits a kWh: prices the tokens' energy in CO2",
         exclude_if=lambda grams: grams is None,
     )
+
+    @property
+    def pools(self) -> tuple[int, int] | None:
+        """(prefill replicas, decode replicas) of a disaggregated engine; None for one engine doing both."""
+        if self.disaggregated is None:
+            return None
+        prefill, decode = self.disaggregated.split(":")
+        return int(prefill), int(decode)
 
     @property
     def under_load(self) -> bool:

@@ -168,6 +168,15 @@ def serve(
         float | None,
         typer.Option("--price-per-gpu-hour", help="Under load: $ a GPU-hour, for $ per million tokens."),
     ] = None,
+    disaggregated: Annotated[
+        str | None,
+        typer.Option(
+            "--disaggregated",
+            metavar="P:D",
+            help="Under --rate: P replicas of --gpus that only prefill and D that only decode, the KV cache sent "
+            "between them.",
+        ),
+    ] = None,
     grid_gco2_per_kwh: Annotated[
         float | None,
         typer.Option("--grid-gco2-per-kwh", help="Under load: grams of CO2 a kWh of the grid, for CO2 per token."),
@@ -196,7 +205,7 @@ def serve(
         images=images, image_size=image_size, audio_seconds=audio_seconds,
         concurrency=concurrency, rate=rate, requests=requests, length_spread=length_spread, prefix_hit=prefix_hit,
         speculative=speculative, draft_tokens=draft_tokens, acceptance=acceptance, seed=seed,
-        price_per_gpu_hour=price_per_gpu_hour, grid_gco2_per_kwh=grid_gco2_per_kwh,
+        price_per_gpu_hour=price_per_gpu_hour, grid_gco2_per_kwh=grid_gco2_per_kwh, disaggregated=disaggregated,
     )  # fmt: skip
     # Does it fit? If not, the nearest layout that does; `tfcost plan`'s command module (its typer app) is
     # imported only then.

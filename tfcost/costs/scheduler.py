@@ -207,6 +207,12 @@ class Request:
     last_token: float | None = None
     done: float | None = None
     gaps: list[float] = field(default_factory=list)
+    ready: float | None = None  # disaggregated: when its KV cache reaches the decode pool (else its arrival)
+
+    @property
+    def eligible(self) -> float:
+        """When the engine may first schedule it."""
+        return self.arrival if self.ready is None else self.ready
 
 
 @dataclass(frozen=True)
@@ -229,6 +235,7 @@ class LoadResult:
     mean_batch: float
     tokens_per_step: float | None  # speculative decoding: tokens a sequence's verify step yielded, mean
     requests: int
+    replicas: int = 1  # engines the busy times are summed over (disaggregated: both pools')
 
 
 def default_requests(setup: ServingSetup) -> int:
@@ -249,14 +256,22 @@ def drawn_length(mean: int, spread: float, draw: random.Random) -> int:
     return max(draw.randint(int(mean * (1 - spread)), int(mean * (1 + spread))), 1)
 
 
-def simulate(pricer: StepPricer, setup: ServingSetup, kv_tokens: int, state_sequences: int | None = None) -> LoadResult:
+def simulate(
+    pricer: StepPricer,
+    setup: ServingSetup,
+    kv_tokens: int,
+    state_sequences: int | None = None,
+    given: list[Request] | None = None,
+    prefill_only: bool = False,
+) -> LoadResult:
     """Run the benchmark: `setup`'s load against an engine of `kv_tokens` KV slots (whole blocks) and, for a model
     with a recurrent state, room for `state_sequences` sequences' states, pricing each step with `pricer`.
-    Deterministic for a seed; at most MAX_STEPS steps."""
+    Deterministic for a seed; at most MAX_STEPS steps. `given`: these requests instead of the load's (a pool of a
+    disaggregated engine); `prefill_only`: a request leaves once its first token is sampled (the prefill pool)."""
     if setup.concurrency is not None and setup.rate is not None:
         raise UsageError("give --concurrency (a closed loop) or --rate (Poisson arrivals), not both")
     draw = random.Random(setup.seed)
-    total = default_requests(setup)
+    total = default_requests(setup) if given is None else len(given)
     if total * setup.generate > MAX_TOKENS:
         raise UsageError(
             f"{total:,} requests of {setup.generate:,} tokens is more than the {MAX_TOKENS:,} tokens a simulated "
@@ -283,14 +298,16 @@ def simulate(pricer: StepPricer, setup: ServingSetup, kv_tokens: int, state_sequ
         return Request(arrival, prompt, generate, prefilled=cached, cached=cached)
 
     def blocks(request: Request) -> int:
-        return ceil_div(request.prompt + request.generate, setup.kv_block)
+        return ceil_div(request.prompt + (0 if prefill_only else request.generate), setup.kv_block)
 
     def admissible(queue: deque[Request], admitted: list[Request], free: int) -> bool:
         """Whether the head of the queue may start: a sequence slot and its whole context's blocks are free."""
         return bool(queue) and len(admitted) < slots and (not keeps_kv or blocks(queue[0]) <= free)
 
     arrivals: deque[Request] = deque()
-    if setup.concurrency is not None:
+    if given is not None:
+        arrivals.extend(sorted(given, key=lambda request: request.eligible))
+    elif setup.concurrency is not None:
         arrivals.extend(new_request(0.0) for _ in range(min(setup.concurrency, total)))
     else:
         assert setup.rate is not None
@@ -321,10 +338,10 @@ def simulate(pricer: StepPricer, setup: ServingSetup, kv_tokens: int, state_sequ
     steps = carried = 0
     yielded, verifies = 0, 0
     while len(finished) < total:
-        while arrivals and arrivals[0].arrival <= now:
+        while arrivals and arrivals[0].eligible <= now:
             waiting.append(arrivals.popleft())
         if not running and not waiting:
-            now = arrivals[0].arrival  # idle until the next request arrives
+            now = arrivals[0].eligible  # idle until the next request arrives
             continue
         steps += 1
         if steps > MAX_STEPS:
@@ -352,11 +369,15 @@ def simulate(pricer: StepPricer, setup: ServingSetup, kv_tokens: int, state_sequ
                 break
             waiting.popleft()
             blocks_free -= blocks(request)
-            request.admitted = now
+            if request.admitted is None:
+                request.admitted = now
             running.append(request)
-            chunks.append((request, min(left, budget)))
-            budget -= min(left, budget)
-        if not decodes and not chunks:  # nothing fits this step (cannot happen with a request admitted)
+            if left > 0:  # a request whose prompt is already cached (the decode pool's) decodes from the next step
+                chunks.append((request, min(left, budget)))
+                budget -= min(left, budget)
+        if not decodes and not chunks:
+            if any(request.prefilled >= request.prompt for request in running):
+                continue  # admitted already prefilled (the decode pool): they decode from the next step
             raise UsageError("the scheduler could not place any request: raise max_num_batched_tokens")
 
         # A decode-only step under multi-step scheduling runs `scheduler_steps` steps on the same batch, and the
@@ -402,8 +423,9 @@ def simulate(pricer: StepPricer, setup: ServingSetup, kv_tokens: int, state_sequ
             request.last_token = now
         still: list[Request] = []
         for request in running:
-            if request.first_token is not None and request.generated >= request.generate:
-                request.done = now
+            if request.first_token is not None and (prefill_only or request.generated >= request.generate):
+                if not prefill_only:
+                    request.done = now
                 finished.append(request)
                 blocks_free += blocks(request)
                 if setup.concurrency is not None and sent < total:  # the closed loop sends the next one
@@ -434,6 +456,89 @@ def simulate(pricer: StepPricer, setup: ServingSetup, kv_tokens: int, state_sequ
         mean_batch=carried / steps if steps else 0.0,
         tokens_per_step=yielded / verifies if verifies else None,
         requests=len(finished),
+    )
+
+
+def kv_transfer_seconds(pricer: StepPricer, prompt: int) -> float:
+    """Moving one request's prompt KV cache from its prefill replica to a decode replica: each of the t GPUs sends
+    its share (its key-value heads, in whole blocks) at the network's per-GPU rate between nodes (the GPU table's
+    inter_node_bandwidth_gb_per_s; the intra-node link where none is given), plus one hop's latency. DistServe and
+    Splitwise move it so ("the KV cache ... transferred from the prefill instance to the decoding instance"); the
+    transfer is not overlapped with the prefill here."""
+    rates = pricer.rates
+    rate = rates.network_bytes_per_s or rates.link_bytes_per_s
+    return (0.0 if rate is None else pricer.cache_bytes(prompt) / rate) + rates.link_latency_s
+
+
+def simulate_disaggregated(
+    prefill_pricer: StepPricer,
+    decode_pricer: StepPricer,
+    setup: ServingSetup,
+    prefill: tuple[int, int],
+    decode: tuple[int, int],
+) -> LoadResult:
+    """Disaggregated serving (DistServe, Splitwise; vLLM's and SGLang's prefill-decode disaggregation): the load's
+    requests go round robin to `prefill` = (replicas, KV slots each) replicas that only prefill (a request leaves with
+    its first token), its KV cache then crosses to the decode pool (`kv_transfer_seconds`), and the requests, in the
+    order they are ready, go round robin to `decode` = (replicas, KV slots each) replicas that only decode; the first
+    token reaches the client with the KV cache (TTFT: the prefill and the transfer). Both pools on the setup's GPUs
+    a replica and scheduler. An open load only (--rate): a closed loop would couple the pools."""
+    if setup.rate is None:
+        raise UsageError("--disaggregated simulates an open load: give --rate")
+    draw = random.Random(setup.seed)
+    total = default_requests(setup)
+    requests: list[Request] = []
+    clock = 0.0
+    for _ in range(total):
+        prompt = drawn_length(setup.prompt, setup.length_spread, draw)
+        generate = drawn_length(setup.generate, setup.length_spread, draw)
+        cached = min(int(prompt * setup.prefix_hit), prompt - 1)
+        requests.append(Request(clock, prompt, generate, prefilled=cached, cached=cached))
+        clock += draw.expovariate(setup.rate)
+    prefill_replicas, prefill_kv = prefill
+    decode_replicas, decode_kv = decode
+    pools: list[LoadResult] = []
+    for replica in range(prefill_replicas):
+        share = requests[replica::prefill_replicas]
+        if share:
+            pools.append(simulate(prefill_pricer, setup, prefill_kv, given=share, prefill_only=True))
+    prefill_busy = sum(pool.busy for pool in pools)
+    for request in requests:  # the first token streams from the decode replica once the KV cache is there
+        assert request.first_token is not None
+        request.ready = request.first_token + kv_transfer_seconds(prefill_pricer, request.prompt)
+        request.first_token = request.last_token = request.ready
+    ordered = sorted(requests, key=lambda request: request.eligible)
+    decoding: list[LoadResult] = []
+    for replica in range(decode_replicas):
+        share = ordered[replica::decode_replicas]
+        if share:
+            decoding.append(simulate(decode_pricer, setup, decode_kv, given=share))
+    every = [*pools, *decoding]
+    steps = sum(pool.steps for pool in every)
+    verifies = [pool.tokens_per_step for pool in decoding if pool.tokens_per_step is not None]
+    finished = [request for request in requests if request.done is not None and request.first_token is not None]
+    return LoadResult(
+        ttft=[r.first_token - r.arrival for r in finished if r.first_token is not None],
+        generates=[r.generate for r in finished],
+        tpot=[
+            (r.done - r.first_token) / (r.generate - 1)
+            for r in finished
+            if r.done is not None and r.first_token is not None and r.generate > 1
+        ],
+        itl=[gap for r in finished for gap in r.gaps],
+        e2e=[r.done - r.arrival for r in finished if r.done is not None],
+        queueing=[r.admitted - r.arrival for r in finished if r.admitted is not None],
+        duration=max(r.done for r in finished if r.done is not None),
+        busy=sum(pool.busy for pool in every),
+        prefill_busy=prefill_busy,
+        input_tokens=sum(r.prompt for r in finished),
+        prefilled_tokens=sum(r.prompt - r.cached for r in finished),
+        output_tokens=sum(r.generate for r in finished),
+        steps=steps,
+        mean_batch=sum(pool.mean_batch * pool.steps for pool in decoding) / max(sum(p.steps for p in decoding), 1),
+        tokens_per_step=sum(verifies) / len(verifies) if verifies else None,
+        requests=len(finished),
+        replicas=prefill_replicas + decode_replicas,
     )
 
 

@@ -430,14 +430,19 @@ def serve_load(
     pricer = scheduler.StepPricer(shape, setup, rates, weights_per_gpu)
     # A model with a recurrent state holds one a sequence: the engine's largest batch at P + G bounds them.
     states = engine.max_batch if pricer.state_per_sequence > 0 else None
-    run = scheduler.simulate(pricer, setup, capacity, states)
+    pools = setup.pools
+    if pools is None:
+        run = scheduler.simulate(pricer, setup, capacity, states)
+    else:  # both pools on the same layout: the same steps and KV capacity a replica
+        run = scheduler.simulate_disaggregated(pricer, pricer, setup, (pools[0], capacity), (pools[1], capacity))
     replica = serving.stage_gpus(setup.gpus, setup.ep)
+    gpus = replica * run.replicas
     speculative = scheduler.speculative_setting(setup)
     decode_busy = run.busy - run.prefill_busy
     prefill_share = run.prefill_busy / run.busy if run.busy else 0.0
     money: dict[str, float] = {}
     if setup.price_per_gpu_hour is not None:  # idle time split as the busy time is
-        cost = energy.dollars(setup.price_per_gpu_hour, replica, run.duration)
+        cost = energy.dollars(setup.price_per_gpu_hour, gpus, run.duration)
         money = {
             "usd_per_million_input_tokens": energy.per_million(cost * prefill_share, run.input_tokens),
             "usd_per_million_output_tokens": energy.per_million(cost * (1 - prefill_share), run.output_tokens),
@@ -466,6 +471,8 @@ def serve_load(
         if setup.concurrency is not None
         else f"Poisson arrivals, {setup.rate:g} requests/s"
     )
+    if pools is not None:
+        load += f"; disaggregated: {pools[0]} prefill + {pools[1]} decode replicas of {replica} GPUs"
     user_rates = [
         (generate - 1) / (e2e - ttft)
         for generate, e2e, ttft in zip(run.generates, run.e2e, run.ttft, strict=True)
@@ -496,10 +503,10 @@ def serve_load(
         request_throughput_per_s=run.requests / run.duration,
         output_tokens_per_s=run.output_tokens / run.duration,
         total_tokens_per_s=(run.input_tokens + run.output_tokens) / run.duration,
-        output_tokens_per_s_per_gpu=run.output_tokens / run.duration / replica,
+        output_tokens_per_s_per_gpu=run.output_tokens / run.duration / gpus,
         output_tokens_per_s_per_user=scheduler.mean(user_rates),
         mean_batch=run.mean_batch,
-        busy_share=run.busy / run.duration,
+        busy_share=run.busy / run.duration / run.replicas,
         prefill_share=prefill_share,
         kv_capacity_tokens=capacity,
         speculative=None if speculative is None else f"{setup.speculative}, K = {speculative[0]} drafted tokens a step",
