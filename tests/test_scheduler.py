@@ -249,3 +249,13 @@ def test_disaggregated_pools_send_the_prompts_kv_between_them(llama3, h100):
 def test_disaggregated_needs_an_open_load(llama3, h100):
     with pytest.raises(UsageError, match="--rate"):
         serve(llama3, h100, ServingSetup(concurrency=2, requests=4, disaggregated="1:1"))
+
+
+def test_a_training_runs_energy_is_its_gpu_hours_at_board_power(tfcost):
+    # Llama 2's model card counts a run's energy as GPU-hours x 'peak power capacity per GPU device' (its 7B:
+    # 184,320 A100 hours at 400 W, 73.7 MWh, 31.22 tCO2eq: 423 g/kWh). Here 8 H100s at 700 W a GPU.
+    run = tfcost("train", "llama-3-8b", "--gpus", "8", "--grid-gco2-per-kwh", "423", "--format", "json")
+    assert run.code == 0, run.stderr
+    time = json.loads(run.stdout)["time"]
+    assert time["energy_kwh"] == pytest.approx(time["gpu_hours"] * 0.7)
+    assert time["co2_kg"] == pytest.approx(time["energy_kwh"] * 0.423)

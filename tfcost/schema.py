@@ -913,6 +913,13 @@ class TrainingSetup(Frozen):
         False, description="expert all-to-alls overlapped with another micro-batch's compute (DualPipe, Megatron-Core)"
     )
     price_per_gpu_hour: float | None = Field(None, ge=0, le=1e6, description="price of one GPU-hour, for the cost line")
+    grid_gco2_per_kwh: float | None = Field(
+        None,
+        gt=0,
+        le=1e5,
+        description="grams of CO2 the grid emits a kWh: the run's energy in CO2",
+        exclude_if=lambda grams: grams is None,
+    )
     lora_rank: Size | None = Field(None, description="r: fine-tune LoRA adapters of this rank on a frozen base")
     lora_targets: tuple[str, ...] = Field(("q", "k", "v", "o"), description="matrices LoRA adapts in each layer")
     qlora: bool = Field(False, description="store the frozen base in NF4 with double quantisation (QLoRA)")

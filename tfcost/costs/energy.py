@@ -43,3 +43,12 @@ def dollars(price_per_gpu_hour: float, gpus: int, seconds: float) -> float:
 def per_million(amount: float, tokens: int) -> float:
     """`amount` over `tokens`, per million tokens; 0 for no tokens."""
     return amount / tokens * 1e6 if tokens else 0.0
+
+
+def gpu_hours_kwh(gpu: GpuSpec, gpu_hours: float) -> float | None:
+    """A training run's energy: its GPU-hours at the board's power, as Meta reports Llama 2's ("Power Consumption:
+    Peak power capacity per GPU device for the GPUs used adjusted for power usage efficiency", the model card's
+    CO2 table; PUE is left out here, GPUs only); None without a board power."""
+    if gpu.board_power_w is None:
+        return None
+    return gpu_hours * gpu.board_power_w / 1000
