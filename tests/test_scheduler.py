@@ -201,6 +201,15 @@ def test_plan_serve_under_load_ranks_by_the_simulated_benchmark(tfcost):
                                "16", "--format", "json").stdout)["load"]  # fmt: skip
     assert report["layouts"][0]["tokens_per_s_per_gpu"] == pytest.approx(single["output_tokens_per_s_per_gpu"])
     assert report["layouts"][0]["ttft_ms"] == pytest.approx(single["ttft_mean_ms"])
+    assert report["layouts"][0]["joules_per_output_token"] == pytest.approx(single["joules_per_output_token"])
+    priced = json.loads(tfcost("plan", "serve", "llama-3-8b", "--gpus", "1", "-P", "512", "-G", "64", "--concurrency",
+                               "8", "--requests", "16", "--weights-dtype", "bf16", "--kv-dtype", "bf16",
+                               "--price-per-gpu-hour", "2", "--format", "json").stdout)  # fmt: skip
+    with_price = json.loads(tfcost("serve", "llama-3-8b", "-P", "512", "-G", "64", "--concurrency", "8", "--requests",
+                                   "16", "--price-per-gpu-hour", "2", "--format", "json").stdout)["load"]  # fmt: skip
+    assert priced["layouts"][0]["usd_per_million_output_tokens"] == pytest.approx(
+        with_price["usd_per_million_output_tokens"]
+    )
 
 
 def test_co2_is_the_grids_grams_times_the_energy(llama3, h100):

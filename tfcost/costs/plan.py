@@ -664,6 +664,8 @@ class ServeOutcome:
     fits: bool
     max_batch: int
     mean_batch: float | None = None  # under load: the sequences a step carried, mean
+    usd_per_million_output_tokens: float | None = None  # under load, with a price a GPU-hour
+    joules_per_output_token: float | None = None  # under load, where the GPU's board power is known
 
 
 # Under load (--concurrency or --rate), a layout the load model does not price (pipeline stages, attention data

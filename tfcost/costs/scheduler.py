@@ -68,7 +68,8 @@ SPECULATIVE_DEFAULTS = {"mtp": MTP_DEFAULT, "eagle": EAGLE_DEFAULT}
 
 ASSUMPTIONS = (
     "Under load: vLLM V1's scheduler simulated step by step (running requests first, then waiting ones FCFS, within "
-    "max_num_batched_tokens and max_num_seqs; chunked prefill), each step priced as serve's expected pieces over what "
+    "max_num_batched_tokens and max_num_seqs; prompts in chunks unless the engine's file schedules them whole), each "
+    "step priced as serve's expected pieces over what "
     "it carries; a request admitted only when its whole context's KV blocks are free (no preemption); host "
     "scheduling, detokenization and the client's HTTP path not priced; percentiles interpolated linearly over the "
     "requests (TTFT, TPOT, end to end, queueing) and over every streamed chunk (ITL), as benchmark_serving computes "

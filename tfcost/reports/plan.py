@@ -128,6 +128,16 @@ class ServePlanLayout(Frozen):
     tokens_per_s_per_user: float
     memory_per_gpu_bytes: int
     tokens_per_s: float
+    usd_per_million_output_tokens: float | None = Field(
+        default=None,
+        description="under load with --price-per-gpu-hour: $ per million output tokens",
+        exclude_if=lambda value: value is None,
+    )
+    joules_per_output_token: float | None = Field(
+        default=None,
+        description="under load: energy per output token, J (the GPU's board power by phase)",
+        exclude_if=lambda value: value is None,
+    )
 
 
 class ServePlanReport(Frozen, PricedUnder):
@@ -197,6 +207,8 @@ def serving_evaluator(shape: ModelShape, gpu: GpuSpec) -> Callable[[ServingSetup
                 fits=True,
                 max_batch=static.max_batch,
                 mean_batch=load.mean_batch,
+                usd_per_million_output_tokens=load.usd_per_million_output_tokens,
+                joules_per_output_token=load.joules_per_output_token,
             )
         result = serve_expected(
             shape, setup, rates_cache[dtype, setup.fp8_attention], usable_cache[setup.reserve], weights_cache[layout]
@@ -222,6 +234,8 @@ def serve_layout(layout: search.ServeLayout, shape: ModelShape) -> ServePlanLayo
         tpot_ms=outcome.tpot_ms, tokens_per_s_per_gpu=layout.tokens_per_s_per_gpu,
         tokens_per_s_per_user=layout.tokens_per_s_per_user, memory_per_gpu_bytes=outcome.memory_per_gpu_bytes,
         tokens_per_s=outcome.tokens_per_s * layout.replicas,
+        usd_per_million_output_tokens=outcome.usd_per_million_output_tokens,
+        joules_per_output_token=outcome.joules_per_output_token,
     )  # fmt: skip
 
 
@@ -401,6 +415,7 @@ def plan_serve(
     concurrency: int | None = None,
     rate: float | None = None,
     requests: int | None = None,
+    price_per_gpu_hour: float | None = None,
 ) -> ServePlanReport:
     """`tfcost plan serve`: weights_dtype and kv_dtype list the formats to try ("bf16,fp8" or a list); `conventions`
     are an engine's (tfcost.readers.frameworks.convention_values), every layout priced under them. With a
@@ -421,6 +436,7 @@ def plan_serve(
         concurrency=concurrency,
         rate=rate,
         requests=requests,
+        price_per_gpu_hour=price_per_gpu_hour,
     )
     weights = [
         validated(ServingSetup, weights_dtype=name).weights_dtype for name in names_of(weights_dtype, "--weights-dtype")
