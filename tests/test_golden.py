@@ -83,6 +83,7 @@ ADDED |= {"setup.fsdp2"}  # issue 22: --fsdp2 prices FSDP2's copy-out of its all
 ADDED |= {"setup.fsdp_float8_all_gather"}  # issue 22: FSDP2 gathers FP8 linear weights in float8 (torchao)
 ADDED |= {"setup.async_tp"}  # issue 22: async TP hides part of the TP collectives (torchtitan)
 ADDED |= {"setup.tp_keeps_gathered_input"}  # issue 22: DTensor TP keeps gathered inputs (torchtitan)
+ADDED |= {"time.energy_kwh"}  # issue 39: a run's energy at the board's power (presets/gpus.yaml board_power_w)
 
 PINNED: dict[str, Any] = json.loads(GOLDEN.read_text())
 

@@ -384,10 +384,12 @@ def serve(
 
     Every keyword after the model's is a field of `tfcost.schema.ServingSetup`, named as the command's option with
     underscores (gpus, pp, ep, weights_dtype, kv_dtype, batch, prompt, generate, reserve, compute_efficiency,
-    memory_efficiency, group_size, kv_block, kv_pool, vllm_profile, max_num_seqs); a field not given keeps its
-    default. With a measured `profile` the efficiencies are its own (1.0 over its measured rates). `framework`
-    names the engine and its release ("vllm@0.8", "sglang", `tfcost frameworks`), whose conventions set the setup's
-    convention fields (KV pool, profile run, reserve); `framework_set` overrides them; a keyword given here wins.
+    memory_efficiency, group_size, kv_block, kv_pool, vllm_profile, max_num_seqs; under load: concurrency or rate,
+    requests, length_spread, prefix_hit, speculative, draft_tokens, acceptance, seed, price_per_gpu_hour,
+    grid_gco2_per_kwh); a field not given keeps its default. With a measured `profile` the efficiencies are its own
+    (1.0 over its measured rates). `framework` names the engine and its release ("vllm@0.8", "sglang", `tfcost
+    frameworks`), whose conventions set the setup's convention fields (KV pool, profile run, reserve, the scheduler's
+    step budget); `framework_set` overrides them; a keyword given here wins.
     """
     from tfcost.schema import ServingSetup
 

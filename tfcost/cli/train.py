@@ -147,6 +147,10 @@ def train(
     price_per_gpu_hour: Annotated[
         float | None, typer.Option("--price-per-gpu-hour", min=0, help="Price of one GPU-hour, for the cost line.")
     ] = None,
+    grid_gco2_per_kwh: Annotated[
+        float | None,
+        typer.Option("--grid-gco2-per-kwh", help="Grams of CO2 a kWh of the grid: the run's energy in CO2."),
+    ] = None,
     lora: Annotated[
         int | None, typer.Option("--lora", help="Fine-tune LoRA adapters of rank r on a frozen base.")
     ] = None,
@@ -220,7 +224,8 @@ def train(
         global_batch=global_batch, cp=cp, ep=ep, virtual_stages=virtual_stages, pp_first_layers=pp_first_layers,
         pp_last_layers=pp_last_layers, zero=zero, tp=tp, pp=pp, sequence_parallel=sequence_parallel,
         recompute=recompute, optimizer=optimizer, precision=precision, offload=offload,
-        price_per_gpu_hour=price_per_gpu_hour, lora_rank=lora, lora_targets=lora_target_list, qlora=qlora,
+        price_per_gpu_hour=price_per_gpu_hour, grid_gco2_per_kwh=grid_gco2_per_kwh,
+        lora_rank=lora, lora_targets=lora_target_list, qlora=qlora,
         images=images, image_size=image_size, audio_seconds=audio_seconds,
     )  # fmt: skip
     # Does it fit? If not, the nearest layout that does; `tfcost plan`'s command module (its typer app) is

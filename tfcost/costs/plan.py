@@ -663,6 +663,14 @@ class ServeOutcome:
     memory_per_gpu_bytes: int
     fits: bool
     max_batch: int
+    mean_batch: float | None = None  # under load: the sequences a step carried, mean
+    usd_per_million_output_tokens: float | None = None  # under load, with a price a GPU-hour
+    joules_per_output_token: float | None = None  # under load, where the GPU's board power is known
+
+
+# Under load (--concurrency or --rate), a layout the load model does not price (pipeline stages, attention data
+# parallelism, an encoder-decoder model) is refused for this reason.
+NOT_UNDER_LOAD = "not modelled under load (pipeline or attention data parallelism)"
 
 
 @dataclass(frozen=True)
@@ -762,6 +770,9 @@ def search_serving(
                         "batch": 1,
                     }
                 )  # fmt: skip
+                if base.under_load:  # one simulated benchmark of the load on each replica
+                    search_under_load(found, first, gpus // replica, replica, evaluate, ttft_ms, tpot_ms)
+                    continue
                 at_one = evaluate(first)  # batch 1's figures, and the largest batch the KV pool holds
                 if at_one.max_batch < 1:
                     found.reject(WEIGHTS_DO_NOT_FIT)
@@ -784,9 +795,46 @@ def search_serving(
                         found.layouts.append(
                             ServeLayout(setup, gpus // replica, outcome, outcome.tokens_per_s / replica)
                         )
-    found.layouts.sort(key=lambda layout: (-layout.tokens_per_s_per_gpu, -layout.tokens_per_s_per_user))
+    if base.rate is not None:  # at a given rate every layout serves the same tokens: the fastest per user first
+        found.layouts.sort(key=lambda layout: (-layout.tokens_per_s_per_user, -layout.tokens_per_s_per_gpu))
+    else:
+        found.layouts.sort(key=lambda layout: (-layout.tokens_per_s_per_gpu, -layout.tokens_per_s_per_user))
     found.pareto = pareto_front(found.layouts, lambda p: p.tokens_per_s_per_gpu, lambda p: p.tokens_per_s_per_user)
     return found
+
+
+def search_under_load(
+    found: ServeSearch,
+    setup: ServingSetup,
+    replicas: int,
+    replica_gpus: int,
+    evaluate: Callable[[ServingSetup], ServeOutcome],
+    ttft_ms: float | None,
+    tpot_ms: float | None,
+) -> None:
+    """One layout under the load: each replica gets the --concurrency asked for, or its share of the --rate; kept
+    when its weights fit and its mean TTFT and TPOT meet the targets (tfcost.costs.scheduler's benchmark)."""
+    if setup.rate is not None:
+        setup = setup.model_copy(update={"rate": setup.rate / replicas})
+    try:
+        outcome = evaluate(setup)
+    except UsageError as error:
+        found.reject(NOT_UNDER_LOAD if "--pp" in str(error) or "encoder" in str(error) else str(error))
+        return
+    if not outcome.fits:
+        found.reject(DOES_NOT_FIT)
+    elif ttft_ms is not None and outcome.ttft_ms > ttft_ms:
+        found.reject(MISSES_TTFT)
+    elif tpot_ms is not None and outcome.tpot_ms > tpot_ms:
+        found.reject(MISSES_TPOT)
+    else:
+        found.searched += 1
+        batch = max(round(outcome.mean_batch or 1), 1)
+        found.layouts.append(
+            ServeLayout(
+                setup.model_copy(update={"batch": batch}), replicas, outcome, outcome.tokens_per_s / replica_gpus
+            )
+        )
 
 
 def nearest_serving_layout(

@@ -122,12 +122,19 @@ def plan_serve_table(report: ServePlanReport, markdown: bool = False) -> None:
     front = new_table(markdown, title="Pareto front: tokens/s per GPU against tokens/s per user", title_justify="left")
     serve_columns(front)
     serve_rows(front, report.pareto)
+    figures = (
+        "TTFT, TPOT and memory: `serve`'s expected figures (not the bound). tok/s/GPU: batch / TPOT over the "
+        "pp x max(tp, ep) GPUs of a replica (decode); tok/s/user: 1 / TPOT. ep > tp: ep / tp attention data-parallel "
+        "ranks share the experts. How the search works: docs/plan.md."
+        if report.load is None
+        else f"Under load ({report.load}): TTFT and TPOT the means of each layout's simulated benchmark (`serve "
+        "--concurrency/--rate`, docs/serving.md); batch the sequences a step carried, mean; tok/s/GPU its output "
+        "tokens over the run over a replica's GPUs; tok/s/user (G - 1) / (E2E - TTFT); memory `serve`'s expected."
+    )
     notes = [
         f"Searched {report.searched:,} layouts; {report.feasible:,} fit and meet the targets. Rejected: "
         f"{rejected_line(report.rejected)}.",
-        "TTFT, TPOT and memory: `serve`'s expected figures (not the bound). tok/s/GPU: batch / TPOT over the "
-        "pp x max(tp, ep) GPUs of a replica (decode); tok/s/user: 1 / TPOT. ep > tp: ep / tp attention data-parallel "
-        "ranks share the experts. How the search works: docs/plan.md.",
+        figures,
     ]
     print_table(front, *notes)
 
