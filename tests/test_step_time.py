@@ -736,3 +736,19 @@ def test_deepseek_v3_moe_layers_against_deepseeks_training_profile():
                           ep_overlap=True)  # fmt: skip
     layer = step_time.layer_seconds(chunk, load_gpu("h800"), setup)
     assert 4 * sum(layer.values()) == pytest.approx(DEEPSEEK_V3_PROFILE_SECONDS, rel=0.08)
+
+
+def test_expert_tensor_parallel_reshapes_the_grouped_gemms():
+    # Mixtral at b 1, T 4096, t = 2 with sequence parallelism: with etp = t each GPU runs every routed row at half an
+    # expert's width (8,192 rows of 14,336 / 2 x 2 gate + up columns); with etp = 1 ("MoE parallel folding") each GPU
+    # runs whole experts over the tokens its t = 2 attention peers hold between them, halved: 4,096 rows. The FLOPs
+    # on a GPU are the same, the shapes not.
+    mixtral = load_model("mixtral-8x7b")
+    split = {gemm for gemm in step_time.layer_matmuls(mixtral, 1, 2, 4096, 1)[0] if gemm[3] > 1}
+    whole = {gemm for gemm in step_time.layer_matmuls(mixtral, 1, 2, 4096, 1, 1)[0] if gemm[3] > 1}
+    assert split == {(8192, 4096, 14336, 8), (8192, 7168, 4096, 8)}
+    assert whole == {(4096, 4096, 2 * 14336, 8), (4096, 14336, 4096, 8)}
+    assert step_time.layer_matmuls(mixtral, 1, 2, 4096, 1)[3] == step_time.layer_matmuls(mixtral, 1, 2, 4096, 1, 1)[3]
+    # An assumed imbalance of 1.25 (the busiest GPU's routed rows over the mean) scales the routed rows alone.
+    loaded = {gemm for gemm in step_time.layer_matmuls(mixtral, 1, 2, 4096, 1, 1, 1.25)[0] if gemm[3] > 1}
+    assert loaded == {(5120, 4096, 2 * 14336, 8), (5120, 14336, 4096, 8)}

@@ -866,6 +866,13 @@ class TrainingSetup(Frozen):
     virtual_stages: Size = Field(1, description="v: model chunks per pipeline stage (interleaved 1F1B)")
     cp: Size = Field(1, description="context-parallel size: each sequence split over cp GPUs")
     ep: Size = Field(1, description="expert-parallel size: each MoE layer's routed experts split over ep GPUs")
+    etp: Size | None = Field(
+        None,
+        description="expert-tensor-parallel size: each routed expert's matrices split over etp GPUs, the experts' "
+        "layout folded over tp x cp x data-parallel apart from the attention's (Megatron-Core's "
+        "--expert-tensor-parallel-size, 'MoE parallel folding', arXiv 2504.14960); default: tp, as Megatron-Core "
+        "defaults it",
+    )
     images: Images = 0
     image_size: ImageSide = None
     audio_seconds: AudioSeconds = 0
@@ -907,6 +914,27 @@ class TrainingSetup(Frozen):
     )
     ep_overlap: bool = Field(
         False, description="expert all-to-alls overlapped with another micro-batch's compute (DualPipe, Megatron-Core)"
+    )
+    moe_node_limit: Size | None = Field(
+        None,
+        description="node-limited routing: each token goes to experts on at most M nodes, sent once to each node "
+        "and forwarded inside it over NVLink (DeepSeek-V3 with DeepEP: 'we limit each token to be dispatched to at "
+        "most 4 nodes', report §3.2.2); null: every copy sent to its expert's GPU (Megatron-Core's all-to-all)",
+    )
+    moe_capacity_factor: float | None = Field(
+        None,
+        gt=0,
+        le=64,
+        description="each expert's tokens padded to capacity = factor x k x tokens / E (Megatron-Core's "
+        "--moe-expert-capacity-factor with --moe-pad-expert-input-to-capacity): the all-to-alls and expert GEMMs "
+        "move and run that many rows; null: dropless, the tokens routed",
+    )
+    moe_load_imbalance: float = Field(
+        1.0,
+        ge=1,
+        le=64,
+        description="routed tokens of the busiest expert-parallel rank over the mean (an assumption: 1, balanced, "
+        "as DeepSeek's profile-data runs 'an absolutely balanced MoE routing strategy'); the step waits for it",
     )
     price_per_gpu_hour: float | None = Field(None, ge=0, le=1e6, description="price of one GPU-hour, for the cost line")
     lora_rank: Size | None = Field(None, description="r: fine-tune LoRA adapters of this rank on a frozen base")
@@ -1028,6 +1056,19 @@ class TrainingSetup(Frozen):
     def data_parallel(self) -> int:
         """N_d: model replicas, each spread over tp x pp x cp GPUs."""
         return self.gpus // (self.tp * self.pp * self.cp)
+
+    @property
+    def expert_tp(self) -> int:
+        """The routed experts' tensor-parallel size: etp, else tp (Megatron-Core's parallel_state: "if
+        expert_tensor_parallel_size is None: expert_tensor_parallel_size = tensor_model_parallel_size")."""
+        return self.etp or self.tp
+
+    @property
+    def expert_data_parallel(self) -> int:
+        """The routed experts' data-parallel size, what their gradients are reduced and ZeRO shards them over:
+        gpus / (etp x ep x pp) (Megatron-Core's parallel_state: "expert_data_parallel_size = world_size //
+        expert_tensor_model_pipeline_parallel_size")."""
+        return max(1, self.gpus // (self.expert_tp * self.ep * self.pp))
 
 
 WeightsDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"]

@@ -112,6 +112,15 @@ def train(
     ep: Annotated[
         int, typer.Option("--ep", min=1, help="Expert-parallel size (routed experts over ep GPUs).")
     ] = default(TrainingSetup, "ep"),
+    etp: Annotated[
+        int | None,
+        typer.Option(
+            "--etp",
+            min=1,
+            help="Expert-tensor-parallel size: each routed expert over etp GPUs, folded over tp x cp x dp "
+            "(Megatron-Core's --expert-tensor-parallel-size) [default: tp].",
+        ),
+    ] = None,
     virtual_stages: Annotated[
         int, typer.Option("--virtual-stages", min=1, help="Model chunks per pipeline stage (interleaved 1F1B).")
     ] = default(TrainingSetup, "virtual_stages"),
@@ -308,7 +317,7 @@ def train(
         model, config=config, overrides=overrides, tokens=tokens, seq=seq, gpu=gpu, profile=profile, engine=engine,
         explain=explain, strict=strict, lenient=lenient, revision=revision,
         micro_batch=micro_batch, gpus=gpus, mfu=mfu, hfu=hfu, tflops_per_gpu=tflops_per_gpu,
-        global_batch=global_batch, cp=cp, ep=ep, virtual_stages=virtual_stages, pp_first_layers=pp_first_layers,
+        global_batch=global_batch, cp=cp, ep=ep, etp=etp, virtual_stages=virtual_stages, pp_first_layers=pp_first_layers,
         pp_last_layers=pp_last_layers, zero=zero, tp=tp, pp=pp, sequence_parallel=sequence_parallel,
         recompute=recompute, optimizer=optimizer, precision=precision, flash=flash, flash_kernel=flash_kernel,
         dp_overlap=dp_overlap,

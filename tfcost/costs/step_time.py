@@ -185,7 +185,7 @@ class MatmulTerms:
 
 def matmul_terms(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> MatmulTerms:
     """One layer's forward GEMMs (`layer_gemms`) and their time: what layer_seconds charges and --explain shows."""
-    key = (shape, setup.micro_batch, setup.tp, setup.seq_len, setup.cp)
+    key = (shape, setup.micro_batch, setup.tp, setup.seq_len, setup.cp, setup.expert_tp, expert_load(shape, setup))
     gemms, distinct, layers, flops = layer_matmuls(*key)
     if gemms:
         assert gpu.matmul_efficiency is not None and gpu.sm_count is not None
@@ -200,14 +200,21 @@ def matmul_terms(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> Matmu
     return MatmulTerms(distinct, layers, flops, peak, efficiency, efficiency * precision_scale)
 
 
+def expert_load(shape: ModelShape, setup: TrainingSetup) -> float:
+    """The busiest GPU's routed expert rows over the balanced share: `parallel.routed_copies_scale` (a capacity
+    factor's padding, an assumed imbalance), 1 for a dense model."""
+    return parallel.routed_copies_scale(setup) if shape.moe is not None else 1.0
+
+
 @lru_cache(maxsize=4096)  # a layout search (tfcost plan) asks for the same micro-batch's GEMMs thousands of times
 def layer_matmuls(
-    shape: ModelShape, micro_batch: int, t: int, s: int, c: int
+    shape: ModelShape, micro_batch: int, t: int, s: int, c: int, etp: int | None = None, load: float = 1.0
 ) -> tuple[tuple[tuple[int, int, int, int], ...], tuple[tuple[int, int, int, int], ...], int, float]:
     """(every GEMM with the routed experts its rows spread over, the distinct ones with their counts, layers, FLOPs
-    per layer) of one micro-batch's forward."""
+    per layer) of one micro-batch's forward; `etp`, `load`: the experts' tensor-parallel size and rows' scale
+    (`Model.gemm_groups`)."""
     model = model_of(shape)
-    grouped = model.gemm_groups(s, micro_batch, t, c)  # as layer_gemms: b sequences of T / c positions
+    grouped = model.gemm_groups(s, micro_batch, t, c, etp, load)  # as layer_gemms: b sequences of T / c positions
     gemms = [(rows, inner, cols) for rows, inner, cols, _ in grouped]
     counted = Counter(gemms)
     flops = sum(count * 2 * rows * inner * cols for (rows, inner, cols), count in counted.items()) / model.n_layers
@@ -222,13 +229,22 @@ def matmul_efficiency(gpu: GpuSpec, gemms: Sequence[tuple[int, int, int]]) -> fl
 
 @lru_cache(maxsize=4096)  # as layer_matmuls: once per micro-batch shape and GPU in a layout search
 def layer_matmul_efficiency(
-    shape: ModelShape, micro_batch: int, t: int, s: int, c: int, ep: int, sm_count: int, best: float
+    shape: ModelShape,
+    micro_batch: int,
+    t: int,
+    s: int,
+    c: int,
+    etp: int | None,
+    load: float,
+    ep: int,
+    sm_count: int,
+    best: float,
 ) -> float:
     """matmul_efficiency of one micro-batch's layer GEMMs (layer_matmuls) on a GPU of `sm_count` SMs, a routed
     expert GEMM as a grouped GEMM over the E / e experts each GPU holds under expert parallelism e."""
     gemms = Counter(
         (rows, inner, cols, experts // ep)
-        for rows, inner, cols, experts in layer_matmuls(shape, micro_batch, t, s, c)[0]
+        for rows, inner, cols, experts in layer_matmuls(shape, micro_batch, t, s, c, etp, load)[0]
     )
     return wave_weighted(sm_count, best, list(gemms), list(gemms.values()))
 
@@ -331,8 +347,10 @@ def hierarchical_ring_seconds(size_bytes: float, gpu: GpuSpec, setup: TrainingSe
 def gradient_bucket_bytes(shape: ModelShape, setup: TrainingSetup, n_layers: int) -> float:
     """One layer's bucket of fp32 gradients on one GPU: what is trained (the adapters alone under LoRA), routed
     experts split over e, the rest over t x p, over the stage's layers."""
-    experts = parallel.routed_expert_params(shape) if setup.ep > 1 else 0
-    params_per_gpu = (params.total_params(shape) - experts + experts / setup.ep) / (setup.tp * setup.pp)
+    experts = parallel.routed_expert_params(shape) if setup.ep > 1 or setup.expert_tp != setup.tp else 0
+    params_per_gpu = (params.total_params(shape) - experts) / (setup.tp * setup.pp) + experts / (
+        setup.ep * setup.expert_tp * setup.pp
+    )
     if setup.lora_rank is not None:
         params_per_gpu = training.trainable_params(shape, setup) / (setup.tp * setup.pp)
     return params_per_gpu / n_layers * training.MAIN_GRADIENT_BYTES  # fp32 main gradients, all-reduced
@@ -655,11 +673,15 @@ def ep_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> float:
     Megatron-Core's alltoall dispatcher) is one group of sends and receives to every peer, each on its own link."""
     if setup.ep == 1:
         return 0.0
-    inside = max(1, min(setup.ep, node_size(gpu) // (setup.tp * setup.cp)))
+    inside = parallel.expert_ranks_per_node(setup, node_size(gpu))
     intra, inter = parallel.all_to_all_split(shape, setup, node_size(gpu))
-    seconds = intra / link_bandwidth(gpu, inside * setup.tp * setup.cp, True) if intra else 0.0
+    seconds = intra / link_bandwidth(gpu, inside * setup.expert_tp, True) if intra else 0.0
     if inter:
         seconds = max(seconds, inter / link_bandwidth(gpu, setup.ep, False))
+    # the experts' tensor-parallel all-gathers and reduce-scatters around it, on the node's link (etp ranks adjacent)
+    etp_bytes = parallel.expert_tp_bytes(shape, setup)
+    if etp_bytes:
+        seconds += etp_bytes / setup.expert_tp / link_bandwidth(gpu, setup.expert_tp, True)
     return seconds * moe_share(shape)
 
 
@@ -755,8 +777,10 @@ def step_seconds(
 
 def stage_params_per_gpu(shape: ModelShape, setup: TrainingSetup) -> float:
     """The parameters one GPU's stage holds unsharded: the routed experts split over e, the rest over t x p."""
-    experts = parallel.routed_expert_params(shape) if setup.ep > 1 else 0
-    return (params.total_params(shape) - experts + experts / setup.ep) / (setup.tp * setup.pp)
+    experts = parallel.routed_expert_params(shape) if setup.ep > 1 or setup.expert_tp != setup.tp else 0
+    return (params.total_params(shape) - experts) / (setup.tp * setup.pp) + experts / (
+        setup.ep * setup.expert_tp * setup.pp
+    )
 
 
 # FSDP2 (PyTorch's fully_shard, `--fsdp2`) copies on the GPU what it gathers and reduces (torch/distributed/
@@ -795,7 +819,9 @@ def fsdp_float8_weight_share(shape: ModelShape, setup: TrainingSetup) -> float:
     without `--fsdp-float8-all-gather`."""
     if not setup.fsdp_float8_all_gather:
         return 0.0
-    grouped, _, _, _ = layer_matmuls(shape, setup.micro_batch, setup.tp, setup.seq_len, setup.cp)
+    grouped, _, _, _ = layer_matmuls(
+        shape, setup.micro_batch, setup.tp, setup.seq_len, setup.cp, setup.expert_tp, expert_load(shape, setup)
+    )
     weights = sum(max(1, experts // setup.ep) * inner * cols for _, inner, cols, experts in grouped)
     return min(1.0, weights / setup.pp / stage_params_per_gpu(shape, setup))
 
