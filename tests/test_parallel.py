@@ -229,8 +229,20 @@ def test_experts_fold_over_tensor_and_data_parallelism():
     # parallel_state (00caa53): "expert_data_parallel_size = world_size // expert_tensor_model_pipeline_parallel_size"
     # = 256 // (1 x 32 x 8) = 1, and etp defaults to tp: with etp = 2, 2 x 32 = 64 GPUs do not fit in a stage's 32.
     qwen = load_model("qwen3-235b-a22b")
-    recipe = {"tokens": 10**9, "seq_len": 4096, "gpus": 256, "tp": 2, "pp": 8, "ep": 32, "sequence_parallel": True,
-              "virtual_stages": 4, "pp_first_layers": 11, "pp_last_layers": 11, "global_batch": 2048, "zero": 1}
+    recipe = {
+        "tokens": 10**9,
+        "seq_len": 4096,
+        "gpus": 256,
+        "tp": 2,
+        "pp": 8,
+        "ep": 32,
+        "sequence_parallel": True,
+        "virtual_stages": 4,
+        "pp_first_layers": 11,
+        "pp_last_layers": 11,
+        "global_batch": 2048,
+        "zero": 1,
+    }
     folded = TrainingSetup(**recipe, etp=1)
     assert folded.data_parallel == 16 and folded.expert_data_parallel == 1
     assert parallel.check_layout(qwen, folded) == [11] + [12] * 6 + [11]
@@ -279,4 +291,19 @@ def test_node_limited_routing_sends_a_token_once_to_each_node():
     # by the factor.
     padded = setup.model_copy(update={"moe_node_limit": None, "moe_capacity_factor": 1.25})
     plain = setup.model_copy(update={"moe_node_limit": None})
-    assert parallel.all_to_all_bytes(deepseek, padded) == pytest.approx(1.25 * parallel.all_to_all_bytes(deepseek, plain), rel=1e-6)
+    assert parallel.all_to_all_bytes(deepseek, padded) == pytest.approx(
+        1.25 * parallel.all_to_all_bytes(deepseek, plain), rel=1e-6
+    )
+
+
+def test_token_permutations_are_counted_as_memory_traffic():
+    # Megatron-Core's dispatcher: "permute->A2A(EP)->AG(TP)->sort_chunk(if num_local_experts>1)" and back. DeepSeek-V3,
+    # e = 64 (4 local experts), t = 1, b 1, T 4096: the permute reads and writes 4,096 x 8 rows, the unpermute reads
+    # the 32,768 and writes 4,096, each sort reads and writes 32,768 (twice): 7 x 32,768 + 4,096 rows of 7,168 bf16.
+    deepseek = load_model("deepseek-v3")
+    setup = TrainingSetup(tokens=10**9, seq_len=4096, gpus=2048, pp=16, ep=64, pp_first_layers=4, pp_last_layers=1)
+    assert parallel.permute_bytes(deepseek, setup) == (7 * 32768 + 4096) * 7168 * 2
+    # with e = 256 each GPU holds one expert: no sort
+    one = setup.model_copy(update={"ep": 256})
+    assert parallel.permute_bytes(deepseek, one) == (3 * 32768 + 4096) * 7168 * 2
+    assert parallel.permute_bytes(load_model("gpt3-175b"), setup.model_copy(update={"ep": 1})) == 0

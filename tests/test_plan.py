@@ -526,6 +526,7 @@ TOP_CASES = [
     ("llama-3.1-70b", "h100-sxm", dict(tokens=10**12, seq_len=4096, gpus=64, global_batch=256)),
     ("mixtral-8x7b", "h100-sxm", dict(tokens=10**12, seq_len=4096, gpus=16, global_batch=64)),
     ("llama-3.1-70b", "h100-sxm", dict(tokens=10**12, seq_len=4096, gpus=8, global_batch=64)),  # offload needed
+    ("qwen3-30b-a3b", "h100-sxm", dict(tokens=10**12, seq_len=4096, gpus=32, global_batch=256)),  # etp and ep folded
 ]  # fmt: skip
 
 
@@ -541,13 +542,18 @@ def test_top_prices_only_what_can_rank_and_finds_the_same_best(name, gpu_name, f
         layer = step_time.layer_seconds(shape, gpu, s)
         bound = plan.step_bound(max(stages), parallel.micro_batches(s), s.pp, s.virtual_stages, layer)
         assert bound <= layout.step_seconds * (1 + 1e-12)
+    pricer = plan.TrainPricer(shape, gpu, base.model_copy(update={"global_batch": fields["global_batch"]}))
+    for layout in everything.layouts:  # the bound a whole parallel shape is skipped by (branch and bound)
+        if layout.predicted:
+            structure = layout.setup.model_copy(update={"micro_batch": 1, "virtual_stages": 1})
+            assert plan.shape_bound(pricer, structure) <= layout.step_seconds
     for top in (1, 10, 50):
         best = plan.search_training(shape, gpu, base, top)
-        assert (best.searched, best.feasible, best.rejected) == (
-            everything.searched,
-            everything.feasible,
-            everything.rejected,
-        )
+        # every layout is counted, under the same reasons but for those the bound leaves unsearched
+        assert best.searched == everything.searched == best.feasible + sum(best.rejected.values())
+        unsearched = best.rejected.pop(plan.CANNOT_RANK, 0)
+        assert best.feasible + unsearched >= everything.feasible
+        assert all(best.rejected[reason] <= count for reason, count in everything.rejected.items())
         assert len(best.layouts) < len(everything.layouts)
         assert [(layout.setup, layout.step_seconds) for layout in best.layouts[:top]] == [
             (layout.setup, layout.step_seconds) for layout in everything.layouts[:top]
@@ -664,7 +670,7 @@ def test_plan_train_takes_the_frameworks_settings_the_published_runs_use(tfcost)
         tokens=given["tokens"], seq_len=4096, gpus=16, global_batch=given["global_batch"],
         memory_convention="megatron", reduce_every_micro_batch=True, dropout=False, dp_overlap=False,
     )  # fmt: skip
-    found = plan.search_training(load_model("llama-3-8b"), load_gpu("h100-sxm"), base)
+    found = plan.search_training(load_model("llama-3-8b"), load_gpu("h100-sxm"), base, 3)
     assert (given["searched"], given["feasible"]) == (found.searched, found.feasible)
     assert [layout["step_seconds"] for layout in given["layouts"]] == pytest.approx(
         [layout.step_seconds for layout in found.layouts[:3]], rel=1e-12

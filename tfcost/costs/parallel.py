@@ -258,3 +258,21 @@ def expert_tp_bytes(shape: ModelShape, setup: TrainingSetup) -> float:
     element = activations.ACTIVATION_BYTES[setup.precision]
     copies = dispatched_tokens(setup) * shape.moe.experts_per_token * routed_copies_scale(setup)
     return 4 * (setup.expert_tp - 1) * copies * shape.d_model * element
+
+
+def permute_bytes(shape: ModelShape, setup: TrainingSetup) -> float:
+    """Bytes one GPU's token permutations move per MoE layer per micro-batch, forward: Megatron-Core's dispatcher runs
+    "permute->A2A(EP)->AG(TP)->sort_chunk(if num_local_experts>1)" and "sort_chunk(if num_local_experts>1)->RS(TP)->
+    A2A(EP)->unpermute" (token_dispatcher.py at 0014f13). The permute gathers each of its T tokens' k copies into
+    expert order (reads and writes T k rows), the unpermute reads the k copies back and sums them into T rows, and
+    each sort over the E / e local experts reads and writes the etp T k rows the GPU received; d-wide at the
+    activation width. Memory-bound, as the layer's other elementwise passes (backward twice the forward)."""
+    if shape.moe is None:
+        return 0.0
+    element = activations.ACTIVATION_BYTES[setup.precision]
+    tokens = dispatched_tokens(setup)
+    copies = tokens * shape.moe.experts_per_token * routed_copies_scale(setup)
+    rows = 2 * copies + (copies + tokens)  # permute: read and write k T; unpermute: read k T, write T
+    if shape.moe.n_experts // setup.ep > 1:
+        rows += 2 * 2 * setup.expert_tp * copies  # sort_chunk on dispatch and on combine: read and write
+    return rows * shape.d_model * element

@@ -39,14 +39,18 @@ rows (tfcost.core.model.Model), the average of its layers:
 - context-parallel ring attention: c-1 exchanges of what the cache rows hold (K and V; MLA's latent) forward, of
   them and their gradients backward, each collective also paying NCCL's ring latency: a base latency and one per
   step, 14 us for each step that crosses nodes (`cp_ring_latency_seconds`);
-- expert parallelism: the all-to-all dispatch and combine of each MoE layer, forward and backward, the copies to
-  this node's GPUs over NVLink and to other nodes over the network at once (`ep_seconds`); with `--ep-overlap`
+- expert parallelism: the all-to-all dispatch and combine of each MoE layer, forward and backward, of the tokens
+  the GPU holds (its sequence-parallel share), the copies to this node's GPUs over NVLink and to other nodes over
+  the network at once, a token sent once to each node under node-limited routing, and the experts' tensor-parallel
+  all-gathers and reduce-scatters around it (`ep_seconds`); with `--ep-overlap`
   (Megatron-Core's --overlap-moe-expert-parallel-comm, whose combined 1F1B schedule runs "MoE all-to-all
   communication (dispatch/combine) ... with computation on the other stream"; DeepSeek-V3's DualPipe, where "both
   all-to-all and PP communication can be fully hidden during execution", §3.2.1) only what outlasts the layer's
   compute is exposed, and while it runs its kernels hold EP_COMM_SMS of the SMs: exposed = max(C - W, C x 20/SMs);
 - routed experts: a grouped GEMM over the E / e experts a GPU holds, each expert's rows padded to whole tiles
-  (`grouped_wave_efficiency`);
+  (`grouped_wave_efficiency`), the experts' own tensor parallelism etp setting their width and rows (Megatron-Core's
+  ETP: `Model.gemm_groups`); the token permutations around it (permute, sort by local expert, unpermute) as
+  memory-bound passes (`parallel.permute_bytes`);
 - pipeline: each stage boundary sends one micro-batch's activations forward and their gradients back, split over
   t (Narayanan et al. 2021 §4.1), over the network unless the whole run is one node; bubble (p-1)/v of one
   micro-batch's stage time;
@@ -368,9 +372,13 @@ def can_predict(gpu: GpuSpec, setup: TrainingSetup) -> bool:
     )
 
 
-def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict[str, float]:
+def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup, ideal: bool = False) -> dict[str, float]:
     """One layer's forward and backward of one micro-batch on one GPU, by part (the module docstring): the average
-    of the model's layers, each part a fold over their rows (`tfcost.core.model.Model`)."""
+    of the model's layers, each part a fold over their rows (`tfcost.core.model.Model`).
+
+    `ideal`: a lower bound of it that b x the bound at b = 1 stays under for any micro-batch b (`tfcost plan`'s
+    `shape_bound`): the GEMMs at the GPU's best efficiency with no wave lost (wave efficiency is at most 1), the
+    parts that do not grow with b (ring latency, FP8's weight casts) left out; every other part is linear in b."""
     t, c, b, s = setup.tp, setup.cp, setup.micro_batch, setup.seq_len
     model = model_of(shape)
     n_layers = model.n_layers
@@ -384,8 +392,15 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
     # (Dao-AILab/flash-attention benchmarks/benchmark_flash_attention.py), the FLOPs FLASH_EFFICIENCY's 225
     # TFLOP/s are measured in. A dense kernel computes every score entry whatever the mask (below).
     flash_flops = model.attention_flops(s, causal=True) * per_gpu
-    gemm = matmul_terms(shape, gpu, setup)
-    efficiency, matmul_fwd = gemm.efficiency, gemm.seconds
+    if ideal:
+        assert gpu.matmul_efficiency is not None  # can_predict
+        efficiency = gpu.matmul_efficiency * training_matmul_share(setup.zero)
+        flops = layer_matmuls(shape, b, t, s, c, setup.expert_tp, expert_load(shape, setup))[3]
+        precision_scale = FP8_TRAINING_GEMM_FRACTION / gpu.matmul_efficiency if setup.precision == "fp8" else 1.0
+        matmul_fwd = flops / (training.peak_flops_per_s(gpu, setup.precision) * efficiency * precision_scale)
+    else:
+        gemm = matmul_terms(shape, gpu, setup)
+        efficiency, matmul_fwd = gemm.efficiency, gemm.seconds
     attention_peak = attention_peak_flops_per_s(gpu, training.compute_dtype(setup.precision), setup.fp8_attention)
 
     d = shape.d_model
@@ -396,6 +411,7 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
     elementwise_fwd = tokens * (d_wide * d / (t if setup.sequence_parallel else 1) + activation / t) / bandwidth
     if setup.kernels != "fused":
         elementwise_fwd += tokens * eager_bytes_per_token(shape, setup, element) / bandwidth
+    elementwise_fwd += parallel.permute_bytes(shape, setup) * moe_share(shape) / bandwidth  # MoE token permutes
     if setup.flash:
         # its rate over the kept entries: a causal run gains 1.7-1.8x, not 2x (costs/efficiency.py)
         skip = causal_skip_efficiency(flash_flops, attention_flops)
@@ -417,11 +433,13 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
     kv_bytes = tokens * model.cache_width(t) / n_layers * element
     cp_fwd = 0.0
     if c > 1:
-        cp_fwd = (c - 1) * kv_bytes / link_bandwidth(gpu, t * c, True) + cp_ring_latency_seconds(gpu, setup)
+        cp_fwd = (c - 1) * kv_bytes / link_bandwidth(gpu, t * c, True)
+        cp_fwd += 0.0 if ideal else cp_ring_latency_seconds(gpu, setup)
 
     ep_comm = ep_seconds(shape, gpu, setup)
 
-    cast_fwd, cast_bwd = fp8_cast_seconds(shape, gpu, setup)  # FP8's quantization passes (0 otherwise)
+    # FP8's quantization passes (0 otherwise)
+    cast_fwd, cast_bwd = (0.0, 0.0) if ideal else fp8_cast_seconds(shape, gpu, setup)
     recompute = {
         "none": 0.0,
         "selective": attention_fwd,

@@ -394,9 +394,7 @@ def gpu_share_params(shape: ModelShape, setup: TrainingSetup, n_params: int) -> 
     size (t unless told)."""
     split = setup.ep > 1 or setup.expert_tp != setup.tp
     experts = parallel.routed_expert_params(shape) if split and setup.lora_rank is None else 0
-    return ceil_div(n_params - experts, setup.tp * setup.pp) + ceil_div(
-        experts, setup.expert_tp * setup.pp * setup.ep
-    )
+    return ceil_div(n_params - experts, setup.tp * setup.pp) + ceil_div(experts, setup.expert_tp * setup.pp * setup.ep)
 
 
 def gathered_weight_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
