@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CASES = ROOT / "validation" / "cases.yaml"
 PREDICTIONS = ROOT / "validation" / "predictions.json"
 DOC = ROOT / "docs" / "validation.md"
-CATEGORIES = ["serving", "training_memory", "step_time", "kv_capacity", "flops"]
+CATEGORIES = ["serving", "training_memory", "step_time", "kv_capacity", "flops", "moe_step_time"]
 HALVES = [("fitted", False), ("held out", True)]
 
 OPERATORS: dict[type, Callable[[float, float], float]] = {
