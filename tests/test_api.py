@@ -35,7 +35,8 @@ SAME_QUESTION = [
     ("train llama-3-8b --gpus 64 --gpu h100-sxm --zero 1", lambda: tfc.train("llama-3-8b", gpus=64, zero=1)),
     (
         "train qwen2.5-7b --tokens 1.4T --seq 2048 --gpus 32 --tp 4 --pp 2 --zero 3 --sequence-parallel "
-        "--recompute selective --optimizer adamw-8bit --no-flash --price-per-gpu-hour 2.5 --mfu 0.35 --explain",
+        "--recompute selective --optimizer adamw-8bit --framework-set flash=false --price-per-gpu-hour 2.5 --mfu 0.35 "
+        "--explain",
         lambda: tfc.train(
             "qwen2.5-7b",
             tokens="1.4T",
@@ -47,7 +48,7 @@ SAME_QUESTION = [
             sequence_parallel=True,
             recompute="selective",
             optimizer="adamw-8bit",
-            flash=False,
+            framework_set={"flash": False},
             price_per_gpu_hour=2.5,
             mfu=0.35,
             explain=True,

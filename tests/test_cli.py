@@ -237,4 +237,4 @@ def test_help_lists_the_commands_in_order_whichever_ran_first(tfcost):
     # The same text after the usage line, which names the program as the process was started (python -m ...).
     assert after.code == 0 and after.stdout.split("\n", 1)[1] == fresh.stdout.split("\n", 1)[1]
     names = re.findall(r"^  ([a-z][\w-]*) ", fresh.stdout.split("Commands:")[1], re.MULTILINE)
-    assert names[:4] == ["list", "gpus", "estimate", "compare"] and "inspect" in names
+    assert names[:5] == ["list", "gpus", "frameworks", "estimate", "compare"] and "inspect" in names

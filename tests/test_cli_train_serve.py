@@ -48,8 +48,8 @@ def test_train_json_contract(tfcost):
 def test_train_json_is_the_core_result(tfcost):
     run = tfcost("train", "qwen2.5-7b", "--tokens", "1.4T", "--seq", "2048", "--gpus", "32", "--tp", "4",
                  "--pp", "2", "--zero", "3", "--sequence-parallel", "--recompute", "selective", "--optimizer",
-                 "adamw-8bit", "--no-flash", "--price-per-gpu-hour", "2.5", "--mfu", "0.35", "--global-batch", "64",
-                 "-f", "json")  # fmt: skip
+                 "adamw-8bit", "--framework-set", "flash=false", "--price-per-gpu-hour", "2.5", "--mfu", "0.35",
+                 "--global-batch", "64", "-f", "json")  # fmt: skip
     assert run.code == 0, run.stderr
     expected = train(
         load_model("qwen2.5-7b"),
@@ -60,6 +60,8 @@ def test_train_json_is_the_core_result(tfcost):
     )  # fmt: skip
     out = json.loads(run.stdout)
     assert out.pop("tfcost_version")
+    # the command adds the framework its conventions came from: none named, flash set by the user
+    assert out.pop("framework")["overridden"] == ["flash"]
     assert out == expected.model_dump(mode="json")
     assert out["flops"]["hardware"] > out["flops"]["total"]
     assert out["time"]["cost"] == pytest.approx(out["time"]["gpu_hours"] * 2.5)
@@ -103,6 +105,7 @@ def test_serve_json_is_the_core_result(tfcost):
     )  # fmt: skip
     out = json.loads(run.stdout)
     assert out.pop("tfcost_version")
+    assert out.pop("framework")["name"] is None  # the command adds the conventions it assumed: tfcost's defaults
     assert out == expected.model_dump(mode="json")
 
 

@@ -25,7 +25,9 @@ def test_fp8_matmuls_gain_less_than_published_end_to_end_and_attention_stays_bf1
 ) -> None:
     bf16 = run([*TRAIN, "--precision", "bf16-mixed"], capsys)["step"]["seconds"]
     fp8 = run([*TRAIN, "--precision", "fp8"], capsys)["step"]["seconds"]
-    fp8_attention = run([*TRAIN, "--precision", "fp8", "--fp8-attention"], capsys)["step"]["seconds"]
+    fp8_attention = run([*TRAIN, "--precision", "fp8", "--framework-set", "fp8_attention=true"], capsys)["step"][
+        "seconds"
+    ]
     # FP8 GEMMs reach 0.59-0.74 of the FP8 peak at K = 2048-4096 (tilelang, H800) before the casts; torchao's best
     # end-to-end float8 gain on Llama 3.1 70B/405B under FSDP is 1.51x (1.34x the least): the step gains more than 1x
     # and less than that, the matmuls alone more than 1x and under the peaks' 2x (ZeRO-3's BF16 GEMMs at their fitted
@@ -42,7 +44,7 @@ def test_a_flashattention_1_class_kernel_takes_twice_fa2s_attention_time(capsys:
     mpt = ["train", "validation/models/mpt-1b.yaml", "--gpu", "a100-80gb", "--gpus", "8", "-T", "2048", "-b", "14",
            "--global-batch", "112"]  # fmt: skip
     fa2 = run(mpt, capsys)["step"]["seconds"]
-    fa1 = run([*mpt, "--flash-kernel", "fa1"], capsys)["step"]["seconds"]
+    fa1 = run([*mpt, "--framework-set", "flash_kernel=fa1"], capsys)["step"]["seconds"]
     assert fa1["attention"] == pytest.approx(2 * fa2["attention"], rel=1e-12)
     assert fa1["matmuls"] == fa2["matmuls"] and fa1["memory_bound"] == fa2["memory_bound"]
     # FA2 on A100: 0.73 of the 312 TFLOP/s peak, backward 2.5 x forward; FA1 half the rate. Fused attention is priced
@@ -52,14 +54,14 @@ def test_a_flashattention_1_class_kernel_takes_twice_fa2s_attention_time(capsys:
     flops = 2 * 2 * (2048 * 2049 // 2) * 2048 * 24 * 14
     assert fa1["attention"] == pytest.approx(3.5 * flops / (312e12 * 0.73 / 2 * 1.75 / 2), rel=1e-9)
     with pytest.raises(SystemExit):
-        main([*mpt, "--flash-kernel", "fa1"])  # the table says which kernel it priced
+        main([*mpt, "--framework-set", "flash_kernel=fa1"])  # the table says which kernel it priced
     assert "flash attention (FlashAttention-1 class);" in capsys.readouterr().out
 
 
 def test_serving_fp8_prefill_prices_attention_at_the_bf16_peak(capsys: pytest.CaptureFixture[str]) -> None:
     bf16 = run(SERVE, capsys)["expected"]
     fp8 = run([*SERVE, "--weights-dtype", "fp8"], capsys)["expected"]
-    fp8_attention = run([*SERVE, "--weights-dtype", "fp8", "--fp8-attention"], capsys)["expected"]
+    fp8_attention = run([*SERVE, "--weights-dtype", "fp8", "--framework-set", "fp8_attention=true"], capsys)["expected"]
     assert fp8_attention["prefill_ms"] < fp8["prefill_ms"] < bf16["prefill_ms"]
     assert "attention" in fp8["sources"] and "attention" not in fp8_attention["sources"]
     # The matmuls: 0.5 of the FP8 peak (0.7 x 1.43 of the BF16 one): a compute-bound prefill gains under 1.43x.
@@ -101,7 +103,7 @@ def test_eager_norms_keep_an_fp32_copy_of_their_input(capsys: pytest.CaptureFixt
         "q,v",
     ]
     fused = run(lora, capsys)["memory_per_gpu"]
-    eager = run([*lora, "--kernels", "eager"], capsys)["memory_per_gpu"]
+    eager = run([*lora, "--framework-set", "kernels=eager"], capsys)["memory_per_gpu"]
     assert eager["activations_bytes"] - fused["activations_bytes"] == 32 * 1304 * 8 * 4096
     assert eager["total_bytes"] - fused["total_bytes"] == 32 * 1304 * 8 * 4096
     # Korthikanti's fold keeps 34d per token and layer with flash attention and dropout (34 + 5as/h less the
@@ -109,4 +111,7 @@ def test_eager_norms_keep_an_fp32_copy_of_their_input(capsys: pytest.CaptureFixt
     layers = fused["activations_bytes"] - fused["logits_bytes"]
     assert 1.2 < (layers + 32 * 1304 * 8 * 4096) / layers < 1.3
     full = [*lora, "--recompute", "full"]
-    assert run([*full, "--kernels", "eager"], capsys)["memory_per_gpu"] == run(full, capsys)["memory_per_gpu"]
+    assert (
+        run([*full, "--framework-set", "kernels=eager"], capsys)["memory_per_gpu"]
+        == run(full, capsys)["memory_per_gpu"]
+    )

@@ -350,7 +350,7 @@ def test_engine_train_and_serve_refuse_what_needs_the_reader(tmp_path):
     tp = invoke("train", path, "--tp", "2", "--gpus", "2")
     assert tp.code == 2
     assert "--tp" in tp.stderr and "own reader" in tp.stderr
-    assert "--kv-block" in invoke("serve", path, "--kv-block", "32").stderr
+    assert "--kv-block" in invoke("serve", path, "--framework-set", "kv_block=32").stderr
     assert invoke("serve", path, "--gpus", "2").code == 2
     quantized = gptj_path(tmp_path, quantization_config={"quant_method": "gptq", "bits": 4})
     assert "--weights-dtype" in invoke("serve", quantized).stderr

@@ -157,8 +157,8 @@ def test_v1_sampler_run_holds_38_bytes_a_logit_at_the_sort() -> None:
 
 
 def test_vllm_profile_and_max_num_seqs_are_options_v0_the_default(capsys: pytest.CaptureFixture[str]) -> None:
-    """`serve --vllm-profile` and `--max-num-seqs` reach the budget; without them the setup is V0's with 256
-    dummy requests, as before, and the JSON setup names neither."""
+    """vLLM's profile run and max_num_seqs (conventions of its framework file, here set by --framework-set) reach the
+    budget; without them the setup is V0's with 256 dummy requests, as before, and the JSON setup names neither."""
 
     def figures(*extra: str) -> dict[str, Any]:
         argv = ["serve", "qwen3-235b-a22b", "--gpu", "h100-sxm", "--gpus", "4", "--weights-dtype", "fp8"]
@@ -167,9 +167,13 @@ def test_vllm_profile_and_max_num_seqs_are_options_v0_the_default(capsys: pytest
         assert not done.value.code
         return json.loads(capsys.readouterr().out)
 
-    plain, v0 = figures(), figures("--vllm-profile", "v0", "--max-num-seqs", "256")
+    plain, v0 = figures(), figures("--framework-set", "vllm_profile=v0", "--framework-set", "max_num_seqs=256")
+    assert plain.pop("framework")["overridden"] == [] and v0.pop("framework")["overridden"] == [
+        "max_num_seqs",
+        "vllm_profile",
+    ]
     assert plain == v0 and "vllm_profile" not in plain["setup"] and "max_num_seqs" not in plain["setup"]
-    sampler = figures("--vllm-profile", "v1-sampler", "--max-num-seqs", "1024")
+    sampler = figures("--framework-set", "vllm_profile=v1-sampler", "--framework-set", "max_num_seqs=1024")
     assert sampler["setup"]["vllm_profile"] == "v1-sampler" and sampler["setup"]["max_num_seqs"] == 1024
     # test_v1_sampler_run_holds_38_bytes_a_logit_at_the_sort's sum at B x P = 8191 tokens, one hidden row fewer
     assert sampler["expected"]["workspace_bytes"] == 5_996_019_712 - 4096 * 2
@@ -180,13 +184,18 @@ def test_vllm_profile_and_max_num_seqs_are_options_v0_the_default(capsys: pytest
 
 
 @pytest.mark.parametrize(
-    ("option", "value"), [("--vllm-profile", "v2"), ("--max-num-seqs", "0"), ("--max-num-seqs", "many")]
+    ("option", "value"),
+    [
+        ("--framework-set", "vllm_profile=v2"),
+        ("--framework-set", "max_num_seqs=0"),
+        ("--framework-set", "max_num_seqs=many"),
+    ],
 )
 def test_bad_profile_options_fail_in_one_line(tfcost: Any, option: str, value: str) -> None:
-    """A profile or request count vLLM never had: one line on stderr, a non-zero exit, no traceback."""
+    """A profile or request count vLLM never had: one line on stderr naming the field, a non-zero exit."""
     run = tfcost("serve", "llama-3.1-8b", option, value)
     assert run.code != 0 and not run.stdout
-    assert "Traceback" not in run.stderr and option in run.stderr
+    assert "Traceback" not in run.stderr and option in run.stderr and value.split("=")[0] in run.stderr
 
 
 def test_llama_2_7b_on_an_a100_matches_vllms_block_count(capsys: pytest.CaptureFixture[str]) -> None:
@@ -228,7 +237,20 @@ def test_sglang_budget_is_the_static_fraction_less_the_weights_on_a_logged_run()
 
 
 def pool_figures(capsys: pytest.CaptureFixture[str], pool: str) -> dict[str, Any]:
-    argv = ["serve", "llama-2-7b", "--gpu", "a100-80gb", "-B", "1", "-P", "4095", "-G", "1", "--kv-pool", pool]
+    argv = [
+        "serve",
+        "llama-2-7b",
+        "--gpu",
+        "a100-80gb",
+        "-B",
+        "1",
+        "-P",
+        "4095",
+        "-G",
+        "1",
+        "--framework-set",
+        f"kv_pool={pool}",
+    ]
     with pytest.raises(SystemExit) as done:
         main([*argv, "--format", "json"])
     assert not done.value.code

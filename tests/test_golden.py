@@ -54,6 +54,7 @@ ADDED |= {
 }
 
 # Keys issue 15 added to serve: the expected times beside the bound, the bound's per-sequence rates, the profile.
+ADDED |= {"framework"}  # issue 34: the framework whose conventions priced the run (tfcost's defaults when none)
 ADDED |= {"engine"}  # issue 14: which engine answered ("analytic" here)
 ADDED |= {"expected", "profile", "setup.group_size", "setup.kv_block"}
 ADDED |= {f"latency.{key}" for key in ("ttft_ms", "tpot_ms", "tokens_per_s_per_sequence", "tokens_per_s")}

@@ -289,8 +289,8 @@ def test_node_limited_routing_sends_a_token_once_to_each_node():
     assert intra == pytest.approx(token_bytes * 8 * 63 / 64)
     # Padded to capacity (Megatron-Core's get_capacity: capacity_factor x tokens x k / E per expert), the copies grow
     # by the factor.
-    padded = setup.model_copy(update={"moe_node_limit": None, "moe_capacity_factor": 1.25})
-    plain = setup.model_copy(update={"moe_node_limit": None})
+    padded = setup.model_copy(update={"moe_node_limit": 0, "moe_capacity_factor": 1.25})
+    plain = setup.model_copy(update={"moe_node_limit": 0})
     assert parallel.all_to_all_bytes(deepseek, padded) == pytest.approx(
         1.25 * parallel.all_to_all_bytes(deepseek, plain), rel=1e-6
     )

@@ -663,7 +663,16 @@ def test_plan_train_takes_the_frameworks_settings_the_published_runs_use(tfcost)
     # The settings PUBLISHED prices Llama 3 with (fp32 main gradients, FSDP's every-micro-batch sync, no dropout) and
     # Korthikanti et al.'s no-overlap reach the search from the command line: its JSON equals the search run on a
     # setup holding them, and differs from the defaults' (the gradients and masks the defaults keep).
-    flags = ["--memory-convention", "megatron", "--reduce-every-micro-batch", "--no-dropout", "--no-dp-overlap"]
+    flags = [
+        "--framework-set",
+        "memory_convention=megatron",
+        "--framework-set",
+        "reduce_every_micro_batch=true",
+        "--framework-set",
+        "dropout=false",
+        "--framework-set",
+        "dp_overlap=false",
+    ]
     args = ["plan", "train", "llama-3-8b", "--gpus", "16", "--top", "3", "-f", "json"]
     given, default = (json.loads(tfcost(*args, *extra).stdout) for extra in (flags, []))
     base = TrainingSetup(
@@ -678,7 +687,7 @@ def test_plan_train_takes_the_frameworks_settings_the_published_runs_use(tfcost)
     assert given["layouts"] != default["layouts"]
     # train takes the same two new flags: no dropout masks means fewer activation bytes.
     train = ["train", "llama-3-8b", "--gpus", "8", "--zero", "3", "-f", "json"]
-    masks, none = (json.loads(tfcost(*train, *extra).stdout) for extra in ([], ["--no-dropout"]))
+    masks, none = (json.loads(tfcost(*train, *extra).stdout) for extra in ([], ["--framework-set", "dropout=false"]))
     assert none["memory_per_gpu"]["activations_bytes"] < masks["memory_per_gpu"]["activations_bytes"]
-    synced = json.loads(tfcost(*train, "--reduce-every-micro-batch").stdout)
+    synced = json.loads(tfcost(*train, "--framework-set", "reduce_every_micro_batch=true").stdout)
     assert synced["setup"]["reduce_every_micro_batch"] is True

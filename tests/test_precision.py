@@ -38,8 +38,8 @@ def test_torchtune_llama31_8b_full_finetune_on_a_4090(tfcost):
     # Llama-3-8B's shape. The paged 8-bit states (2 bytes a parameter) live in unified memory, outside torch's
     # count, so they are reported as host memory.
     run = tfcost("train", "llama-3-8b", "--gpu", "rtx-4090", "--seq", "2048", "--micro-batch", "2", "--precision",
-                 "bf16", "--optimizer", "paged-adamw-8bit", "--optimizer-in-backward", "--recompute", "full",
-                 "--tokens", "4096", "-f", "json")  # fmt: skip
+                 "bf16", "--optimizer", "paged-adamw-8bit", "--framework-set", "optimizer_in_backward=true",
+                 "--recompute", "full", "--tokens", "4096", "-f", "json")  # fmt: skip
     assert run.code == 0, run.stderr
     memory = json.loads(run.stdout)["memory_per_gpu"]
     assert memory["total_bytes"] / GIB == pytest.approx(18.9, rel=0.10)

@@ -219,7 +219,7 @@ def test_offload_moves_gradients_but_not_the_gathered_layers():
 def test_train_takes_the_op_level_policy_and_the_full_loss(tfcost):
     args = ("train", "llama-3.1-8b", "--gpus", "8", "-T", "8192", "-b", "2", "--zero", "3", "--tokens", "1e9")
     korthikanti = tfcost(*args, "--recompute", "selective", "-f", "json")
-    op_level = tfcost(*args, "--recompute", "selective-op", "--loss", "full", "-f", "json")
+    op_level = tfcost(*args, "--recompute", "selective-op", "--framework-set", "loss=full", "-f", "json")
     assert korthikanti.code == op_level.code == 0, op_level.stderr
     setup = json.loads(op_level.stdout)["setup"]
     assert (setup["recompute"], setup["loss"]) == ("selective-op", "full")
@@ -227,7 +227,7 @@ def test_train_takes_the_op_level_policy_and_the_full_loss(tfcost):
     assert held["logits_bytes"] == 3 * 4 * 8192 * 2 * 128_256
     korthikanti_layer = json.loads(korthikanti.stdout)["memory_per_gpu"]["activations_per_layer_bytes"]
     assert held["activations_per_layer_bytes"] < korthikanti_layer
-    refused = tfcost(*args, "--loss", "sum")
+    refused = tfcost(*args, "--framework-set", "loss=sum")
     assert refused.code != 0 and "Traceback" not in refused.stderr and refused.stdout == ""
 
 
@@ -286,14 +286,14 @@ def test_train_takes_reshard_after_forward(tfcost):
         "1e9",
     )
     default = tfcost(*args, "-f", "json")
-    always = tfcost(*args, "--reshard-after-forward", "always", "-f", "json")
+    always = tfcost(*args, "--framework-set", "reshard_after_forward=always", "-f", "json")
     assert default.code == always.code == 0, always.stderr
     assert json.loads(default.stdout)["setup"]["reshard_after_forward"] == "default"
     assert json.loads(always.stdout)["setup"]["reshard_after_forward"] == "always"
     kept = json.loads(default.stdout)["memory_per_gpu"]["weights_bytes"]
     freed = json.loads(always.stdout)["memory_per_gpu"]["weights_bytes"]
     assert kept - freed == 2 * LLAMA_2_7B_PARAMS // 2 - 2 * 2 * LLAMA_2_7B_LAYER
-    refused = tfcost(*args, "--reshard-after-forward", "sometimes")
+    refused = tfcost(*args, "--framework-set", "reshard_after_forward=sometimes")
     assert refused.code != 0 and "Traceback" not in refused.stderr and refused.stdout == ""
 
 
@@ -324,14 +324,19 @@ def test_litgpt_lora_under_fsdp_keeps_whole_layer_gradients_unsharded():
     assert full["gradients"] == 4 * LLAMA_2_7B_PARAMS
 
 
-def test_fsdp_only_flags_are_refused_without_zero_3(tfcost):
-    args = ("train", "llama-2-7b", "--gpus", "2", "--tokens", "1e9", "--lora", "8")
-    for flag in ("--accumulate-unsharded", "--frozen-gradients", "--fsdp2"):
-        refused = tfcost(*args, flag)
-        assert refused.code != 0 and "Traceback" not in refused.stderr and refused.stdout == ""
-        assert "zero 3" in refused.stderr, refused.stderr
-    no_lora = tfcost("train", "llama-2-7b", "--gpus", "2", "--zero", "3", "--tokens", "1e9", "--frozen-gradients")
-    assert no_lora.code != 0 and "lora" in no_lora.stderr and "Traceback" not in no_lora.stderr
+def test_fsdp_conventions_change_nothing_without_zero_3(tfcost):
+    # A framework's FSDP conventions (set by its file, here by --framework-set) describe sharded weights: a run
+    # under ZeRO-0 to 2, or without LoRA for frozen_gradients, is priced as without them, not refused.
+    args = ("train", "llama-2-7b", "--gpus", "2", "--tokens", "1e9", "--lora", "8", "-f", "json")
+    plain = json.loads(tfcost(*args).stdout)
+    for setting in ("accumulate_unsharded=true", "frozen_gradients=true", "fsdp2=true"):
+        run = tfcost(*args, "--framework-set", setting)
+        assert run.code == 0, run.stderr
+        priced = json.loads(run.stdout)
+        assert priced["memory_per_gpu"] == plain["memory_per_gpu"] and priced["step"] == plain["step"]
+    args = ("train", "llama-2-7b", "--gpus", "2", "--zero", "3", "--tokens", "1e9", "-f", "json")
+    no_lora = tfcost(*args, "--framework-set", "frozen_gradients=true")
+    assert json.loads(no_lora.stdout)["memory_per_gpu"] == json.loads(tfcost(*args).stdout)["memory_per_gpu"]
 
 
 def test_offloaded_activations_leave_one_layer_and_the_logits_on_the_gpu():

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from tfcost.reports.estimate import Estimate
     from tfcost.reports.serve import ServeReport
     from tfcost.reports.train import TrainReport
-    from tfcost.schema import GpuSpec, TrainingSetup
+    from tfcost.schema import FrameworkKind, FrameworkUsed, GpuSpec, TrainingSetup
 
     BaseModelT = TypeVar("BaseModelT", bound=BaseModel)
     # `--set` as the commands take it (["n_kv_heads=16"]) or as a mapping ({"n_kv_heads": 16}).
@@ -131,6 +131,24 @@ def given(**fields: object) -> dict[str, object]:
     return {name: value for name, value in fields.items() if value is not None}
 
 
+def conventions_of(framework: str | None, framework_set: Overrides | None, kind: FrameworkKind) -> FrameworkUsed:
+    """The framework a run is priced under (`framework`: NAME[@VERSION]) with the user's overrides of its fields
+    (`framework_set`, as --framework-set takes them); with none, tfcost's defaults, named as assumed."""
+    from tfcost.readers.frameworks import framework_used, parse_framework_set
+
+    if framework is not None and not isinstance(framework, str):
+        from tfcost.errors import UsageError
+
+        raise UsageError(f"framework: a name such as 'vllm@0.8', not {type(framework).__name__}")
+    return framework_used(framework, kind, parse_framework_set(override_texts(framework_set), kind))
+
+
+def convention_values(used: FrameworkUsed) -> dict[str, object]:
+    from tfcost.readers.frameworks import convention_values as values
+
+    return values(used)
+
+
 def load_profile(name: str | None) -> Profile | None:
     """The saved measured profile of that name (`tfcost profiles`), or None; read only when asked for."""
     if name is None:
@@ -215,6 +233,8 @@ def train(
     strict: bool = False,
     lenient: bool = False,
     revision: str | None = None,
+    framework: str | None = None,
+    framework_set: Overrides | None = None,
     **setup: Any,
 ) -> TrainReport | EngineTrainReport:
     """`tfcost train`: training compute, time, cost and memory per GPU.
@@ -224,11 +244,14 @@ def train(
     `tfcost.schema.TrainingSetup`, named as the command's option with underscores (micro_batch, gpus, zero, tp, pp,
     cp, ep, mfu, recompute, optimizer, precision, lora_rank for --lora, lora_targets as a list or "q,k,v,o", ...);
     a field not given keeps its default. `gpu` names a GPU from `tfcost gpus`; `profile` a saved measured profile
-    in its place.
+    in its place. `framework` names the trainer and its release ("torchtitan", "megatron-core@0.12", `tfcost
+    frameworks`), whose conventions set the setup's convention fields; `framework_set` overrides them
+    (["loss=full"] or {"loss": "full"}); a keyword given here wins over both.
     """
     from tfcost.schema import TrainingSetup
 
-    fields = dict(setup)
+    used = conventions_of(framework, framework_set, "training")
+    fields: dict[str, Any] = {**convention_values(used), **given(**setup)}
     if isinstance(fields.get("lora_targets"), str):
         fields["lora_targets"] = tuple(name.strip() for name in fields["lora_targets"].split(",") if name.strip())
     elif fields.get("lora_targets") is not None:
@@ -250,7 +273,7 @@ def train(
     if found is not None:
         from tfcost.engines.dispatch import train_report
 
-        return train_report(found, spec, make_setup, explained=explain)
+        return train_report(found, spec, make_setup, explained=explain).model_copy(update={"framework": used})
     from tfcost.costs import training
     from tfcost.reports.base import with_source
     from tfcost.reports.train import train as run_train
@@ -276,6 +299,7 @@ def train(
         fields.get("global_batch"),
         fields.get("zero"),
     )
+    report = report.model_copy(update={"framework": used})
     return with_source(report, source, tokens=report.setup.seq_len)
 
 
@@ -291,6 +315,8 @@ def serve(
     strict: bool = False,
     lenient: bool = False,
     revision: str | None = None,
+    framework: str | None = None,
+    framework_set: Overrides | None = None,
     **setup: Any,
 ) -> ServeReport | EngineServeReport:
     """`tfcost serve`: serving memory, largest batch and context, prefill and decode times (bound and expected).
@@ -298,16 +324,19 @@ def serve(
     Every keyword after the model's is a field of `tfcost.schema.ServingSetup`, named as the command's option with
     underscores (gpus, pp, ep, weights_dtype, kv_dtype, batch, prompt, generate, reserve, compute_efficiency,
     memory_efficiency, group_size, kv_block, kv_pool, vllm_profile, max_num_seqs); a field not given keeps its
-    default. With a measured `profile` the efficiencies are its own (1.0 over its measured rates).
+    default. With a measured `profile` the efficiencies are its own (1.0 over its measured rates). `framework`
+    names the engine and its release ("vllm@0.8", "sglang", `tfcost frameworks`), whose conventions set the setup's
+    convention fields (KV pool, profile run, reserve); `framework_set` overrides them; a keyword given here wins.
     """
     from tfcost.schema import ServingSetup
 
+    used = conventions_of(framework, framework_set, "serving")
     asked = request(model, config, overrides, strict, lenient, revision)
     found = asked.for_engine(engine)
     measured = load_profile(profile)
     if measured is not None:
         setup = {**setup, "memory_efficiency": 1.0, "compute_efficiency": 1.0}
-    chosen = validated(ServingSetup, **given(**setup))
+    chosen = validated(ServingSetup, **{**convention_values(used), **given(**setup)})
     if found is not None:
         if chosen.pp > 1 or chosen.ep > 1:
             from tfcost.errors import UsageError
@@ -315,7 +344,8 @@ def serve(
             raise UsageError("--pp and --ep are priced by the formulas, not by the transformers engine")
         from tfcost.engines.dispatch import serve_report
 
-        return serve_report(found, gpu_or_profile(gpu, measured), chosen, explained=explain)
+        answered = serve_report(found, gpu_or_profile(gpu, measured), chosen, explained=explain)
+        return answered.model_copy(update={"framework": used})
     from tfcost.reports.base import with_source
     from tfcost.reports.serve import serve as run_serve
     from tfcost.reports.stored import stored_report
@@ -327,6 +357,7 @@ def serve(
         source.shape, gpu_or_profile(gpu, measured), chosen, rates, profile_name, explained=explain,
         stored_bytes=files,
     )  # fmt: skip
+    report = report.model_copy(update={"framework": used})
     return with_source(report, source, tokens=chosen.context, tokens_are="P + G")
 
 
@@ -339,12 +370,16 @@ def plan_train(
     strict: bool = False,
     lenient: bool = False,
     revision: str | None = None,
+    framework: str | None = None,
+    framework_set: Overrides | None = None,
     **options: Any,
 ) -> Any:
     """`tfcost plan train`: the training layouts that fit, fastest first. `options` are the command's (gpus, seq,
     tokens, global_batch, precision, top, ...), passed on as `tfcost.reports.plan.plan_train(shape, gpu, **options)`
-    takes them."""
-    return plan("plan_train", request(model, config, overrides, strict, lenient, revision), gpu, options)
+    takes them; `framework` and `framework_set` as `train` takes them."""
+    used = conventions_of(framework, framework_set, "training")
+    asked = request(model, config, overrides, strict, lenient, revision)
+    return plan("plan_train", asked, gpu, {**options, "conventions": convention_values(used)}, used)
 
 
 def plan_serve(
@@ -356,21 +391,27 @@ def plan_serve(
     strict: bool = False,
     lenient: bool = False,
     revision: str | None = None,
+    framework: str | None = None,
+    framework_set: Overrides | None = None,
     **options: Any,
 ) -> Any:
     """`tfcost plan serve`: the serving layouts that meet the latency targets, most tokens/s per GPU first.
     `options` are the command's (gpus, prompt, generate, ttft_ms, tpot_ms, top, ...), passed on as
-    `tfcost.reports.plan.plan_serve(shape, gpu, **options)` takes them."""
-    return plan("plan_serve", request(model, config, overrides, strict, lenient, revision), gpu, options)
+    `tfcost.reports.plan.plan_serve(shape, gpu, **options)` takes them; `framework` and `framework_set` as `serve`
+    takes them."""
+    used = conventions_of(framework, framework_set, "serving")
+    asked = request(model, config, overrides, strict, lenient, revision)
+    return plan("plan_serve", asked, gpu, {**options, "conventions": convention_values(used)}, used)
 
 
-def plan(search: str, asked: ModelRequest, gpu: str, options: dict[str, Any]) -> Any:
-    """One of tfcost.reports.plan's searches on a model and GPU, with its source's notes where its report has them."""
+def plan(search: str, asked: ModelRequest, gpu: str, options: dict[str, Any], used: FrameworkUsed) -> Any:
+    """One of tfcost.reports.plan's searches on a model and GPU, with its source's notes where its report has them,
+    and the framework its layouts were priced under."""
     from tfcost.readers.presets import load_gpu
 
     searches = plan_module()
     source = asked.source()
-    report = getattr(searches, search)(source.shape, load_gpu(gpu), **options)
+    report = getattr(searches, search)(source.shape, load_gpu(gpu), **options).model_copy(update={"framework": used})
     from tfcost.reports.base import SourceNotes, with_source
 
     return with_source(report, source) if isinstance(report, SourceNotes) else report

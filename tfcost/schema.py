@@ -915,19 +915,19 @@ class TrainingSetup(Frozen):
     ep_overlap: bool = Field(
         False, description="expert all-to-alls overlapped with another micro-batch's compute (DualPipe, Megatron-Core)"
     )
-    moe_node_limit: Size | None = Field(
-        None,
+    moe_node_limit: SizeOrZero = Field(
+        0,
         description="node-limited routing: each token goes to experts on at most M nodes, sent once to each node "
         "and forwarded inside it over NVLink (DeepSeek-V3 with DeepEP: 'we limit each token to be dispatched to at "
-        "most 4 nodes', report §3.2.2); null: every copy sent to its expert's GPU (Megatron-Core's all-to-all)",
+        "most 4 nodes', report §3.2.2); 0: no limit, every copy sent to its expert's GPU (Megatron-Core's all-to-all)",
     )
-    moe_capacity_factor: float | None = Field(
-        None,
-        gt=0,
+    moe_capacity_factor: float = Field(
+        0,
+        ge=0,
         le=64,
         description="each expert's tokens padded to capacity = factor x k x tokens / E (Megatron-Core's "
         "--moe-expert-capacity-factor with --moe-pad-expert-input-to-capacity): the all-to-alls and expert GEMMs "
-        "move and run that many rows; null: dropless, the tokens routed",
+        "move and run that many rows; 0: dropless, the tokens routed",
     )
     moe_load_imbalance: float = Field(
         1.0,
@@ -1021,27 +1021,11 @@ class TrainingSetup(Frozen):
     def _check_layout(self) -> TrainingSetup:
         if self.qlora and self.lora_rank is None:
             raise ValueError("qlora needs a lora rank (--lora R)")
-        if (self.accumulate_unsharded or self.frozen_gradients) and self.zero != 3:
-            raise ValueError("--accumulate-unsharded and --frozen-gradients describe FSDP (ZeRO-3): add --zero 3")
-        if self.fsdp2 and self.zero != 3:
-            raise ValueError("--fsdp2 describes FSDP2's sharded weights (ZeRO-3): add --zero 3")
-        if self.tp_keeps_gathered_input and (self.tp == 1 or not self.sequence_parallel):
-            raise ValueError(
-                "--tp-keeps-gathered-input describes sequence-parallel all-gathers: add --tp and --sequence-parallel"
-            )
-        if self.async_tp and (self.tp == 1 or not self.sequence_parallel):
-            raise ValueError(
-                "--async-tp overlaps sequence parallelism's all-gathers and reduce-scatters: add --tp > 1 and "
-                "--sequence-parallel"
-            )
-        if self.fsdp_float8_all_gather and (self.zero != 3 or self.precision != "fp8"):
-            raise ValueError(
-                "--fsdp-float8-all-gather gathers FP8 linear weights under ZeRO-3: add --zero 3 and --precision fp8"
-            )
+        # A framework's conventions about a layout the run does not use (FSDP2's copies without ZeRO-3, DTensor's
+        # gathered inputs without sequence parallelism) say nothing about it: the costs read them only where they
+        # apply (tfcost.costs.training.uses_fsdp2 and its neighbours), so they are not refused here.
         if self.accumulate_unsharded and self.reduce_every_micro_batch:
             raise ValueError("--accumulate-unsharded and reduce_every_micro_batch contradict each other: choose one")
-        if self.frozen_gradients and self.lora_rank is None:
-            raise ValueError("--frozen-gradients needs a lora rank (--lora R)")
         if self.gpus % (self.tp * self.pp * self.cp):
             raise ValueError(
                 f"gpus ({self.gpus}) is not a multiple of tp x pp x cp ({self.tp} x {self.pp} x {self.cp}): "
@@ -1156,3 +1140,120 @@ class ServingSetup(Frozen):
     def context(self) -> int:
         """Tokens per sequence once generation is done: P + G."""
         return self.prompt + self.generate
+
+
+# A run is a model, a framework and a machine. A framework (a trainer or an engine, at a version) decides what
+# the user of tfcost cannot be expected to know: how FSDP shards and syncs, what the loss keeps, how the engine sizes
+# its KV pool. These are the setup fields a framework file (presets/frameworks/NAME.yaml) may set, each with its
+# source; everything else in a setup is the published setup (model, GPUs, layout, batch, lengths, precision).
+TRAINING_CONVENTIONS = frozenset(
+    {
+        "memory_convention",
+        "loss",
+        "kernels",
+        "flash",
+        "flash_kernel",
+        "fp8_attention",
+        "dropout",
+        "logit_metrics",
+        "dp_overlap",
+        "ep_overlap",
+        "moe_node_limit",
+        "moe_capacity_factor",
+        "moe_load_imbalance",
+        "reduce_every_micro_batch",
+        "accumulate_unsharded",
+        "reshard_after_forward",
+        "fsdp2",
+        "fsdp_float8_all_gather",
+        "tp_keeps_gathered_input",
+        "async_tp",
+        "frozen_gradients",
+        "offload_activations",
+        "optimizer_in_backward",
+        "recompute",
+        "sequence_parallel",
+        "cuda_context_gib",
+        "allocator_reserve",
+    }
+)
+SERVING_CONVENTIONS = frozenset(
+    {
+        "reserve",
+        "kv_block",
+        "fp8_attention",
+        "gqa_decode",
+        "trt_session",
+        "nccl_record_stream",
+        "kv_pool",
+        "vllm_profile",
+        "max_num_seqs",
+    }
+)
+FrameworkKind = Literal["training", "serving"]
+# A framework field's value as YAML writes it: a setup field's value (validated against that field when read).
+FieldValue = bool | int | float | str
+
+
+class FrameworkField(Frozen):
+    """One convention of a framework: its value, where the framework's code or docs say so, and, when it is a
+    setting the framework's user can change (a config key, a flag), that setting's own name."""
+
+    value: FieldValue
+    source: str = Field(min_length=20, description="URL at a commit or tag, and the quoted line that says so")
+    switch: str | None = Field(
+        None,
+        description="the framework's own name for this setting when its users set it (torchtitan's "
+        "enable_async_tensor_parallel); a published run that set it may say so with --framework-set",
+    )
+
+
+class FrameworkVersion(Frozen):
+    """A release of a framework: what changed from the release before it (the first lists every field)."""
+
+    version: str = Field(min_length=1, max_length=40, pattern=r"^[0-9A-Za-z][0-9A-Za-z.+_-]*$")
+    released: str | None = Field(
+        None, pattern=r"^\d{4}-\d{2}(-\d{2})?$", description="when it was released or committed"
+    )
+    source: str = Field(min_length=10, description="the code or docs read, at this version: URL with tag or commit")
+    fields: dict[str, FrameworkField] = Field(default_factory=dict)
+
+
+class Framework(Frozen):
+    """A trainer or serving engine as tfcost prices it (presets/frameworks/NAME.yaml)."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]*$", max_length=40)
+    title: str = Field(min_length=1, max_length=80)
+    kind: FrameworkKind
+    url: str = Field(min_length=10)
+    about: str = Field(min_length=1, description="what it is and what its file covers")
+    versions: list[FrameworkVersion] = Field(min_length=1, description="oldest first")
+
+    @model_validator(mode="after")
+    def _check_fields(self) -> Framework:
+        allowed = TRAINING_CONVENTIONS if self.kind == "training" else SERVING_CONVENTIONS
+        seen: set[str] = set()
+        for release in self.versions:
+            unknown = sorted(set(release.fields) - allowed)
+            if unknown:
+                raise ValueError(
+                    f"version {release.version}: {', '.join(unknown)} is not a {self.kind} convention "
+                    f"(known: {', '.join(sorted(allowed))})"
+                )
+            if release.version in seen:
+                raise ValueError(f"version {release.version} is listed twice")
+            seen.add(release.version)
+        return self
+
+
+class FrameworkUsed(Frozen):
+    """The framework a run was priced under, at one version, with every convention it set and where it comes from:
+    the framework file's fields, then the user's --framework-set overrides (their source says so). With no
+    --framework, name is null and `fields` lists tfcost's own defaults, the conventions assumed."""
+
+    name: str | None = Field(description="the framework file's name; null: none was given, tfcost's defaults")
+    title: str
+    version: str | None = None
+    source: str | None = Field(None, description="the framework's code or docs read, at that version")
+    fields: dict[str, FrameworkField] = Field(default_factory=dict)
+    overridden: tuple[str, ...] = Field((), description="fields set by --framework-set")

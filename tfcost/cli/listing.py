@@ -18,6 +18,7 @@ from tfcost.cli.options import (
     TableFormat,
     parse_tokens,
 )
+from tfcost.schema import FrameworkKind
 
 
 @app.command("list")
@@ -72,3 +73,50 @@ def gpus(output: FormatOption = "table") -> None:
         render.print_csv([gpu.model_dump(mode="json") for gpu in table])
     else:
         render.gpus_table(table, markdown=output == "markdown")
+
+
+@app.command()
+def frameworks(
+    name: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[NAME[@VERSION]]",
+            help="One framework: every convention it sets, with its source.",
+            show_default=False,
+        ),
+    ] = None,
+    kind: Annotated[
+        FrameworkKind | None, typer.Option("--kind", help="Only trainers or only serving engines.", show_default=False)
+    ] = None,
+    output: FormatOption = "table",
+) -> None:
+    """List the trainers and serving engines tfcost prices runs under (`--framework`), or one with every field."""
+    from tfcost.readers.frameworks import all_frameworks, framework_used, load_framework
+    from tfcost.render import frameworks as render
+    from tfcost.render import tables
+
+    if name is None:
+        listed = all_frameworks(kind)
+        if output == "json":
+            tables.print_json(listed)
+        elif output == "csv":
+            tables.print_csv(render.framework_rows(listed))
+        else:
+            render.frameworks_table(listed, markdown=output == "markdown")
+        return
+    framework, _ = load_framework(name, kind or load_framework_kind(name))
+    used = framework_used(name, framework.kind, {})
+    if output == "json":
+        tables.print_json(used)
+    elif output == "csv":
+        tables.print_csv(render.field_rows(used))
+    else:
+        render.framework_table(framework, used, markdown=output == "markdown")
+
+
+def load_framework_kind(name: str) -> "FrameworkKind":
+    """The kind of the framework `name` names, read from its file (its own kind, whatever it is)."""
+    from tfcost.readers.frameworks import framework_paths, read_framework
+
+    path = framework_paths().get(name.partition("@")[0].strip().lower())
+    return read_framework(path).kind if path is not None else "training"

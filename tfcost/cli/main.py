@@ -47,6 +47,7 @@ COMMAND_MODULES = ("listing", "estimate", "check", "train", "serve", "sweep", "m
 MODULE_OF = {
     "list": "listing",
     "gpus": "listing",
+    "frameworks": "listing",
     "estimate": "estimate",
     "compare": "estimate",
     "check": "check",

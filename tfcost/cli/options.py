@@ -12,7 +12,6 @@ import typer
 
 from tfcost.api import validated as validated  # options -> setup is the Python API's step, shared with it
 from tfcost.engines.dispatch import Engine
-from tfcost.schema import MemoryConvention
 from tfcost.units import Dtype
 
 if TYPE_CHECKING:
@@ -172,35 +171,24 @@ def load_profile_option(name: str | None) -> Any:
     return profiles.load(name)
 
 
-# Training options `train` and `plan train` share: how the framework holds and syncs gradients and what it saves.
-MemoryConventionOption = Annotated[
-    MemoryConvention,
+# A run is a model, a framework and a machine: the framework (a trainer or an engine, at a release) sets the
+# conventions a user cannot be expected to know (tfcost.readers.frameworks); `train`, `serve` and `plan` take it.
+FrameworkOption = Annotated[
+    str | None,
     typer.Option(
-        "--memory-convention",
-        help="zero: the ZeRO paper's model states; deepspeed: its estimators; megatron: Megatron-LM's fp32 "
-        "main gradients (18 bytes a parameter, 6 + 12/N_d with ZeRO-1).",
+        "--framework",
+        metavar="NAME[@VERSION]",
+        help="The trainer or engine that runs it (`tfcost frameworks`): its conventions, each sourced "
+        "[default: none, tfcost's defaults, listed in the output].",
+        show_default=False,
     ),
 ]
-DpOverlapOption = Annotated[
-    bool,
+FrameworkSetOption = Annotated[
+    list[str] | None,
     typer.Option(
-        "--dp-overlap/--no-dp-overlap",
-        help="Overlap data-parallel gradient reduction (and ZeRO gathers) with compute, per-layer buckets.",
-    ),
-]
-ReduceEveryMicroBatchOption = Annotated[
-    bool,
-    typer.Option(
-        "--reduce-every-micro-batch",
-        help="ZeRO-2 / ZeRO-3 as FSDP syncs by default: each micro-batch's gradients reduce-scattered after its "
-        "backward and accumulated sharded, under --pp > 1 too (Llama 3's FSDP).",
-    ),
-]
-DropoutOption = Annotated[
-    bool,
-    typer.Option(
-        "--dropout/--no-dropout",
-        help="Keep dropout masks for the backward (Korthikanti et al.'s count); --no-dropout for models trained "
-        "without dropout (Llama's code has none).",
+        "--framework-set",
+        metavar="KEY=VALUE",
+        help="Override one of the framework's conventions, validated: loss=full (repeatable; `tfcost frameworks "
+        "NAME` lists them).",
     ),
 ]

@@ -13,13 +13,11 @@ import typer
 from tfcost.cli.app import app
 from tfcost.cli.options import (
     ConfigOption,
-    DpOverlapOption,
-    DropoutOption,
+    FrameworkOption,
+    FrameworkSetOption,
     GpuOption,
     LenientOption,
-    MemoryConventionOption,
     ModelArgument,
-    ReduceEveryMicroBatchOption,
     RevisionOption,
     SetOption,
     StrictOption,
@@ -69,7 +67,18 @@ def with_suggestion(
     from tfcost.reports.plan import with_suggestion as suggested
 
     shape = resolve_source(model, config, overrides or (), strict=strict, lenient=lenient, revision=revision).shape
-    return suggested(result, shape, load_gpu(gpu), model_words(model, config, overrides))
+    words = [*model_words(model, config, overrides), *framework_words(result.framework)]
+    return suggested(result, shape, load_gpu(gpu), words)
+
+
+def framework_words(used: Any) -> list[str]:
+    """The framework a report was priced under, as the options that name it again (none for tfcost's defaults)."""
+    if used is None:
+        return []
+    words = ["--framework", f"{used.name}@{used.version}"] if used.name is not None else []
+    for key in used.overridden:
+        words += ["--framework-set", f"{key}={used.fields[key].value}"]
+    return words
 
 
 def fail_when_empty(feasible: int, line: str) -> None:
@@ -110,33 +119,29 @@ def plan_train(
     optimizer: Annotated[Optimizer, typer.Option("--optimizer", help="Optimizer.")] = default(
         TrainingSetup, "optimizer"
     ),
-    flash: Annotated[bool, typer.Option("--flash/--no-flash", help="Fused attention.")] = default(
-        TrainingSetup, "flash"
-    ),
     price_per_gpu_hour: Annotated[
         float | None,
         typer.Option("--price", "--price-per-gpu-hour", min=0, help="Price of one GPU-hour: adds a cost column."),
     ] = None,
-    memory_convention: MemoryConventionOption = default(TrainingSetup, "memory_convention"),
-    dp_overlap: DpOverlapOption = default(TrainingSetup, "dp_overlap"),
-    reduce_every_micro_batch: ReduceEveryMicroBatchOption = default(TrainingSetup, "reduce_every_micro_batch"),
-    dropout: DropoutOption = default(TrainingSetup, "dropout"),
+    framework: FrameworkOption = None,
+    framework_set: FrameworkSetOption = None,
     top: TopOption = 10,
     output: Annotated[PlanFormat, typer.Option("--format", "-f", help="table, json, csv or markdown.")] = "table",
 ) -> None:
     """Training: every tp x pp x cp x dp (x ep) layout, virtual stages, ZeRO, recomputation, micro-batch and
     offload; those that fit, by predicted step time."""
+    from tfcost.api import convention_values, conventions_of
     from tfcost.readers.presets import load_gpu
     from tfcost.render import plan as render
     from tfcost.render import tables
     from tfcost.reports.plan import plan_train as run_plan
 
+    used = conventions_of(framework, framework_set, "training")
     shape = load_source(model, config, overrides, strict, lenient, revision).shape
     report = run_plan(
         shape, load_gpu(gpu), gpus=gpus, seq=seq, tokens=tokens, global_batch=global_batch, precision=precision,
-        optimizer=optimizer, flash=flash, price=price_per_gpu_hour, top=top, memory_convention=memory_convention,
-        dp_overlap=dp_overlap, reduce_every_micro_batch=reduce_every_micro_batch, dropout=dropout,
-    )  # fmt: skip
+        optimizer=optimizer, price=price_per_gpu_hour, top=top, conventions=convention_values(used),
+    ).model_copy(update={"framework": used})  # fmt: skip
     if output == "json":
         tables.print_json(report)
     elif output == "csv":
@@ -178,9 +183,17 @@ def plan_serve(
         ),
     ] = None,
     kv_dtype: Annotated[str, typer.Option("--kv-dtype", help="KV-cache formats to try, comma-separated.")] = "bf16,fp8",
-    reserve: Annotated[float, typer.Option("--reserve", help="Fraction of GPU memory kept free, in [0, 1).")] = default(
-        ServingSetup, "reserve"
-    ),
+    reserve: Annotated[
+        float | None,
+        typer.Option(
+            "--reserve",
+            help=f"Fraction of GPU memory kept free, in [0, 1) [default: the framework's, else "
+            f"{default(ServingSetup, 'reserve')}].",
+            show_default=False,
+        ),
+    ] = None,
+    framework: FrameworkOption = None,
+    framework_set: FrameworkSetOption = None,
     top: TopOption = 10,
     plot: Annotated[
         str | None,
@@ -193,6 +206,7 @@ def plan_serve(
 ) -> None:
     """Serving: tensor parallel x replicas, weight and KV formats and batch; those that fit and meet the TTFT/TPOT
     targets in `serve`'s expected figures, by tokens/s per GPU, with the Pareto front against tokens/s per user."""
+    from tfcost.api import convention_values, conventions_of
     from tfcost.readers.presets import load_gpu
     from tfcost.render import plan as render
     from tfcost.render import tables
@@ -202,11 +216,12 @@ def plan_serve(
         from tfcost.render import plot as plotting
 
         plotting.check_path(plot)
+    used = conventions_of(framework, framework_set, "serving")
     shape = load_source(model, config, overrides, strict, lenient, revision).shape
     report = run_plan(
         shape, load_gpu(gpu), gpus=gpus, prompt=prompt, generate=generate, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
-        weights_dtype=weights_dtype, kv_dtype=kv_dtype, reserve=reserve, top=top,
-    )  # fmt: skip
+        weights_dtype=weights_dtype, kv_dtype=kv_dtype, reserve=reserve, top=top, conventions=convention_values(used),
+    ).model_copy(update={"framework": used})  # fmt: skip
     if output == "json":
         tables.print_json(report)
     elif output == "csv":

@@ -4,16 +4,11 @@ No `from __future__ import annotations` here: typer would then eval and compile 
 string twice on each run, where real annotations cost nothing.
 """
 
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tfcost.schema import (
-    KvPool,
-    ServingSetup,
-    VllmProfile,
-    WeightsDtype,
-)
+from tfcost.schema import ServingSetup, WeightsDtype
 from tfcost.units import Dtype
 
 if TYPE_CHECKING:
@@ -28,6 +23,8 @@ from tfcost.cli.options import (
     EngineOption,
     ExplainOption,
     FormatOption,
+    FrameworkOption,
+    FrameworkSetOption,
     GpuOption,
     Images,
     ImageSize,
@@ -95,13 +92,15 @@ def serve(
     image_size: ImageSize = None,
     audio_seconds: AudioSeconds = 0,
     reserve: Annotated[
-        float,
+        float | None,
         typer.Option(
             "--reserve",
             help="Fraction of GPU memory kept free, in [0, 1) (vLLM's gpu_memory_utilization, TensorRT-LLM's "
-            "free_gpu_memory_fraction, SGLang's mem_fraction_static is 1 - reserve; see --kv-pool).",
+            "free_gpu_memory_fraction, SGLang's mem_fraction_static is 1 - reserve) [default: the framework's, "
+            f"else {default(ServingSetup, 'reserve')}].",
+            show_default=False,
         ),
-    ] = default(ServingSetup, "reserve"),
+    ] = None,
     compute_efficiency: Annotated[
         float,
         typer.Option(
@@ -117,66 +116,8 @@ def serve(
     group_size: Annotated[
         int, typer.Option("--group-size", min=1, help="Weights per quantization scale (int4, fp4).")
     ] = default(ServingSetup, "group_size"),
-    kv_block: Annotated[
-        int, typer.Option("--kv-block", min=1, help="Tokens per KV-cache block (vLLM's default 16).")
-    ] = default(ServingSetup, "kv_block"),
-    fp8_attention: Annotated[
-        bool,
-        typer.Option(
-            "--fp8-attention", help="With FP8 weights, the engine runs attention in FP8 too (default: BF16 attention)."
-        ),
-    ] = default(ServingSetup, "fp8_attention"),
-    gqa_decode: Annotated[
-        Literal["shared", "per-query-head"],
-        typer.Option(
-            "--gqa-decode",
-            help="How decode attention reads a key-value head shared by several query heads: once (default; "
-            "FlashAttention, FlashInfer, TensorRT-LLM's XQA) or once per query head (TensorRT-LLM before v0.8).",
-        ),
-    ] = default(ServingSetup, "gqa_decode"),
-    trt_session: Annotated[
-        bool,
-        typer.Option(
-            "--trt-session",
-            help="Time the prefill as TensorRT-LLM's GptSession runs it (v0.5-v0.8, gptSessionBenchmark): the "
-            "context step's host work, a fixed time a layer outside CUDA graphs, adds to the time to first token.",
-        ),
-    ] = default(ServingSetup, "trt_session"),
-    nccl_record_stream: Annotated[
-        bool,
-        typer.Option(
-            "--nccl-record-stream",
-            help="vLLM of late 2023 with tensor parallelism: its profile run holds every all-reduced activation "
-            "until the forward ends (PyTorch's record_stream for NCCL, vllm#2248), so the KV cache gets less.",
-        ),
-    ] = default(ServingSetup, "nccl_record_stream"),
-    kv_pool: Annotated[
-        KvPool,
-        typer.Option(
-            "--kv-pool",
-            help="How the engine sizes its KV cache from 1 - reserve: vllm (of the card, less weights, profiled "
-            "activations and CUDA context), trtllm (of what is free after those), sglang (of the card less the "
-            "context, weights included; activations not profiled).",
-        ),
-    ] = default(ServingSetup, "kv_pool"),
-    vllm_profile: Annotated[
-        VllmProfile,
-        typer.Option(
-            "--vllm-profile",
-            help="Which vLLM profile run sizes the activation peak (--kv-pool vllm): v0 (2023-24, default: the "
-            "forward plus fp32 logits of --max-num-seqs rows), v1 (Jan 2025: the forward, then 16-bit logits of "
-            "every token), v1-sampler (Feb 2025 on: the forward, then the sampler over --max-num-seqs rows).",
-        ),
-    ] = default(ServingSetup, "vllm_profile"),
-    max_num_seqs: Annotated[
-        int,
-        typer.Option(
-            "--max-num-seqs",
-            min=1,
-            help="vLLM's max_num_seqs: its profile run's dummy requests, one logits row each (default 256; V1 of "
-            "mid-2025 takes 1024 on cards of 70 GiB and more).",
-        ),
-    ] = default(ServingSetup, "max_num_seqs"),
+    framework: FrameworkOption = None,
+    framework_set: FrameworkSetOption = None,
     profile: ProfileOption = None,
     engine: EngineOption = "auto",
     output: FormatOption = "table",
@@ -186,6 +127,7 @@ def serve(
     expected time of an engine."""
     from tfcost import api
     from tfcost.render import tables as render
+    from tfcost.render.frameworks import print_framework_line
     from tfcost.reports.serve import ServeReport
 
     result = api.serve(
@@ -194,9 +136,7 @@ def serve(
         gpus=gpus, pp=pp, ep=ep, weights_dtype=weights_dtype, kv_dtype=kv_dtype, batch=batch, prompt=prompt,
         generate=generate,
         reserve=reserve, compute_efficiency=compute_efficiency, memory_efficiency=memory_efficiency,
-        group_size=group_size, kv_block=kv_block, fp8_attention=fp8_attention, gqa_decode=gqa_decode,
-        trt_session=trt_session, nccl_record_stream=nccl_record_stream, kv_pool=kv_pool,
-        vllm_profile=vllm_profile, max_num_seqs=max_num_seqs,
+        group_size=group_size, framework=framework, framework_set=framework_set,
         images=images, image_size=image_size, audio_seconds=audio_seconds,
     )  # fmt: skip
     # Does it fit? If not, the nearest layout that does; `tfcost plan`'s command module (its typer app) is
@@ -208,10 +148,12 @@ def serve(
     render.print_report_notes(result)
     if isinstance(result, ServeReport):
         render.print_report(result, output, render.serve_table)
+        print_framework_line(result, output)
         if output in ("table", "markdown") and result.suggestion is not None:  # CSV and JSON: the field
             from tfcost.render.plan import print_suggestion  # only when there is one
 
             print_suggestion(result.suggestion, "Does not fit (expected)")
     else:
         render.print_report(result, output, render.engine_serve_table)
+        print_framework_line(result, output)
     render.print_context_warning(result)  # after the answer: a run that fails says only its one error line

@@ -8,17 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tfcost.schema import (
-    FlashKernel,
-    Kernels,
-    Loss,
-    Offload,
-    Optimizer,
-    Precision,
-    Recompute,
-    ReshardAfterForward,
-    TrainingSetup,
-)
+from tfcost.schema import Offload, Optimizer, Precision, Recompute, TrainingSetup
 
 if TYPE_CHECKING:
     pass
@@ -28,19 +18,17 @@ from tfcost.cli.app import app
 from tfcost.cli.options import (
     AudioSeconds,
     ConfigOption,
-    DpOverlapOption,
-    DropoutOption,
     EngineOption,
     ExplainOption,
     FormatOption,
+    FrameworkOption,
+    FrameworkSetOption,
     GpuOption,
     Images,
     ImageSize,
     LenientOption,
-    MemoryConventionOption,
     ModelArgument,
     ProfileOption,
-    ReduceEveryMicroBatchOption,
     RevisionOption,
     SetOption,
     StrictOption,
@@ -139,14 +127,22 @@ def train(
     tp: Annotated[int, typer.Option("--tp", min=1, help="Tensor-parallel size.")] = default(TrainingSetup, "tp"),
     pp: Annotated[int, typer.Option("--pp", min=1, help="Pipeline-parallel size.")] = default(TrainingSetup, "pp"),
     sequence_parallel: Annotated[
-        bool,
+        bool | None,
         typer.Option(
-            "--sequence-parallel", help="Megatron sequence parallelism (splits the rest of the activations by tp)."
+            "--sequence-parallel/--no-sequence-parallel",
+            help="Megatron sequence parallelism (splits the rest of the activations by tp) [default: the "
+            "framework's, else off].",
+            show_default=False,
         ),
-    ] = default(TrainingSetup, "sequence_parallel"),
-    recompute: Annotated[Recompute, typer.Option("--recompute", help="Activation recomputation.")] = default(
-        TrainingSetup, "recompute"
-    ),
+    ] = None,
+    recompute: Annotated[
+        Recompute | None,
+        typer.Option(
+            "--recompute",
+            help="Activation recomputation [default: the framework's, else none].",
+            show_default=False,
+        ),
+    ] = None,
     optimizer: Annotated[Optimizer, typer.Option("--optimizer", help="Optimizer (sgd: with momentum).")] = default(
         TrainingSetup, "optimizer"
     ),
@@ -154,45 +150,9 @@ def train(
         Precision,
         typer.Option("--precision", help="bf16-mixed: fp32 master weights; fp8: FP8 matmuls; bf16: no master copy."),
     ] = default(TrainingSetup, "precision"),
-    flash: Annotated[
-        bool, typer.Option("--flash/--no-flash", help="Fused attention: the T x T scores are never stored.")
-    ] = default(TrainingSetup, "flash"),
-    flash_kernel: Annotated[
-        FlashKernel,
-        typer.Option(
-            "--flash-kernel",
-            help="Fused attention kernel: fa2 (FlashAttention-2, SDPA's flash backend) or fa1 (flash-attn 1.x, "
-            "llm-foundry's Triton kernel: about half FA2's speed).",
-        ),
-    ] = default(TrainingSetup, "flash_kernel"),
-    fp8_attention: Annotated[
-        bool,
-        typer.Option("--fp8-attention", help="Under --precision fp8, attention runs in FP8 too (default: BF16)."),
-    ] = default(TrainingSetup, "fp8_attention"),
-    kernels: Annotated[
-        Kernels,
-        typer.Option(
-            "--kernels",
-            help="fused: norms fused or compiled; eager: unfused PyTorch norms keep an fp32 copy (activations +4d); "
-            "fused-norm: uncompiled, but norms in a fused kernel (torchtitan's fused_rmsnorm).",
-        ),
-    ] = default(TrainingSetup, "kernels"),
-    dp_overlap: DpOverlapOption = default(TrainingSetup, "dp_overlap"),
-    ep_overlap: Annotated[
-        bool,
-        typer.Option(
-            "--ep-overlap",
-            help="Overlap the expert all-to-alls with another micro-batch's compute (DualPipe; Megatron-Core's "
-            "--overlap-moe-expert-parallel-comm).",
-        ),
-    ] = default(TrainingSetup, "ep_overlap"),
     offload: Annotated[
         Offload, typer.Option("--offload", help="ZeRO-Offload to host memory: optimizer states, or params too.")
     ] = default(TrainingSetup, "offload"),
-    optimizer_in_backward: Annotated[
-        bool,
-        typer.Option("--optimizer-in-backward", help="Step each parameter in the backward pass; free its gradient."),
-    ] = default(TrainingSetup, "optimizer_in_backward"),
     price_per_gpu_hour: Annotated[
         float | None, typer.Option("--price-per-gpu-hour", min=0, help="Price of one GPU-hour, for the cost line.")
     ] = None,
@@ -209,97 +169,8 @@ def train(
     qlora: Annotated[bool, typer.Option("--qlora", help="Frozen base in NF4 with double quantisation.")] = default(
         TrainingSetup, "qlora"
     ),
-    memory_convention: MemoryConventionOption = default(TrainingSetup, "memory_convention"),
-    loss: Annotated[
-        Loss,
-        typer.Option(
-            "--loss",
-            help="chunked: the loss upcasts the logits a chunk at a time (torchtune, LitGPT), keeping the fp32 "
-            "log-probabilities; full: one fp32 cross-entropy over them all (torchtitan): 3x that at its peak; "
-            "compiled: the upcast compiled with the loss (torchtune, compile=True) keeps the bf16 logits alone.",
-        ),
-    ] = default(TrainingSetup, "loss"),
-    reshard_after_forward: Annotated[
-        ReshardAfterForward,
-        typer.Option(
-            "--reshard-after-forward",
-            help="ZeRO-3 / FSDP: always free a layer's gathered weights after its forward, never (kept until its "
-            "backward), or default: never under --pp > 1, else always (torchtitan's fsdp_reshard_after_forward).",
-        ),
-    ] = default(TrainingSetup, "reshard_after_forward"),
-    accumulate_unsharded: Annotated[
-        bool,
-        typer.Option(
-            "--accumulate-unsharded",
-            help="ZeRO-3 / FSDP: micro-batches accumulate their gradients unsharded, reduce-scattered at the step's "
-            "last (FSDP's no_sync, Lightning's no_backward_sync); always so under --pp > 1.",
-        ),
-    ] = default(TrainingSetup, "accumulate_unsharded"),
-    fsdp2: Annotated[
-        bool,
-        typer.Option(
-            "--fsdp2",
-            help="ZeRO-3 as PyTorch's FSDP2 (fully_shard, torchtitan) runs it: prices its copy-out of each all-gather "
-            "and its copy-in of each reduce-scatter's fp32 input, passes over HBM.",
-        ),
-    ] = default(TrainingSetup, "fsdp2"),
-    fsdp_float8_all_gather: Annotated[
-        bool,
-        typer.Option(
-            "--fsdp-float8-all-gather",
-            help="With --precision fp8 under --zero 3: FP8 linear weights cast on their shard and all-gathered in "
-            "float8, 1 byte, and not cast again each micro-batch (torchtitan's enable_fsdp_float8_all_gather).",
-        ),
-    ] = default(TrainingSetup, "fsdp_float8_all_gather"),
-    tp_keeps_gathered_input: Annotated[
-        bool,
-        typer.Option(
-            "--tp-keeps-gathered-input",
-            help="With --sequence-parallel: each column-parallel linear keeps its all-gathered input for the "
-            "backward, as PyTorch's DTensor (torchtitan) does, so no all-gather is redone (Megatron-LM redoes it).",
-        ),
-    ] = default(TrainingSetup, "tp_keeps_gathered_input"),
-    async_tp: Annotated[
-        bool,
-        typer.Option(
-            "--async-tp",
-            help="Tensor parallelism with PyTorch's async TP (torchtitan's enable_async_tensor_parallel, under "
-            "torch.compile): part of the sequence-parallel collectives hidden under the GEMMs.",
-        ),
-    ] = default(TrainingSetup, "async_tp"),
-    reduce_every_micro_batch: ReduceEveryMicroBatchOption = default(TrainingSetup, "reduce_every_micro_batch"),
-    dropout: DropoutOption = default(TrainingSetup, "dropout"),
-    logit_metrics: Annotated[
-        int,
-        typer.Option(
-            "--logit-metrics",
-            min=0,
-            help="Cross-entropy metrics a trainer computes on each micro-batch's logits besides the loss, forward "
-            "only (Composer's train metrics: 2 for llm-foundry's MPT).",
-        ),
-    ] = default(TrainingSetup, "logit_metrics"),
-    offload_activations: Annotated[
-        bool,
-        typer.Option(
-            "--offload-activations",
-            help="Every layer's saved activations but the one in use go to host memory (torchtune's "
-            "enable_activation_offloading); the loss's logits stay.",
-        ),
-    ] = default(TrainingSetup, "offload_activations"),
-    frozen_gradients: Annotated[
-        bool,
-        typer.Option(
-            "--frozen-gradients",
-            help="LoRA under ZeRO-3 / FSDP1 with each adapter in its frozen layer's unit (LitGPT's Block wrapping): "
-            "the layers' gradients are kept as if not frozen.",
-        ),
-    ] = default(TrainingSetup, "frozen_gradients"),
-    cuda_context_gib: Annotated[
-        float, typer.Option("--cuda-context-gib", min=0, help="CUDA context per GPU, GiB (an assumption).")
-    ] = default(TrainingSetup, "cuda_context_gib"),
-    allocator_reserve: Annotated[
-        float, typer.Option("--allocator-reserve", help="Share of the GPU the allocator holds back (an assumption).")
-    ] = default(TrainingSetup, "allocator_reserve"),
+    framework: FrameworkOption = None,
+    framework_set: FrameworkSetOption = None,
     images: Images = 0,
     image_size: ImageSize = None,
     audio_seconds: AudioSeconds = 0,
@@ -311,27 +182,20 @@ def train(
     """Training compute, time, cost and memory per GPU: will it fit, and how long will it take?"""
     from tfcost import api
     from tfcost.render import tables as render
+    from tfcost.render.frameworks import print_framework_line
     from tfcost.reports.train import TrainReport
 
     result = api.train(
         model, config=config, overrides=overrides, tokens=tokens, seq=seq, gpu=gpu, profile=profile, engine=engine,
-        explain=explain, strict=strict, lenient=lenient, revision=revision,
+        explain=explain, strict=strict, lenient=lenient, revision=revision, framework=framework,
+        framework_set=framework_set,
         micro_batch=micro_batch, gpus=gpus, mfu=mfu, hfu=hfu, tflops_per_gpu=tflops_per_gpu,
         global_batch=global_batch, cp=cp, ep=ep, etp=etp, virtual_stages=virtual_stages,
-        pp_first_layers=pp_first_layers, pp_last_layers=pp_last_layers, zero=zero, tp=tp, pp=pp,
-        sequence_parallel=sequence_parallel,
-        recompute=recompute, optimizer=optimizer, precision=precision, flash=flash, flash_kernel=flash_kernel,
-        dp_overlap=dp_overlap,
-        ep_overlap=ep_overlap,
-        offload=offload, optimizer_in_backward=optimizer_in_backward, price_per_gpu_hour=price_per_gpu_hour,
-        lora_rank=lora, lora_targets=lora_target_list, qlora=qlora, memory_convention=memory_convention,
-        cuda_context_gib=cuda_context_gib, allocator_reserve=allocator_reserve, fp8_attention=fp8_attention,
-        kernels=kernels, loss=loss, reshard_after_forward=reshard_after_forward, images=images, image_size=image_size,
-        audio_seconds=audio_seconds, accumulate_unsharded=accumulate_unsharded, frozen_gradients=frozen_gradients,
-        offload_activations=offload_activations, reduce_every_micro_batch=reduce_every_micro_batch, dropout=dropout,
-        logit_metrics=logit_metrics,
-        fsdp2=fsdp2, fsdp_float8_all_gather=fsdp_float8_all_gather, async_tp=async_tp,
-        tp_keeps_gathered_input=tp_keeps_gathered_input,
+        pp_first_layers=pp_first_layers,
+        pp_last_layers=pp_last_layers, zero=zero, tp=tp, pp=pp, sequence_parallel=sequence_parallel,
+        recompute=recompute, optimizer=optimizer, precision=precision, offload=offload,
+        price_per_gpu_hour=price_per_gpu_hour, lora_rank=lora, lora_targets=lora_target_list, qlora=qlora,
+        images=images, image_size=image_size, audio_seconds=audio_seconds,
     )  # fmt: skip
     # Does it fit? If not, the nearest layout that does; `tfcost plan`'s command module (its typer app) is
     # imported only then.
@@ -342,10 +206,12 @@ def train(
     render.print_report_notes(result)
     if isinstance(result, TrainReport):
         render.print_report(result, output, render.train_table)
+        print_framework_line(result, output)
         if output in ("table", "markdown") and result.suggestion is not None:  # CSV and JSON: the field
             from tfcost.render.plan import print_suggestion  # only when there is one
 
             print_suggestion(result.suggestion, "Does not fit")
     else:
         render.print_report(result, output, render.engine_train_table)
+        print_framework_line(result, output)
     render.print_context_warning(result)  # after the answer: a run that fails says only its one error line

@@ -197,7 +197,7 @@ def routed_copies_scale(setup: TrainingSetup) -> float:
     """How many times the balanced share of routed token copies the busiest expert-parallel rank sends, receives and
     computes: the capacity factor when experts are padded to capacity (Megatron-Core's get_capacity, "capacity =
     math.ceil((num_tokens / num_experts) * capacity_factor)", moe_utils.py), else the assumed load imbalance."""
-    return setup.moe_capacity_factor if setup.moe_capacity_factor is not None else setup.moe_load_imbalance
+    return setup.moe_capacity_factor if setup.moe_capacity_factor > 0 else setup.moe_load_imbalance
 
 
 def all_to_all_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
@@ -237,7 +237,7 @@ def all_to_all_split(shape: ModelShape, setup: TrainingSetup, node_gpus: int) ->
     k = shape.moe.experts_per_token
     token_bytes = 4 * dispatched_tokens(setup) * routed_copies_scale(setup) * shape.d_model * element
     inside = expert_ranks_per_node(setup, node_gpus)
-    if setup.moe_node_limit is not None and inside < setup.ep:
+    if setup.moe_node_limit > 0 and inside < setup.ep:
         nodes = setup.ep // inside
         reached = min(float(setup.moe_node_limit), nodes * (1 - (1 - 1 / nodes) ** k))
         return token_bytes * k * (setup.ep - 1) / setup.ep, token_bytes * reached * (nodes - 1) / nodes

@@ -426,7 +426,8 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup, ideal: 
     activations_bytes = tokens * d * element
     tp_unit = ring_seconds(activations_bytes, t, link_bandwidth(gpu, t, True)) if t > 1 else 0.0
     tp_fwd_units, tp_bwd_units = tp_collective_units(setup, element)
-    tp_exposed = ASYNC_TP_EXPOSED_SHARE if setup.async_tp else 1.0  # the share async TP leaves exposed
+    # the share async TP leaves exposed; it overlaps sequence parallelism's collectives, none without it
+    tp_exposed = ASYNC_TP_EXPOSED_SHARE if setup.async_tp and setup.sequence_parallel else 1.0
     tp_fwd, tp_bwd = tp_fwd_units * tp_unit * tp_exposed, tp_bwd_units * tp_unit * tp_exposed
     # Ring attention passes each GPU's cached keys and values (what the cache rows hold: 2 K Q for GQA, MLA's
     # latent) around the c ranks: the cache width of one layer, its share on one of t GPUs.
@@ -513,7 +514,7 @@ def fp8_cast_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> t
 
     # under FSDP's float8 all-gather the weight is cast on its 1/N_d shard before each gather, and the layer finds it
     # already in FP8 (fsdp_float8_weight_share's comment)
-    weight_share = 1 / (setup.data_parallel * setup.cp) if setup.fsdp_float8_all_gather else 1.0
+    weight_share = 1 / (setup.data_parallel * setup.cp) if training.gathers_float8(setup) else 1.0
     forward = sum(
         rows * inner * shard(inner) + max(1, experts // setup.ep) * inner * cols * weight_share
         for rows, inner, cols, experts in grouped
@@ -835,7 +836,7 @@ def fsdp_float8_weight_share(shape: ModelShape, setup: TrainingSetup) -> float:
     """The share of a stage's per-GPU parameters that FSDP's float8 all-gather moves in FP8: the layers' linear
     weights (`layer_gemms`' inner x cols, E / e of them for a routed expert GEMM) over `stage_params_per_gpu`; 0
     without `--fsdp-float8-all-gather`."""
-    if not setup.fsdp_float8_all_gather:
+    if not training.gathers_float8(setup):
         return 0.0
     grouped, _, _, _ = layer_matmuls(
         shape, setup.micro_batch, setup.tp, setup.seq_len, setup.cp, setup.expert_tp, expert_load(shape, setup)
@@ -856,7 +857,7 @@ def fsdp2_copy_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) ->
     all-gathers copied out (forward, and backward unless the weights stay gathered), and each reduce-scatter's input
     copied in (every micro-batch's when gradients are reduced each, else the last's); 0 without `--fsdp2`, or with one
     data-parallel rank."""
-    if not setup.fsdp2 or setup.data_parallel * setup.cp == 1:
+    if not training.uses_fsdp2(setup) or setup.data_parallel * setup.cp == 1:
         return 0.0
     m = parallel.micro_batches(setup)
     element = activations.ACTIVATION_BYTES[setup.precision]

@@ -351,6 +351,21 @@ def zero3_gathered_bytes(layer_params: int, setup: TrainingSetup) -> int:
 ACCUMULATED_GRADIENT_BYTES = 4
 
 
+def uses_fsdp2(setup: TrainingSetup) -> bool:
+    """FSDP2's copies (`fsdp2`, a framework's convention) are paid only where it shards the weights: ZeRO-3."""
+    return setup.fsdp2 and setup.zero == 3
+
+
+def gathers_float8(setup: TrainingSetup) -> bool:
+    """torchao's float8 all-gather (`fsdp_float8_all_gather`) runs only where FSDP gathers FP8 linear weights."""
+    return setup.fsdp_float8_all_gather and setup.zero == 3 and setup.precision == "fp8"
+
+
+def keeps_frozen_gradients(setup: TrainingSetup) -> bool:
+    """FSDP1's flat parameters give a LoRA run's frozen layers gradients (`frozen_gradients`) only under ZeRO-3."""
+    return setup.frozen_gradients and setup.zero == 3 and setup.lora_rank is not None
+
+
 def keeps_weights_gathered(setup: TrainingSetup) -> bool:
     """Whether ZeRO-3 / FSDP keeps every layer's gathered weights from its forward to its backward
     (reshard_after_forward=False). torchtitan's default does under pipeline parallelism
@@ -445,7 +460,7 @@ def gradient_params(shape: ModelShape, setup: TrainingSetup) -> int:
     (torch.distributed.fsdp.FullyShardedDataParallel). The embedding and head, in the root unit without adapters,
     stay without."""
     trainable = trainable_params(shape, setup)
-    if not setup.frozen_gradients:
+    if not keeps_frozen_gradients(setup):
         return trainable
     return trainable + sum(params.params_by_layer_kind(shape).values())
 
@@ -585,7 +600,7 @@ def memory_per_gpu(shape: ModelShape, setup: TrainingSetup, activations: int | N
         return parts
     if setup.lora_rank is not None:  # the frozen base besides the adapters' own weights
         parts["weights"] += frozen_base_bytes_per_gpu(shape, setup)
-    if setup.frozen_gradients:  # the layers' frozen weights get sharded gradients too (FSDP1's flat parameters)
+    if keeps_frozen_gradients(setup):  # the layers' frozen weights get sharded gradients too (FSDP1's flat parameters)
         per_param = bytes_per_param(setup.precision, setup.optimizer)["gradients"]
         parts["gradients"] = ceil_div(gradient_params(shape, setup) * per_param, setup.tp * setup.pp * replicas)
     if setup.optimizer_in_backward:

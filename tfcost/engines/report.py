@@ -14,7 +14,7 @@ from tfcost.core import flops, memory
 from tfcost.reports.estimate import Estimate, Section, quantity
 from tfcost.reports.explain import Line
 from tfcost.reports.serve import ServeLatency
-from tfcost.schema import GpuSpec, ServingSetup, TrainingSetup, Workload
+from tfcost.schema import FrameworkUsed, GpuSpec, ServingSetup, TrainingSetup, Workload
 from tfcost.units import UNBOUNDED_CONTEXT, Unit
 
 if TYPE_CHECKING:
@@ -223,6 +223,12 @@ class EngineAnswer(Section):
     source: str | None
     engine: str = "transformers"
     gpu: str
+    framework: FrameworkUsed | None = Field(
+        default=None,
+        description="the framework (trainer or engine, at a version) whose conventions priced the run, each with its "
+        "source; name null: none was given, and these are tfcost's defaults",
+        exclude_if=lambda framework: framework is None,
+    )
 
 
 class EngineTrainReport(EngineAnswer):

@@ -5,17 +5,17 @@ Also the nearest-layout suggestion `train` and `serve` print under a layout that
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from tfcost.costs import engine_memory, expected, parallel, serving, training
 from tfcost.costs import plan as search
 from tfcost.errors import UsageError, describe_validation_error
 from tfcost.reports.suggestion import Suggestion
 from tfcost.reports.train import TrainReport
-from tfcost.schema import GpuSpec, ModelShape, ServingSetup, TrainingSetup, WeightsDtype
+from tfcost.schema import FrameworkUsed, GpuSpec, ModelShape, ServingSetup, TrainingSetup, WeightsDtype
 from tfcost.units import Dtype
 
 if TYPE_CHECKING:
@@ -59,6 +59,11 @@ class TrainPlanLayout(Frozen):
 class TrainPlanReport(Frozen):
     """Every legal layout of a training run searched: how many, why the refused ones were, the best that fit."""
 
+    framework: FrameworkUsed | None = Field(
+        default=None,
+        description="the framework whose conventions every layout was priced under",
+        exclude_if=lambda framework: framework is None,
+    )
     model: str
     gpu: str
     gpus: int
@@ -131,6 +136,11 @@ class ServePlanLayout(Frozen):
 class ServePlanReport(Frozen):
     """Every serving layout of the GPUs searched: how many, why the refused ones were, the best and the front."""
 
+    framework: FrameworkUsed | None = Field(
+        default=None,
+        description="the framework whose conventions every layout was priced under",
+        exclude_if=lambda framework: framework is None,
+    )
     model: str
     gpu: str
     gpus: int
@@ -262,22 +272,21 @@ def plan_train(
     global_batch: int | None = None,
     precision: str | None = None,
     optimizer: str | None = None,
-    flash: bool | None = None,
     price: float | None = None,
     top: int = 10,
-    memory_convention: str | None = None,
-    dp_overlap: bool | None = None,
-    reduce_every_micro_batch: bool | None = None,
-    dropout: bool | None = None,
+    conventions: Mapping[str, object] | None = None,
 ) -> TrainPlanReport:
-    """`tfcost plan train`: T defaults to 4,096 (or the model's context), D to 20 N, B to 4M tokens / T."""
+    """`tfcost plan train`: T defaults to 4,096 (or the model's context), D to 20 N, B to 4M tokens / T;
+    `conventions` are a framework's (tfcost.readers.frameworks.convention_values), every layout priced under them."""
     setup = validated(
         TrainingSetup,
-        tokens=tokens if tokens is not None else training.chinchilla_optimal_tokens(shape),
-        seq_len=seq if seq is not None else training.default_seq_len(shape),
-        gpus=gpus, global_batch=global_batch, precision=precision, optimizer=optimizer, flash=flash,
-        price_per_gpu_hour=price, memory_convention=memory_convention, dp_overlap=dp_overlap,
-        reduce_every_micro_batch=reduce_every_micro_batch, dropout=dropout,
+        **{
+            **(conventions or {}),
+            "tokens": tokens if tokens is not None else training.chinchilla_optimal_tokens(shape),
+            "seq_len": seq if seq is not None else training.default_seq_len(shape),
+            "gpus": gpus, "global_batch": global_batch, "precision": precision, "optimizer": optimizer,
+            "price_per_gpu_hour": price,
+        },
     )  # fmt: skip
     return plan_train_setup(shape, gpu, setup, top)
 
@@ -295,9 +304,14 @@ def plan_serve(
     kv_dtype: str | Sequence[str] | None = None,
     reserve: float | None = None,
     top: int = 10,
+    conventions: Mapping[str, object] | None = None,
 ) -> ServePlanReport:
-    """`tfcost plan serve`: weights_dtype and kv_dtype list the formats to try ("bf16,fp8" or a list)."""
-    setup = validated(ServingSetup, prompt=prompt, generate=generate, reserve=reserve)
+    """`tfcost plan serve`: weights_dtype and kv_dtype list the formats to try ("bf16,fp8" or a list); `conventions`
+    are an engine's (tfcost.readers.frameworks.convention_values), every layout priced under them."""
+    fields = {**(conventions or {}), "prompt": prompt, "generate": generate}
+    if reserve is not None:
+        fields["reserve"] = reserve
+    setup = validated(ServingSetup, **fields)
     weights = [validated(ServingSetup, weights_dtype=name).weights_dtype for name in names_of(weights_dtype)]
     kv = [validated(ServingSetup, kv_dtype=name).kv_dtype for name in names_of(kv_dtype)]
     chosen = [name for name in weights if name is not None] or None
@@ -345,7 +359,6 @@ def train_suggestion(shape: ModelShape, gpu: GpuSpec, asked: TrainingSetup, mode
         "global_batch": batch,
         "precision": asked.precision if asked.precision != TrainingSetup.model_fields["precision"].default else None,
         "optimizer": asked.optimizer if asked.optimizer != TrainingSetup.model_fields["optimizer"].default else None,
-        "no_flash": not asked.flash,
     }
     words = [word for name, value in given.items() if value is not None for word in option_words(name, value)]
     command = plan_command("train", model, ["--gpus", str(asked.gpus), "--gpu", gpu.name, *words])

@@ -13,7 +13,7 @@ from tfcost.errors import UsageError
 from tfcost.hardware import rates as hardware
 from tfcost.reports.base import Section, SourceNotes, quantity, stepped_cache_note
 from tfcost.reports.suggestion import Suggestion
-from tfcost.schema import GpuSpec, ModelShape, ServingSetup
+from tfcost.schema import FrameworkUsed, GpuSpec, ModelShape, ServingSetup
 from tfcost.units import ceil_div, milliseconds
 
 # `tfcost plan serve` runs serve_expected over every batch of thousands of layouts; these figures depend only on the
@@ -135,6 +135,12 @@ class ServeReport(SourceNotes):
     latency: ServeLatency = Field(description="bound: the roofline, the best any engine could do")
     expected: ServeExpected = Field(description="expected: what an engine reaches (rates, floor, all-reduce, ...)")
     profile: str | None = Field(None, description="the measured profile used in place of the GPU table")
+    framework: FrameworkUsed | None = Field(
+        default=None,
+        description="the framework (trainer or engine, at a version) whose conventions priced the run, each with its "
+        "source; name null: none was given, and these are tfcost's defaults",
+        exclude_if=lambda framework: framework is None,
+    )
     suggestion: Suggestion | None = Field(
         default=None,
         description="when the layout does not fit: the nearest that does (`tfcost plan serve`)",

@@ -13,7 +13,7 @@ from tfcost.costs import engine_memory, finetune, fit, images, parallel, step_ti
 from tfcost.hardware import rates as hardware
 from tfcost.reports.base import Section, SourceNotes, quantity
 from tfcost.reports.suggestion import Suggestion
-from tfcost.schema import GpuSpec, ModelShape, TrainingSetup
+from tfcost.schema import FrameworkUsed, GpuSpec, ModelShape, TrainingSetup
 from tfcost.units import TERA, human
 
 
@@ -93,6 +93,12 @@ class TrainReport(SourceNotes):
     time: TrainTime
     step: TrainStep | None
     memory_per_gpu: TrainMemory
+    framework: FrameworkUsed | None = Field(
+        default=None,
+        description="the framework (trainer or engine, at a version) whose conventions priced the run, each with its "
+        "source; name null: none was given, and these are tfcost's defaults",
+        exclude_if=lambda framework: framework is None,
+    )
     suggestion: Suggestion | None = Field(
         default=None,
         description="when the layout does not fit: the nearest that does (`tfcost plan train`)",
