@@ -307,3 +307,24 @@ def test_token_permutations_are_counted_as_memory_traffic():
     one = setup.model_copy(update={"ep": 256})
     assert parallel.permute_bytes(deepseek, one) == (3 * 32768 + 4096) * 7168 * 2
     assert parallel.permute_bytes(load_model("gpt3-175b"), setup.model_copy(update={"ep": 1})) == 0
+
+
+def test_a_megatron_pipeline_layout_string_sets_each_stages_layers():
+    # Megatron-Core's parse_str_to_list (pipeline_parallel_layer_layout.py at d98e8a6): 'Example: "Ettt|(tt|)*29,m|L"
+    # will be parsed to [["E","t","t","t"]]+[["t","t"]]*29+[["m"],["L"]]'; chunk i runs on stage i mod p.
+    assert parallel.layout_chunks("Ettt|(tt|)*29,m|L") == ["Ettt"] + ["tt"] * 29 + ["m", "L"]
+    # Megatron-Bridge's DeepSeek-V3 H100 recipe: pp 8, vpp 4, pp_layout "Et|(tt|)*30mL" (deepseek_workload_base_configs
+    # .py): 32 chunks; stage 0 holds chunks 0, 8, 16, 24 = 1 + 2 + 2 + 2 = 7 layers, stage 7 holds 2 + 2 + 2 + 0 = 6,
+    # the others 8: 61 in all, where an even split cannot place 61 layers on 32 chunks.
+    stages = parallel.layout_stages("Et|(tt|)*30mL", 61, 8, 4)
+    assert stages == [7, 8, 8, 8, 8, 8, 8, 6] and sum(stages) == 61
+    deepseek = load_model("deepseek-v3")
+    setup = TrainingSetup(tokens=1, seq_len=4096, gpus=1024, tp=2, pp=8, virtual_stages=4, ep=64, etp=1,
+                          sequence_parallel=True, global_batch=8192, pp_layout="Et|(tt|)*30mL")  # fmt: skip
+    assert parallel.check_layout(deepseek, setup) == stages
+    with pytest.raises(UsageError, match="holds 60 transformer layers"):
+        parallel.layout_stages("Et|(tt|)*29,t|mL", 61, 8, 4)
+    with pytest.raises(UsageError, match="start with the embedding"):
+        parallel.layout_stages("t|(tt|)*30mEL", 61, 8, 4)
+    with pytest.raises(UsageError, match="without --pp-first-layers"):
+        parallel.check_layout(deepseek, setup.model_copy(update={"pp_first_layers": 7}))

@@ -864,6 +864,13 @@ class TrainingSetup(Frozen):
         None, description="layers of the last pipeline stage (Megatron --decoder-last-pipeline-num-layers)"
     )
     virtual_stages: Size = Field(1, description="v: model chunks per pipeline stage (interleaved 1F1B)")
+    pp_layout: str | None = Field(
+        None,
+        max_length=1000,
+        description="the layers of every pipeline chunk as Megatron-Core's --pipeline-model-parallel-layout says them: "
+        "chunks split by '|', E the embedding, t a transformer layer, m a multi-token-prediction layer, L the loss, "
+        "'(...)*n' and 'x*n' repeats (DeepSeek-V3 on 8 stages of 4 chunks: 'Et|(tt|)*30mL')",
+    )
     cp: Size = Field(1, description="context-parallel size: each sequence split over cp GPUs")
     ep: Size = Field(1, description="expert-parallel size: each MoE layer's routed experts split over ep GPUs")
     etp: Size | None = Field(

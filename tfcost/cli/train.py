@@ -112,6 +112,14 @@ def train(
     virtual_stages: Annotated[
         int, typer.Option("--virtual-stages", min=1, help="Model chunks per pipeline stage (interleaved 1F1B).")
     ] = default(TrainingSetup, "virtual_stages"),
+    pp_layout: Annotated[
+        str | None,
+        typer.Option(
+            "--pp-layout",
+            help="Every pipeline chunk's layers as Megatron-Core's --pipeline-model-parallel-layout says them "
+            "(E embedding, t layer, m MTP, L loss, '|' between chunks, (...)*n repeats).",
+        ),
+    ] = None,
     pp_first_layers: Annotated[
         int | None, typer.Option("--pp-first-layers", help="Layers of the first pipeline stage (Megatron).")
     ] = None,
@@ -191,7 +199,7 @@ def train(
         framework_set=framework_set,
         micro_batch=micro_batch, gpus=gpus, mfu=mfu, hfu=hfu, tflops_per_gpu=tflops_per_gpu,
         global_batch=global_batch, cp=cp, ep=ep, etp=etp, virtual_stages=virtual_stages,
-        pp_first_layers=pp_first_layers,
+        pp_layout=pp_layout, pp_first_layers=pp_first_layers,
         pp_last_layers=pp_last_layers, zero=zero, tp=tp, pp=pp, sequence_parallel=sequence_parallel,
         recompute=recompute, optimizer=optimizer, precision=precision, offload=offload,
         price_per_gpu_hour=price_per_gpu_hour, lora_rank=lora, lora_targets=lora_target_list, qlora=qlora,

@@ -9,6 +9,7 @@ c context-parallel size.
 from __future__ import annotations
 
 import math
+import re
 from functools import lru_cache
 
 from tfcost.core import activations, params
@@ -48,6 +49,63 @@ def stage_layers(n_layers: int, pp: int, first: int | None = None, last: int | N
     if last is not None:
         stages[-1] = last
     return stages
+
+
+# Megatron-Core's layout characters (pipeline_parallel_layer_layout.py at d98e8a6, parse_str_to_list: "E":
+# LayerType.embedding, "L": LayerType.loss, "t": LayerType.decoder, "m": LayerType.mtp) and the most chunks a layout
+# may unroll to here (a bad repeat count is refused in one line, not expanded)
+LAYOUT_CHARACTERS = frozenset("ELtm")
+MAX_LAYOUT_CHUNKS = 4096
+
+
+def layout_chunks(layout: str) -> list[str]:
+    """The chunks of a --pipeline-model-parallel-layout string, in layer order, as Megatron-Core parses it
+    (PipelineParallelLayerLayout.parse_str_to_list: commas are cosmetic, "(...)*n" and "x*n" are unrolled, chunks are
+    split by "|"): "Et|(tt|)*2mL" is ["Et", "tt", "tt", "mL"]."""
+    text = layout.replace(",", "")
+    for pattern in (r"\(([^()]+)\)\*(\d+)", r"(.)\*(\d+)"):
+
+        def unroll(match: re.Match[str]) -> str:
+            times = int(match.group(2))
+            if times * len(match.group(1)) > MAX_LAYOUT_CHUNKS * 64:
+                raise UsageError(f"--pp-layout repeats {match.group(0)!r} more than a layout can hold")
+            return match.group(1) * times
+
+        text = re.sub(pattern, unroll, text)
+    chunks = text.split("|")
+    if len(chunks) > MAX_LAYOUT_CHUNKS:
+        raise UsageError(f"--pp-layout has {len(chunks)} chunks, more than {MAX_LAYOUT_CHUNKS}")
+    wrong = sorted(set(text) - LAYOUT_CHARACTERS - {"|"})
+    if wrong:
+        raise UsageError(f"--pp-layout: unknown characters {''.join(wrong)!r} (E, t, m, L, |, (...)*n, x*n)")
+    return chunks
+
+
+def layout_stages(layout: str, n_layers: int, pp: int, virtual_stages: int) -> list[int]:
+    """Transformer layers of each pipeline stage under a Megatron-Core layout string: chunk i runs on stage i mod p
+    ("layout[vpp_rank * pipeline_model_parallel_size + pp_rank]"), the layout holds p x v chunks ("len(layout) %
+    pipeline_model_parallel_size == 0", v = their quotient), the embedding first and the loss last, once each, and
+    the model's L layers as t ("Number of decoder layers ... must match num_layers"). A multi-token-prediction layer
+    (m) is not one of the L: not counted."""
+    chunks = layout_chunks(layout)
+    if len(chunks) != pp * virtual_stages:
+        raise UsageError(
+            f"--pp-layout has {len(chunks)} chunks: it needs pp x virtual stages ({pp} x {virtual_stages}), one a "
+            "chunk (give --virtual-stages as the layout's chunks over pp)"
+        )
+    flat = "".join(chunks)
+    if not flat.startswith("E") or not flat.endswith("L") or flat.count("E") != 1 or flat.count("L") != 1:
+        raise UsageError("--pp-layout must start with the embedding (E) and end with the loss (L), each once")
+    if flat.count("t") != n_layers:
+        raise UsageError(f"--pp-layout holds {flat.count('t')} transformer layers (t); the model has {n_layers}")
+    return [sum(chunk.count("t") for chunk in chunks[stage::pp]) for stage in range(pp)]
+
+
+def setup_stages(shape: ModelShape, setup: TrainingSetup) -> list[int]:
+    """Layers of each pipeline stage: the layout string's (`layout_stages`) when given, else `stage_layers`."""
+    if setup.pp_layout is not None:
+        return layout_stages(setup.pp_layout, layer_count(shape), setup.pp, setup.virtual_stages)
+    return stage_layers(layer_count(shape), setup.pp, setup.pp_first_layers, setup.pp_last_layers)
 
 
 def accounted_slots(stages: list[int]) -> list[int]:
@@ -139,9 +197,13 @@ def check_layout(shape: ModelShape, setup: TrainingSetup) -> list[int]:
         raise UsageError(f"context parallelism needs 2 x cp ({2 * setup.cp}) to divide T ({setup.seq_len})")
     if setup.cp > 1 and not setup.flash:
         raise UsageError(f"context parallelism (cp {setup.cp}) needs fused attention (--flash): no ring runs unfused")
-    stages = stage_layers(layer_count(shape), setup.pp, setup.pp_first_layers, setup.pp_last_layers)
+    if setup.pp_layout is not None and (setup.pp_first_layers is not None or setup.pp_last_layers is not None):
+        raise UsageError("--pp-layout says every stage's layers: give it without --pp-first-layers/--pp-last-layers")
+    stages = setup_stages(shape, setup)
     v = setup.virtual_stages
-    if v > 1:
+    if v > 1 and setup.pp_layout is not None and setup.pp == 1:
+        raise UsageError("--virtual-stages needs pp > 1")
+    if v > 1 and setup.pp_layout is None:
         if setup.pp == 1:
             raise UsageError("--virtual-stages needs pp > 1")
         if all(layers % v for layers in interleavable_layers(stages)):

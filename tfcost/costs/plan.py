@@ -210,6 +210,7 @@ def parallel_shapes(shape: ModelShape, base: TrainingSetup) -> Iterator[Training
                                 "etp": etp,
                                 "pp_first_layers": first,
                                 "pp_last_layers": last,
+                                "pp_layout": None,
                                 "virtual_stages": 1,
                                 "micro_batch": 1,
                                 "sequence_parallel": tp > 1 and base.seq_len % tp == 0,
@@ -602,6 +603,8 @@ def suggested_options(shape: ModelShape, asked: TrainingSetup, setup: TrainingSe
     of the other 60, so a layout that leaves `pp_first_layers` unset there changes nothing; where they do change,
     the option names the stage's layers as a number. A layout without pipeline parallelism cannot drop a
     `--pp-first/last-layers` the asked one gives (an option can be changed, not removed): None."""
+    if asked.pp_layout is not None and setup.pp_layout != asked.pp_layout:
+        return None  # an asked --pp-layout cannot be dropped by adding options
     options: dict[str, object] = {}
     for name in LAYOUT_FIELDS[:-1]:
         if name not in ENDS and getattr(asked, name) != getattr(setup, name):

@@ -758,7 +758,7 @@ def step_seconds(
 ) -> dict[str, float]:
     """One optimizer step, by part, on the busiest pipeline stage; "total" is their sum. `layer`: this setup's
     `layer_seconds` when the caller has it (a plan search reuses it across v, ZeRO and offload)."""
-    stages = parallel.stage_layers(layer_count(shape), setup.pp, setup.pp_first_layers, setup.pp_last_layers)
+    stages = parallel.setup_stages(shape, setup)
     layer = layer_seconds(shape, gpu, setup) if layer is None else layer
     head = head_seconds(shape, gpu, setup)
     loss = loss_seconds(shape, gpu, setup) + metric_seconds(shape, gpu, setup)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from tfcost.core import activations, flops, ops, params
-from tfcost.core.blocks import Block, blocks, layer_count
+from tfcost.core.blocks import Block, blocks
 from tfcost.core.layers import layer_ops
 from tfcost.core.model import model_of
 from tfcost.costs import finetune, fit, parallel
@@ -276,7 +276,7 @@ def activation_bytes_per_gpu(shape: ModelShape, setup: TrainingSetup) -> int:
 
 def layers_activation_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
     """What the busiest GPU's layers save for the backward pass (`activation_bytes_per_gpu` less the logits)."""
-    stages = parallel.stage_layers(layer_count(shape), setup.pp, setup.pp_first_layers, setup.pp_last_layers)
+    stages = parallel.setup_stages(shape, setup)
     in_flight = min(parallel.micro_batches(setup), setup.pp) if setup.global_batch is not None else setup.pp
     busiest = max(min(in_flight, setup.pp - i) * layers for i, layers in enumerate(stages))
     factor = parallel.in_flight_factor(setup.pp, setup.virtual_stages)
