@@ -302,7 +302,7 @@ def test_ep_overlap_exposes_what_outlasts_compute_or_the_comm_sms_share():
     deepseek = load_model("deepseek-v3")
     gpu = load_gpu("h800")
     branches = set()
-    for seq_len in (16384, 512):  # at 16,384 tokens MLA's causal attention outlasts the all-to-alls; at 512 not
+    for seq_len in (16384, 1024):  # at 16,384 tokens MLA's causal attention outlasts the all-to-alls; at 1,024 not
         setup = TrainingSetup(tokens=10**9, seq_len=seq_len, gpus=2048, pp=16, ep=64, zero=1, pp_first_layers=4,
                               pp_last_layers=1)  # fmt: skip
         plain = step_time.layer_seconds(deepseek, gpu, setup)
@@ -783,3 +783,23 @@ def test_expert_tensor_parallel_reshapes_the_grouped_gemms():
     # An assumed imbalance of 1.25 (the busiest GPU's routed rows over the mean) scales the routed rows alone.
     loaded = {gemm for gemm in step_time.layer_matmuls(mixtral, 1, 2, 4096, 1, 1, 1.25)[0] if gemm[3] > 1}
     assert loaded == {(5120, 4096, 2 * 14336, 8), (5120, 14336, 4096, 8)}
+
+
+def test_expert_gemm_outputs_are_written_at_the_hbm_rate():
+    # The rule against DeepGEMM's dense FP8 table on H800 (deepseek-ai/DeepGEMM README at fea9309, M = 4096): its best
+    # rate, 1520 TFLOPS (N 7168, K 16384), for the FLOPs plus the bf16 output written at 3.35 TB/s gives each row's
+    # rate within 8%: "| 4096 | 32768 |  512  | 775 TFLOPS", "| 4096 | 24576 | 1536  | 1212 TFLOPS", "| 4096 | 4096  |
+    # 7168  | 1410 TFLOPS", "| 4096 | 7168  | 2048  | 1168 TFLOPS".
+    for n, k, measured in ((32768, 512, 775), (24576, 1536, 1212), (4096, 7168, 1410), (7168, 2048, 1168)):
+        flops = 2 * 4096 * n * k
+        seconds = flops / 1520e12 + 4096 * n * 2 / 3.35e12
+        assert flops / seconds / 1e12 == pytest.approx(measured, rel=0.08)
+    # Qwen3-30B-A3B, b 1, T 4096, e 8 (16 local experts), bf16: per layer the fused gate + up GEMM (32,768 rows,
+    # K 2048, N 1536) and the down GEMM (32,768 rows, K 768, N 2048): outputs forward (rows x N) and backward (rows x
+    # K), 2 bytes, and each local expert's weight gradient accumulated in fp32 (read and write, 8 bytes).
+    qwen, gpu = load_model("qwen3-30b-a3b"), load_gpu("h100-sxm")
+    setup = TrainingSetup(tokens=10**9, seq_len=4096, gpus=8, ep=8)
+    written = sum((32768 * n + 32768 * k) * 2 + 16 * k * n * 8 for k, n in ((2048, 1536), (768, 2048)))
+    expected = written / (gpu.memory_bandwidth_tb_per_s * 1e12)
+    assert step_time.expert_gemm_output_seconds(qwen, gpu, setup) == pytest.approx(expected, rel=1e-9)
+    assert step_time.expert_gemm_output_seconds(load_model("llama-3-8b"), gpu, setup.model_copy(update={"ep": 1})) == 0

@@ -253,6 +253,39 @@ def layer_matmul_efficiency(
     return wave_weighted(sm_count, best, list(gemms), list(gemms.values()))
 
 
+# Main gradients are accumulated in fp32 by the weight-gradient GEMM itself (Megatron-Core's gradient accumulation
+# fusion; Transformer Engine's GroupedLinear "fuse_wgrad_accumulation": the GEMM reads and writes main_grad): 4 bytes
+# read and 4 written an element.
+MAIN_GRAD_ACCUMULATE_BYTES = 8
+
+
+def expert_gemm_output_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> float:
+    """The routed experts' GEMM outputs written at the HBM rate, one layer's forward and backward, one micro-batch on
+    one GPU (the average over the layers): a GEMM's output tiles are written after their main loop, so a GEMM of small
+    inner dimension K spends a share of its time writing that its FLOPs do not count. DeepGEMM's dense FP8 table on
+    H800 (deepseek-ai/DeepGEMM README at fea9309), its best rate 1520 TFLOPS (M 4096, N 7168, K 16384) plus the
+    output's write at 3.35 TB/s: N 32768, K 512, 806 against 775 measured; N 24576, K 1536, 1175 against 1212; N
+    4096, K 7168, 1449 against 1410; N 7168, K 2048, 1245 against 1168 (N 2112, K 7168: 1428 against 1127, its
+    inputs' reads not counted). Priced for the experts alone, whose K is an expert's width over etp (Qwen3-30B-A3B's
+    down projection: 768, 384 at etp 2) and whose row-parallel down projection writes the whole d-wide output on
+    every one of its etp GPUs; a dense layer's GEMMs keep the measured MAMF efficiency the validation was set with
+    (their K is the model's width over t, and MAMF's own shapes include their writes). Forward: rows x cols; backward:
+    the input gradient's rows x inner and each local expert's weight gradient inner x cols accumulated in fp32
+    (MAIN_GRAD_ACCUMULATE_BYTES)."""
+    if shape.moe is None:
+        return 0.0
+    element = activations.ACTIVATION_BYTES[setup.precision]
+    grouped, _, n_layers, _ = layer_matmuls(
+        shape, setup.micro_batch, setup.tp, setup.seq_len, setup.cp, setup.expert_tp, expert_load(shape, setup)
+    )
+    written = 0.0
+    for rows, inner, cols, experts in grouped:
+        if experts > 1:
+            local = max(1, experts // setup.ep)
+            written += (rows * cols + rows * inner) * element + local * inner * cols * MAIN_GRAD_ACCUMULATE_BYTES
+    return written / n_layers / hardware.bandwidth_bytes_per_s(gpu)
+
+
 def grouped_wave_efficiency(rows: int, cols: int, groups: int, sms: int) -> float:
     """Share of the tile slots a grouped GEMM keeps busy: `groups` problems of rows / groups x cols each, launched
     together (CUTLASS's grouped GEMM and Transformer Engine's, as MoE layers run their experts), each padded to
@@ -448,6 +481,8 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup, ideal: 
         "full": matmul_fwd + attention_fwd + elementwise_fwd + cast_fwd + tp_fwd + cp_fwd,
     }[setup.recompute]
     matmuls = (2 if setup.lora_rank is not None else 3) * matmul_fwd  # a frozen base has no weight grads
+    if not ideal and setup.lora_rank is None:
+        matmuls += expert_gemm_output_seconds(shape, gpu, setup)
     if setup.ep_overlap:  # the all-to-alls on their own stream beside another micro-batch's compute
         compute = matmuls + attention_fwd + attention_bwd + 3 * elementwise_fwd + cast_fwd + cast_bwd + recompute
         assert gpu.sm_count is not None  # can_predict
