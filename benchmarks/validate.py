@@ -35,6 +35,13 @@ ROOT = Path(__file__).resolve().parent.parent
 CASES = ROOT / "validation" / "cases.yaml"
 PREDICTIONS = ROOT / "validation" / "predictions.json"
 DOC = ROOT / "docs" / "validation.md"
+# The error bars tfcost prints beside its approximate figures (tfcost.costs.intervals), from the cases below.
+ERROR_BARS = ROOT / "presets" / "validation-errors.json"
+# The figures the error bars are given for: a prediction of a time, a memory or a capacity (a time-like amount), or
+# of a rate (tokens/s, FLOP/s, MFU), whose error runs the other way for the time it stands for.
+RATE_FIELDS = ("tokens_per_s", "time.gpu_hours * 3600)", "flops_per_s", "model_utilization")
+# Only categories with this many compared runs get an error bar; a framework, this many of its own.
+MIN_RUNS = 5
 CATEGORIES = ["serving", "training_memory", "step_time", "kv_capacity", "flops", "moe_step_time"]
 HALVES = [("fitted", False), ("held out", True)]
 
@@ -154,6 +161,67 @@ def summary(cases: list[dict[str, Any]], predictions: dict[str, float | str]) ->
                 "failed": [c["id"] for c in rows if isinstance(predictions.get(str(c["id"])), str)],
             }
     return table
+
+
+def quantile(values: list[float], q: float) -> float:
+    """The q-quantile of `values` by linear interpolation between order statistics (numpy's default)."""
+    ordered = sorted(values)
+    position = q * (len(ordered) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def framework_of(case: dict[str, Any]) -> str | None:
+    """The framework a case's command names (--framework NAME[@VERSION]), without its release."""
+    command = [str(word) for word in case.get("command", [])]
+    if "--framework" not in command:
+        return None
+    return command[command.index("--framework") + 1].partition("@")[0]
+
+
+def error_bars(cases: list[dict[str, Any]], predictions: dict[str, float | str]) -> dict[str, Any]:
+    """Per category (and framework with MIN_RUNS cases of its own): the spread of predicted / measured over every
+    compared case, both halves, each turned into the ratio of a time-like amount (a rate's ratio inverted), as the
+    10th and 90th percentiles, with the geometric-mean error and the runs it rests on."""
+
+    def bar(rows: list[tuple[dict[str, Any], float]]) -> dict[str, Any]:
+        ratios = [ratio for _, ratio in rows]
+        return {
+            "runs": len(rows),
+            "held_out_runs": sum(1 for case, _ in rows if case["held_out"]),
+            "geo_mean_error": round(math.exp(sum(abs(math.log(r)) for r in ratios) / len(ratios)) - 1, 4),
+            "ratio_p10": round(quantile(ratios, 0.1), 4),
+            "ratio_p90": round(quantile(ratios, 0.9), 4),
+        }
+
+    out: dict[str, Any] = {
+        "source": "benchmarks/validate.py --write: validation/cases.yaml against validation/predictions.json",
+        "ratio": "predicted / measured of a time, memory or capacity (a rate's inverted), 10th and 90th percentile",
+        "categories": {},
+    }
+    for category in CATEGORIES:
+        rows = []
+        for case in cases:
+            value = predictions.get(str(case["id"]))
+            if case["category"] != category or not isinstance(value, float) or value <= 0:
+                continue
+            ratio = value / float(case["measured"])
+            rate = any(field in str(case.get("predicted_field", "")) for field in RATE_FIELDS)
+            rows.append((case, 1 / ratio if rate else ratio))
+        if len(rows) < MIN_RUNS:
+            continue
+        entry = bar(rows)
+        by_framework: dict[str, list[tuple[dict[str, Any], float]]] = {}
+        for case, ratio in rows:
+            name = framework_of(case)
+            if name is not None:
+                by_framework.setdefault(name, []).append((case, ratio))
+        entry["by_framework"] = {
+            name: bar(found) for name, found in sorted(by_framework.items()) if len(found) >= MIN_RUNS
+        }
+        out["categories"][category] = entry
+    return out
 
 
 def percent(x: float, digits: int = 0) -> str:
@@ -301,7 +369,8 @@ def main() -> None:
     if args.write:
         PREDICTIONS.write_text(json.dumps(predictions, indent=1, sort_keys=True) + "\n")
         DOC.write_text(markdown(cases, predictions))
-        print(f"wrote {PREDICTIONS.relative_to(ROOT)} and {DOC.relative_to(ROOT)}")
+        ERROR_BARS.write_text(json.dumps(error_bars(cases, predictions), indent=1) + "\n")
+        print(f"wrote {PREDICTIONS.relative_to(ROOT)}, {DOC.relative_to(ROOT)} and {ERROR_BARS.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

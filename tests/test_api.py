@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import CHILD_LIMIT_S
 
 import tfcost as tfc  # the package (`tfcost` is the CLI fixture's name)
 from tfcost.errors import TfcostError, UsageError
@@ -170,7 +171,9 @@ def loaded_after(code: str) -> list[str]:
         "print([m for m in ('rich', 'typer', 'click', 'torch', 'transformers', 'numpy', 'huggingface_hub', "
         "'pydantic', 'yaml', 'tfcost.api', 'tfcost.cli') if m in sys.modules])"
     )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=CHILD_LIMIT_S
+    )
     return json.loads(done.stdout.replace("'", '"'))
 
 

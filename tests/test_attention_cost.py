@@ -172,7 +172,7 @@ def test_measured_units_print_as_bare_numbers_labelled_by_their_column():
 
 
 def test_measure_table_prints_torch_reasons_verbatim(capsys):
-    from tfcost.render.tables import measure_table
+    from tfcost.render.measure import measure_table
     from tfcost.reports.measure import MeasureReport
 
     reason = "[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory"

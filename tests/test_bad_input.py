@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import Run, run_in_process, run_tfcost
+from conftest import CHILD_LIMIT_S, Run, run_in_process, run_tfcost
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import examples, shape_fields, yaml_values
@@ -463,7 +463,7 @@ def test_no_command_writes_a_file(tmp_path):
     ]  # fmt: skip
     for argv in commands:
         done = subprocess.run([sys.executable, "-m", "tfcost", *argv], cwd=cwd, env=env, capture_output=True,
-                              timeout=60, check=False)  # fmt: skip
+                              timeout=CHILD_LIMIT_S, check=False)  # fmt: skip
         assert done.returncode in (0, 1), (argv, done.stderr)
     assert snapshot(tmp_path) == before
 

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import run_in_process, run_tfcost
+from conftest import CHILD_LIMIT_S, run_in_process, run_tfcost
 
 from tfcost.readers.presets import load_model
 from tfcost.reports.estimate import estimate
@@ -217,10 +217,10 @@ def test_a_command_imports_its_own_module_alone():
     )
     env = {**os.environ, "COLUMNS": "120", "NO_COLOR": "1"}
     one = subprocess.run([sys.executable, "-c", code, "estimate", "gpt2-small"], capture_output=True, text=True,
-                         env=env, timeout=120, check=True)  # fmt: skip
+                         env=env, timeout=CHILD_LIMIT_S, check=True)  # fmt: skip
     assert one.stdout.strip().splitlines()[-1] == "['tfcost.cli.estimate']"
     everything = subprocess.run([sys.executable, "-c", code, "--help"], capture_output=True, text=True, env=env,
-                                timeout=120, check=True)  # fmt: skip
+                                timeout=CHILD_LIMIT_S, check=True)  # fmt: skip
     modules = "['tfcost.cli.check', 'tfcost.cli.estimate', 'tfcost.cli.inspect', 'tfcost.cli.listing', "
     modules += "'tfcost.cli.measure', 'tfcost.cli.plan', 'tfcost.cli.serve', 'tfcost.cli.sweep', 'tfcost.cli.train']"
     assert everything.stdout.strip().splitlines()[-1] == modules
@@ -230,7 +230,8 @@ def test_help_lists_the_commands_in_order_whichever_ran_first(tfcost):
     """A process that ran `gpus`, then `compare`, imported listing.py and estimate.py in that order: --help still
     lists every command in the order of a fresh process's --help."""
     fresh = subprocess.run([sys.executable, "-m", "tfcost", "--help"], capture_output=True, text=True,
-                           env={**os.environ, "COLUMNS": "120", "NO_COLOR": "1"}, timeout=120, check=True)  # fmt: skip
+                           env={**os.environ, "COLUMNS": "120", "NO_COLOR": "1"}, timeout=CHILD_LIMIT_S,
+                           check=True)  # fmt: skip
     assert tfcost("compare", "gpt2-small", "gpt2-small", "-f", "csv").code == 0
     assert tfcost("gpus", "-f", "csv").code == 0
     after = tfcost("--help")

@@ -269,7 +269,7 @@ def test_csv_cells_that_a_spreadsheet_would_run_stay_text(tmp_path, tfcost):
     compare = tfcost("compare", str(preset), "gpt2-small", "-f", "csv").stdout.splitlines()[0]
     assert "'=HYPERLINK" in compare
     # Numbers stay numbers: a negative difference in check's CSV is not text.
-    from tfcost.render.tables import csv_cell
+    from tfcost.render.common import csv_cell
 
     assert csv_cell(-5) == -5 and csv_cell("-5") == "'-5" and csv_cell("@x") == "'@x" and csv_cell("+1") == "'+1"
 
@@ -460,8 +460,9 @@ def test_start_up_loads_the_search_only_for_a_layout_that_does_not_fit(args, sea
     assert collecting == "True", done.stderr
     modules = set(loaded.split())
     assert f"tfcost.reports.{args[0]}" in modules  # the command ran
-    search = {"tfcost.costs.plan", "tfcost.reports.plan", "tfcost.render.plan"}
+    search = {"tfcost.costs.plan", "tfcost.reports.plan"}
     assert (search <= modules) if searched else not (search & modules), sorted(search & modules)
+    assert "tfcost.render.plan" not in modules  # plan's tables: the suggestion is worded with the answer
     # Nor what no train or serve run needs (issue 25): the chart module, estimate's report classes, a local model's
     # file readers, --explain's working; `tfcost plan`'s command module where nothing is searched; serve's report
     # in train's search.

@@ -19,6 +19,9 @@ TITAN = ("train", "llama-3.1-8b", "--gpus", "8", "-T", "8192", "-b", "2", "--zer
 def test_every_shipped_framework_is_valid_and_every_field_sourced():
     frameworks = all_frameworks()
     assert {"torchtitan", "llm-foundry", "vllm"} <= {framework.name for framework in frameworks}
+    # issue 34's serving engines, each with a file
+    engines = {"vllm", "sglang", "tensorrt-llm", "tgi", "llama-cpp", "ollama", "lmdeploy", "gpt-fast", "exllamav2"}
+    assert engines <= {framework.name for framework in frameworks if framework.kind == "serving"}
     for framework in frameworks:
         allowed = TRAINING_CONVENTIONS if framework.kind == "training" else SERVING_CONVENTIONS
         for release in framework.versions:
@@ -32,11 +35,16 @@ def test_every_shipped_framework_is_valid_and_every_field_sourced():
 @pytest.mark.parametrize(
     ("asked", "priced"),
     [
-        ("vllm", "0.8.0"),
+        ("vllm", "0.8.5"),
         ("vllm@0.2.7", "0.2.7"),
         ("vllm@0.7", "0.7.0"),
         ("vllm@0.7.3", "0.7.0"),
-        ("vllm@0.10.1", "0.8.0"),
+        ("vllm@0.8.4", "0.8.0"),
+        ("vllm@0.10.1", "0.8.5"),
+        ("tensorrt-llm@0.6.1", "0.5.0"),
+        ("tensorrt-llm@1.0", "1.0.0"),
+        ("sglang@0.4.9", "0.4"),
+        ("tgi@2.4.1", "2.0.0"),
     ],
 )
 def test_a_release_number_is_priced_as_the_newest_listed_at_or_before_it(asked, priced):
@@ -170,3 +178,111 @@ def test_frameworks_lists_as_data(tfcost):
     one = json.loads(tfcost("frameworks", "vllm@0.2.7", "-f", "json").stdout)
     assert one["version"] == "0.2.7" and one["fields"]["nccl_record_stream"]["value"] is True
     assert "vllm/issues/2248" in tfcost("frameworks", "vllm@0.2.7", env={"COLUMNS": "200"}).stdout
+
+
+# The training cases of validation/cases.yaml set these conventions by hand before their framework files existed
+# (issue 22's translations, each quoted in the case): a file's release prices a run as those flags did.
+BY_HAND = [
+    (
+        "llm-foundry@061f2c7",
+        ["train", "validation/models/mpt-7b.yaml", "--gpu", "h100-sxm", "--gpus", "8", "-T", "2048", "-b", "8"],
+        ["flash_kernel=fa1", "dropout=false", "logit_metrics=2", "reduce_every_micro_batch=true"],
+    ),
+    (
+        "megatron-core@50a4b5fa02",
+        ["train", "gpt3-175b", "--gpu", "a100-80gb", "--gpus", "64", "--tp", "8", "--pp", "8", "-T", "2048"],
+        ["flash=false", "dp_overlap=false", "loss=full"],
+    ),
+    (
+        "meta-llama3@2407.21783",
+        [
+            "train",
+            "llama-3.1-405b",
+            "--gpus",
+            "1024",
+            "--tp",
+            "8",
+            "--pp",
+            "16",
+            "--pp-first-layers",
+            "7",
+            "--pp-last-layers",
+            "7",
+            "-T",
+            "8192",
+            "--zero",
+            "2",
+        ],
+        ["reduce_every_micro_batch=true", "memory_convention=megatron", "dropout=false", "sequence_parallel=true"],
+    ),
+    (
+        "litgpt@8641822",
+        ["train", "llama-2-7b", "--gpu", "a100-40gb", "--gpus", "2", "--zero", "3", "--lora", "8", "-T", "1304"],
+        ["kernels=eager", "accumulate_unsharded=true", "frozen_gradients=true", "dropout=false"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("reference", "run", "settings"), BY_HAND, ids=[case[0] for case in BY_HAND])
+def test_a_frameworks_release_prices_a_run_as_its_conventions_set_by_hand(tfcost, reference, run, settings):
+    run = [*run, "--global-batch", "256", "--tokens", "1e9", "-f", "json"]
+    framework = json.loads(tfcost(*run, "--framework", reference).stdout)
+    by_hand = json.loads(tfcost(*run, *[word for s in settings for word in ("--framework-set", s)]).stdout)
+    assert framework["step"] == by_hand["step"] and framework["memory_per_gpu"] == by_hand["memory_per_gpu"]
+    plain = json.loads(tfcost(*run).stdout)  # and the conventions change the run: the test could fail
+    assert (plain["step"], plain["memory_per_gpu"]) != (framework["step"], framework["memory_per_gpu"])
+
+
+def test_a_framework_may_set_the_recompute_it_defaults_to_and_the_user_overrides_it(tfcost):
+    # Unsloth's get_peft_model defaults to use_gradient_checkpointing="unsloth": every layer checkpointed, its input
+    # offloaded to the host; LLaMA-Factory checkpoints every layer unless disable_gradient_checkpointing
+    run = ("train", "llama-3.1-8b", "--gpu", "rtx-4090", "-T", "2048", "--lora", "16", "--qlora", "-f", "json")
+    unsloth = json.loads(tfcost(*run, "--framework", "unsloth").stdout)["setup"]
+    assert unsloth["recompute"] == "full" and unsloth["offload_activations"] and unsloth["loss"] == "compiled"
+    factory = json.loads(tfcost(*run, "--framework", "llama-factory").stdout)["setup"]
+    assert factory["recompute"] == "full" and factory["loss"] == "full" and factory["kernels"] == "eager"
+    assert (
+        json.loads(tfcost(*run, "--framework", "llama-factory", "--recompute", "none").stdout)["setup"]["recompute"]
+        == "none"
+    )
+
+
+def test_every_issue_34_trainer_has_a_file():
+    names = {framework.name for framework in all_frameworks("training")}
+    wanted = {"megatron-core", "torchtitan", "deepspeed", "hf-trainer", "axolotl", "unsloth", "llama-factory"}
+    assert wanted | {"ms-swift", "torchtune", "litgpt", "llm-foundry", "nemo"} <= names
+
+
+SERVE_70B = ("serve", "llama-2-70b", "--gpus", "2", "--weights-dtype", "fp8", "--kv-dtype", "fp8", "-B", "64")
+
+
+def test_tensorrt_llms_gpt_session_release_is_the_conventions_set_by_hand(tfcost):
+    # TensorRT-LLM v0.5-v0.6 (docs/source/performance.md at 138f96d: gptSessionBenchmark) ran masked MHA, "a single
+    # CUDA thread-block per head", and GptSession's context step: what validation #50-#61 set by hand before the file
+    args = (*SERVE_70B, "--gpu", "h100-sxm", "-P", "2048", "-G", "2048", "-f", "json")
+    release = json.loads(tfcost(*args, "--framework", "tensorrt-llm@0.6.1").stdout)["expected"]
+    by_hand = ("--framework-set", "gqa_decode=per-query-head", "--framework-set", "trt_session=true")
+    assert release == json.loads(tfcost(*args, *by_hand).stdout)["expected"]
+    # v0.8's XQA reads a key-value head once for its 8 query heads: decode is quicker
+    xqa = json.loads(tfcost(*args, "--framework", "tensorrt-llm@0.8.0").stdout)["expected"]
+    assert xqa["tpot_ms"] < release["tpot_ms"] and xqa["ttft_ms"] == release["ttft_ms"]
+
+
+QWEN_ON_4 = ("serve", "qwen3-235b-a22b", "--gpus", "4", "--weights-dtype", "fp8", "-B", "1", "-P", "8191", "-G", "1")
+
+
+def test_vllms_large_card_default_applies_on_an_h100_and_not_an_a100(tfcost):
+    # vllm#16158 (April 2025): "reverts the default `max_num_seqs` from 1024 to 256 for hardware other than H100/200"
+    def run(gpu: str, *extra: str) -> dict:
+        return json.loads(tfcost(*QWEN_ON_4, "--gpu", gpu, "--framework", "vllm@0.9.2", *extra, "-f", "json").stdout)
+
+    h100, a100 = run("h100-sxm"), run("a100-80gb")
+    assert h100["setup"]["max_num_seqs"] == 1024 and "max_num_seqs" not in a100["setup"]  # 256, the default
+    # on the H100 it is what validation #48 set by hand before the file had the rule
+    by_hand = ("--framework-set", "vllm_profile=v1-sampler", "--framework-set", "max_num_seqs=1024")
+    hand = json.loads(tfcost(*QWEN_ON_4, "--gpu", "h100-sxm", *by_hand, "-f", "json").stdout)
+    assert h100["expected"]["max_kv_tokens"] == hand["expected"]["max_kv_tokens"]
+    # a user's max_num_seqs (vLLM's --max-num-seqs) holds on every card: fewer sampler rows, a larger pool
+    fewer = run("h100-sxm", "--framework-set", "max_num_seqs=256")
+    assert fewer["setup"].get("max_num_seqs", 256) == 256
+    assert fewer["expected"]["max_kv_tokens"] > h100["expected"]["max_kv_tokens"]

@@ -54,6 +54,7 @@ ADDED |= {
 }
 
 # Keys issue 15 added to serve: the expected times beside the bound, the bound's per-sequence rates, the profile.
+ADDED |= {"intervals"}  # issue 34: each predicted figure's error bar from the validation suite
 ADDED |= {"framework"}  # issue 34: the framework whose conventions priced the run (tfcost's defaults when none)
 ADDED |= {"engine"}  # issue 14: which engine answered ("analytic" here)
 ADDED |= {"expected", "profile", "setup.group_size", "setup.kv_block"}

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
-from conftest import run_tfcost
+from conftest import CHILD_LIMIT_S, run_tfcost
 
 pytest.importorskip("huggingface_hub", reason="hub ids need huggingface_hub, a core dependency")
 
@@ -206,7 +206,7 @@ def fake_hub() -> Iterator[str]:
     server.timeout = 5
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    stopper = threading.Timer(120, server.shutdown)
+    stopper = threading.Timer(CHILD_LIMIT_S, server.shutdown)
     stopper.daemon = True
     stopper.start()
     try:
@@ -267,7 +267,9 @@ def test_no_command_without_a_hub_id_imports_huggingface_hub():
         "        assert done.code == 0, argv\n"
         "print('huggingface_hub' in sys.modules)\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=CHILD_LIMIT_S, check=True
+    )
     assert done.stdout.strip().splitlines()[-1] == "False"
 
 

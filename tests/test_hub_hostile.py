@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
-from conftest import run_tfcost
+from conftest import CHILD_LIMIT_S, run_tfcost
 
 pytest.importorskip("huggingface_hub", reason="hub ids need huggingface_hub, a core dependency")
 
@@ -135,7 +135,7 @@ def test_a_fetched_config_is_cached_in_the_hub_layout(tmp_path, hub):
     import sys
 
     done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "HF_HOME": str(tmp_path / "hf")},
-                          capture_output=True, text=True, timeout=60, check=True)  # fmt: skip
+                          capture_output=True, text=True, timeout=CHILD_LIMIT_S, check=True)  # fmt: skip
     assert Path(done.stdout.strip()).resolve() == (repo / "blobs" / etag).resolve()
 
 
@@ -164,7 +164,8 @@ def test_a_body_past_the_cap_is_refused_while_reading(tmp_path, hub, declared):
 @pytest.mark.parametrize("kind", ["silent", "trickle"])
 def test_a_silent_or_trickling_server_ends_within_the_deadline(tmp_path, hub, kind):
     """A server that never answers, and one that sends a byte every 50 ms forever (14 hours for the cap): both end
-    at the one deadline (TFCOST_HUB_TIMEOUT=1), in one line. run_tfcost's own 60 s limit would fail the test."""
+    at the one deadline (TFCOST_HUB_TIMEOUT=1), in one line. A client without the deadline would wait out the
+    server (30 s) and fail on something else: the message, not a clock, tells."""
 
     def answer(handler: Hostile) -> None:
         if kind == "silent":
@@ -316,3 +317,78 @@ def test_an_overlong_or_odd_checkpoint_size_is_ignored(tmp_path, hub, total):
     run = run_tfcost("estimate", "Qwen/Qwen3-8B", "-f", "json", env=env_for(tmp_path, url))
     assert run.code == 0, run.stderr
     assert json.loads(run.stdout)["checkpoint_bytes"] is None and "safetensors index" not in run.stderr
+
+
+@pytest.mark.parametrize(
+    "shard",
+    [
+        "../../other/repo/model.safetensors",
+        "sub/model.safetensors",
+        "..\\up.safetensors",
+        "model.bin",
+        ".hidden.safetensors",
+    ],
+)
+def test_remote_shard_names_are_checked_as_local_ones_are(tmp_path, hub, shard):
+    """A remote index naming a shard outside the repository (or no .safetensors file) is refused as a local
+    folder's index is, and no request is made for that name, so the token never goes with it."""
+
+    def answer(handler: Hostile) -> None:
+        if handler.path.endswith("/model.safetensors.index.json"):
+            body = json.dumps({"metadata": {}, "weight_map": {"a.weight": shard}}).encode()
+            handler.send(200, body, ETag=f'"{"b" * 40}"', X_Repo_Commit=COMMIT)
+        else:
+            handler.send(404, b"", X_Error_Code="EntryNotFound")
+
+    url = hub(answer)
+    message = one_line_failure(run_tfcost("inspect", "acme/tiny", env=env_for(tmp_path, url, HF_TOKEN="hf_x")))
+    assert "not a .safetensors file beside it" in message
+    assert [path for path, _ in Hostile.seen if not path.endswith("/model.safetensors.index.json")] == []
+    # The same index in a local folder gives the same refusal.
+    folder = tmp_path / "local"
+    folder.mkdir()
+    (folder / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {"a.weight": shard}}))
+    (folder / "config.json").write_text(QWEN3)
+    assert "not a .safetensors file beside it" in one_line_failure(run_tfcost("inspect", str(folder)))
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "expected"),
+    [
+        ("http://[::1", "Invalid IPv6 URL"),
+        ("http://127.0.0.1:99999", "Port out of range"),
+        ("http://alice:s3cr3t@127.0.0.1:0x50", "Port could not be cast to integer value"),
+        ("http://hub example.com", "spaces or characters a URL cannot"),
+        ("ftp://example.com", "not http:// or https://"),
+        ("https://", "names no host"),
+    ],
+)
+@pytest.mark.parametrize("command", ["inspect", "estimate"])
+def test_a_malformed_endpoint_is_one_line(tmp_path, endpoint, expected, command):
+    message = one_line_failure(run_tfcost(command, "acme/tiny", env=env_for(tmp_path, endpoint)))
+    assert "HF_ENDPOINT" in message and expected in message and "s3cr3t" not in message
+    assert "Error importing" not in message
+
+
+def test_remote_tensor_bytes_are_tied_to_the_length_the_server_gives(tmp_path, hub):
+    """A remote header claiming 4 KiB of tensor data in a file whose Content-Range says it holds 16 bytes past its
+    header is refused, as the same file on disk is."""
+    import struct
+
+    raw = json.dumps({"t": {"dtype": "F32", "shape": [1024], "data_offsets": [0, 4096]}}).encode()
+    whole = struct.pack("<Q", len(raw)) + raw + bytes(16)
+
+    def answer(handler: Hostile) -> None:
+        if handler.path.endswith("/model.safetensors"):
+            start, stop = (int(x) for x in handler.headers["Range"].removeprefix("bytes=").split("-"))
+            handler.send(206, whole[start : stop + 1], Content_Range=f"bytes {start}-{stop}/{len(whole)}",
+                         ETag=f'"{"c" * 40}"', X_Repo_Commit=COMMIT)  # fmt: skip
+        else:
+            handler.send(404, b"", X_Error_Code="EntryNotFound")
+
+    url = hub(answer)
+    message = one_line_failure(run_tfcost("inspect", "acme/tiny", env=env_for(tmp_path, url)))
+    assert "tensor 't': its bytes end past the end of the file" in message
+    local = tmp_path / "model.safetensors"
+    local.write_bytes(whole)
+    assert "tensor 't': its bytes end past the end of the file" in one_line_failure(run_tfcost("inspect", str(local)))

@@ -259,7 +259,7 @@ def test_causal_by_default_for_a_decoder(tfcost, args, causal):
 def test_a_noisy_machine_is_warned_of(capsys):
     """Repeats spread wider than p90/p10 = 1.5 make the medians untrustworthy: a warning says so; a steady
     spread says nothing."""
-    from tfcost.render.tables import warn_noisy
+    from tfcost.render.measure import warn_noisy
     from tfcost.reports.measure import NOISY_SPREAD, noisiest
 
     report = sweep(seqs=[32, 64], repeats=3)

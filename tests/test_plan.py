@@ -294,7 +294,8 @@ def test_no_feasible_layout_is_one_line_with_the_main_reason(tfcost):
 def test_train_that_does_not_fit_names_a_layout_that_does(tfcost):
     run = tfcost("train", "llama-3.1-70b", "--gpus", "8", "--zero", "0")
     assert run.code == 0, run.stderr
-    last = " ".join(("Does not fit" + run.stdout.rsplit("Does not fit", 1)[1]).split())  # the line, unwrapped
+    opening = run.stdout.split("\n\n", 1)[0]  # the answer, before the breakdown: it ends with the suggestion
+    last = " ".join(("Does not fit" + opening.rsplit("Does not fit", 1)[1]).split())  # the line, unwrapped
     assert last.startswith("Does not fit; the nearest layout that fits: --")
     options, command = last.split("the nearest layout that fits: ")[1].split(" (")[0], last.split("Every layout: ")[1]
     # The default global batch is about 4M tokens (1,024 sequences of 4,096), as `train` takes it.
@@ -355,7 +356,8 @@ def test_plan_serve_tries_a_quantized_checkpoint_as_stored(tfcost):
 
 def test_serve_that_does_not_fit_names_a_layout_that_does(tfcost):
     run = tfcost("serve", "llama-3.1-70b", "--gpus", "1")
-    last = " ".join(("Does not fit" + run.stdout.rsplit("Does not fit", 1)[1]).split())  # the line, unwrapped
+    opening = run.stdout.split("\n\n", 1)[0]  # the answer, before the breakdown: it ends with the suggestion
+    last = " ".join(("Does not fit" + opening.rsplit("Does not fit", 1)[1]).split())  # the line, unwrapped
     assert last.startswith("Does not fit (expected); the nearest layout that fits: --")
     options = last.split("the nearest layout that fits: ")[1].split(" (")[0]
     fixed = json.loads(tfcost("serve", "llama-3.1-70b", "--gpus", "1", *shlex.split(options), "-f", "json").stdout)
@@ -564,7 +566,7 @@ def test_top_prices_only_what_can_rank_and_finds_the_same_best(name, gpu_name, f
 def test_a_suggestion_cut_short_says_so(monkeypatch):
     # The search near the asked layout stops after NEAREST_BUDGET evaluations: it then says no layout near that one
     # fits, not that none of these GPUs does.
-    from tfcost.render.plan import suggestion_line
+    from tfcost.render.answer import suggestion_line
     from tfcost.reports.plan import NOT_NEAR, train_suggestion
 
     monkeypatch.setattr(plan, "NEAREST_BUDGET", 0)

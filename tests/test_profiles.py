@@ -149,7 +149,7 @@ STEP = {  # the shape of a --step report's JSON, with round numbers
 @pytest.mark.parametrize("output", ["table", "csv", "markdown", "json"])
 def test_roofline_and_step_in_every_format(capsys, output):
     """measure --roofline/--step print a table, CSV or Markdown like every other command (JSON only, before)."""
-    from tfcost.render.tables import print_machine
+    from tfcost.render.measure import print_machine
 
     profile = profiles.from_roofline(RAW, "box", "fp32", "2026-01-01T00:00:00Z").model_dump(mode="json")
     print_machine({"roofline": profile, "step": STEP}, output)

@@ -47,3 +47,13 @@ def test_the_docs_show_the_operation_table_the_code_builds() -> None:
 if __name__ == "__main__":
     sys.path.insert(0, str(ROOT))
     print(llama_layer_table())
+
+
+def test_the_readme_counts_and_names_every_fitted_constant():
+    # issue 34: the fitted constants live in one registry, and the README states their true count
+    from tfcost.costs.fitted import FITTED
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    words = {1: "One", 2: "Two", 3: "Three", 4: "Four", 5: "Five", 6: "Six", 7: "Seven", 8: "Eight"}
+    assert f"{words[len(FITTED)]} constants are fitted" in readme
+    assert all(name in readme for name in FITTED)

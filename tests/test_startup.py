@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import CHILD_LIMIT_S
 
 PROBE = """
 import io, sys, contextlib
@@ -27,7 +28,7 @@ def loaded(args: list[str], **env: str) -> list[str]:
     environment.pop("PYDANTIC_DISABLE_PLUGINS", None)
     environment.update(env)
     done = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, env=environment,
-                          timeout=120, check=True)  # fmt: skip
+                          timeout=CHILD_LIMIT_S, check=True)  # fmt: skip
     return ast.literal_eval(done.stdout.strip().splitlines()[-1])
 
 
@@ -45,7 +46,7 @@ def loaded(args: list[str], **env: str) -> list[str]:
 def test_shipped_presets_and_gpus_are_read_and_printed_without_yaml_rich_or_the_plugin_loader(args):
     """The shipped files come from their Python literals (tfcost/readers/packaged.py), so PyYAML is not imported;
     pydantic's plugin loader, which imports importlib.metadata, is not imported while plugins are disabled; and a
-    table printed to no terminal (here a StringIO) is written without rich (tfcost.render.tables.PlainTable)."""
+    table printed to no terminal (here a StringIO) is written without rich (tfcost.render.layout.PlainTable)."""
     assert loaded(args) == []
 
 
@@ -80,7 +81,9 @@ from pydantic.plugin._loader import get_plugins
 print(list(get_plugins()) == list(sys.modules[PLUGIN_LOADER].get_plugins()), sys.modules[PLUGIN_LOADER] is stand_in,
       "importlib.metadata" in sys.modules)
 """
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=CHILD_LIMIT_S, check=True
+    )
     assert done.stdout.splitlines() == ["[] False", "True False True"]
 
 

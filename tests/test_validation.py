@@ -96,3 +96,91 @@ def test_megatron_1t_prediction_counts_flops_as_the_paper_measures_them() -> Non
     equation_3 = 96 * b * s * layers * h**2 * (1 + s / (6 * h) + v / (16 * layers * h))
     assert math.isclose(output["flops"]["hardware"] / output["step"]["steps"], equation_3, rel_tol=1e-9)
     assert output["inputs"]["data_parallel"] == 6 and output["inputs"]["micro_batches"] == 512  # 3072 / (8 x 64), B / 6
+
+
+# A published run is a model, a framework at a release and a machine (issue 34): its command gives the published
+# setup and `--framework NAME@VERSION`; `--framework-set` only for a setting the framework's users set themselves
+# (a field whose file names its `switch`), with the published line that sets it in the case's framework_switches.
+# A figure no framework changes (6ND) may leave the framework out, where the publication names none.
+FRAMEWORK_FREE_FIELDS = {"flops.six_nd"}
+
+
+def framework_arguments(command: list[str]) -> tuple[list[str], list[str]]:
+    """The command's --framework references and --framework-set settings, in order."""
+    words = [str(word) for word in command]
+    named = [words[i + 1] for i, word in enumerate(words[:-1]) if word == "--framework"]
+    settings = [words[i + 1] for i, word in enumerate(words[:-1]) if word == "--framework-set"]
+    return named, settings
+
+
+# Serving and KV-capacity cases have their own rule (test_serving_cases_run_with_their_framework): an engine's
+# release number may be one the file prices as the newest listed before it, and the case's framework_note says why.
+TRAINING_CASES = [c for c in CASES if "command" in c and c["category"] not in ("serving", "kv_capacity")]
+
+
+@pytest.mark.parametrize("case", TRAINING_CASES, ids=lambda c: str(c["id"]))
+def test_every_case_names_its_framework_and_sets_only_its_switches(case: dict) -> None:
+    from tfcost.readers.frameworks import framework_used, load_framework
+
+    kind = "training" if case["command"][0] in ("train", "plan") else "serving"
+    named, settings = framework_arguments(case["command"])
+    if not named and case["predicted_field"] in FRAMEWORK_FREE_FIELDS:
+        assert not settings and "none published" in case["setup"]["framework"], case["id"]
+        return
+    assert len(named) == 1 and "@" in named[0], f"case {case['id']}: --framework NAME@VERSION, once"
+    framework, index = load_framework(named[0], kind)
+    name, version = named[0].split("@")
+    assert framework.versions[index].version == version, f"case {case['id']}: {version} is not a listed release"
+    assert case["setup"]["framework"].startswith(named[0]), f"case {case['id']}: setup.framework names {named[0]}"
+    fields = framework_used(named[0], kind, {}).fields
+    for setting in settings:
+        key = setting.split("=")[0]
+        assert key in fields and fields[key].switch, f"case {case['id']}: {key} is not a switch of {name}"
+        assert setting in case.get("framework_switches", ""), f"case {case['id']}: which published line sets {setting}?"
+
+
+@pytest.mark.parametrize(
+    "case", [c for c in CASES if c.get("predicted_field") in FRAMEWORK_FREE_FIELDS], ids=lambda c: str(c["id"])
+)
+def test_a_framework_free_figure_is_the_same_under_any_framework(case: dict) -> None:
+    # 6ND counts the model's parameters and tokens only: under a framework whose conventions differ from tfcost's
+    # defaults in every way it sets (FSDP2, the full loss, eager kernels, no dropout), the figure is the same
+    plain = [word for word in case["command"] if word not in ("--format", "json")]
+    named, _ = framework_arguments(plain)
+    if named:
+        index = plain.index("--framework")
+        plain = plain[:index] + plain[index + 2 :]
+    titan = [*plain, "--framework", "torchtitan@9dec370", "--format", "json"]
+    bare = [*plain, "--format", "json"]
+    assert validate.predict({**case, "command": titan}) == validate.predict({**case, "command": bare})
+
+
+def test_serving_cases_run_with_their_framework() -> None:
+    """Issue 34: a serving or KV-capacity case is priced as its engine ran it: `--framework NAME@VERSION` names a
+    release its file lists (or, for a release number, one at or after the file's first), and `--framework-set` sets
+    only a setting the engine's users set themselves (a field with a `switch`), which the published run states."""
+    from tfcost.readers.frameworks import framework_used, load_framework
+
+    checked = 0
+    for case in CASES:
+        if case["category"] not in ("serving", "kv_capacity") or "command" not in case:
+            continue
+        argv = case["command"]
+        named = [argv[i + 1] for i, item in enumerate(argv) if item == "--framework"]
+        assert len(named) == 1 and "@" in named[0], (case["id"], "names no --framework NAME@VERSION")
+        framework, _ = load_framework(named[0], "serving")  # one line, not a pass, if the release is not there
+        used = framework_used(named[0], "serving", {})
+        for item in (argv[i + 1] for i, item in enumerate(argv) if item == "--framework-set"):
+            key = item.partition("=")[0]
+            assert key in used.fields and used.fields[key].switch, (
+                case["id"],
+                key,
+                "is not a switch of",
+                framework.name,
+            )
+            assert key in case.get("framework_note", ""), (case["id"], key, "set, but the case does not say why")
+        checked += 1
+    assert (
+        checked == sum(1 for case in CASES if case["category"] in ("serving", "kv_capacity") and "command" in case)
+        and checked >= 38
+    )  # the 38 serving and KV-capacity cases with a command on 2026-12-08

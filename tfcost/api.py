@@ -19,6 +19,7 @@ and its imports are made inside the functions, so `import tfcost` stays instant.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -71,20 +72,57 @@ class ModelRequest:
 
     def for_engine(self, engine: Engine) -> EngineModel | None:
         """The model the transformers engine prices, or None where tfcost's own reader answers."""
-        from tfcost.engines.dispatch import engine_model
+        from typing import get_args
+
+        from tfcost.engines.dispatch import Engine, engine_model
+
+        if not isinstance(engine, str) or engine not in get_args(Engine):
+            raise usage(f"engine: expected one of {', '.join(get_args(Engine))}, not {shown(engine)}")
 
         return engine_model(self.model, self.config, self.overrides, engine, self.revision)
 
 
 def request(
-    model: str | None,
-    config: str | None,
+    model: str | os.PathLike[str] | None,
+    config: str | os.PathLike[str] | None,
     overrides: Overrides | None,
     strict: bool,
     lenient: bool,
     revision: str | None,
 ) -> ModelRequest:
-    return ModelRequest(model, config, override_texts(overrides), strict, lenient, revision)
+    """The model options checked as the command line's parser checks them: MODEL and --config text or a path
+    (os.PathLike, as pathlib.Path), --revision text, --strict and --lenient true or false."""
+    for name, flag in (("strict", strict), ("lenient", lenient)):
+        if not isinstance(flag, bool):
+            raise usage(f"{name}: expected True or False, not {shown(flag)}")
+    if revision is not None and not isinstance(revision, str):
+        raise usage(f"revision: expected a branch, tag or commit, not {shown(revision)}")
+    return ModelRequest(
+        path_text(model, "model"), path_text(config, "config"), override_texts(overrides), strict, lenient, revision
+    )
+
+
+def path_text(value: str | os.PathLike[str] | None, name: str) -> str | None:
+    """A model or config given as text or as a path object, as text; anything else one usage error."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, os.PathLike):
+        path = os.fspath(value)
+        if isinstance(path, str):
+            return path
+    raise usage(f"{name}: expected a preset name, a path or a Hub id (str or os.PathLike), not {shown(value)}")
+
+
+def usage(message: str) -> Exception:
+    from tfcost.errors import UsageError
+
+    return UsageError(message)
+
+
+def shown(value: object) -> str:
+    """A wrong argument named in a message: its type, and its value where that is short."""
+    text = repr(value)
+    return f"{type(value).__name__} {text}" if len(text) <= 40 else type(value).__name__
 
 
 def override_texts(overrides: Overrides | None) -> tuple[str, ...]:
@@ -97,13 +135,17 @@ def override_texts(overrides: Overrides | None) -> tuple[str, ...]:
     if isinstance(overrides, Mapping):
         import json  # here only: the commands' start-up need not import it
 
-        from tfcost.errors import UsageError
-
+        if not all(isinstance(key, str) for key in overrides):
+            raise usage("overrides: a mapping's keys are field names (text)")
         try:
             return tuple(f"{key}={json.dumps(value)}" for key, value in overrides.items())
         except (TypeError, ValueError) as error:
-            raise UsageError(f"overrides: {error}") from None
-    return tuple(overrides)
+            raise usage(f"overrides: {error}") from None
+        except RecursionError:
+            raise usage("overrides: a value nested too deeply") from None
+    if isinstance(overrides, list | tuple) and all(isinstance(text, str) for text in overrides):
+        return tuple(overrides)
+    raise usage(f"overrides: expected KEY=VALUE texts or a mapping, not {shown(overrides)}")
 
 
 OPTION_NAMES = {"seq_len": "seq", "lora_rank": "lora"}  # setup fields whose option is not the field's name
@@ -121,9 +163,12 @@ def validated(schema: type[BaseModelT], **fields: object) -> BaseModelT:
     from tfcost.errors import UsageError, describe_validation_error
 
     try:
-        return schema.model_validate(fields)
+        setup = schema.model_validate(fields)
     except ValidationError as error:
         raise UsageError(describe_validation_error(error, option_name)) from None
+    if getattr(setup, "image_size", None) is not None and not getattr(setup, "images", 0):
+        raise UsageError("--image-size sizes the images --images puts in the prompt: give --images N too")
+    return setup
 
 
 def given(**fields: object) -> dict[str, object]:
@@ -254,8 +299,8 @@ def train(
     fields: dict[str, Any] = {**convention_values(used), **given(**setup)}
     if isinstance(fields.get("lora_targets"), str):
         fields["lora_targets"] = tuple(name.strip() for name in fields["lora_targets"].split(",") if name.strip())
-    elif fields.get("lora_targets") is not None:
-        fields["lora_targets"] = tuple(fields["lora_targets"])
+    elif isinstance(fields.get("lora_targets"), list):
+        fields["lora_targets"] = tuple(fields["lora_targets"])  # any other type is the schema's to refuse
     wanted_tokens = count(tokens, "tokens") if tokens is not None else None
 
     def make_setup(default_seq: int, default_tokens: int) -> TrainingSetup:
@@ -277,7 +322,7 @@ def train(
     from tfcost.costs import training
     from tfcost.reports.base import with_source
     from tfcost.reports.train import train as run_train
-    from tfcost.reports.train import with_default_layout
+    from tfcost.reports.train import with_default_layout, with_intervals
 
     source = asked.source()
     shape = source.shape
@@ -299,7 +344,7 @@ def train(
         fields.get("global_batch"),
         fields.get("zero"),
     )
-    report = report.model_copy(update={"framework": used})
+    report = with_intervals(report.model_copy(update={"framework": used}))
     return with_source(report, source, tokens=report.setup.seq_len)
 
 
@@ -348,6 +393,7 @@ def serve(
         return answered.model_copy(update={"framework": used})
     from tfcost.reports.base import with_source
     from tfcost.reports.serve import serve as run_serve
+    from tfcost.reports.serve import with_intervals as with_serve_intervals
     from tfcost.reports.stored import stored_report
 
     source = asked.source()
@@ -357,7 +403,7 @@ def serve(
         source.shape, gpu_or_profile(gpu, measured), chosen, rates, profile_name, explained=explain,
         stored_bytes=files,
     )  # fmt: skip
-    report = report.model_copy(update={"framework": used})
+    report = with_serve_intervals(report.model_copy(update={"framework": used}))
     return with_source(report, source, tokens=chosen.context, tokens_are="P + G")
 
 
@@ -407,11 +453,17 @@ def plan_serve(
 def plan(search: str, asked: ModelRequest, gpu: str, options: dict[str, Any], used: FrameworkUsed) -> Any:
     """One of tfcost.reports.plan's searches on a model and GPU, with its source's notes where its report has them,
     and the framework its layouts were priced under."""
+    import inspect
+
     from tfcost.readers.presets import load_gpu
 
     searches = plan_module()
+    accepted = list(inspect.signature(getattr(searches, search)).parameters)[2:]
+    unknown = [name for name in options if name not in accepted]
+    if unknown:
+        raise usage(f"{search}: no option {unknown[0]!r} (it takes {', '.join(accepted)})")
     source = asked.source()
-    report = getattr(searches, search)(source.shape, load_gpu(gpu), **options).model_copy(update={"framework": used})
+    report = searches.with_intervals(getattr(searches, search)(source.shape, load_gpu(gpu), **options), used)
     from tfcost.reports.base import SourceNotes, with_source
 
     return with_source(report, source) if isinstance(report, SourceNotes) else report

@@ -1139,6 +1139,13 @@ class ServingSetup(Frozen):
         "default; V1 of mid-2025 takes 1024 on cards of 70 GiB and more)",
         exclude_if=lambda seqs: seqs == 256,
     )
+    large_card_max_num_seqs: Size | None = Field(
+        None,
+        description="vLLM's max_num_seqs on a card of 70 GiB or more that is not an A100, where its release "
+        "defaults larger there (1024 from April 2025: vllm#16158, then arg_utils.py's 'device_memory >= 70 * "
+        "GiB_bytes'); null: max_num_seqs on every card",
+        exclude_if=lambda seqs: seqs is None,
+    )
     images: Images = 0
     image_size: ImageSide = None
     audio_seconds: AudioSeconds = 0
@@ -1195,11 +1202,13 @@ SERVING_CONVENTIONS = frozenset(
         "kv_pool",
         "vllm_profile",
         "max_num_seqs",
+        "large_card_max_num_seqs",
     }
 )
 FrameworkKind = Literal["training", "serving"]
-# A framework field's value as YAML writes it: a setup field's value (validated against that field when read).
-FieldValue = bool | int | float | str
+# A framework field's value as YAML writes it: a setup field's value (validated against that field when read); null
+# for a field whose default is none (large_card_max_num_seqs).
+FieldValue = bool | int | float | str | None
 
 
 class FrameworkField(Frozen):
@@ -1264,3 +1273,19 @@ class FrameworkUsed(Frozen):
     source: str | None = Field(None, description="the framework's code or docs read, at that version")
     fields: dict[str, FrameworkField] = Field(default_factory=dict)
     overridden: tuple[str, ...] = Field((), description="fields set by --framework-set")
+
+
+class Interval(Frozen):
+    """The range the validation suite measured around one predicted figure: the 10th to 90th percentile of what the
+    published runs of its category measured against what tfcost predicted for them (presets/validation-errors.json,
+    written by benchmarks/validate.py --write), applied to this prediction."""
+
+    category: str = Field(description="the validation category whose runs give the range")
+    framework: str | None = Field(None, description="the framework whose own runs give it, where it has enough")
+    runs: int = Field(description="published runs compared (both halves)")
+    held_out_runs: int = Field(description="of them, held out (never fitted)")
+    geo_mean_error: float = Field(description="their geometric-mean error")
+    low_factor: float = Field(description="what was measured, at the 10th percentile, per unit predicted")
+    high_factor: float = Field(description="the same at the 90th percentile")
+    low: float | None = Field(None, description="the predicted figure times low_factor")
+    high: float | None = Field(None, description="the predicted figure times high_factor")

@@ -47,11 +47,12 @@ def check(
     """tfcost's own reader against transformers' implementation, quantity by quantity; exit 1 when they differ
     (needs tfcost[hf])."""
     from tfcost.engines.dispatch import check as run_check
-    from tfcost.render import tables as render
+    from tfcost.render.estimate import check_table
+    from tfcost.render.sections import print_report
 
     workload = validated(Workload, seq_len=seq, batch=batch, dtype=dtype, causal=False)
     result = run_check(model, config, workload, revision)
-    render.print_report(result, output, render.check_table)
+    print_report(result, output, check_table)
     if not result.agree:
         raise typer.Exit(1)
 
@@ -69,7 +70,7 @@ def import_config(
 
     `tfcost import config.json > my-model.yaml` writes a preset that `tfcost estimate my-model.yaml` reads.
     """
-    from tfcost.render import tables as render
+    from tfcost.render.notes import print_preset_yaml
 
     source = load_source(model, config, overrides, strict, lenient, revision)
-    render.print_preset_yaml(source.shape, source.ignored_fields, source.not_priced)
+    print_preset_yaml(source.shape, source.ignored_fields, source.not_priced)

@@ -58,16 +58,18 @@ def estimate(
 ) -> None:
     """Parameters, FLOPs, KV cache, score-matrix size and the lesson's crossovers in T of one model."""
     from tfcost import api
-    from tfcost.render import tables as render
+    from tfcost.render.estimate import estimate_table
+    from tfcost.render.notes import print_context_warning, print_report_notes
+    from tfcost.render.sections import print_report
 
     result = api.estimate(
         model, config=config, overrides=overrides, seq=seq, batch=batch, dtype=dtype, causal=causal, gpu=gpu,
         engine=engine, explain=explain, strict=strict, lenient=lenient, revision=revision, images=images,
         image_size=image_size, audio_seconds=audio_seconds,
     )  # fmt: skip
-    render.print_report_notes(result)
-    render.print_report(result, output, render.estimate_table)
-    render.print_context_warning(result)  # after the answer: a run that fails says only its one error line
+    print_report_notes(result)
+    print_report(result, output, estimate_table)
+    print_context_warning(result)  # after the answer: a run that fails says only its one error line
 
 
 @app.command()
@@ -102,7 +104,9 @@ def compare(
     from tfcost import api
     from tfcost.errors import UsageError
     from tfcost.readers.presets import split_column
-    from tfcost.render import tables as render
+    from tfcost.render.common import print_json
+    from tfcost.render.estimate import compare_csv, compare_table
+    from tfcost.render.notes import print_context_warning, print_report_notes
 
     columns = [split_column(model) for model in models or ()]
     sources: list[tuple[str | None, str | None, list[str]]] = [(model, None, own) for model, own in columns]
@@ -116,13 +120,13 @@ def compare(
             causal=causal, engine=engine, strict=strict, lenient=lenient, revision=revision,
             crossovers=output == "json",  # the JSON carries every report whole; the table and CSV print none
         )  # fmt: skip
-        render.print_report_notes(found)
+        print_report_notes(found)
         results.append(found)
     if output == "json":
-        render.print_json(results)
+        print_json(results)
     elif output == "csv":
-        render.compare_csv(results)
+        compare_csv(results)
     else:
-        render.compare_table(results, breakdowns=breakdown, markdown=output == "markdown")
+        compare_table(results, breakdowns=breakdown, markdown=output == "markdown")
     for found in results:
-        render.print_context_warning(found)
+        print_context_warning(found)

@@ -28,12 +28,14 @@ def inspect(
     """The bytes a checkpoint stores, by dtype and by part, read from its files' headers (no tensor data is read),
     beside tfcost's figures for the same model, and the tensors its op tables do not account for."""
     from tfcost.readers.presets import inspected
-    from tfcost.render import tables as render
+    from tfcost.render.estimate import inspect_table
+    from tfcost.render.notes import print_note, print_source_notes
+    from tfcost.render.sections import print_report
     from tfcost.reports.stored import inspect_report
 
     files, source, unread = inspected(checkpoint, revision)
     if source is not None:
-        render.print_source_notes(source)
+        print_source_notes(source)
     if unread is not None:
-        render.print_note(f"the model is not priced: {unread}")
-    render.print_report(inspect_report(checkpoint, files, source), output, render.inspect_table)
+        print_note(f"the model is not priced: {unread}")
+    print_report(inspect_report(checkpoint, files, source), output, inspect_table)

@@ -43,7 +43,7 @@ def list_presets(
     from tfcost.core.params import active_params, total_params
     from tfcost.errors import UsageError
     from tfcost.readers.presets import model_preset_paths, shipped_model
-    from tfcost.render import tables as render
+    from tfcost.render.listing import models_csv, models_table
 
     paths = model_preset_paths()
     names = [name for name in paths if family is None or name.startswith(family.strip().lower())]
@@ -55,24 +55,25 @@ def list_presets(
         models = [model for model in models if total_params(model) >= min_params]
     totals, actives = [total_params(model) for model in models], [active_params(model) for model in models]
     if output == "csv":
-        render.models_csv(models, totals, actives)
+        models_csv(models, totals, actives)
     else:
-        render.models_table(models, totals, actives, markdown=output == "markdown")
+        models_table(models, totals, actives, markdown=output == "markdown")
 
 
 @app.command()
 def gpus(output: FormatOption = "table") -> None:
     """List the GPU spec table: dense peaks, memory and bandwidth, with sources."""
     from tfcost.readers.presets import all_gpus
-    from tfcost.render import tables as render
+    from tfcost.render.common import print_csv, print_json
+    from tfcost.render.listing import gpus_table
 
     table = all_gpus()
     if output == "json":
-        render.print_json(table)
+        print_json(table)
     elif output == "csv":
-        render.print_csv([gpu.model_dump(mode="json") for gpu in table])
+        print_csv([gpu.model_dump(mode="json") for gpu in table])
     else:
-        render.gpus_table(table, markdown=output == "markdown")
+        gpus_table(table, markdown=output == "markdown")
 
 
 @app.command()
@@ -93,23 +94,23 @@ def frameworks(
     """List the trainers and serving engines tfcost prices runs under (`--framework`), or one with every field."""
     from tfcost.readers.frameworks import all_frameworks, framework_used, load_framework
     from tfcost.render import frameworks as render
-    from tfcost.render import tables
+    from tfcost.render.common import print_csv, print_json
 
     if name is None:
         listed = all_frameworks(kind)
         if output == "json":
-            tables.print_json(listed)
+            print_json(listed)
         elif output == "csv":
-            tables.print_csv(render.framework_rows(listed))
+            print_csv(render.framework_rows(listed))
         else:
             render.frameworks_table(listed, markdown=output == "markdown")
         return
     framework, _ = load_framework(name, kind or load_framework_kind(name))
     used = framework_used(name, framework.kind, {})
     if output == "json":
-        tables.print_json(used)
+        print_json(used)
     elif output == "csv":
-        tables.print_csv(render.field_rows(used))
+        print_csv(render.field_rows(used))
     else:
         render.framework_table(framework, used, markdown=output == "markdown")
 

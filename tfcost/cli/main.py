@@ -122,7 +122,7 @@ def skip_plugin_loader() -> None:
 
 
 def fail(message: str, exit_code: int) -> NoReturn:
-    from tfcost.render.tables import print_error
+    from tfcost.render.notes import print_error
 
     if sys.stderr is not None:  # started with standard error closed: the exit code is all there is
         print_error(message)

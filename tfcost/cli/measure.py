@@ -150,7 +150,8 @@ def measure(
 ) -> None:
     """Time torch's scaled_dot_product_attention here and set it beside the estimate (needs tfcost[measure]);
     --roofline and --step measure this machine and a whole model step."""
-    from tfcost.render import tables as render
+    from tfcost.render.common import print_json
+    from tfcost.render.measure import measure_csv, measure_table, progress, warn_noisy
 
     machine = roofline or step
     refuse_unused({
@@ -196,15 +197,15 @@ def measure(
         device=device,
         repeats=repeats,
         gpu=gpu,
-        progress=render.progress,
+        progress=progress,
     )
     if output == "json":
-        render.print_json(report)
+        print_json(report)
     elif output == "csv":
-        render.measure_csv(report)
+        measure_csv(report)
     else:
-        render.measure_table(report, markdown=output == "markdown")
-    render.warn_noisy(report)
+        measure_table(report, markdown=output == "markdown")
+    warn_noisy(report)
 
 
 def measure_machine(
@@ -217,7 +218,7 @@ def measure_machine(
     from tfcost.costs import profiles
     from tfcost.errors import TfcostError, UsageError
     from tfcost.readers.presets import resolve_model
-    from tfcost.render import tables as render
+    from tfcost.render.measure import print_machine
     from tfcost.reports.step import check_context, step_memory_bytes
 
     if save_profile is not None:
@@ -254,21 +255,22 @@ def measure_machine(
         try:
             payload["saved"] = str(profiles.save(measured.model_copy(update={"name": save_profile})))
         except TfcostError:
-            render.print_machine(payload, output)  # what was measured is printed, not lost, before the one-line error
+            print_machine(payload, output)  # what was measured is printed, not lost, before the one-line error
             raise
-    render.print_machine(payload, output)
+    print_machine(payload, output)
 
 
 @app.command("profiles")
 def list_profiles(output: FormatOption = "table") -> None:
     """Profiles saved by `tfcost measure --roofline --save-profile NAME`."""
     from tfcost.costs import profiles
-    from tfcost.render import tables as render
+    from tfcost.render.common import print_json
+    from tfcost.render.listing import profiles_csv, profiles_table
 
     found = profiles.listing()
     if output == "json":
-        render.print_json(found)
+        print_json(found)
     elif output == "csv":
-        render.profiles_csv(found)
+        profiles_csv(found)
     else:
-        render.profiles_table(found, str(profiles.profiles_dir()), markdown=output == "markdown")
+        profiles_table(found, str(profiles.profiles_dir()), markdown=output == "markdown")

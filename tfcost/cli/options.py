@@ -142,10 +142,10 @@ def load_source(
     """presets.resolve_source with the options every model-taking command has; what the source said that was not
     used goes to stderr as notes."""
     from tfcost.readers.presets import resolve_source
-    from tfcost.render import tables as render
+    from tfcost.render.notes import print_source_notes
 
     source = resolve_source(model, config, overrides or (), strict=strict, lenient=lenient, revision=revision)
-    render.print_source_notes(source)
+    print_source_notes(source)
     return source
 
 

@@ -133,17 +133,19 @@ def plan_train(
     from tfcost.api import convention_values, conventions_of
     from tfcost.readers.presets import load_gpu
     from tfcost.render import plan as render
-    from tfcost.render import tables
+    from tfcost.render.common import print_json
     from tfcost.reports.plan import plan_train as run_plan
+    from tfcost.reports.plan import with_intervals
 
     used = conventions_of(framework, framework_set, "training")
     shape = load_source(model, config, overrides, strict, lenient, revision).shape
     report = run_plan(
         shape, load_gpu(gpu), gpus=gpus, seq=seq, tokens=tokens, global_batch=global_batch, precision=precision,
         optimizer=optimizer, price=price_per_gpu_hour, top=top, conventions=convention_values(used),
-    ).model_copy(update={"framework": used})  # fmt: skip
+    )  # fmt: skip
+    report = with_intervals(report, used)
     if output == "json":
-        tables.print_json(report)
+        print_json(report)
     elif output == "csv":
         render.print_plan_csv(report)
     elif report.feasible:
@@ -209,8 +211,9 @@ def plan_serve(
     from tfcost.api import convention_values, conventions_of
     from tfcost.readers.presets import load_gpu
     from tfcost.render import plan as render
-    from tfcost.render import tables
+    from tfcost.render.common import print_json
     from tfcost.reports.plan import plan_serve as run_plan
+    from tfcost.reports.plan import with_intervals
 
     if plot is not None:
         from tfcost.render import plot as plotting
@@ -221,9 +224,10 @@ def plan_serve(
     report = run_plan(
         shape, load_gpu(gpu), gpus=gpus, prompt=prompt, generate=generate, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
         weights_dtype=weights_dtype, kv_dtype=kv_dtype, reserve=reserve, top=top, conventions=convention_values(used),
-    ).model_copy(update={"framework": used})  # fmt: skip
+    )  # fmt: skip
+    report = with_intervals(report, used)
     if output == "json":
-        tables.print_json(report)
+        print_json(report)
     elif output == "csv":
         render.print_plan_csv(report)
     elif report.feasible and output == "chart":

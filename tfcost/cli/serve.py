@@ -126,8 +126,11 @@ def serve(
     """Serving memory, largest batch and context, and prefill and decode times: the roofline bound and the
     expected time of an engine."""
     from tfcost import api
-    from tfcost.render import tables as render
     from tfcost.render.frameworks import print_framework_line
+    from tfcost.render.intervals import print_interval_line
+    from tfcost.render.notes import print_context_warning, print_report_notes
+    from tfcost.render.sections import print_report
+    from tfcost.render.serve import engine_serve_table, serve_table
     from tfcost.reports.serve import ServeReport
 
     result = api.serve(
@@ -145,15 +148,12 @@ def serve(
         from tfcost.cli.plan import with_suggestion
 
         result = with_suggestion(result, model, config, overrides, strict, lenient, revision, gpu)
-    render.print_report_notes(result)
+    print_report_notes(result)
     if isinstance(result, ServeReport):
-        render.print_report(result, output, render.serve_table)
+        print_report(result, output, serve_table)  # the table opens with the suggestion; CSV and JSON: the field
+        print_interval_line(result, output)
         print_framework_line(result, output)
-        if output in ("table", "markdown") and result.suggestion is not None:  # CSV and JSON: the field
-            from tfcost.render.plan import print_suggestion  # only when there is one
-
-            print_suggestion(result.suggestion, "Does not fit (expected)")
     else:
-        render.print_report(result, output, render.engine_serve_table)
+        print_report(result, output, engine_serve_table)
         print_framework_line(result, output)
-    render.print_context_warning(result)  # after the answer: a run that fails says only its one error line
+    print_context_warning(result)  # after the answer: a run that fails says only its one error line

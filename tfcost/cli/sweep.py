@@ -82,7 +82,8 @@ def sweep(
     """Costs over a range of sequence lengths and batch sizes, as a chart or a table, with the crossovers."""
     from tfcost.costs import sweep as sweeping
     from tfcost.readers.presets import load_gpu, resolve_model
-    from tfcost.render import tables as render
+    from tfcost.render.common import neutral
+    from tfcost.render.sweep import sweep_chart, sweep_csv, sweep_json, sweep_table
 
     if plot is not None:
         from tfcost.render import plot as plotting
@@ -98,18 +99,18 @@ def sweep(
     report = sweeping.sweep(shapes, seq_lens, batches, metrics, dtype, causal, spec, setup)
     chosen = output or ("table" if plot else "chart")
     if chosen != "json":  # names from users' files reach the charts too
-        report = render.neutral(report)
+        report = neutral(report)
     if chosen == "chart":
         from tfcost.render import plot as plotting
 
         color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
-        render.sweep_chart(plotting.terminal(report, color=color), report)
+        sweep_chart(plotting.terminal(report, color=color), report)
     elif chosen == "json":
-        render.sweep_json(report)
+        sweep_json(report)
     elif chosen == "csv":
-        render.sweep_csv(report)
+        sweep_csv(report)
     else:
-        render.sweep_table(report, markdown=chosen == "markdown")
+        sweep_table(report, markdown=chosen == "markdown")
     if plot is not None:
         from tfcost.render import plot as plotting
 

@@ -189,8 +189,11 @@ def train(
 ) -> None:
     """Training compute, time, cost and memory per GPU: will it fit, and how long will it take?"""
     from tfcost import api
-    from tfcost.render import tables as render
     from tfcost.render.frameworks import print_framework_line
+    from tfcost.render.intervals import print_interval_line
+    from tfcost.render.notes import print_context_warning, print_report_notes
+    from tfcost.render.sections import print_report
+    from tfcost.render.train import engine_train_table, train_table
     from tfcost.reports.train import TrainReport
 
     result = api.train(
@@ -211,15 +214,12 @@ def train(
         from tfcost.cli.plan import with_suggestion
 
         result = with_suggestion(result, model, config, overrides, strict, lenient, revision, gpu)
-    render.print_report_notes(result)
+    print_report_notes(result)
     if isinstance(result, TrainReport):
-        render.print_report(result, output, render.train_table)
+        print_report(result, output, train_table)  # the table opens with the suggestion; CSV and JSON: the field
+        print_interval_line(result, output)
         print_framework_line(result, output)
-        if output in ("table", "markdown") and result.suggestion is not None:  # CSV and JSON: the field
-            from tfcost.render.plan import print_suggestion  # only when there is one
-
-            print_suggestion(result.suggestion, "Does not fit")
     else:
-        render.print_report(result, output, render.engine_train_table)
+        print_report(result, output, engine_train_table)
         print_framework_line(result, output)
-    render.print_context_warning(result)  # after the answer: a run that fails says only its one error line
+    print_context_warning(result)  # after the answer: a run that fails says only its one error line

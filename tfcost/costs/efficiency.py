@@ -31,6 +31,7 @@ are the fractions that differ from the BF16 dense case the GPU table's matmul_ef
 
 from __future__ import annotations
 
+from tfcost.costs import fitted
 from tfcost.hardware import rates as hardware
 from tfcost.schema import FlashKernel, GpuSpec
 
@@ -43,7 +44,7 @@ CAUSAL_SKIP_SPEEDUP = 1.75
 FA1_SLOWDOWN = 2.0  # "FlashAttention-2 is around 2x faster than FlashAttention" (Dao 2023, §4.1, A100)
 HOPPER_NAMES = ("h100", "h200", "h800", "h20", "gh200")  # GH100/GH200 dies (the GPU table's names start so)
 
-FP8_MATMUL_FRACTION = 0.5
+FP8_MATMUL_FRACTION = fitted.FP8_MATMUL_FRACTION.value  # fitted (tfcost.costs.fitted)
 FP8_MATMUL_SOURCE = (
     "0.5 of the FP8 dense peak, quantization kernels included (fitted on validation's fitted half; published: FP8 "
     "GEMMs 0.59-0.74 of peak at K 2048-4096, tilelang; 1.34-1.51x end to end over BF16, torchao)"
@@ -61,7 +62,7 @@ FP8_MATMUL_SOURCE = (
 # value that makes each exact, at the 0.78 share): #8 (MPT-3B, Transformer Engine) 0.553, #88 (MPT-1B, T 512) 0.532, #16
 # (Llama 3.1 70B, torchao) 0.542, #17 (405B) 0.550; #67 (DeepSeek-V3) does not move with it (its layers are priced by
 # their overlapped all-to-alls, step_time.layer_seconds).
-FP8_TRAINING_GEMM_FRACTION = 0.59
+FP8_TRAINING_GEMM_FRACTION = fitted.FP8_TRAINING_GEMM_FRACTION.value  # fitted (tfcost.costs.fitted)
 # The share of the GPU's MAMF a step's BF16 (FP16, FP32) GEMMs reach under ZeRO-3 / FSDP, where the weights' all-gathers
 # and the gradients' reduce-scatters run beside the layers' compute through forward and backward. MAMF is the best rate
 # of a sweep over shapes, each GEMM repeated back to back on an idle GPU (ml-engineering's mamf-finder); NCCL's kernels'
@@ -78,7 +79,7 @@ FP8_TRAINING_GEMM_FRACTION = 0.59
 # ms; tests/test_step_time.py), not a validation case, is priced at 20.39 ms by MAMF and at 22.38 ms by a share of 0.86
 # on every run, which is why the share is not applied there. FP8 GEMMs take it too, over FP8_TRAINING_GEMM_FRACTION
 # (above).
-ZERO3_MATMUL_SHARE = 0.78
+ZERO3_MATMUL_SHARE = fitted.ZERO3_MATMUL_SHARE.value  # fitted (tfcost.costs.fitted)
 ZERO3_MATMUL_SOURCE = (
     "BF16 GEMMs under ZeRO-3/FSDP at 0.78 of the GPU's MAMF (fitted on validation's fitted step-time cases only; "
     "MAMF is an idle GPU's best over shapes)"

@@ -7,11 +7,11 @@ vLLM's budget is total_gpu_memory x gpu_memory_utilization, where total_gpu_memo
 and the memory outside PyTorch's allocator; the KV cache gets the rest.
 
 The budget follows vLLM's own code (`vllm_kv_cache_bytes`), and the profile run's activation peak is read off the
-live tensors of vLLM's layer and of what follows it, by vLLM version (`vllm_profile_activation_bytes`, `serve
---vllm-profile`: V0's, V1's of Jan 2025 with every token's logits, V1's with the sampler from Feb 2025).
+live tensors of vLLM's layer and of what follows it, by vLLM version (`vllm_profile_activation_bytes`, the vLLM
+file's vllm_profile: V0's, V1's of Jan 2025 with every token's logits, V1's with the sampler from Feb 2025).
 TensorRT-LLM and SGLang size the pool from the same fraction (1 - reserve) by their own conventions
-(`trtllm_kv_cache_bytes`, `sglang_kv_cache_bytes`); `serve --kv-pool` picks one (`kv_pool_bytes`), vLLM's by
-default.
+(`trtllm_kv_cache_bytes`, `sglang_kv_cache_bytes`); the engine's framework file picks one (kv_pool,
+`kv_pool_bytes`), vLLM's by default.
 
 Not changed here: the memory outside the allocator stays tfcost.costs.expected's assumed 0.5 GiB, because vLLM's
 own logs disagree by a factor of ten ("non_torch_memory 1.79GiB", Llama-3-8B on H100, vllm#10511; "0.16GiB",
@@ -35,7 +35,7 @@ from __future__ import annotations
 from tfcost.core.model import model_of
 from tfcost.costs import expected, parallel
 from tfcost.hardware.rates import memory_bytes
-from tfcost.schema import GpuSpec, KvPool, ModelShape, TrainingSetup, VllmProfile
+from tfcost.schema import GpuSpec, KvPool, ModelShape, ServingSetup, TrainingSetup, VllmProfile
 from tfcost.units import GIB, ceil_div
 
 
@@ -122,8 +122,8 @@ def kv_pool_bytes(
     activation_peak_bytes: int,
     non_torch_bytes: int,
 ) -> int:
-    """One GPU's KV-cache memory by the engine's convention (`serve --kv-pool`): `usable_bytes` is the reported
-    memory x `fraction` (1 - reserve: vLLM's gpu_memory_utilization, TensorRT-LLM's free_gpu_memory_fraction,
+    """One GPU's KV-cache memory by the engine's convention (its framework file's kv_pool): `usable_bytes` is the
+    reported memory x `fraction` (1 - reserve: vLLM's gpu_memory_utilization, TensorRT-LLM's free_gpu_memory_fraction,
     SGLang's mem_fraction_static)."""
     if pool == "trtllm":
         return trtllm_kv_cache_bytes(usable_bytes, fraction, weights_bytes, activation_peak_bytes, non_torch_bytes)
@@ -140,7 +140,8 @@ def kv_pool_bytes(
 # (vllm/engine/arg_utils.py: "default_max_num_seqs = {UsageContext.LLM_CLASS: 256, UsageContext.OPENAI_API_SERVER:
 # 256}"; later releases 1024 where "device_memory >= 70 * GiB_bytes and "a100" not in device_name", and the V1 of
 # spring-summer 2025 without the A100 test: "if device_memory >= 70 * GiB_bytes: # For GPUs like H100 and MI300x,
-# use larger default values. ... default_max_num_seqs = 1024"). `serve --max-num-seqs` sets it (ServingSetup).
+# use larger default values. ... default_max_num_seqs = 1024").
+# The vLLM file sets it by release (ServingSetup.max_num_seqs, large_card_max_num_seqs).
 VLLM_MAX_NUM_SEQS = 256
 
 # vllm/envs.py (commit 001f69f8, mid-2025): "VLLM_FUSED_MOE_CHUNK_SIZE: int = 64 * 1024" (32768 in 2024's
@@ -158,9 +159,30 @@ ROUTING_BYTES_PER_CHOICE = 4 + 4 + 4
 FP8_BYTES = 1
 
 
+# vllm/engine/arg_utils.py of mid-2025: "if device_memory >= 70 * GiB_bytes: # For GPUs like H100 and MI300x, use
+# larger default values. ... default_max_num_seqs = 1024", later 'device_memory >= 70 * GiB_bytes and "a100" not in
+# device_name' (device_memory is the memory torch reports: reported_memory_bytes). The release of April 2025 that
+# brought the large-card default (vllm#16158) named H100 and H200 instead; the test below is the later one.
+LARGE_CARD_BYTES = 70 * GIB
+
+
+def is_large_card(gpu: GpuSpec) -> bool:
+    """Whether vLLM gives this card its large-card defaults: 70 GiB or more as the driver reports it, not an A100."""
+    return reported_memory_bytes(gpu) >= LARGE_CARD_BYTES and "a100" not in gpu.name.lower()
+
+
+def with_card_max_num_seqs(setup: ServingSetup, gpu: GpuSpec) -> ServingSetup:
+    """The setup with the max_num_seqs vLLM takes on this card: the release's large-card default
+    (setup.large_card_max_num_seqs, where its framework file gives one) on a large card, else setup.max_num_seqs."""
+    large = setup.large_card_max_num_seqs
+    if large is None or large == setup.max_num_seqs or not is_large_card(gpu):
+        return setup
+    return setup.model_copy(update={"max_num_seqs": large})
+
+
 def profile_sequences(tokens: int, max_num_seqs: int = VLLM_MAX_NUM_SEQS) -> int:
     """The dummy requests of vLLM's profile run over `tokens` tokens, one logits row each: max_num_seqs (vLLM's
-    default VLLM_MAX_NUM_SEQS unless `serve --max-num-seqs` says otherwise) or one a token when there are fewer
+    default VLLM_MAX_NUM_SEQS unless the framework says otherwise) or one a token when there are fewer
     tokens."""
     return min(max_num_seqs, tokens)
 
@@ -234,7 +256,7 @@ def forward_peak_bytes(shape: ModelShape, tokens: int, gpus: int, fp8_w8a8: bool
 
 
 def profile_activation_bytes(shape: ModelShape, tokens: int, sequences: int, gpus: int, fp8_w8a8: bool = False) -> int:
-    """The activation peak of vLLM's V0 profile run on one GPU (`serve --vllm-profile v0`, the default): a forward
+    """The activation peak of vLLM's V0 profile run on one GPU (vllm_profile v0, the default): a forward
     over `tokens` tokens, its peak the busiest layer's (forward_peak_bytes), then the fp32 logits of `sequences`
     sampled rows (the LM head runs over one row a request; profile_sequences). The logits are gathered over the
     vocabulary, so whole on each GPU."""
@@ -314,7 +336,7 @@ def v1_sampler_bytes(shape: ModelShape, tokens: int, sequences: int) -> int:
 def vllm_profile_activation_bytes(
     profile: VllmProfile, shape: ModelShape, tokens: int, sequences: int, gpus: int, fp8_w8a8: bool = False
 ) -> int:
-    """The activation peak of the vLLM profile run `profile` (`serve --vllm-profile`) on one GPU over `tokens`
+    """The activation peak of the vLLM profile run `profile` (the vLLM file's vllm_profile) on one GPU over `tokens`
     tokens and `sequences` dummy requests: V0's (profile_activation_bytes), or V1's, where what follows the forward
     (v1_logits_bytes, v1_sampler_bytes) peaks after the layers' tensors are freed, so the larger of the two."""
     if profile == "v0":
@@ -340,7 +362,7 @@ EMBEDDING_ALLREDUCES = 1
 
 def record_stream_held_bytes(shape: ModelShape, tokens: int, gpus: int) -> int:
     """What vLLM's profile run over `tokens` tokens holds besides its busiest layer when every all-reduced activation
-    stays a block of its own until the forward ends (`serve --nccl-record-stream`): (2 L + 1) x tokens x d x 2 bytes
+    stays a block of its own until the forward ends (nccl_record_stream, vLLM 0.2.7's): (2 L + 1) x tokens x d x 2 bytes
     on each GPU; nothing on one GPU (no all-reduce)."""
     if gpus == 1:
         return 0

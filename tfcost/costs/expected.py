@@ -21,7 +21,7 @@ from tfcost.core.blocks import blocks, moe_layer_count
 from tfcost.core.layers import head_ops, layer_ops
 from tfcost.core.model import model_of
 from tfcost.core.ops import Op, op_flops, op_params
-from tfcost.costs import efficiency
+from tfcost.costs import efficiency, fitted
 from tfcost.costs.serving import UNQUANTIZED_BYTES, WEIGHT_BITS
 from tfcost.hardware.rates import bandwidth_bytes_per_s, peak_flops_per_s
 from tfcost.schema import GpuSpec, ModelShape, WeightsDtype
@@ -236,7 +236,7 @@ def dequant_seconds(quantized_weights_per_gpu: int, dtype: WeightsDtype, rates: 
 # H100, 128 tokens: 3.5 ms more than the kernels), #58 (70B TP4 H100, 2048: 15 ms), #61 (70B TP4 A100, 2048: 20 ms)
 # and #59 (7B L40S, 2048: 4.8 ms less) are closest together at 110 us a layer. Which host work it is (TensorRT's
 # shape inference for the new shapes, the plugins' enqueue, the decoder's setup in newBatch) is not measured here.
-SESSION_CONTEXT_HOST_S_PER_LAYER = 110e-6
+SESSION_CONTEXT_HOST_S_PER_LAYER = fitted.SESSION_CONTEXT_HOST_S_PER_LAYER.value  # fitted (tfcost.costs.fitted)
 
 
 def session_context_host_seconds(shape: ModelShape) -> float:
@@ -418,7 +418,7 @@ def split_step_seconds(
 # throughput rows (cases #52, H100 FP8 TP2 64 x 2048/2048, and #56, A100 FP16 TP4 240 x 128/2048) put it at 0.60 and
 # 0.47 with the rest of their steps priced as tfcost prices them; 8 full reads (share 1) left them at 0.75 and 0.66 of
 # the published throughput, one read (XQA's) at 1.97 and 1.83. No held-out case runs a per-query-head kernel.
-REPEAT_READ_HBM_SHARE = 0.5
+REPEAT_READ_HBM_SHARE = fitted.REPEAT_READ_HBM_SHARE.value  # fitted (tfcost.costs.fitted)
 
 
 def cache_reads_per_decode(shape: ModelShape, gpus: int, gqa_decode: str) -> float:

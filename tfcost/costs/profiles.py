@@ -234,16 +234,13 @@ def check_save_path(name: str) -> Path:
 def save(profile: Profile) -> Path:
     """The profile written whole or not at all: a temporary file in the same folder, renamed over the old one, so
     that a reader never sees half a file."""
+    from tfcost.readers.files import atomic_write
+
     path = check_save_path(profile.name)
     text = yaml.safe_dump(profile.model_dump(mode="json"), sort_keys=False)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tfcost-", suffix=".tmp")
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
+        atomic_write(path, text)
     except OSError as error:
-        Path(temporary).unlink(missing_ok=True)
         raise TfcostError(f"--save-profile: cannot write {path}: {error.strerror}") from None
     return path
 
@@ -260,6 +257,8 @@ def refuse_aliases(text: str) -> None:
 def load(name: str) -> Profile:
     from tfcost.readers.files import CONSTRUCTOR_ERRORS, read_text, safe_load
 
+    if not isinstance(name, str):
+        raise UsageError(f"profile: expected a saved profile's name, not {type(name).__name__}")
     path = profile_path(name)
     if not path.is_file():
         raise UsageError(f"no profile named {name!r} in {profiles_dir()} (`tfcost profiles` lists them)")

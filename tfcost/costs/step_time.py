@@ -88,7 +88,7 @@ from functools import lru_cache
 from tfcost.core import activations, params
 from tfcost.core.blocks import layer_count, moe_layer_count
 from tfcost.core.model import model_of
-from tfcost.costs import parallel, training
+from tfcost.costs import fitted, parallel, training
 from tfcost.costs.efficiency import (
     FP8_TRAINING_GEMM_FRACTION,
     attention_peak_flops_per_s,
@@ -609,7 +609,7 @@ FP8_GATHER_BYTES = 1  # E4M3 / E5M2
 # larger, relative to tfcost's TP pricing, than #17's row wants. torchtitan's June 2025 benchmark (benchmarks/
 # asyncTP_llama3_h100_2025-06_torchtitan.md, torch 38410cf9) measures 1.16x on the same 70B layout in float8 and 1.09x
 # in bf16 with a later torch: the share is for torch 1963fc8's async TP.
-ASYNC_TP_EXPOSED_SHARE = 0.78
+ASYNC_TP_EXPOSED_SHARE = fitted.ASYNC_TP_EXPOSED_SHARE.value  # fitted (tfcost.costs.fitted)
 
 
 def tp_collective_units(setup: TrainingSetup, element: int) -> tuple[float, float]:

@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING, cast
 from pydantic import Field
 
 from tfcost.core import flops, memory
+from tfcost.reports.base import PricedUnder
 from tfcost.reports.estimate import Estimate, Section, quantity
 from tfcost.reports.explain import Line
 from tfcost.reports.serve import ServeLatency
-from tfcost.schema import FrameworkUsed, GpuSpec, ServingSetup, TrainingSetup, Workload
+from tfcost.schema import GpuSpec, ServingSetup, TrainingSetup, Workload
 from tfcost.units import UNBOUNDED_CONTEXT, Unit
 
 if TYPE_CHECKING:
@@ -211,7 +212,7 @@ class EngineTrainMemory(Section):
     fits: bool = quantity("fits: total + context + reserve <= the GPU's memory", "text")
 
 
-class EngineAnswer(Section):
+class EngineAnswer(Section, PricedUnder):
     """What the engine's train and serve reports share: the model, where it came from, the GPU, and the working."""
 
     explain: list[Line] | None = Field(
@@ -223,12 +224,6 @@ class EngineAnswer(Section):
     source: str | None
     engine: str = "transformers"
     gpu: str
-    framework: FrameworkUsed | None = Field(
-        default=None,
-        description="the framework (trainer or engine, at a version) whose conventions priced the run, each with its "
-        "source; name null: none was given, and these are tfcost's defaults",
-        exclude_if=lambda framework: framework is None,
-    )
 
 
 class EngineTrainReport(EngineAnswer):

@@ -1,11 +1,15 @@
 """Reading the small text files tfcost takes (presets, config.json, the GPU table): size-checked first, parsed
-safely (no YAML tag builds an object, no key is written twice), and every failure one line naming the file."""
+safely (no YAML tag builds an object, no key is written twice), and every failure one line naming the file. Also
+the one writer of every file tfcost writes (atomic_write)."""
 
 from __future__ import annotations
 
+import os
+import stat
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from tfcost.errors import TfcostError
 
@@ -72,17 +76,38 @@ def safe_load(text: str) -> Any:
     return yaml.load(text, Loader=strict_loader())
 
 
+def open_regular(path: Path) -> IO[bytes]:
+    """`path` opened for reading when it is a regular file (after symlinks), else one line saying what it is. The
+    file is looked at before it is opened and opened without blocking: a FIFO named x.gguf would otherwise hold
+    open() until a writer came, and a device or socket is never a checkpoint or a preset. The opened file is looked
+    at again, in case it was swapped between the two."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise TfcostError(f"{path}: no such file") from None
+    except OSError as error:
+        raise TfcostError(f"{path}: cannot read: {error.strerror}") from None
+    if not stat.S_ISREG(info.st_mode):
+        kind = "is a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file (a pipe, device or socket)"
+        raise TfcostError(f"{path}: {kind}")
+    try:
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError as error:
+        raise TfcostError(f"{path}: cannot read: {error.strerror}") from None
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        raise TfcostError(f"{path}: not a regular file (a pipe, device or socket)")
+    return os.fdopen(descriptor, "rb")
+
+
 def read_text(path: Path, what: str) -> str:
     """A small UTF-8 text file, size-checked before reading, or one line saying why not."""
     try:
-        if not path.is_file():  # a directory, or a device or pipe, whose reading would never end or never start
-            kind = "no such file" if not path.exists() else "is a directory" if path.is_dir() else "not a regular file"
-            raise TfcostError(f"{path}: {kind}")
         too_large = f"is too large for {what} (limit {MAX_PRESET_BYTES:,} bytes)"
-        size = path.stat().st_size
-        if size > MAX_PRESET_BYTES:
-            raise TfcostError(f"{path}: {size:,} bytes {too_large}")
-        with path.open("rb") as handle:  # read no more than the limit, whatever stat said (/proc files say 0)
+        with open_regular(path) as handle:  # read no more than the limit, whatever stat said (/proc files say 0)
+            size = os.fstat(handle.fileno()).st_size
+            if size > MAX_PRESET_BYTES:
+                raise TfcostError(f"{path}: {size:,} bytes {too_large}")
             raw = handle.read(MAX_PRESET_BYTES + 1)
         if len(raw) > MAX_PRESET_BYTES:
             raise TfcostError(f"{path}: {too_large}")
@@ -155,3 +180,41 @@ def parse_json_mapping(text: str, where: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise TfcostError(f"{where}: a config.json must hold a JSON object, this file holds a {type(data).__name__}")
     return data
+
+
+def atomic_write(target: Path, content: bytes | str | Callable[[Path], None]) -> None:
+    """The one way tfcost writes a file (a --plot chart, a saved profile, a Hub cache entry): the content goes to a
+    temporary file in the target's folder, which is then renamed over the target. A reader never sees a torn file,
+    and a target that is a symbolic link is replaced by the new file, never written through (the file it points to
+    is left as it was). `content` is the bytes or text (UTF-8), or a function that writes the temporary file at
+    the path it is given (matplotlib's savefig). The new file has the mode a file created in place would have: the
+    old file's when the target is a regular file, else 0o666 less the umask (mkstemp's own is 0o600). OSError
+    passes to the caller, who names the file in its own words; the temporary file is gone either way."""
+    import tempfile
+
+    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".tfcost-", suffix=target.suffix + ".tmp")
+    try:
+        if callable(content):
+            os.close(handle)
+            content(Path(temporary))
+        else:
+            with os.fdopen(handle, "wb") as out:
+                out.write(content.encode("utf-8") if isinstance(content, str) else content)
+        os.chmod(temporary, created_mode(target))
+        os.replace(temporary, target)
+    finally:
+        Path(temporary).unlink(missing_ok=True)
+
+
+def created_mode(target: Path) -> int:
+    """The mode of a file written at `target`: the old regular file's (the link itself is not followed), else
+    0o666 less the umask."""
+    try:
+        old = target.lstat()
+    except OSError:
+        old = None
+    if old is not None and stat.S_ISREG(old.st_mode):
+        return old.st_mode & 0o7777
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask

@@ -183,6 +183,15 @@ def framework_used(reference: str | None, kind: FrameworkKind, overrides: dict[s
     for key, value in overrides.items():
         switch = fields[key].switch if key in fields else None
         fields[key] = FrameworkField(value=value, source=USER_SOURCE, switch=switch)
+    if (
+        "max_num_seqs" in overrides
+        and "large_card_max_num_seqs" in fields
+        and "large_card_max_num_seqs" not in overrides
+    ):
+        # the user's max_num_seqs is vLLM's --max-num-seqs: it holds on every card, the large-card default gives way
+        fields["large_card_max_num_seqs"] = FrameworkField(
+            value=overrides["max_num_seqs"], source=USER_SOURCE + ": max_num_seqs, on every card", switch="max_num_seqs"
+        )
     return used.model_copy(update={"fields": dict(sorted(fields.items())), "overridden": tuple(sorted(overrides))})
 
 

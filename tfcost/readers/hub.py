@@ -22,7 +22,6 @@ import base64
 import hashlib
 import os
 import re
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
 from tfcost.errors import TfcostError, redact_credentials
+from tfcost.readers.files import atomic_write
 
 if TYPE_CHECKING:
     from tfcost.readers.safetensors import StoredFiles
@@ -151,9 +151,32 @@ def hub_settings() -> Any:
     """huggingface_hub's constants (ENDPOINT, HF_HUB_CACHE, HF_HUB_OFFLINE), read from the environment as it reads
     them."""
     quiet()
+    check_endpoint(os.environ.get("HF_ENDPOINT"))
     from huggingface_hub import constants
 
     return constants
+
+
+def check_endpoint(endpoint: str | None) -> None:
+    """HF_ENDPOINT, where it is set, as an http(s) URL with a host and a port in range, else one line: checked
+    before huggingface_hub is imported, which parses it then and prints its own message on a bad one."""
+    if endpoint is None:
+        return
+    shown = redact(endpoint)[:100]
+    problem = None
+    try:
+        parts = urlsplit(endpoint)
+        _ = parts.port  # a port out of range or not a number raises here
+        if not endpoint.isascii() or not endpoint.isprintable() or any(c.isspace() for c in endpoint):
+            problem = "it holds spaces or characters a URL cannot"
+        elif parts.scheme not in ("http", "https"):
+            problem = "it is not http:// or https://"
+        elif not parts.hostname:
+            problem = "it names no host"
+    except ValueError as error:
+        problem = str(error).split(" as ")[0]
+    if problem is not None:
+        raise TfcostError(f"HF_ENDPOINT {shown!r} is not a Hub URL: {problem}")
 
 
 # The cache ------------------------------------------------------------------------------------------------------
@@ -206,18 +229,6 @@ def cached_file(repo_id: str, filename: str, revision: str | None) -> tuple[Path
     except OSError:
         return None
     return (path, commit) if inside(path, folder) else None
-
-
-def atomic_write(target: Path, data: bytes) -> None:
-    """`data` at `target`, through a temporary file in the same folder and a rename: never a torn file."""
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".tfcost-", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def blob_name(etag: str | None, data: bytes) -> str:
@@ -417,9 +428,9 @@ class Fetched:
 
 def fetch_file(repo_id: str, filename: str, revision: str | None, deadline: Deadline) -> Fetched:
     """A small file of a Hub repository: the cached copy, else a bounded download written to the cache."""
+    settings = hub_settings()  # first: it checks HF_ENDPOINT, which importing huggingface_hub parses
     from huggingface_hub import hf_hub_url
 
-    settings = hub_settings()
     found = cached_file(repo_id, filename, revision)
     if found is not None:
         path, commit = found
@@ -489,24 +500,26 @@ def fetch_config(repo_id: str, revision: str | None = None) -> HubConfig:
 
 # Stored bytes by HTTP range requests (as hf-mem reads them): the first 8 bytes of each safetensors file, then its
 # JSON header, never its tensors, through the same bounded requests as a config (one deadline for the command).
-def range_get(url: str, start: int, stop: int, deadline: Deadline, repo_id: str, name: str) -> bytes:
-    """Bytes start..stop-1 of a Hub file by one HTTP Range request; a server that ignores the range and announces
+def range_get(url: str, start: int, stop: int, deadline: Deadline, repo_id: str, name: str) -> tuple[bytes, int | None]:
+    """Bytes start..stop-1 of a Hub file by one HTTP Range request, and the file's whole length where the answer's
+    Content-Range says it (`bytes 0-7/16384`, RFC 9110 section 14.4); a server that ignores the range and announces
     or sends more is refused (bounded_get), as is one that sends less."""
     response = bounded_get(url, stop - start, deadline, f"{repo_id}: {name}", {"Range": f"bytes={start}-{stop - 1}"})
     refuse_status(response, repo_id, name, None)
     if len(response.body) != stop - start:
         raise hub_error(f"{repo_id}: {name} ends inside its safetensors header")
-    return response.body
+    total = response.headers.get("content-range", "").rpartition("/")[2].strip()
+    return response.body, int(total) if total.isascii() and total.isdigit() and len(total) < 20 else None
 
 
 def fetch_stored(repo_id: str, revision: str | None = None) -> StoredFiles:
     """The tensors of a Hub model's safetensors files, from their headers alone: the shards its index names (or
     model.safetensors), two range requests each."""
+    settings = hub_settings()  # first: it checks HF_ENDPOINT, which importing huggingface_hub parses
     from huggingface_hub import hf_hub_url
 
-    from tfcost.readers.safetensors import StoredFiles, header_length, parse_header
+    from tfcost.readers.safetensors import StoredFiles, checked_shard_names, header_length, parse_header
 
-    settings = hub_settings()
     if settings.HF_HUB_OFFLINE:
         raise hub_error(f"{repo_id}: HF_HUB_OFFLINE is set; the files' headers are read from the Hub")
     deadline = Deadline(deadline_seconds())
@@ -517,13 +530,16 @@ def fetch_stored(repo_id: str, revision: str | None = None) -> StoredFiles:
         if "has no" not in str(error):  # a repository without an index holds one model.safetensors
             raise
     else:
-        weight_map = index.get("weight_map")
-        if not isinstance(weight_map, dict) or not all(isinstance(name, str) for name in weight_map.values()):
-            raise hub_error(f"{repo_id} {INDEX}: weight_map should map tensor names to file names")
-        names = sorted(set(weight_map.values()))
+        try:  # the same names a local folder's index may give: plain .safetensors files beside it
+            names = checked_shard_names(index.get("weight_map"), f"{repo_id} {INDEX}")
+        except TfcostError as error:
+            raise hub_error(str(error)) from None
     tensors = []
     for name in names:
         url = hf_hub_url(repo_id, name, revision=revision, endpoint=settings.ENDPOINT)
-        length = header_length(range_get(url, 0, 8, deadline, repo_id, name), f"{repo_id} {name}")
-        tensors += parse_header(range_get(url, 8, 8 + length, deadline, repo_id, name), name)
+        first, size = range_get(url, 0, 8, deadline, repo_id, name)
+        length = header_length(first, f"{repo_id} {name}", size)
+        # Where the server said the file's length, the tensors must lie inside it, as in a local file.
+        data_bytes = None if size is None else size - 8 - length
+        tensors += parse_header(range_get(url, 8, 8 + length, deadline, repo_id, name)[0], name, data_bytes)
     return StoredFiles(tensors, names)

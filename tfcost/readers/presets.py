@@ -125,7 +125,7 @@ def folder_reading(folder: Path, strict: bool = False, lenient: bool = False) ->
     """A local model folder: its config.json, and the tensors its safetensors files store (their headers only)."""
     from tfcost.readers.safetensors import read_folder
 
-    if not (folder / "config.json").is_file():
+    if not (folder / "config.json").exists():  # a config.json that is no regular file is refused by its reader
         raise TfcostError(f"{folder}: is a directory without a config.json (a model folder needs one)")
     reading = config_reading(folder / "config.json", strict, lenient)
     if any(folder.glob("*.safetensors")):
@@ -419,6 +419,8 @@ def load_gpu(name: str) -> GpuSpec:
     (`h100`, said in a note on stderr), or one line listing the close names."""
     import sys
 
+    if not isinstance(name, str):
+        raise UsageError(f"gpu: expected a GPU's name (`tfcost gpus` lists them), not {type(name).__name__}")
     gpus = {gpu.name: gpu for gpu in all_gpus()}
     key = name.strip().lower()
     if key in gpus:
@@ -467,7 +469,7 @@ def inspected(reference: str, revision: str | None = None) -> tuple[StoredFiles,
     path = Path(reference)
     if not path_exists(reference):
         raise TfcostError(f"{reference}: no such file or folder (nor a Hub id: owner/name)")
-    if (path.is_dir() and (path / "config.json").is_file()) or path.suffix == ".gguf":
+    if (path.is_dir() and (path / "config.json").exists()) or path.suffix == ".gguf":
         stored = read_folder(path) if path.is_dir() else read_stored(path)
         return (stored, *model())
     return read_stored(path), None, None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,62 +76,115 @@ def header_length(first_eight: bytes, where: str, file_size: int | None = None) 
     return length
 
 
+# No tensor has more dimensions than this (NumPy's own limit, NPY_MAXDIMS in NumPy 2), nor a dimension, an offset
+# or a byte count past 2^63 (safetensors' offsets are u64s, its shapes usizes; no file holds 2^63 bytes): with both
+# bounds a shape's product is a few dozen multiplications of small integers, whatever the header says.
+MAX_RANK = 64
+MAX_SIZE = 1 << 63
+# The most tensors one header may list: DeepSeek-V3's 163 shards list 91,991 between them, and the largest
+# published checkpoints (Kimi K2's 61 layers of 384 fp8 experts, each weight with its scale) about 145,000; more
+# in one file is no checkpoint, and each costs a few microseconds to check.
+MAX_TENSORS = 1 << 18
+MAX_CONTAINERS = 4 * MAX_TENSORS
+
+
 def parse_header(raw: bytes, where: str, data_bytes: int | None = None) -> list[StoredTensor]:
     """The tensors a safetensors JSON header describes. Each entry's byte range must match its dtype and shape
-    (for the dtypes of DTYPE_BITS) and, when the data region's length is known, lie inside it."""
+    (for the dtypes of DTYPE_BITS; an unknown dtype must hold at least one bit an element) and, when the data
+    region's length is known, lie inside it; no two ranges may overlap, so that the bytes claimed in all are at most
+    the data region's. Time and memory grow linearly with the header's length (json's C parser, then a few
+    microseconds a tensor)."""
 
-    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        mapping: dict[str, Any] = {}
-        for key, value in pairs:
-            if key in mapping:
-                raise TfcostError(f"{where}: tensor '{key}' is written twice in the header")
-            mapping[key] = value
-        return mapping
-
+    # Every JSON object comes back as its list of (key, value) pairs (`list` is called from json's C scanner, so
+    # a header of millions of objects costs no Python call each), and only the top level's keys are looked at.
+    # Objects and arrays are counted first: a tensor's entry is 3 of them, and __metadata__ (a map of strings, in
+    # the format) a few; more than MAX_CONTAINERS is no header of at most MAX_TENSORS tensors.
+    containers = raw.count(b"{") + raw.count(b"[")
+    if containers > MAX_CONTAINERS:
+        raise TfcostError(
+            f"{where}: the safetensors header holds {containers:,} objects and arrays (at most {MAX_CONTAINERS:,})"
+        )
     try:
-        header = json.loads(raw.decode("utf-8"), object_pairs_hook=unique)
+        pairs = json.loads(raw.decode("utf-8"), object_pairs_hook=list)
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise TfcostError(f"{where}: the safetensors header is not JSON") from None
-    if not isinstance(header, dict):
+    if not isinstance(pairs, list) or not raw.lstrip().startswith(b"{"):
         raise TfcostError(f"{where}: the safetensors header is not a JSON object")
+    if len(pairs) > MAX_TENSORS + 1:
+        raise TfcostError(f"{where}: the header lists {len(pairs) - 1:,} tensors (at most {MAX_TENSORS:,} are read)")
+    seen: set[str] = set()
     tensors = []
-    for name, entry in header.items():
+    ranges = []
+    for name, entry in pairs:
+        if name in seen:
+            raise TfcostError(f"{where}: tensor {name[:200]!r} is written twice in the header")
+        seen.add(name)
         if name == "__metadata__":
             continue
-        tensors.append(tensor_entry(name, entry, where, data_bytes))
+        fields = dict(entry) if isinstance(entry, list) else None
+        if fields is not None and len(fields) != len(entry):
+            raise TfcostError(f"{where}: tensor {name[:200]!r} has a key written twice")
+        tensor, begin = tensor_entry(name, fields, where, data_bytes)
+        tensors.append(tensor)
+        ranges.append((begin, begin + tensor.nbytes, name))
+    refuse_overlaps(ranges, where)
     return tensors
 
 
-def tensor_entry(name: str, entry: Any, where: str, data_bytes: int | None) -> StoredTensor:
+def refuse_overlaps(ranges: list[tuple[int, int, str]], where: str) -> None:
+    """Byte ranges [begin, end) of the data region that no two tensors share (empty ones aside): a header cannot
+    claim more bytes than the file holds by pointing many tensors at the same ones."""
+    end, last = 0, ""
+    for begin, stop, name in sorted(item for item in ranges if item[1] > item[0]):
+        if begin < end:
+            raise TfcostError(f"{where}: tensors {last[:100]!r} and {name[:100]!r} claim the same bytes")
+        end, last = stop, name
+
+
+def size_text(value: int) -> str:
+    """A byte count or offset as a person reads it: with thousands separators, or in powers of ten when longer."""
+    return f"{value:,}" if value < 10**18 else f"{value:.3g}"
+
+
+def is_size(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < MAX_SIZE
+
+
+def tensor_entry(name: str, entry: Any, where: str, data_bytes: int | None) -> tuple[StoredTensor, int]:
+    """One header entry as a StoredTensor, and where its bytes begin in the data region."""
     bad = f"{where}: tensor {name[:200]!r}"
     if not isinstance(entry, dict):
         raise TfcostError(f"{bad}: its entry is not an object")
     dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
     if not isinstance(dtype, str) or not dtype.isascii() or not dtype.replace("_", "").isalnum() or len(dtype) > 16:
         raise TfcostError(f"{bad}: dtype is not a name")
-    if not isinstance(shape, list) or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape):
-        raise TfcostError(f"{bad}: shape is not a list of sizes")
-    if (
-        not isinstance(offsets, list)
-        or len(offsets) != 2
-        or not all(isinstance(n, int) and not isinstance(n, bool) for n in offsets)
-        or not 0 <= offsets[0] <= offsets[1]
-    ):
+    if not isinstance(shape, list) or len(shape) > MAX_RANK or not all(is_size(n) for n in shape):
+        raise TfcostError(f"{bad}: shape is not a list of at most {MAX_RANK} sizes below 2^63")
+    if not isinstance(offsets, list) or len(offsets) != 2 or not all(is_size(n) for n in offsets):
+        raise TfcostError(f"{bad}: data_offsets is not [begin, end]")
+    if offsets[0] > offsets[1]:
         raise TfcostError(f"{bad}: data_offsets is not [begin, end]")
     nbytes = offsets[1] - offsets[0]
-    bits = DTYPE_BITS.get(dtype)
-    if bits is not None and nbytes != math.ceil(math.prod(shape) * bits / 8):
-        raise TfcostError(f"{bad}: {nbytes:,} bytes for {dtype} of shape {shape}")
     if data_bytes is not None and offsets[1] > data_bytes:
         raise TfcostError(f"{bad}: its bytes end past the end of the file")
-    return StoredTensor(name, dtype, tuple(shape), nbytes, where)
+    elements = math.prod(shape)
+    bits = DTYPE_BITS.get(dtype)
+    if bits is not None and nbytes != math.ceil(elements * bits / 8):
+        raise TfcostError(f"{bad}: {nbytes:,} bytes for {dtype} of shape {shape}")
+    if bits is None and elements > 8 * nbytes:
+        raise TfcostError(
+            f"{bad}: unknown dtype {dtype!r} with {elements:.3g} elements in {nbytes:,} bytes (under a bit each)"
+        )
+    return StoredTensor(name, dtype, tuple(shape), nbytes, where), offsets[0]
 
 
 def read_safetensors(path: Path) -> list[StoredTensor]:
     """The tensors of one .safetensors file, from its header alone."""
+    from tfcost.readers.files import open_regular
+
     try:
-        size = path.stat().st_size
-        with path.open("rb") as handle:
+        with open_regular(path) as handle:
+            size = os.fstat(handle.fileno()).st_size
             length = header_length(handle.read(8), path.name, size)
             raw = read_exactly(handle, length, path.name)
     except OSError as error:
@@ -145,15 +199,27 @@ def shard_names(folder: Path) -> list[str]:
     if index.is_file():
         from tfcost.readers.files import read_json_mapping
 
-        weight_map = read_json_mapping(index).get("weight_map")
-        if not isinstance(weight_map, dict) or not all(isinstance(name, str) for name in weight_map.values()):
-            raise TfcostError(f"{index}: weight_map should map tensor names to file names")
-        names = sorted(set(weight_map.values()))
-        for name in names:
-            if Path(name).name != name or not name.endswith(".safetensors"):
-                raise TfcostError(f"{index}: weight_map names {name[:200]!r}, not a .safetensors file beside it")
-        return names
+        return checked_shard_names(read_json_mapping(index).get("weight_map"), str(index))
     return sorted(path.name for path in folder.glob("*.safetensors"))
+
+
+def checked_shard_names(weight_map: Any, where: str) -> list[str]:
+    """The file names an index's weight_map names, each a plain .safetensors file name (no folder, no `..`): the
+    same rule for a local folder's index and a Hub repository's."""
+    if not isinstance(weight_map, dict) or not all(isinstance(name, str) for name in weight_map.values()):
+        raise TfcostError(f"{where}: weight_map should map tensor names to file names")
+    names = sorted(set(weight_map.values()))
+    for name in names:
+        if (
+            Path(name).name != name
+            or "/" in name
+            or "\\" in name
+            or name.startswith(".")
+            or not name.endswith(".safetensors")
+            or not name.isprintable()
+        ):
+            raise TfcostError(f"{where}: weight_map names {name[:200]!r}, not a .safetensors file beside it")
+    return names
 
 
 def read_folder(folder: Path) -> StoredFiles:
@@ -164,7 +230,7 @@ def read_folder(folder: Path) -> StoredFiles:
     tensors = []
     for name in names:
         path = folder / name
-        if not path.is_file():
+        if not path.exists():
             raise TfcostError(f"{folder}: {name} (named by {INDEX}) is not there")
         tensors += read_safetensors(path)
     return StoredFiles(tensors, names)
@@ -173,98 +239,193 @@ def read_folder(folder: Path) -> StoredFiles:
 # GGUF ---------------------------------------------------------------------------------------------------------
 
 MAX_GGUF_STRING = 1 << 20  # a key, a tensor name or one metadata string; a vocabulary entry is a few bytes
-MAX_GGUF_COUNT = 1 << 24  # tensors, keys, or items in one metadata array (vocabularies are ~10^5 to 10^6)
 GGUF_VERSIONS = (2, 3)
+GGML_MAX_DIMS = 4  # ggml.h: "#define GGML_MAX_DIMS 4"; gguf.cpp refuses a tensor with more
+GGUF_DEFAULT_ALIGNMENT = 32  # gguf.h: "#define GGUF_DEFAULT_ALIGNMENT 32", unless general.alignment says otherwise
+KEEP_ARRAY_ITEMS = 4096  # number arrays up to this long are kept; longer ones, and string arrays, only counted
 
 
 class GgufHeader:
-    """A GGUF file's header read field by field (GGUF v2/v3: magic, version, tensor and key counts, the metadata
-    key-values, the tensor infos), through the `gguf` package's type tables. Arrays keep only their length, or
-    their items when they are numbers (at most 4,096 of them); strings inside arrays are skipped."""
+    """A GGUF file's header (GGUF v2/v3: magic, version, tensor and key counts, the metadata key-values, the tensor
+    infos) read from the mapped file through the `gguf` package's type tables. Every count is checked against the
+    bytes left in the file before anything is read for it (each item of any kind takes at least one byte); arrays
+    of numbers are passed over in one step, strings in arrays one length at a time, so the time is at most a fraction
+    of a microsecond per 8 bytes of header. Arrays keep only their length, or their items when they are numbers (at
+    most KEEP_ARRAY_ITEMS of them); arrays of arrays are refused past one level."""
 
-    def __init__(self, handle: IO[bytes], where: str) -> None:
+    def __init__(self, data: Any, where: str) -> None:
         from gguf import GGUFValueType
 
-        self.handle, self.where = handle, where
-        self.scalar: dict[int, str] = {
-            GGUFValueType.UINT8: "B", GGUFValueType.INT8: "b", GGUFValueType.UINT16: "H", GGUFValueType.INT16: "h",
-            GGUFValueType.UINT32: "I", GGUFValueType.INT32: "i", GGUFValueType.FLOAT32: "f",
-            GGUFValueType.BOOL: "?", GGUFValueType.UINT64: "Q", GGUFValueType.INT64: "q",
-            GGUFValueType.FLOAT64: "d",
+        self.data, self.where, self.position = data, where, 0
+        self.scalar: dict[int, struct.Struct] = {
+            kind: struct.Struct("<" + fmt)
+            for kind, fmt in {
+                GGUFValueType.UINT8: "B", GGUFValueType.INT8: "b", GGUFValueType.UINT16: "H",
+                GGUFValueType.INT16: "h", GGUFValueType.UINT32: "I", GGUFValueType.INT32: "i",
+                GGUFValueType.FLOAT32: "f", GGUFValueType.BOOL: "?", GGUFValueType.UINT64: "Q",
+                GGUFValueType.INT64: "q", GGUFValueType.FLOAT64: "d",
+            }.items()
         }  # fmt: skip
         self.string_kind, self.array_kind = GGUFValueType.STRING, GGUFValueType.ARRAY
+        self.u32, self.u64 = self.scalar[GGUFValueType.UINT32], self.scalar[GGUFValueType.UINT64]
 
-    def unpack(self, fmt: str) -> Any:
-        size = struct.calcsize(fmt)
-        return struct.unpack("<" + fmt, read_exactly(self.handle, size, self.where))[0]
+    @property
+    def left(self) -> int:
+        return len(self.data) - self.position
 
-    def count(self, what: str) -> int:
-        value = int(self.unpack("Q"))
-        if value > MAX_GGUF_COUNT:
-            raise TfcostError(f"{self.where}: {value:,} {what} is more than a GGUF header holds")
+    def ends(self, wanted: int) -> TfcostError:
+        return TfcostError(
+            f"{self.where}: the file ends inside its header ({self.left:,} bytes left, {wanted:,} needed)"
+        )
+
+    def unpack(self, layout: struct.Struct) -> Any:
+        if layout.size > self.left:
+            raise self.ends(layout.size)
+        (value,) = layout.unpack_from(self.data, self.position)
+        self.position += layout.size
         return value
 
-    def string_length(self) -> int:
-        length = int(self.unpack("Q"))
-        if length > MAX_GGUF_STRING:
-            raise TfcostError(f"{self.where}: a string of {length:,} bytes in the GGUF header")
-        return length
+    def count(self, what: str, item_bytes: int) -> int:
+        """A count the header claims, of items at least `item_bytes` long each, checked against the bytes left."""
+        value = int(self.unpack(self.u64))
+        if value * item_bytes > self.left:
+            raise TfcostError(
+                f"{self.where}: the header claims {value:,} {what}, more than the {self.left:,} bytes left can hold"
+            )
+        return value
 
     def string(self) -> str:
-        return read_exactly(self.handle, self.string_length(), self.where).decode("utf-8", errors="replace")
+        length = int(self.unpack(self.u64))
+        if length > MAX_GGUF_STRING:
+            raise TfcostError(f"{self.where}: a string of {length:,} bytes in the GGUF header")
+        if length > self.left:
+            raise self.ends(length)
+        text = bytes(self.data[self.position : self.position + length]).decode("utf-8", errors="replace")
+        self.position += length
+        return text
 
-    def value(self, kind: int, keep: bool = True) -> Any:
+    def skip_strings(self, count: int) -> None:
+        """`count` strings passed over: their lengths read one by one, their bytes never."""
+        data, position, unpack = self.data, self.position, self.u64.unpack_from
+        try:
+            for _ in range(count):
+                position += 8 + unpack(data, position)[0]
+        except struct.error:
+            position = len(data) + 1
+        if position > len(data):
+            raise self.ends(position - self.position)
+        self.position = position
+
+    def value(self, kind: int, depth: int = 0) -> Any:
         if kind in self.scalar:
             return self.unpack(self.scalar[kind])
         if kind == self.string_kind:
-            if keep:
-                return self.string()
-            self.handle.seek(self.string_length(), 1)  # a vocabulary entry: passed over, not kept
-            return None
-        if kind == self.array_kind:
-            item_kind, length = int(self.unpack("I")), self.count("array items")
-            small = length <= 4096 and item_kind != self.string_kind
-            items = [self.value(item_kind, keep=keep and small) for _ in range(length)]
-            return items if keep and small else length
-        raise TfcostError(f"{self.where}: unknown GGUF value type {kind}")
+            return self.string()
+        if kind != self.array_kind:
+            raise TfcostError(f"{self.where}: unknown GGUF value type {kind}")
+        if depth > 0:
+            raise TfcostError(f"{self.where}: arrays of arrays of arrays in the GGUF header")
+        item_kind = int(self.unpack(self.u32))
+        if item_kind in self.scalar:
+            layout = self.scalar[item_kind]
+            length = self.count("array items", layout.size)
+            if length > KEEP_ARRAY_ITEMS:
+                self.position += length * layout.size
+                return length
+            items = list(struct.unpack_from(f"<{length}{layout.format[1:]}", self.data, self.position))
+            self.position += length * layout.size
+            return items
+        if item_kind == self.string_kind:
+            length = self.count("strings", 8)
+            self.skip_strings(length)
+            return length
+        if item_kind == self.array_kind:
+            length = self.count("arrays", 12)
+            for _ in range(length):
+                self.value(item_kind, depth + 1)
+            return length
+        raise TfcostError(f"{self.where}: unknown GGUF value type {item_kind}")
 
 
 def read_gguf(path: Path) -> StoredFiles:
-    """A GGUF file's metadata and tensors (name, quantization type, shape, bytes), from its header alone."""
-    from gguf import GGML_QUANT_SIZES, GGUF_MAGIC, GGMLQuantizationType
+    """A GGUF file's metadata and tensors (name, quantization type, shape, bytes), from its header alone, mapped
+    rather than read (no more of the file is touched than its header). Every tensor's bytes must lie inside the
+    data region after the header, aligned, and no two tensors may share bytes."""
+    import mmap
+
+    from tfcost.readers.files import open_regular
 
     try:
-        with path.open("rb") as handle:
-            header = GgufHeader(handle, path.name)
-            if len(magic := handle.read(4)) != 4 or struct.unpack("<I", magic)[0] != GGUF_MAGIC:
-                raise TfcostError(f"{path.name}: not a GGUF file (no GGUF magic)")
-            version = header.unpack("I")
-            if version not in GGUF_VERSIONS:
-                raise TfcostError(f"{path.name}: GGUF version {version} is not supported (2 and 3 are)")
-            tensor_count, key_count = header.count("tensors"), header.count("metadata keys")
-            metadata: dict[str, Any] = {}
-            for _ in range(key_count):
-                key = header.string()
-                metadata[key] = header.value(int(header.unpack("I")))
-            tensors = []
-            for _ in range(tensor_count):
-                name = header.string()
-                dims = [header.count("elements") for _ in range(header.unpack("I"))]
-                kind, _offset = int(header.unpack("I")), header.unpack("Q")
-                try:
-                    quant = GGMLQuantizationType(kind)
-                except ValueError:
-                    raise TfcostError(f"{path.name}: tensor {name[:200]!r} has unknown type {kind}") from None
-                block, type_size = GGML_QUANT_SIZES[quant]
-                elements = math.prod(dims)
-                if elements % block:
-                    raise TfcostError(f"{path.name}: tensor {name[:200]!r} is not whole {quant.name} blocks")
-                # GGUF writes dimensions innermost first; the shape is kept outermost first, as safetensors has it.
-                shape = tuple(reversed(dims))
-                tensors.append(StoredTensor(name, quant.name, shape, elements // block * type_size, path.name))
+        with open_regular(path) as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size < 24:
+                raise TfcostError(f"{path.name}: not a GGUF file ({size} bytes, shorter than any GGUF header)")
+            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                return parse_gguf(data, path.name)
     except OSError as error:
         raise TfcostError(f"{path}: cannot read: {error.strerror}") from None
-    return StoredFiles(tensors, [path.name], metadata)
+
+
+def parse_gguf(data: Any, where: str) -> StoredFiles:
+    """parse_gguf of the bytes of a whole GGUF file (mapped)."""
+    from gguf import GGML_QUANT_SIZES, GGUF_MAGIC, GGMLQuantizationType
+
+    header = GgufHeader(data, where)
+    if int(header.unpack(header.u32)) != GGUF_MAGIC:
+        raise TfcostError(f"{where}: not a GGUF file (no GGUF magic)")
+    version = header.unpack(header.u32)
+    if version not in GGUF_VERSIONS:
+        raise TfcostError(f"{where}: GGUF version {version} is not supported (2 and 3 are)")
+    # A tensor info is at least 32 bytes (an empty name's length, one dimension, a type, an offset); a key-value at
+    # least 13 (an empty key's length, a type, a one-byte value).
+    tensor_count, key_count = header.count("tensors", 32), header.count("metadata keys", 13)
+    metadata: dict[str, Any] = {}
+    for _ in range(key_count):
+        key = header.string()
+        if key in metadata:
+            raise TfcostError(f"{where}: metadata key {key[:200]!r} is written twice")
+        metadata[key] = header.value(int(header.unpack(header.u32)))
+    if tensor_count > MAX_TENSORS:
+        raise TfcostError(f"{where}: the header lists {tensor_count:,} tensors (at most {MAX_TENSORS:,} are read)")
+    tensors, ranges = [], []
+    types: dict[int, tuple[str, int, int]] = {}
+    for _ in range(tensor_count):
+        name = header.string()
+        rank = int(header.unpack(header.u32))
+        if not 1 <= rank <= GGML_MAX_DIMS:
+            raise TfcostError(f"{where}: tensor {name[:200]!r} has {rank:,} dimensions (GGUF allows 1 to 4)")
+        if 8 * rank + 12 > header.left:
+            raise header.ends(8 * rank + 12)
+        *dims, kind, offset = struct.unpack_from(f"<{rank}QIQ", data, header.position)
+        header.position += 8 * rank + 12
+        if kind not in types:
+            try:
+                quant = GGMLQuantizationType(kind)
+            except ValueError:
+                raise TfcostError(f"{where}: tensor {name[:200]!r} has unknown type {kind}") from None
+            types[kind] = (quant.name, *GGML_QUANT_SIZES[quant])
+        type_name, block, type_size = types[kind]
+        if dims[0] % block:  # ggml quantizes along the innermost dimension, a row of whole blocks
+            raise TfcostError(f"{where}: tensor {name[:200]!r} is not whole {type_name} blocks")
+        # GGUF writes dimensions innermost first; the shape is kept outermost first, as safetensors has it.
+        nbytes = math.prod(dims) // block * type_size
+        tensors.append(StoredTensor(name, type_name, tuple(reversed(dims)), nbytes, where))
+        ranges.append((offset, offset + nbytes, name))
+    alignment = metadata.get("general.alignment", GGUF_DEFAULT_ALIGNMENT)
+    if not isinstance(alignment, int) or isinstance(alignment, bool) or alignment <= 0 or alignment & (alignment - 1):
+        raise TfcostError(f"{where}: general.alignment {alignment!r} is not a power of two")
+    data_start = -(-header.position // alignment) * alignment
+    data_bytes = max(len(data) - data_start, 0)
+    for begin, end, name in ranges:
+        if begin % alignment:
+            raise TfcostError(f"{where}: tensor {name[:200]!r} starts at {begin:,}, not a multiple of {alignment}")
+        if end > data_bytes:
+            raise TfcostError(
+                f"{where}: tensor {name[:200]!r} claims bytes {size_text(begin)} to {size_text(end)} of a data "
+                f"region of {data_bytes:,}"
+            )
+    refuse_overlaps(ranges, where)
+    return StoredFiles(tensors, [where], metadata)
 
 
 def read_stored(path: Path) -> StoredFiles:
@@ -336,7 +497,35 @@ def gguf_mapping(stored: StoredFiles) -> dict[str, Any]:
             "expert_d_ff": gguf_int(metadata, f"{arch}.expert_feed_forward_length", where),
             "n_shared_experts": shared,
         }
+    refuse_disagreements(mapping, names, where)
     name = metadata.get("general.name")
     mapping["name"] = name if isinstance(name, str) and name.isprintable() and len(name) < 100 else Path(where).stem
     mapping["source"] = f"GGUF file {where} (architecture {arch})"
     return mapping
+
+
+def refuse_disagreements(mapping: dict[str, Any], names: dict[str, StoredTensor], where: str) -> None:
+    """The sizes GGUF metadata claims, checked against the tensors the file lists (the tensors are what is stored
+    and priced; metadata that disagrees with them is refused, naming both): the layers are the blk.N indices, the
+    width token_embd's columns, the query and key heads attn_q's and attn_k's rows, the MLP ffn_up's rows and the
+    experts ffn_gate_exps' outermost dimension (llama.cpp's tensor layouts, outermost first)."""
+    import re
+
+    blocks = {int(match.group(1)) for name in names if (match := re.match(r"blk\.(\d{1,9})\.", name))}
+    checks = [("block_count", mapping["n_layers"], max(blocks) + 1 if blocks else 0, "the blk.N tensors' layers")]
+    checks.append(("embedding_length", mapping["d_model"], names["token_embd.weight"].shape[1], "token_embd's width"))
+
+    def rows(tensor: str, at: int = 0) -> int | None:
+        found = names.get(f"blk.0.{tensor}.weight")
+        return found.shape[at] if found is not None and len(found.shape) > at else None
+
+    head_dim = mapping["head_dim"]
+    checks.append(("head_count x key_length", mapping["n_heads"] * head_dim, rows("attn_q"), "attn_q's rows"))
+    checks.append(("head_count_kv x key_length", mapping["n_kv_heads"] * head_dim, rows("attn_k"), "attn_k's rows"))
+    if "moe" in mapping:
+        checks.append(("expert_count", mapping["moe"]["n_experts"], rows("ffn_gate_exps"), "ffn_gate_exps' experts"))
+    else:
+        checks.append(("feed_forward_length", mapping["d_ff"], rows("ffn_up"), "ffn_up's rows"))
+    for key, claimed, found, what in checks:
+        if found is not None and claimed != found:
+            raise TfcostError(f"{where}: GGUF metadata {key} is {claimed:,}, but {what} say {found:,}")

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from tfcost.render.tables import clean, neutral, new_table, print_table, terminal_width
+from tfcost.render.common import clean, neutral
+from tfcost.render.layout import new_table, print_table, terminal_width
 from tfcost.schema import Framework, FrameworkUsed
 
 

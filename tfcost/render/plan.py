@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from tfcost.errors import TfcostError
-from tfcost.render.tables import CONVENTIONS, clean, neutral, new_table, print_csv, print_table
-from tfcost.reports.plan import NOT_NEAR, ServePlanLayout, ServePlanReport, TrainPlanReport
-from tfcost.reports.suggestion import Suggestion
+from tfcost.render.answer import plan_serve_answer, plan_train_answer, print_answer
+from tfcost.render.common import CONVENTIONS, neutral, print_csv
+from tfcost.render.layout import new_table, optional_columns, print_table
+from tfcost.reports.plan import ServePlanLayout, ServePlanReport, TrainPlanReport
 from tfcost.units import human
 
 X_LABEL = "tokens/s per user (1 / TPOT)"
@@ -36,6 +37,7 @@ def no_layout_line(report: TrainPlanReport | ServePlanReport) -> str:
 
 def plan_train_table(report: TrainPlanReport, markdown: bool = False) -> None:
     report = neutral(report)
+    print_answer(plan_train_answer(report), markdown)
     title = "\n".join(
         [
             f"{report.model}: training layouts on {report.gpus:,} x {report.gpu}, fastest first",
@@ -49,7 +51,9 @@ def plan_train_table(report: TrainPlanReport, markdown: bool = False) -> None:
     headers = ("#", "tp", "pp", "cp", "dp", "ep", *(["etp"] if experts else []), "v", "ZeRO", "recompute", "b",
                "offload", "step", "days", "MFU", "memory/GPU", "main term", *(["cost"] if costed else []))  # fmt: skip
     for header in headers:
-        table.add_column(header, justify="left" if header in ("recompute", "offload", "main term") else "right")
+        text = header in ("recompute", "offload", "main term")
+        table.add_column(header, justify="left" if text else "right", no_wrap=header != "main term")
+    optional_columns(table, "v", "cp", "ep", "etp", "offload", "b", "main term", "dp", "cost", "days")
     for index, layout in enumerate(report.layouts, 1):
         stages = f"{layout.pp}" if layout.pp_first_layers is None and layout.pp_last_layers is None else (
             f"{layout.pp} ({layout.pp_first_layers or '='}|{layout.pp_last_layers or '='})"
@@ -96,7 +100,8 @@ def serve_rows(table: Any, layouts: list[ServePlanLayout]) -> None:
 def serve_columns(table: Any) -> None:
     for header in ("#", "tp", "pp", "ep", "replicas", "batch", "weights", "KV", "TTFT", "TPOT", "tok/s/GPU",
                    "tok/s/user", "memory/GPU"):  # fmt: skip
-        table.add_column(header, justify="left" if header in ("weights", "KV") else "right")
+        table.add_column(header, justify="left" if header in ("weights", "KV") else "right", no_wrap=True)
+    optional_columns(table, "ep", "pp", "replicas", "KV", "weights", "tok/s/user")
 
 
 def targets(report: ServePlanReport) -> str:
@@ -107,6 +112,7 @@ def targets(report: ServePlanReport) -> str:
 
 def plan_serve_table(report: ServePlanReport, markdown: bool = False) -> None:
     report = neutral(report)
+    print_answer(plan_serve_answer(report), markdown)
     title = "\n".join(
         [
             f"{report.model}: serving layouts on {report.gpus:,} x {report.gpu}, most tokens/s per GPU first",
@@ -187,7 +193,9 @@ def write_chart(report: ServePlanReport, path: str) -> Path:
     ax.legend(fontsize=8)
     fig.tight_layout()
     suffix = target.suffix.lower()
-    try:
+    from tfcost.readers.files import atomic_write
+
+    try:  # through the one atomic writer: never a torn file, never a write through a link
         if suffix == ".html":
             svg = io.StringIO()
             fig.savefig(svg, format="svg", metadata=plot.file_metadata(".svg"))
@@ -196,12 +204,13 @@ def write_chart(report: ServePlanReport, path: str) -> Path:
                 '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>tfcost plan serve</title>'
                 f"</head>\n<body>\n{text[text.index('<svg') :]}\n</body></html>\n"
             )
-            target.write_text(page, encoding="utf-8")
+            atomic_write(target, page)
         else:
             png = {"dpi": 80, "pil_kwargs": {"optimize": True}} if suffix == ".png" else {}
-            fig.savefig(target, format=suffix[1:], metadata=plot.file_metadata(suffix), **png)
+            metadata = plot.file_metadata(suffix)
+            atomic_write(target, lambda temporary: fig.savefig(temporary, format=suffix[1:], metadata=metadata, **png))
     except OSError as error:
-        raise TfcostError(f"--plot: cannot write '{path}': {error.strerror}") from None
+        raise TfcostError(f"--plot: cannot write '{plot.printable(path)}': {error.strerror}") from None
     finally:
         pyplot.close(fig)
     return target
@@ -210,40 +219,6 @@ def write_chart(report: ServePlanReport, path: str) -> Path:
 def print_chart(report: ServePlanReport, text: str) -> None:
     sys.stdout.write(text)
     sys.stdout.write(f"{len(neutral(report).pareto)} layouts on the front; `-f table` lists them.\n")
-
-
-def suggestion_line(suggestion: Suggestion, what: str) -> str:
-    """One line: the nearest layout that fits (or why none does), and the command that lists them all."""
-    suggestion = neutral(suggestion)
-    if not suggestion.options:
-        if suggestion.reason == NOT_NEAR:  # the search near the asked layout stopped: others may fit
-            return f"{what}; {NOT_NEAR}; see `{suggestion.command}`."
-        reason = f" (most were refused as: {suggestion.reason})" if suggestion.reason else ""
-        return f"No layout of these GPUs fits{reason}; see `{suggestion.command}`."
-    figures = []
-    if suggestion.step_seconds is not None:
-        figures.append(f"{human(suggestion.step_seconds, 'seconds')} a step")
-    if suggestion.tokens_per_s_per_gpu is not None:
-        figures.append(f"{suggestion.tokens_per_s_per_gpu:,.0f} tokens/s per GPU")
-    if suggestion.memory_per_gpu_bytes is not None:
-        figures.append(f"{human(suggestion.memory_per_gpu_bytes, 'bytes')} per GPU")
-    return (
-        f"{what}; the nearest layout that fits: {' '.join(suggestion.options)} ({', '.join(figures)}). "
-        f"Every layout: {suggestion.command}"
-    )
-
-
-def print_suggestion(suggestion: Suggestion | None, what: str) -> None:
-    """The nearest layout that fits, under the table, wrapped to the terminal like the table's notes."""
-    if suggestion is not None:
-        import textwrap
-
-        from tfcost.render.tables import terminal_width
-
-        line, width = clean(suggestion_line(suggestion, what)), terminal_width()
-        if width is not None and width > 0:  # a file or a pipe keeps the line whole
-            line = "\n".join(textwrap.wrap(line, width, break_on_hyphens=False, break_long_words=False))
-        sys.stdout.write(line + "\n")
 
 
 def print_plan_csv(report: TrainPlanReport | ServePlanReport) -> None:

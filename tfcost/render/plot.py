@@ -290,12 +290,9 @@ def write(report: SweepReport, path: str) -> Path:
 
 
 def save(fig: Any, report: SweepReport, target: Path, suffix: str, path: str) -> None:
-    """The figure written as `suffix` says, through a temporary file beside the target and a rename."""
-    import os
-    import tempfile
+    """The figure written as `suffix` says, through the one atomic writer (tfcost.readers.files.atomic_write)."""
+    from tfcost.readers.files import atomic_write
 
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".tfcost-", suffix=suffix)
-    os.close(handle)
     try:
         if suffix == ".html":
             svg = io.StringIO()
@@ -308,29 +305,15 @@ def save(fig: Any, report: SweepReport, target: Path, suffix: str, path: str) ->
                 f"<body>\n<h1>tfcost sweep: {html.escape(printable(', '.join(report.models)))}</h1>\n{body}\n"
                 f"<h2>Crossovers</h2><ul>{notes}</ul>\n</body></html>\n"
             )
-            Path(temporary).write_text(page, encoding="utf-8")
+            atomic_write(target, page)
         else:
             png = {"dpi": 80, "pil_kwargs": {"optimize": True}} if suffix == ".png" else {}
-            fig.savefig(temporary, format=suffix[1:], metadata=file_metadata(suffix), **png)
-        os.chmod(temporary, new_file_mode(target))
-        os.replace(temporary, target)
+            metadata = file_metadata(suffix)
+            atomic_write(target, lambda temporary: fig.savefig(temporary, format=suffix[1:], metadata=metadata, **png))
     except OSError as error:
         raise TfcostError(f"--plot: cannot write '{printable(path)}': {error.strerror}") from None
     finally:
-        Path(temporary).unlink(missing_ok=True)
         need("matplotlib.pyplot").close(fig)
-
-
-def new_file_mode(target: Path) -> int:
-    """The mode the file would have had if written in place: the old file's, else 0o666 less the umask (mkstemp
-    makes its file 0o600)."""
-    import os
-
-    if target.exists():
-        return target.stat().st_mode & 0o7777
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
 
 
 def file_metadata(suffix: str) -> dict[str, Any]:

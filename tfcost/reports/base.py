@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tfcost.core import memory, weights
 from tfcost.reports.stored import StoredReport, stored_report
+from tfcost.schema import FrameworkUsed, Interval
 from tfcost.units import Unit
 
 if TYPE_CHECKING:
@@ -42,6 +43,24 @@ def quantity(label: str, unit: Unit) -> Any:
 class Section(BaseModel):
     # Validators are built on first use, so a command builds only the reports it prints (estimate: 4 ms less).
     model_config = ConfigDict(frozen=True, defer_build=True)
+
+
+class PricedUnder(BaseModel):
+    """What every run's report says of how it was priced: the framework whose conventions priced it and the error bar
+    of each predicted figure. A mixin of the train, serve and plan reports."""
+
+    framework: FrameworkUsed | None = Field(
+        default=None,
+        description="the framework (trainer or engine, at a version) whose conventions priced the run, each with its "
+        "source; name null: none was given, and these are tfcost's defaults",
+        exclude_if=lambda framework: framework is None,
+    )
+    intervals: dict[str, Interval] = Field(
+        default_factory=dict,
+        description="error bars: for each predicted figure (its JSON path, or a plan layout's field), the range the "
+        "validation suite measured around predictions of its category (tfcost.costs.intervals)",
+        exclude_if=lambda intervals: not intervals,
+    )
 
 
 class SourceNotes(Section):

@@ -8,15 +8,18 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from tfcost.costs import engine_memory, expected, parallel, serving, training
 from tfcost.costs import plan as search
 from tfcost.errors import UsageError, describe_validation_error
+from tfcost.reports.base import PricedUnder
 from tfcost.reports.suggestion import Suggestion
 from tfcost.reports.train import TrainReport
 from tfcost.schema import FrameworkUsed, GpuSpec, ModelShape, ServingSetup, TrainingSetup, WeightsDtype
 from tfcost.units import Dtype
+
+ReportT = TypeVar("ReportT", "TrainPlanReport", "ServePlanReport")
 
 if TYPE_CHECKING:
     from tfcost.reports.serve import ServeReport
@@ -56,14 +59,9 @@ class TrainPlanLayout(Frozen):
     step_predicted: bool  # false: at train's default MFU, the GPU table lacking the figures to predict it
 
 
-class TrainPlanReport(Frozen):
+class TrainPlanReport(Frozen, PricedUnder):
     """Every legal layout of a training run searched: how many, why the refused ones were, the best that fit."""
 
-    framework: FrameworkUsed | None = Field(
-        default=None,
-        description="the framework whose conventions every layout was priced under",
-        exclude_if=lambda framework: framework is None,
-    )
     model: str
     gpu: str
     gpus: int
@@ -133,14 +131,9 @@ class ServePlanLayout(Frozen):
     tokens_per_s: float
 
 
-class ServePlanReport(Frozen):
+class ServePlanReport(Frozen, PricedUnder):
     """Every serving layout of the GPUs searched: how many, why the refused ones were, the best and the front."""
 
-    framework: FrameworkUsed | None = Field(
-        default=None,
-        description="the framework whose conventions every layout was priced under",
-        exclude_if=lambda framework: framework is None,
-    )
     model: str
     gpu: str
     gpus: int
@@ -168,6 +161,7 @@ def serving_evaluator(shape: ModelShape, gpu: GpuSpec) -> Callable[[ServingSetup
 
     def evaluate(setup: ServingSetup) -> search.ServeOutcome:
         setup = serving.with_weights_dtype(shape, setup)
+        setup = engine_memory.with_card_max_num_seqs(setup, gpu)  # vLLM's larger default on large cards
         dtype = setup.weights_dtype
         if (dtype, setup.fp8_attention) not in rates_cache:
             compute = serving.compute_dtype(dtype, gpu, shape)
@@ -256,10 +250,70 @@ def validated(schema: type[SetupT], **fields: object) -> SetupT:
         ) from None
 
 
-def names_of(value: str | Sequence[str] | None) -> list[str]:
-    """A list option given as "a,b" or as a sequence."""
+def names_of(value: str | Sequence[str] | None, option: str = "a list option") -> list[str]:
+    """A list option given as "a,b" or as a sequence, each name once (a repeated name would be searched again for
+    nothing), in the order given."""
+    if value is not None and not isinstance(value, str | list | tuple):
+        raise UsageError(f"{option}: expected names, comma-separated or as a list, not {type(value).__name__}")
     items = value.split(",") if isinstance(value, str) else list(value or ())
-    return [item.strip() for item in items if item.strip()]
+    if not all(isinstance(item, str) for item in items):
+        raise UsageError(f"{option}: expected names, comma-separated or as a list")
+    return list(dict.fromkeys(item.strip() for item in items if item.strip()))
+
+
+# The search budget (docs/security.md). A plan lays out every way of splitting its GPUs into tp x pp x cp x dp
+# (training) or replicas of tp x pp stages (serving): as many as the ordered factorizations of the GPU count into
+# four factors, tau_4(gpus), which a count with many divisors makes large (720,720 GPUs: 89,600). Those, times the
+# micro-batches tried (the divisors of the global batch) and the expert-parallel sizes (the divisors of the expert
+# count) for training, or the weight and KV formats for serving, are the candidates the search lays out; past
+# MAX_PLAN_CANDIDATES it is refused before it starts. Every power of two up to MAX_PLAN_GPUS stays inside it for
+# dense models and for DeepSeek-V3 up to 4,096 GPUs.
+MAX_PLAN_GPUS = 1 << 17  # 131,072: above the largest clusters trained on (about 100,000 H100s)
+MAX_PLAN_GLOBAL_BATCH = 1 << 24  # sequences a step: Llama 3's 16M tokens a step is 16M sequences only at T = 1
+MAX_PLAN_TOKENS_PER_SEQUENCE = 1 << 24  # --prompt and --generate, as `measure --step`'s cap is for its lengths
+MAX_PLAN_TARGET_MS = 10_000_000  # --ttft-ms and --tpot-ms: about three hours
+MAX_PLAN_CANDIDATES = 100_000
+
+
+def divisor_count(n: int, factors: int = 2) -> int:
+    """How many ways n is a product of `factors` ordered positive factors (factors = 2: n's divisors): for each
+    prime power p^e of n, C(e + factors - 1, factors - 1) ways to share its exponent, multiplied."""
+    from math import comb
+
+    count, prime = 1, 2
+    while prime * prime <= n:
+        exponent = 0
+        while n % prime == 0:
+            n //= prime
+            exponent += 1
+        count *= comb(exponent + factors - 1, factors - 1)
+        prime += 1
+    return count * (factors if n > 1 else 1)
+
+
+def check_plan_size(option: str, value: float | None, cap: int, low: int = 0, whole: bool = False) -> None:
+    """A number option of `plan` inside its range (finite, `low` to `cap`; `whole`: an integer, and given), else one
+    line naming the option."""
+    import math
+
+    if value is None and not whole:
+        return
+    kind = int if whole else int | float
+    if isinstance(value, bool) or not isinstance(value, kind):
+        expected = "a whole number" if whole else "a number"
+        raise UsageError(f"{option}: expected {expected}, not {type(value).__name__}")
+    if not (math.isfinite(value) and low <= value <= cap):
+        shown = f"{value:,}" if isinstance(value, int) else f"{value:g}"
+        raise UsageError(f"{option}: {shown} is outside the range a plan searches ({low} to {cap:,})")
+
+
+def check_budget(kind: str, gpus: int, candidates: int, what: str) -> None:
+    """The search's candidates inside MAX_PLAN_CANDIDATES, else one line saying what to give instead."""
+    if candidates > MAX_PLAN_CANDIDATES:
+        raise UsageError(
+            f"plan {kind}: {gpus:,} GPUs {what} make {candidates:,} candidate layouts, past the search budget of "
+            f"{MAX_PLAN_CANDIDATES:,}; give a GPU count with fewer divisors (a power of two), or fewer choices"
+        )
 
 
 def plan_train(
@@ -278,6 +332,9 @@ def plan_train(
 ) -> TrainPlanReport:
     """`tfcost plan train`: T defaults to 4,096 (or the model's context), D to 20 N, B to 4M tokens / T;
     `conventions` are a framework's (tfcost.readers.frameworks.convention_values), every layout priced under them."""
+    check_plan_size("--gpus", gpus, MAX_PLAN_GPUS, low=1, whole=True)
+    check_plan_size("--global-batch", global_batch, MAX_PLAN_GLOBAL_BATCH, low=1)
+    check_plan_size("--top", top, MAX_PLAN_CANDIDATES, low=1, whole=True)
     setup = validated(
         TrainingSetup,
         **{
@@ -288,6 +345,11 @@ def plan_train(
             "price_per_gpu_hour": price,
         },
     )  # fmt: skip
+    batch = setup.global_batch or search.default_global_batch(setup.seq_len)
+    experts = divisor_count(shape.moe.n_experts) if shape.moe is not None else 1
+    candidates = divisor_count(setup.gpus, 4) * divisor_count(batch) * experts
+    splits = f" x {experts} expert-parallel sizes" if shape.moe is not None else ""
+    check_budget("train", setup.gpus, candidates, f"x {batch:,} sequences a step{splits}")
     return plan_train_setup(shape, gpu, setup, top)
 
 
@@ -308,13 +370,25 @@ def plan_serve(
 ) -> ServePlanReport:
     """`tfcost plan serve`: weights_dtype and kv_dtype list the formats to try ("bf16,fp8" or a list); `conventions`
     are an engine's (tfcost.readers.frameworks.convention_values), every layout priced under them."""
-    fields = {**(conventions or {}), "prompt": prompt, "generate": generate}
-    if reserve is not None:
-        fields["reserve"] = reserve
-    setup = validated(ServingSetup, **fields)
-    weights = [validated(ServingSetup, weights_dtype=name).weights_dtype for name in names_of(weights_dtype)]
-    kv = [validated(ServingSetup, kv_dtype=name).kv_dtype for name in names_of(kv_dtype)]
+    check_plan_size("--gpus", gpus, MAX_PLAN_GPUS, low=1, whole=True)
+    check_plan_size("--prompt", prompt, MAX_PLAN_TOKENS_PER_SEQUENCE, low=1)
+    check_plan_size("--generate", generate, MAX_PLAN_TOKENS_PER_SEQUENCE, low=1)
+    check_plan_size("--ttft-ms", ttft_ms, MAX_PLAN_TARGET_MS)
+    check_plan_size("--tpot-ms", tpot_ms, MAX_PLAN_TARGET_MS)
+    check_plan_size("--top", top, MAX_PLAN_CANDIDATES, low=1, whole=True)
+    setup = validated(
+        ServingSetup,
+        **{**(conventions or {}), "gpus": gpus, "prompt": prompt, "generate": generate, "reserve": reserve},
+    )
+    weights = [
+        validated(ServingSetup, weights_dtype=name).weights_dtype for name in names_of(weights_dtype, "--weights-dtype")
+    ]
+    kv = [validated(ServingSetup, kv_dtype=name).kv_dtype for name in names_of(kv_dtype, "--kv-dtype")]
     chosen = [name for name in weights if name is not None] or None
+    formats = len(search.serving_weights(shape, chosen)) * len(kv or search.SERVING_KV)
+    splits = 2 if shape.moe is not None else 1  # a stage's experts by tensor or by expert parallelism
+    candidates = divisor_count(gpus, 4) * splits * formats
+    check_budget("serve", gpus, candidates, f"x {formats} weight and KV formats")
     return plan_serve_setup(shape, gpu, gpus, setup, top, ttft_ms, tpot_ms, chosen, kv or None)
 
 
@@ -403,3 +477,23 @@ def serve_suggestion(shape: ModelShape, gpu: GpuSpec, asked: ServingSetup, model
         memory_per_gpu_bytes=nearest.outcome.memory_per_gpu_bytes,
         command=command,
     )
+
+
+def with_intervals(report: ReportT, used: FrameworkUsed) -> ReportT:
+    """A plan under the framework `used`, each layout figure with the factors of its error bar."""
+    from tfcost.costs.intervals import interval
+
+    framework = used.name
+    if isinstance(report, TrainPlanReport):
+        bars = {
+            "step_seconds": interval(None, "step_time", framework),
+            "memory_per_gpu_bytes": interval(None, "training_memory", framework),
+        }
+    else:
+        bars = {
+            "ttft_ms": interval(None, "serving", framework),
+            "tpot_ms": interval(None, "serving", framework),
+            "tokens_per_s_per_gpu": interval(None, "serving", framework, rate=True),
+        }
+    found = {key: bar for key, bar in bars.items() if bar is not None}
+    return report.model_copy(update={"framework": used, "intervals": found})

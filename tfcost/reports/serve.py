@@ -11,9 +11,9 @@ from tfcost.core import memory, params
 from tfcost.costs import engine_memory, expected, images, serving
 from tfcost.errors import UsageError
 from tfcost.hardware import rates as hardware
-from tfcost.reports.base import Section, SourceNotes, quantity, stepped_cache_note
+from tfcost.reports.base import PricedUnder, Section, SourceNotes, quantity, stepped_cache_note
 from tfcost.reports.suggestion import Suggestion
-from tfcost.schema import FrameworkUsed, GpuSpec, ModelShape, ServingSetup
+from tfcost.schema import GpuSpec, ModelShape, ServingSetup
 from tfcost.units import ceil_div, milliseconds
 
 # `tfcost plan serve` runs serve_expected over every batch of thousands of layouts; these figures depend only on the
@@ -118,7 +118,7 @@ class ServeExpected(ServeLatency):
     sources: dict[str, str] = quantity("where each rate comes from", "text")
 
 
-class ServeReport(SourceNotes):
+class ServeReport(SourceNotes, PricedUnder):
     """Everything `tfcost serve` reports for one model, GPU and setup."""
 
     model: str
@@ -135,12 +135,6 @@ class ServeReport(SourceNotes):
     latency: ServeLatency = Field(description="bound: the roofline, the best any engine could do")
     expected: ServeExpected = Field(description="expected: what an engine reaches (rates, floor, all-reduce, ...)")
     profile: str | None = Field(None, description="the measured profile used in place of the GPU table")
-    framework: FrameworkUsed | None = Field(
-        default=None,
-        description="the framework (trainer or engine, at a version) whose conventions priced the run, each with its "
-        "source; name null: none was given, and these are tfcost's defaults",
-        exclude_if=lambda framework: framework is None,
-    )
     suggestion: Suggestion | None = Field(
         default=None,
         description="when the layout does not fit: the nearest that does (`tfcost plan serve`)",
@@ -182,6 +176,7 @@ def serve(
     from_files = stored_bytes is not None and setup.weights_dtype is None
     setup = serving.with_weights_dtype(shape, setup)
     setup = images.with_image_tokens(shape, setup)  # the images' tokens join each prompt (--images)
+    setup = engine_memory.with_card_max_num_seqs(setup, gpu)  # vLLM's larger default on large cards
     t, kv_dtype = setup.gpus, setup.kv_dtype
     serving.check_generates(shape)
     serving.check_tensor_parallel(shape, t)
@@ -547,3 +542,13 @@ def allreduce_seconds(shape: ModelShape, tokens: int, setup: ServingSetup, rates
     if setup.ep == 1:
         return expected.tensor_parallel_seconds(shape, tokens, setup.gpus, rates)
     return expected.expert_parallel_allreduce_seconds(shape, tokens, setup.gpus, rates)
+
+
+def with_intervals(report: ServeReport) -> ServeReport:
+    """The report with its expected TTFT, TPOT, in-flight tokens/s and KV capacity given their error bars."""
+    from tfcost.costs.intervals import serve_intervals
+
+    framework = report.framework.name if report.framework is not None else None
+    e = report.expected
+    bars = serve_intervals(e.ttft_ms, e.tpot_ms, e.inflight_tokens_per_s, e.max_kv_tokens, framework)
+    return report.model_copy(update={"intervals": bars})

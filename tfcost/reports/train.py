@@ -10,9 +10,9 @@ from pydantic import Field
 from tfcost.core import flops, params
 from tfcost.costs import engine_memory, finetune, fit, images, parallel, step_time, throughput, training
 from tfcost.hardware import rates as hardware
-from tfcost.reports.base import Section, SourceNotes, quantity
+from tfcost.reports.base import PricedUnder, Section, SourceNotes, quantity
 from tfcost.reports.suggestion import Suggestion
-from tfcost.schema import FrameworkUsed, GpuSpec, ModelShape, TrainingSetup
+from tfcost.schema import GpuSpec, ModelShape, TrainingSetup
 from tfcost.units import TERA, human
 
 
@@ -77,7 +77,7 @@ class TrainMemory(Section):
     )
 
 
-class TrainReport(SourceNotes):
+class TrainReport(SourceNotes, PricedUnder):
     """Everything `tfcost train` reports for one model, GPU and setup."""
 
     model: str
@@ -92,12 +92,6 @@ class TrainReport(SourceNotes):
     time: TrainTime
     step: TrainStep | None
     memory_per_gpu: TrainMemory
-    framework: FrameworkUsed | None = Field(
-        default=None,
-        description="the framework (trainer or engine, at a version) whose conventions priced the run, each with its "
-        "source; name null: none was given, and these are tfcost's defaults",
-        exclude_if=lambda framework: framework is None,
-    )
     suggestion: Suggestion | None = Field(
         default=None,
         description="when the layout does not fit: the nearest that does (`tfcost plan train`)",
@@ -262,3 +256,14 @@ def with_default_layout(
         fitted = "the lowest stage that fits, the default" if report.memory_per_gpu.fits else "none fits"
         notes["zero"] = f" ({fitted})"
     return report.model_copy(update={"notes": notes})
+
+
+def with_intervals(report: TrainReport) -> TrainReport:
+    """The report with its predicted step time, days and memory per GPU given their error bars; a time from a
+    utilization the user gave is theirs, and gets none."""
+    from tfcost.costs.intervals import train_intervals
+
+    framework = report.framework.name if report.framework is not None else None
+    step = report.step.seconds["total"] if report.step is not None else None
+    bars = train_intervals(step, report.time.days, report.memory_per_gpu.total_bytes, framework)
+    return report.model_copy(update={"intervals": bars})
