@@ -70,8 +70,9 @@ def plan_train_table(report: TrainPlanReport, markdown: bool = False) -> None:
     notes = [
         f"Searched {report.searched:,} layouts; {report.feasible:,} fit. Rejected: {rejected_line(report.rejected)}.",
         "step: predicted (Calculon's method, as `train` predicts it), the busiest pipeline stage; main term: its "
-        "largest part. pp (first|last): Megatron's uneven first and last stages; etp (where a layout folds the "
-        "experts): their own tensor parallelism. Layouts that need offload come "
+        "largest part. pp (first|last): Megatron's uneven first and last stages."
+        + (" etp: the experts' own tensor parallelism (Megatron-Core's folded layout)." if experts else "")
+        + " Layouts that need offload come "
         "last: the step time does not price their host traffic. How the search works: docs/plan.md.",
         *(
             [
