@@ -42,7 +42,16 @@ ERROR_BARS = ROOT / "presets" / "validation-errors.json"
 RATE_FIELDS = ("tokens_per_s", "time.gpu_hours * 3600)", "flops_per_s", "model_utilization")
 # Only categories with this many compared runs get an error bar; a framework, this many of its own.
 MIN_RUNS = 5
-CATEGORIES = ["serving", "training_memory", "step_time", "kv_capacity", "flops", "moe_step_time"]
+CATEGORIES = [
+    "serving",
+    "training_memory",
+    "step_time",
+    "kv_capacity",
+    "flops",
+    "local_inference",
+    "finetune_memory",
+    "moe_step_time",
+]
 HALVES = [("fitted", False), ("held out", True)]
 
 OPERATORS: dict[type, Callable[[float, float], float]] = {

@@ -221,8 +221,9 @@ def test_a_command_imports_its_own_module_alone():
     assert one.stdout.strip().splitlines()[-1] == "['tfcost.cli.estimate']"
     everything = subprocess.run([sys.executable, "-c", code, "--help"], capture_output=True, text=True, env=env,
                                 timeout=CHILD_LIMIT_S, check=True)  # fmt: skip
-    modules = "['tfcost.cli.check', 'tfcost.cli.estimate', 'tfcost.cli.inspect', 'tfcost.cli.listing', "
-    modules += "'tfcost.cli.measure', 'tfcost.cli.plan', 'tfcost.cli.serve', 'tfcost.cli.sweep', 'tfcost.cli.train']"
+    modules = "['tfcost.cli.check', 'tfcost.cli.estimate', 'tfcost.cli.fit', 'tfcost.cli.inspect', "
+    modules += "'tfcost.cli.listing', 'tfcost.cli.measure', 'tfcost.cli.plan', 'tfcost.cli.serve', 'tfcost.cli.sweep', "
+    modules += "'tfcost.cli.train']"
     assert everything.stdout.strip().splitlines()[-1] == modules
 
 

@@ -118,7 +118,7 @@ def test_the_users_options_win_over_the_framework_and_framework_set_over_its_fil
 
 
 def test_bad_framework_set_is_one_line(tfcost):
-    for setting, said in (("loss=fused", "loss"), ("kv_pool=vllm", "not a training convention"), ("loss", "KEY=")):
+    for setting, said in (("loss=blockwise", "loss"), ("kv_pool=vllm", "not a training convention"), ("loss", "KEY=")):
         run = tfcost(*TITAN, "--framework-set", setting)
         assert run.code == 2 and not run.stdout and len(run.stderr.strip().splitlines()) == 1
         assert said in run.stderr and "Traceback" not in run.stderr

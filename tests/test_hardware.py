@@ -17,13 +17,16 @@ ISSUE_12_GPUS = {"h800", "h20", "b300", "gb200", "rtx-a6000", "rtx-5090", "mi325
                  "tpu-v5e", "tpu-v5p", "tpu-v6e"}  # fmt: skip
 # Issue 22: torchtitan's Grand Teton H100 (96 GB HBM2e at 2.4 TB/s, 500 W), which its benchmarks ran on.
 ISSUE_22_GPUS = {"h100-96gb-500w", "h100-nvl", "h200-nvl"}
-# Issue 35: Blackwell Ultra in its 72-GPU NVLink rack, which Megatron-Bridge's MoE tables ran on.
-ISSUE_35_GPUS = {"gb300"}
+# Issue 36 (`tfcost fit`): consumer and workstation cards, unified-memory machines, Apple M1-M4, and GB300.
+ISSUE_36_GPUS = {"rtx-4080", "rtx-4070", "rtx-3060", "rtx-3080", "rtx-5080", "rtx-5070", "rtx-6000-ada",
+                 "rtx-pro-6000", "rx-7900-xtx", "dgx-spark", "strix-halo", "gb300",
+                 *(f"apple-m{n}{tier}" for n in (1, 2, 3) for tier in ("", "-pro", "-max", "-ultra")),
+                 "apple-m4", "apple-m4-pro", "apple-m4-max"}  # fmt: skip
 
 
 def test_table_has_every_gpu_with_a_source():
     gpus = all_gpus()
-    assert {gpu.name for gpu in gpus} == ISSUE_GPUS | ISSUE_12_GPUS | ISSUE_22_GPUS | ISSUE_35_GPUS
+    assert {gpu.name for gpu in gpus} == ISSUE_GPUS | ISSUE_12_GPUS | ISSUE_22_GPUS | ISSUE_36_GPUS
     assert all(gpu.source for gpu in gpus)
 
 
@@ -54,7 +57,9 @@ def test_units():
     [("NVIDIA H100 80GB HBM3", "h100-sxm"), ("NVIDIA H100 PCIe", "h100-pcie"), ("NVIDIA H200", "h200"),
      ("NVIDIA A100-SXM4-40GB", "a100-40gb"), ("NVIDIA A100-SXM4-80GB", "a100-80gb"), ("NVIDIA L4", "l4"),
      ("NVIDIA L40S", "l40s"), ("NVIDIA GeForce RTX 4090", "rtx-4090"), ("Tesla V100-SXM2-32GB", "v100"),
-     ("NVIDIA A10G", "a10g"), ("AMD Instinct MI300X", "mi300x"), ("NVIDIA GeForce GTX 1080", None)],
+     ("NVIDIA A10G", "a10g"), ("AMD Instinct MI300X", "mi300x"), ("NVIDIA GeForce GTX 1080", None),
+     ("NVIDIA GeForce RTX 4080", "rtx-4080"), ("NVIDIA GeForce RTX 4080 SUPER", None),
+     ("NVIDIA GeForce RTX 3060", "rtx-3060"), ("NVIDIA RTX 6000 Ada Generation", "rtx-6000-ada")],
 )  # fmt: skip
 def test_device_names_are_recognised(device_name, expected):
     gpu = gpu_for_device_name(device_name)
@@ -160,9 +165,10 @@ def test_a_broken_table_is_one_line_naming_the_file(tmp_path, monkeypatch, text,
 
 
 def test_an_nvl72_rack_keeps_expert_traffic_on_nvlink():
-    # GB300 NVL72: "9 NVSwitch trays for full non-blocking P2P connectivity of all 72 Blackwell Ultra GPUs" (NVIDIA's
-    # NVL72 reference architecture): an expert-parallel group of 64 fits in one NVLink domain, so DeepSeek-V3's
-    # all-to-all (e = 64, t = 1) crosses no network there, where on 8-GPU H100 nodes 56 of 64 ranks are elsewhere.
+    # GB300 NVL72 (its row: issue 36's, with issue 35's matmul figures): "9 NVSwitch trays for full non-blocking
+    # P2P connectivity of all 72 Blackwell Ultra GPUs" (NVIDIA's NVL72 reference architecture): an expert-parallel
+    # group of 64 fits in one NVLink domain, so DeepSeek-V3's all-to-all (e = 64, t = 1) crosses no network there,
+    # where on 8-GPU H100 nodes 56 of 64 ranks are elsewhere.
     from tfcost.costs import parallel
 
     gb300 = load_gpu("gb300")

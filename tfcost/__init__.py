@@ -9,7 +9,7 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-API = ("estimate", "train", "serve", "plan_train", "plan_serve")
+API = ("estimate", "train", "serve", "plan_train", "plan_serve", "fit")
 __all__ = ["__version__", *API]
 
 

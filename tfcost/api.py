@@ -148,7 +148,12 @@ def override_texts(overrides: Overrides | None) -> tuple[str, ...]:
     raise usage(f"overrides: expected KEY=VALUE texts or a mapping, not {shown(overrides)}")
 
 
-OPTION_NAMES = {"seq_len": "seq", "lora_rank": "lora"}  # setup fields whose option is not the field's name
+OPTION_NAMES = {
+    "seq_len": "seq",
+    "lora_rank": "lora",
+    "ram_bandwidth_gb_per_s": "ram-bandwidth",
+    "ram_gib": "ram",
+}  # setup fields whose option is not the field's name
 
 
 def option_name(field: str) -> str:
@@ -508,3 +513,113 @@ def count(value: int | str, name: str) -> int:
 
 # What the package offers at its top level (tfcost/__init__.py reads this, lazily).
 __all__ = ["estimate", "plan_serve", "plan_train", "serve", "train"]
+
+
+def fit(
+    model: str | None = None,
+    *,
+    config: str | None = None,
+    overrides: Overrides | None = None,
+    gpu: str = "rtx-4090",
+    ram: str | float | None = None,
+    strict: bool = False,
+    lenient: bool = False,
+    revision: str | None = None,
+    **setup: Any,
+) -> Any:
+    """`tfcost fit`: a model under llama.cpp (ollama, LM Studio) on one's own GPUs: -ngl and the split across GPUs,
+    the largest context that fits, prompt and generation tokens/s (a tfcost.reports.local.LocalReport).
+
+    `model` is a preset, a config or a .gguf file (priced from its own tensors); `ram` the host's memory ("64G",
+    or GiB as a number; a unified-memory machine: its memory). Every other keyword is a field of
+    `tfcost.schema.LocalSetup` (quant, kv_dtype, ctx, gpus, gpu_layers, ram_bandwidth_gb_per_s, ubatch,
+    flash_attn, prompt, depth, memory_efficiency, compute_efficiency).
+    """
+    from tfcost.core.model import model_of
+    from tfcost.costs.local import FILE_TYPES, parse_memory_gib
+    from tfcost.errors import UsageError
+    from tfcost.readers.presets import load_gpu
+    from tfcost.reports.local import fit_report
+    from tfcost.schema import LocalSetup
+
+    fields = dict(setup)
+    if ram is not None:
+        try:
+            fields["ram_gib"] = parse_memory_gib(ram)
+        except ValueError as error:
+            raise UsageError(f"--ram: {error}") from None
+    if isinstance(fields.get("quant"), str):
+        fields["quant"] = fields["quant"].upper()
+        if fields["quant"] not in FILE_TYPES:
+            raise UsageError(
+                f"--quant: unknown GGUF file type '{fields['quant'][:40]}'; known: {', '.join(FILE_TYPES)}"
+            )
+    chosen = validated(LocalSetup, **given(**fields))
+    asked = request(model, config, overrides, strict, lenient, revision)
+    source = asked.source()
+    spec = load_gpu(gpu)
+    stored = source.stored
+    tensors = None
+    stored_type = None
+    if stored is not None and stored.gguf_metadata:
+        tensors = [(tensor.name, tensor.nbytes) for tensor in stored.tensors]
+        stored_type = gguf_file_type(stored.gguf_metadata)
+    name = source.shape.name
+    return fit_report(name, model_of(source.shape), spec, chosen, tensors, stored_type)
+
+
+def gguf_file_type(metadata: dict[str, Any]) -> str | None:
+    """A GGUF file's `general.file_type` by llama-quantize's name (gguf's LlamaFileType), or None."""
+    value = metadata.get("general.file_type")
+    if not isinstance(value, int) or isinstance(value, bool):
+        return None
+    from gguf import LlamaFileType
+
+    try:
+        return LlamaFileType(value).name.removeprefix("MOSTLY_")
+    except ValueError:
+        return None
+
+
+__all__.append("fit")  # `tfcost fit`, beside the list above
+
+
+def max_train_seq(model: str | None = None, *, gpu: str = "h100-sxm", limit: int | None = None, **options: Any) -> Any:
+    """`tfcost train --max-seq`: the longest sequence T a training setup fits at (a tfcost.reports.max_seq
+    MaxSeqReport): every other option as `train` takes it, T searched from 1 to `limit` (default: the model's own
+    context), memory per GPU growing with T. `max_seq` is None when not even one token fits."""
+    from tfcost.errors import UsageError
+    from tfcost.reports.max_seq import MaxSeqReport
+    from tfcost.reports.train import TrainReport
+
+    options.pop("seq", None)
+    tokens = options.pop("tokens", None) or 10**9  # D changes time, not memory
+    asked = request(
+        model, options.get("config"), options.get("overrides"), options.get("strict", False),
+        options.get("lenient", False), options.get("revision"),
+    )  # fmt: skip
+    high = limit if limit is not None else asked.source().shape.max_seq_len
+
+    def report_at(seq: int) -> TrainReport:
+        result = train(model, gpu=gpu, seq=seq, tokens=tokens, **options)
+        if not isinstance(result, TrainReport):
+            raise UsageError("--max-seq is searched with tfcost's own formulas, not the transformers engine")
+        return result
+
+    low = 1 if report_at(1).memory_per_gpu.fits else None
+    if low is not None:
+        top = high
+        while low < top:  # the largest T that fits: memory grows with T
+            middle = (low + top + 1) // 2
+            if report_at(middle).memory_per_gpu.fits:
+                low = middle
+            else:
+                top = middle - 1
+    at = report_at(low if low is not None else 1)
+    return MaxSeqReport(
+        model=at.model, gpu=at.gpu, max_seq=low, searched_to=high, setup=at.setup,
+        memory_per_gpu_bytes=at.memory_per_gpu.total_bytes,
+    )  # fmt: skip
+
+
+__all__.append("max_train_seq")

@@ -801,6 +801,19 @@ class GpuSpec(Frozen):
         None, gt=0, description="device memory the driver reports (what vLLM budgets from), GiB; null: memory_gib"
     )
     notes: str | None = Field(None, description="caveats: conflicting sources, unverified figures")
+    unified_memory: bool = Field(
+        False, description="the GPU shares the host's memory (Apple M-series, DGX Spark, Strix Halo): memory_gib is it"
+    )
+    gpu_memory_share: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="unified memory only: the share of it the OS lets the GPU wire by default (Metal's "
+        "recommendedMaxWorkingSetSize over the machine's memory); null: all of it",
+    )
+    host_link_gb_per_s: float | None = Field(
+        None, gt=0, description="the link to the host's memory (PCIe x16), one direction, 10^9 B/s; null: unknown"
+    )
 
 
 # selective: Korthikanti et al. 2022's (the attention scores recomputed); selective-op: torchtitan's op-level policy
@@ -818,8 +831,10 @@ Offload = Literal["none", "optimizer", "params"]
 MemoryConvention = Literal["zero", "deepspeed", "megatron"]
 # How the loss holds the logits: chunked (upcast and log-softmaxed a chunk at a time: torchtune, LitGPT), full (one
 # fp32 cross-entropy over all of them: torchtitan, transformers) or compiled (the upcast compiled with the loss, the
-# fp32 copy released: torchtune under compile=True)
-Loss = Literal["chunked", "full", "compiled"]
+# fp32 copy released: torchtune under compile=True), or fused (the output head and the loss in one kernel that never
+# holds more than a chunk of logits: Liger's FusedLinearCrossEntropy, as Unsloth's and Cut Cross-Entropy also avoid
+# the logits)
+Loss = Literal["chunked", "full", "compiled", "fused"]
 # When FSDP (ZeRO-3) frees a layer's gathered weights after its forward (torchtitan's
 # --parallelism.fsdp_reshard_after_forward): always, never (kept gathered until the backward), or default (never
 # under pipeline parallelism, else always)
@@ -956,7 +971,8 @@ class TrainingSetup(Frozen):
         "chunked",
         description="chunked: the fp32 log-probabilities alone at the loss (4sbV/t); full: one fp32 cross-entropy over "
         "all the logits, 3 x that at the backward's peak (torchtitan); compiled: the upcast compiled with the loss, "
-        "the bf16 logits alone (2sbV/t; torchtune under compile=True)",
+        "the bf16 logits alone (2sbV/t; torchtune under compile=True); fused: the head and the loss in one chunked "
+        "kernel (Liger's FusedLinearCrossEntropy), its input gradient and one chunk's fp32 logits",
     )
     reshard_after_forward: ReshardAfterForward = Field(
         "default",
@@ -1289,3 +1305,30 @@ class Interval(Frozen):
     high_factor: float = Field(description="the same at the 90th percentile")
     low: float | None = Field(None, description="the predicted figure times low_factor")
     high: float | None = Field(None, description="the predicted figure times high_factor")
+
+
+# llama.cpp's KV cache types (--cache-type-k / --cache-type-v): ggml types, block-quantized but f16 and f32
+LocalKvType = Literal["f16", "bf16", "f32", "q8_0", "q5_1", "q5_0", "q4_1", "q4_0", "iq4_nl"]
+
+
+class LocalSetup(Frozen):
+    """How a model runs on one's own machine under llama.cpp (and ollama and LM Studio on it): the GGUF file type,
+    the KV cache's type, the context, the GPUs and the host's memory (`tfcost fit`)."""
+
+    quant: str = Field("Q4_K_M", description="llama.cpp file type (llama-quantize's name): Q4_K_M, Q8_0, IQ4_XS, ...")
+    kv_dtype: LocalKvType = Field("f16", description="KV cache type of keys and values (-ctk / -ctv)")
+    ctx: Size | None = Field(None, description="context asked for (-c); null: the largest that fits, as --fit does")
+    gpus: Size = Field(1, description="GPUs, layers split across them (llama.cpp's default --split-mode layer)")
+    gpu_layers: SizeOrZero | None = Field(None, description="layers on the GPUs (-ngl); null: as many as fit")
+    ram_gib: float | None = Field(
+        None, gt=0, le=1e6, description="host memory, GiB (a unified-memory machine: its memory); null: enough"
+    )
+    ram_bandwidth_gb_per_s: float = Field(
+        89.6, gt=0, le=1e5, description="host memory bandwidth, 10^9 B/s (default: two channels of DDR5-5600)"
+    )
+    ubatch: Size = Field(512, description="physical batch (-ub): llama.cpp's default 512")
+    flash_attn: bool = Field(True, description="flash attention (-fa; llama.cpp's 'auto' turns it on for CUDA, Metal)")
+    prompt: Size = Field(512, description="prompt tokens timed (llama-bench's pp512)")
+    depth: SizeOrZero = Field(0, description="tokens already in the cache when timing (llama-bench's -d)")
+    memory_efficiency: float = Field(0.9, ge=MIN_UTILIZATION, le=1, description="fraction of peak bandwidth reached")
+    compute_efficiency: float = Field(0.7, ge=MIN_UTILIZATION, le=1, description="fraction of peak FLOP/s reached")

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 BaseModelT = TypeVar("BaseModelT", bound="BaseModel")
 
 # Each command module registers its commands on the app when imported; this is the order --help lists them in.
-COMMAND_MODULES = ("listing", "estimate", "check", "train", "serve", "sweep", "measure", "plan", "inspect")
+COMMAND_MODULES = ("listing", "estimate", "check", "train", "serve", "fit", "sweep", "measure", "plan", "inspect")
 # The module that registers each command (or group) by the name a user types. A run of one command imports its
 # module alone: the others' imports and option declarations cost ~3 ms of every start-up. tests/test_cli.py checks
 # this against what the modules register.
@@ -54,6 +54,7 @@ MODULE_OF = {
     "import": "check",
     "train": "train",
     "serve": "serve",
+    "fit": "fit",
     "sweep": "sweep",
     "measure": "measure",
     "profiles": "measure",

@@ -179,6 +179,23 @@ def train(
     ),
     framework: FrameworkOption = None,
     framework_set: FrameworkSetOption = None,
+    max_seq: Annotated[
+        bool,
+        typer.Option(
+            "--max-seq",
+            help="Instead of one run: the longest --seq this setup fits at (searched up to the model's context).",
+        ),
+    ] = False,
+    max_seq_limit: Annotated[
+        int | None,
+        typer.Option(
+            "--max-seq-limit",
+            parser=parse_length_option,
+            metavar="TOKENS",
+            help="With --max-seq: search up to this many tokens [default: the model's context].",
+            show_default=False,
+        ),
+    ] = None,
     images: Images = 0,
     image_size: ImageSize = None,
     audio_seconds: AudioSeconds = 0,
@@ -196,6 +213,22 @@ def train(
     from tfcost.render.train import engine_train_table, train_table
     from tfcost.reports.train import TrainReport
 
+    if max_seq:
+        from tfcost.render.max_seq import max_seq_table
+
+        longest = api.max_train_seq(
+            model, limit=max_seq_limit, config=config, overrides=overrides, tokens=tokens, gpu=gpu, profile=profile,
+            engine=engine, strict=strict, lenient=lenient, revision=revision, framework=framework,
+            framework_set=framework_set,
+            micro_batch=micro_batch, gpus=gpus, mfu=mfu, hfu=hfu, tflops_per_gpu=tflops_per_gpu,
+            global_batch=global_batch, cp=cp, ep=ep, virtual_stages=virtual_stages, pp_first_layers=pp_first_layers,
+            pp_last_layers=pp_last_layers, zero=zero, tp=tp, pp=pp, sequence_parallel=sequence_parallel,
+            recompute=recompute, optimizer=optimizer, precision=precision, offload=offload,
+            price_per_gpu_hour=price_per_gpu_hour, lora_rank=lora, lora_targets=lora_target_list, qlora=qlora,
+            images=images, image_size=image_size, audio_seconds=audio_seconds,
+        )  # fmt: skip
+        print_report(longest, output, max_seq_table)
+        return
     result = api.train(
         model, config=config, overrides=overrides, tokens=tokens, seq=seq, gpu=gpu, profile=profile, engine=engine,
         explain=explain, strict=strict, lenient=lenient, revision=revision, framework=framework,

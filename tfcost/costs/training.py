@@ -46,6 +46,22 @@ FULL_LOSS_PEAK_LOGITS = 3
 # independently has no difference, as long as we compile the upcasting with the loss" (torchtune PR #1390); the
 # backward needs the bf16 logits themselves, 2sbV/t (a chunk's gradient beside them, 1/8 of that, is left out).
 COMPILED_LOSS_LOGIT_BYTES = 2
+# The head and the loss fused (`--loss fused`): Liger-Kernel's LigerFusedLinearCrossEntropyFunction
+# (src/liger_kernel/ops/fused_linear_cross_entropy.py at e11c2d6) never materializes the logits of every token:
+#     inc_factor = triton.cdiv(V, H)  # (V + H - 1) // H
+#     chunk_size = triton.next_power_of_2(triton.cdiv(BT, inc_factor))
+#     grad_input = torch.zeros_like(_input, device=device)
+#     ...
+#         logits_chunk = _input_chunk @ linear.t()  # chunk_size x V
+#         ...
+#         logits_chunk = logits_chunk.float()
+#     ...
+#     ctx.save_for_backward(grad_input.detach(), grad_linear.detach())
+# so at its peak it holds the input's gradient (BT x H in the compute dtype, kept for the backward) and one chunk's
+# fp32 logits (chunk_size x V, about BT x H by the chunk's choice). grad_linear, the head's gradient, is counted with
+# the gradients when the head trains (later Liger versions allocate it only then: "torch.zeros_like(weight) if
+# weight.requires_grad else None").
+FUSED_LOSS_CHUNK_BYTES = 4
 
 
 def default_seq_len(shape: ModelShape) -> int:
@@ -271,7 +287,49 @@ def activation_bytes_per_gpu(shape: ModelShape, setup: TrainingSetup) -> int:
     layers = layers_activation_bytes(shape, setup)
     if setup.offload_activations:
         layers -= offloaded_activation_bytes(shape, setup)
-    return layers + last_stage_logits_bytes(shape, setup)
+    return layers + loss_or_recompute_bytes(shape, setup)
+
+
+def recompute_working_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
+    """Under full recomputation a layer's backward first runs its forward again with autograd on, so that layer
+    holds what it would save without recomputation until its backward is done (torch.utils.checkpoint: "forward
+    computation in checkpointed regions omits saving tensors for backward and recomputes them during the backward
+    pass"; Unsloth's checkpointer: "with torch.enable_grad(): (output,) = ctx.forward_function(hidden_states,
+    *ctx.args)"): one layer's saved tensors beyond the input already kept. 0 under other policies (not counted)."""
+    if setup.recompute != "full":
+        return 0
+    whole = max(
+        per_layer
+        for _, _, per_layer in activation_bytes_by_layer_kind_of(shape, setup.model_copy(update={"recompute": "none"}))
+    )
+    return max(whole - activation_bytes_per_layer_of(shape, setup), 0)
+
+
+# A gated MLP's backward: PyTorch's derivative of act(gate) * up (tools/autograd/derivatives.yaml at e7cd59c,
+# L840-843: "- name: mul.Tensor(Tensor self, Tensor other) -> Tensor", "self: mul_tensor_backward(grad, other,
+# self.scalar_type())", "other: mul_tensor_backward(grad, self, other.scalar_type())") makes both inputs' gradients
+# from the incoming one, so three hidden-wide gradients are alive at once, beside the layer's saved tensors.
+GATED_MLP_BACKWARD_GRADIENTS = 3
+
+
+def backward_transient_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
+    """The gradients a layer's backward holds beyond what the layers saved: a gated MLP's three hidden-wide ones
+    (GATED_MLP_BACKWARD_GRADIENTS) in the activations' dtype, the hidden units split over t. 0 for other MLPs (not
+    counted)."""
+    if shape.mlp != "gated":
+        return 0
+    tokens = setup.micro_batch * setup.seq_len // setup.cp
+    element = activations.ACTIVATION_BYTES[setup.precision]
+    return GATED_MLP_BACKWARD_GRADIENTS * tokens * ceil_div(mlp_hidden_width(shape), setup.tp) * element
+
+
+def loss_or_recompute_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
+    """What the busiest GPU holds beside the layers' saved tensors at its peak: the loss's logit tensors (at the
+    loss's backward, before any layer's) or, later, a layer's backward: its gradients in flight
+    (backward_transient_bytes) and, when fully recomputed, its tensors; whichever is larger: the loss's are freed
+    once the head's backward has used their gradient."""
+    layer = recompute_working_bytes(shape, setup) + backward_transient_bytes(shape, setup)
+    return max(last_stage_logits_bytes(shape, setup), layer)
 
 
 def layers_activation_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
@@ -321,7 +379,20 @@ def last_stage_logits_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
     fp32 = logits_bytes(shape, setup.seq_len // setup.cp, setup.micro_batch, setup.tp)
     if setup.loss == "compiled":
         return fp32 * COMPILED_LOSS_LOGIT_BYTES // LOGIT_BYTES
+    if setup.loss == "fused":
+        return fused_loss_bytes(shape, setup) if fp32 else 0
     return FULL_LOSS_PEAK_LOGITS * fp32 if setup.loss == "full" else fp32
+
+
+def fused_loss_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
+    """What a fused head-and-loss kernel holds (`--loss fused`, FUSED_LOSS_CHUNK_BYTES): the input's gradient, BT x H
+    in the activations' dtype, and one chunk of next_power_of_2(ceil(BT / ceil(V / H))) tokens' fp32 logits; the
+    vocabulary split over t as the head is."""
+    tokens = setup.micro_batch * setup.seq_len // setup.cp
+    width, vocab = shape.d_model, shape.vocab_size
+    chunk = min(tokens, 1 << max(ceil_div(tokens, ceil_div(vocab, width)) - 1, 0).bit_length())
+    element = activations.ACTIVATION_BYTES[setup.precision]
+    return tokens * width * element + ceil_div(FUSED_LOSS_CHUNK_BYTES * chunk * vocab, setup.tp)
 
 
 def trainable_params(shape: ModelShape, setup: TrainingSetup) -> int:

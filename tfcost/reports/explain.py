@@ -670,10 +670,11 @@ def train_memory_lines(
         for block, _, per_layer in activations_by_kind:
             out += activation_lines(shape, setup, block, per_layer)
         working = " + ".join(f"{number(count)}·{number(per_layer)}" for _, count, per_layer in activations_by_kind)
-        formula = "Σ layer kinds: layers x one layer's saved tensors + logits at the loss (4sbV/t, --loss)"
+        at_loss = "logits at the loss (4sbV/t, --loss) or a fully recomputed layer's tensors, the larger"
+        formula = f"Σ layer kinds: layers x one layer's saved tensors + {at_loss}"
         if setup.offload_activations:  # the rest of the layers' are on the host
             working = number(max(per_layer for _, _, per_layer in activations_by_kind))
-            formula = "the largest layer's saved tensors (the others offloaded) + logits at the loss (4sbV/t, --loss)"
+            formula = f"the largest layer's saved tensors (the others offloaded) + {at_loss}"
         out.append(
             line(
                 "activations per GPU",

@@ -67,7 +67,7 @@ class TrainMemory(Section):
     optimizer_bytes: int = quantity("optimizer states = N x bytes / (tp x pp) [/ N_d at ZeRO-1+]", "bytes")
     activations_per_layer_bytes: int = quantity("activations, one layer (Korthikanti)", "bytes")
     logits_bytes: int = quantity("logits at the loss, 4sbV/t: x3 --loss full, /2 compiled (last stage)", "bytes")
-    activations_bytes: int = quantity("activations = one layer x L (+ logits if pp = 1)", "bytes")
+    activations_bytes: int = quantity("activations = one layer x L (+ logits or a recomputed layer if pp = 1)", "bytes")
     total_bytes: int = quantity("total = weights + gradients + optimizer + activations", "bytes")
     cuda_context_bytes: int = quantity("CUDA context (assumed; --cuda-context-gib)", "bytes")
     allocator_reserve_bytes: int = quantity("allocator reserve (assumed share; --allocator-reserve)", "bytes")
@@ -149,7 +149,7 @@ def train(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup, explained: bool
         assumed_mfu = training.run_mfu(setup) if step is None else None
         lines = train_lines(
             shape, setup, model_flops, None if assumed_mfu is None else (seconds, peak, assumed_mfu), held,
-            training.activation_bytes_by_layer_kind_of(shape, setup), training.last_stage_logits_bytes(shape, setup),
+            training.activation_bytes_by_layer_kind_of(shape, setup), training.loss_or_recompute_bytes(shape, setup),
             None if step is None else gpu,
         )  # fmt: skip
     return TrainReport(
