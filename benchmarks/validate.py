@@ -51,6 +51,7 @@ CATEGORIES = [
     "local_inference",
     "finetune_memory",
     "serving_load",
+    "moe_step_time",
 ]
 HALVES = [("fitted", False), ("held out", True)]
 

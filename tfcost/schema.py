@@ -883,8 +883,22 @@ class TrainingSetup(Frozen):
         None, description="layers of the last pipeline stage (Megatron --decoder-last-pipeline-num-layers)"
     )
     virtual_stages: Size = Field(1, description="v: model chunks per pipeline stage (interleaved 1F1B)")
+    pp_layout: str | None = Field(
+        None,
+        max_length=1000,
+        description="the layers of every pipeline chunk as Megatron-Core's --pipeline-model-parallel-layout says them: "
+        "chunks split by '|', E the embedding, t a transformer layer, m a multi-token-prediction layer, L the loss, "
+        "'(...)*n' and 'x*n' repeats (DeepSeek-V3 on 8 stages of 4 chunks: 'Et|(tt|)*30mL')",
+    )
     cp: Size = Field(1, description="context-parallel size: each sequence split over cp GPUs")
     ep: Size = Field(1, description="expert-parallel size: each MoE layer's routed experts split over ep GPUs")
+    etp: Size | None = Field(
+        None,
+        description="expert-tensor-parallel size: each routed expert's matrices split over etp GPUs, the experts' "
+        "layout folded over tp x cp x data-parallel apart from the attention's (Megatron-Core's "
+        "--expert-tensor-parallel-size, 'MoE parallel folding', arXiv 2504.14960); default: tp, as Megatron-Core "
+        "defaults it",
+    )
     images: Images = 0
     image_size: ImageSide = None
     audio_seconds: AudioSeconds = 0
@@ -926,6 +940,27 @@ class TrainingSetup(Frozen):
     )
     ep_overlap: bool = Field(
         False, description="expert all-to-alls overlapped with another micro-batch's compute (DualPipe, Megatron-Core)"
+    )
+    moe_node_limit: SizeOrZero = Field(
+        0,
+        description="node-limited routing: each token goes to experts on at most M nodes, sent once to each node "
+        "and forwarded inside it over NVLink (DeepSeek-V3 with DeepEP: 'we limit each token to be dispatched to at "
+        "most 4 nodes', report §3.2.2); 0: no limit, every copy sent to its expert's GPU (Megatron-Core's all-to-all)",
+    )
+    moe_capacity_factor: float = Field(
+        0,
+        ge=0,
+        le=64,
+        description="each expert's tokens padded to capacity = factor x k x tokens / E (Megatron-Core's "
+        "--moe-expert-capacity-factor with --moe-pad-expert-input-to-capacity): the all-to-alls and expert GEMMs "
+        "move and run that many rows; 0: dropless, the tokens routed",
+    )
+    moe_load_imbalance: float = Field(
+        1.0,
+        ge=1,
+        le=64,
+        description="routed tokens of the busiest expert-parallel rank over the mean (an assumption: 1, balanced, "
+        "as DeepSeek's profile-data runs 'an absolutely balanced MoE routing strategy'); the step waits for it",
     )
     price_per_gpu_hour: float | None = Field(None, ge=0, le=1e6, description="price of one GPU-hour, for the cost line")
     grid_gco2_per_kwh: float | None = Field(
@@ -1039,6 +1074,19 @@ class TrainingSetup(Frozen):
     def data_parallel(self) -> int:
         """N_d: model replicas, each spread over tp x pp x cp GPUs."""
         return self.gpus // (self.tp * self.pp * self.cp)
+
+    @property
+    def expert_tp(self) -> int:
+        """The routed experts' tensor-parallel size: etp, else tp (Megatron-Core's parallel_state: "if
+        expert_tensor_parallel_size is None: expert_tensor_parallel_size = tensor_model_parallel_size")."""
+        return self.etp or self.tp
+
+    @property
+    def expert_data_parallel(self) -> int:
+        """The routed experts' data-parallel size, what their gradients are reduced and ZeRO shards them over:
+        gpus / (etp x ep x pp) (Megatron-Core's parallel_state: "expert_data_parallel_size = world_size //
+        expert_tensor_model_pipeline_parallel_size")."""
+        return max(1, self.gpus // (self.expert_tp * self.ep * self.pp))
 
 
 WeightsDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"]
@@ -1269,6 +1317,9 @@ TRAINING_CONVENTIONS = frozenset(
         "logit_metrics",
         "dp_overlap",
         "ep_overlap",
+        "moe_node_limit",
+        "moe_capacity_factor",
+        "moe_load_imbalance",
         "reduce_every_micro_batch",
         "accumulate_unsharded",
         "reshard_after_forward",

@@ -100,9 +100,26 @@ def train(
     ep: Annotated[
         int, typer.Option("--ep", min=1, help="Expert-parallel size (routed experts over ep GPUs).")
     ] = default(TrainingSetup, "ep"),
+    etp: Annotated[
+        int | None,
+        typer.Option(
+            "--etp",
+            min=1,
+            help="Expert-tensor-parallel size: each routed expert over etp GPUs, folded over tp x cp x dp "
+            "(Megatron-Core's --expert-tensor-parallel-size) [default: tp].",
+        ),
+    ] = None,
     virtual_stages: Annotated[
         int, typer.Option("--virtual-stages", min=1, help="Model chunks per pipeline stage (interleaved 1F1B).")
     ] = default(TrainingSetup, "virtual_stages"),
+    pp_layout: Annotated[
+        str | None,
+        typer.Option(
+            "--pp-layout",
+            help="Every pipeline chunk's layers as Megatron-Core's --pipeline-model-parallel-layout says them "
+            "(E embedding, t layer, m MTP, L loss, '|' between chunks, (...)*n repeats).",
+        ),
+    ] = None,
     pp_first_layers: Annotated[
         int | None, typer.Option("--pp-first-layers", help="Layers of the first pipeline stage (Megatron).")
     ] = None,
@@ -221,7 +238,8 @@ def train(
         explain=explain, strict=strict, lenient=lenient, revision=revision, framework=framework,
         framework_set=framework_set,
         micro_batch=micro_batch, gpus=gpus, mfu=mfu, hfu=hfu, tflops_per_gpu=tflops_per_gpu,
-        global_batch=global_batch, cp=cp, ep=ep, virtual_stages=virtual_stages, pp_first_layers=pp_first_layers,
+        global_batch=global_batch, cp=cp, ep=ep, etp=etp, virtual_stages=virtual_stages,
+        pp_layout=pp_layout, pp_first_layers=pp_first_layers,
         pp_last_layers=pp_last_layers, zero=zero, tp=tp, pp=pp, sequence_parallel=sequence_parallel,
         recompute=recompute, optimizer=optimizer, precision=precision, offload=offload,
         price_per_gpu_hour=price_per_gpu_hour, grid_gco2_per_kwh=grid_gco2_per_kwh,

@@ -47,17 +47,20 @@ def plan_train_table(report: TrainPlanReport, markdown: bool = False) -> None:
     )
     costed = any(layout.cost is not None for layout in report.layouts)
     table = new_table(markdown, title=title, title_justify="left")
-    for header in ("#", "tp", "pp", "cp", "dp", "ep", "v", "ZeRO", "recompute", "b", "offload", "step", "days",
-                   "MFU", "memory/GPU", "main term", *(["cost"] if costed else [])):  # fmt: skip
+    experts = any(layout.etp is not None for layout in report.layouts)  # the etp column where a layout sets it
+    headers = ("#", "tp", "pp", "cp", "dp", "ep", *(["etp"] if experts else []), "v", "ZeRO", "recompute", "b",
+               "offload", "step", "days", "MFU", "memory/GPU", "main term", *(["cost"] if costed else []))  # fmt: skip
+    for header in headers:
         text = header in ("recompute", "offload", "main term")
         table.add_column(header, justify="left" if text else "right", no_wrap=header != "main term")
-    optional_columns(table, "v", "cp", "ep", "offload", "b", "main term", "dp", "cost", "days")
+    optional_columns(table, "v", "cp", "ep", "etp", "offload", "b", "main term", "dp", "cost", "days")
     for index, layout in enumerate(report.layouts, 1):
         stages = f"{layout.pp}" if layout.pp_first_layers is None and layout.pp_last_layers is None else (
             f"{layout.pp} ({layout.pp_first_layers or '='}|{layout.pp_last_layers or '='})"
         )  # fmt: skip
         table.add_row(
             str(index), str(layout.tp), stages, str(layout.cp), f"{layout.dp:,}", str(layout.ep),
+            *([str(layout.tp if layout.etp is None else layout.etp)] if experts else []),
             str(layout.virtual_stages), str(layout.zero), layout.recompute, str(layout.micro_batch), layout.offload,
             human(layout.step_seconds, "seconds"), f"{layout.days:,.2f}", human(layout.mfu, "fraction"),
             human(layout.memory_per_gpu_bytes, "bytes"), layout.main_term,
@@ -67,7 +70,9 @@ def plan_train_table(report: TrainPlanReport, markdown: bool = False) -> None:
     notes = [
         f"Searched {report.searched:,} layouts; {report.feasible:,} fit. Rejected: {rejected_line(report.rejected)}.",
         "step: predicted (Calculon's method, as `train` predicts it), the busiest pipeline stage; main term: its "
-        "largest part. pp (first|last): Megatron's uneven first and last stages. Layouts that need offload come "
+        "largest part. pp (first|last): Megatron's uneven first and last stages."
+        + (" etp: the experts' own tensor parallelism (Megatron-Core's folded layout)." if experts else "")
+        + " Layouts that need offload come "
         "last: the step time does not price their host traffic. How the search works: docs/plan.md.",
         *(
             [

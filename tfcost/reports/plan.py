@@ -39,6 +39,7 @@ class TrainPlanLayout(Frozen):
     dp: int
     cp: int
     ep: int
+    etp: int | None  # the routed experts' tensor-parallel size; None: tp's (Megatron-Core's default)
     virtual_stages: int
     zero: int
     recompute: str
@@ -79,7 +80,7 @@ class TrainPlanReport(Frozen, PricedUnder):
 def train_layout(layout: search.TrainLayout) -> TrainPlanLayout:
     s = layout.setup
     return TrainPlanLayout(
-        tp=s.tp, pp=s.pp, dp=s.data_parallel, cp=s.cp, ep=s.ep, virtual_stages=s.virtual_stages, zero=s.zero,
+        tp=s.tp, pp=s.pp, dp=s.data_parallel, cp=s.cp, ep=s.ep, etp=s.etp, virtual_stages=s.virtual_stages, zero=s.zero,
         recompute=s.recompute, micro_batch=s.micro_batch, global_batch=parallel.global_batch(s), offload=s.offload,
         step_seconds=layout.step_seconds, days=layout.days, mfu=layout.mfu,
         memory_per_gpu_bytes=layout.memory_per_gpu_bytes, pp_first_layers=s.pp_first_layers,

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from pydantic import Field
 
 from tfcost.core import flops, params
-from tfcost.core.blocks import layer_count
 from tfcost.costs import energy, engine_memory, finetune, fit, images, parallel, step_time, throughput, training
 from tfcost.hardware import rates as hardware
 from tfcost.reports.base import PricedUnder, Section, SourceNotes, quantity
@@ -152,7 +151,7 @@ def train(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup, explained: bool
     hours = training.gpu_hours(seconds, setup.gpus)
     energy_kwh = energy.gpu_hours_kwh(gpu, hours)
     mfu = throughput.utilization(model_flops, seconds, setup.gpus, peak)
-    stages = parallel.stage_layers(layer_count(shape), setup.pp, setup.pp_first_layers, setup.pp_last_layers)
+    stages = parallel.setup_stages(shape, setup)
     m = parallel.micro_batches(setup)
     held = engine_memory.with_eager_norms(training.memory_per_gpu(shape, setup), shape, setup)
     overhead = fit.overhead_bytes(hardware.memory_bytes(gpu), setup.cuda_context_gib, setup.allocator_reserve)
