@@ -54,6 +54,8 @@ ADDED |= {
 }
 
 # Keys issue 15 added to serve: the expected times beside the bound, the bound's per-sequence rates, the profile.
+# issue 35: Megatron-Core's expert layout and pipeline layout string, and the MoE routing conventions
+ADDED |= {f"setup.{key}" for key in ("etp", "pp_layout", "moe_node_limit", "moe_capacity_factor", "moe_load_imbalance")}
 ADDED |= {"intervals"}  # issue 34: each predicted figure's error bar from the validation suite
 ADDED |= {"framework"}  # issue 34: the framework whose conventions priced the run (tfcost's defaults when none)
 ADDED |= {"engine"}  # issue 14: which engine answered ("analytic" here)
