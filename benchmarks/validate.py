@@ -42,7 +42,17 @@ ERROR_BARS = ROOT / "presets" / "validation-errors.json"
 RATE_FIELDS = ("tokens_per_s", "time.gpu_hours * 3600)", "flops_per_s", "model_utilization")
 # Only categories with this many compared runs get an error bar; a framework, this many of its own.
 MIN_RUNS = 5
-CATEGORIES = ["serving", "training_memory", "step_time", "kv_capacity", "flops", "local_inference", "finetune_memory"]
+CATEGORIES = [
+    "serving",
+    "training_memory",
+    "step_time",
+    "kv_capacity",
+    "flops",
+    "local_inference",
+    "finetune_memory",
+    "serving_load",
+    "moe_step_time",
+]
 HALVES = [("fitted", False), ("held out", True)]
 
 OPERATORS: dict[type, Callable[[float, float], float]] = {
@@ -314,6 +324,10 @@ def markdown(cases: list[dict[str, Any]], predictions: dict[str, float | str]) -
         "#23's command was changed to no activation checkpointing, from its table's own figures (both A6000 rows'",
         "memory, and a rate the card cannot reach with it), after its figure had been seen: fitted step time",
         "10.24% -> 8.27% (its recompute_source says why).",
+        "The serving_load category (#124-#157, 8 December: SGLang, vLLM and NVIDIA NIM at a stated request rate or",
+        "concurrency, TTFT and TPOT apart) prices `serve --concurrency/--rate`'s simulated scheduler; nothing was",
+        "fitted to it; the vLLM rows' scheduler settings (--framework-set) were set after the SGLang rows' figures had",
+        "been seen.",
         "An outside set the project has never seen is the real test.",
         "",
     ]

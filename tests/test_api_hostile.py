@@ -16,7 +16,7 @@ PRESETS = Path(__file__).parent.parent / "presets" / "models"
 WRONG = [0, 1.5, math.nan, "", [], ["x"], {"a": 1}, object(), b"x", True]
 ARGUMENTS = {
     "estimate": ["model", "config", "overrides", "seq", "batch", "dtype", "gpu", "engine", "strict", "lenient",
-                 "revision", "images", "image_size", "audio_seconds"],
+                 "revision", "images", "image_size", "audio_seconds", "explain", "crossovers"],
     "train": ["model", "config", "overrides", "tokens", "seq", "gpu", "profile", "engine", "strict", "revision",
               "gpus", "zero", "micro_batch", "lora_targets", "no_such_option"],
     "serve": ["model", "overrides", "gpu", "profile", "engine", "gpus", "batch", "prompt", "weights_dtype"],
@@ -61,6 +61,9 @@ def test_a_path_object_is_a_model_as_its_text_is():
         (lambda: tfc.estimate(42), "model: expected a preset name, a path or a Hub id"),
         (lambda: tfc.estimate("gpt2-small", overrides=7), "overrides: expected KEY=VALUE texts or a mapping"),
         (lambda: tfc.estimate("gpt2-small", strict="yes"), "strict: expected True or False"),
+        (lambda: tfc.estimate("gpt2-small", explain="no"), "explain: expected True or False"),
+        (lambda: tfc.estimate("gpt2-small", crossovers=0), "crossovers: expected True or False"),
+        (lambda: tfc.serve("gpt2-small", explain=1), "explain: expected True or False"),
         (lambda: tfc.serve("gpt2-small", gpu=None), "gpu: expected a GPU's name"),
         (lambda: tfc.train("gpt2-small", profile=3), "profile: expected a saved profile's name"),
         (lambda: tfc.estimate("gpt2-small", image_size=448), "--image-size sizes the images --images puts"),

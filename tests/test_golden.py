@@ -54,6 +54,8 @@ ADDED |= {
 }
 
 # Keys issue 15 added to serve: the expected times beside the bound, the bound's per-sequence rates, the profile.
+# issue 35: Megatron-Core's expert layout and pipeline layout string, and the MoE routing conventions
+ADDED |= {f"setup.{key}" for key in ("etp", "pp_layout", "moe_node_limit", "moe_capacity_factor", "moe_load_imbalance")}
 ADDED |= {"intervals"}  # issue 34: each predicted figure's error bar from the validation suite
 ADDED |= {"framework"}  # issue 34: the framework whose conventions priced the run (tfcost's defaults when none)
 ADDED |= {"engine"}  # issue 14: which engine answered ("analytic" here)
@@ -83,6 +85,7 @@ ADDED |= {"setup.fsdp2"}  # issue 22: --fsdp2 prices FSDP2's copy-out of its all
 ADDED |= {"setup.fsdp_float8_all_gather"}  # issue 22: FSDP2 gathers FP8 linear weights in float8 (torchao)
 ADDED |= {"setup.async_tp"}  # issue 22: async TP hides part of the TP collectives (torchtitan)
 ADDED |= {"setup.tp_keeps_gathered_input"}  # issue 22: DTensor TP keeps gathered inputs (torchtitan)
+ADDED |= {"time.energy_kwh"}  # issue 39: a run's energy at the board's power (presets/gpus.yaml board_power_w)
 
 PINNED: dict[str, Any] = json.loads(GOLDEN.read_text())
 

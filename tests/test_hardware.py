@@ -162,3 +162,18 @@ def test_a_broken_table_is_one_line_naming_the_file(tmp_path, monkeypatch, text,
         all_gpus()
     message = str(raised.value)
     assert str(tmp_path / "gpus.yaml") in message and complaint in message and "\n" not in message
+
+
+def test_an_nvl72_rack_keeps_expert_traffic_on_nvlink():
+    # GB300 NVL72 (its row: issue 36's, with issue 35's matmul figures): "9 NVSwitch trays for full non-blocking
+    # P2P connectivity of all 72 Blackwell Ultra GPUs" (NVIDIA's NVL72 reference architecture): an expert-parallel
+    # group of 64 fits in one NVLink domain, so DeepSeek-V3's all-to-all (e = 64, t = 1) crosses no network there,
+    # where on 8-GPU H100 nodes 56 of 64 ranks are elsewhere.
+    from tfcost.costs import parallel
+
+    gb300 = load_gpu("gb300")
+    assert gb300.gpus_per_node == 72 and gb300.peak_fp8_tflops == 5000 and gb300.memory_bandwidth_tb_per_s == 8.0
+    setup = TrainingSetup(tokens=10**9, seq_len=4096, gpus=256, pp=4, ep=64)
+    intra, inter = parallel.all_to_all_split(load_model("deepseek-v3"), setup, gb300.gpus_per_node)
+    assert inter == 0 and intra > 0
+    assert parallel.all_to_all_split(load_model("deepseek-v3"), setup, 8)[1] == pytest.approx(intra * 56 / 63)

@@ -148,8 +148,10 @@ def test_expert_parallel_rules():
     mixtral, gpt3 = load_model("mixtral-8x7b"), load_model("gpt3-175b")
     with pytest.raises(UsageError, match="must divide the 8 routed experts"):
         parallel.check_layout(mixtral, TrainingSetup(tokens=1, seq_len=4096, gpus=48, ep=3))
-    with pytest.raises(UsageError, match="must divide data-parallel x cp"):
+    with pytest.raises(UsageError, match=r"etp x ep \(1 x 8\) must divide tp x cp x data-parallel \(4\)"):
         parallel.check_layout(mixtral, TrainingSetup(tokens=1, seq_len=4096, gpus=4, ep=8))
+    with pytest.raises(UsageError, match="--etp needs a mixture-of-experts model"):
+        parallel.check_layout(gpt3, TrainingSetup(tokens=1, seq_len=2048, gpus=8, tp=8, etp=1))
     with pytest.raises(UsageError, match="dense"):
         parallel.check_layout(gpt3, TrainingSetup(tokens=1, seq_len=2048, gpus=8, ep=2))
 
@@ -219,3 +221,110 @@ def test_zero2_under_pipeline_parallelism_holds_the_gradients_as_zero1():
     # The optimizer states stay sharded: ZeRO-2's optimizer bytes are ZeRO-1's.
     held = training.memory_per_gpu(shape, layout(gpus=8, pp=2, zero=2, global_batch=8))
     assert held["optimizer"] == pytest.approx(12 * stage_params / 4, rel=1e-9)
+
+
+def test_experts_fold_over_tensor_and_data_parallelism():
+    # Megatron-Bridge's Qwen3-235B-A22B recipe on 256 H100s, "TP=2 PP=8 VP=4 EP=32" (perf_recipes qwen3_moe): 16
+    # data-parallel replicas of t = 2, so e = 32 is drawn from t x N_d = 32 GPUs a stage with etp = 1. Megatron-Core's
+    # parallel_state (00caa53): "expert_data_parallel_size = world_size // expert_tensor_model_pipeline_parallel_size"
+    # = 256 // (1 x 32 x 8) = 1, and etp defaults to tp: with etp = 2, 2 x 32 = 64 GPUs do not fit in a stage's 32.
+    qwen = load_model("qwen3-235b-a22b")
+    recipe = {
+        "tokens": 10**9,
+        "seq_len": 4096,
+        "gpus": 256,
+        "tp": 2,
+        "pp": 8,
+        "ep": 32,
+        "sequence_parallel": True,
+        "virtual_stages": 4,
+        "pp_first_layers": 11,
+        "pp_last_layers": 11,
+        "global_batch": 2048,
+        "zero": 1,
+    }
+    folded = TrainingSetup(**recipe, etp=1)
+    assert folded.data_parallel == 16 and folded.expert_data_parallel == 1
+    assert parallel.check_layout(qwen, folded) == [11] + [12] * 6 + [11]
+    with pytest.raises(UsageError, match=r"etp x ep \(2 x 32\) must divide tp x cp x data-parallel \(32\)"):
+        parallel.check_layout(qwen, TrainingSetup(**recipe))
+    # Each GPU holds 1/(etp e p) of the routed experts (94 layers x 128 experts x 3 x 4096 x 1536), the rest 1/(t p);
+    # the experts' optimizer states are sharded over the experts' data-parallel group (1 rank), the rest over 16.
+    experts = 94 * 128 * 3 * 4096 * 1536
+    assert parallel.routed_expert_params(qwen) == experts
+    rest = params.total_params(qwen) - experts
+    memory = train(qwen, load_gpu("h100-sxm"), folded).memory_per_gpu
+    assert memory.weights_bytes == -(-2 * rest // 16) + -(-2 * experts // 256)
+    assert memory.optimizer_bytes == -(-12 * rest // (16 * 16)) + -(-12 * experts // 256)
+
+
+def test_all_to_all_counts_the_sequence_parallel_share():
+    # Megatron-Core's dispatcher (token_dispatcher.py at 0014f13): "num_local_tokens: S/TP*B". Qwen3-235B, t = 2 with
+    # sequence parallelism, etp = 1, e = 32: each GPU routes 4096 / 2 = 2,048 tokens to k = 8 experts, d = 4096, bf16,
+    # dispatch + combine, forward + backward. Experts' ranks are etp = 1 apart, so a node of 8 holds 8 of the 32:
+    # 7/32 of the copies over NVLink and 24/32 over the network.
+    qwen = load_model("qwen3-235b-a22b")
+    setup = TrainingSetup(tokens=10**9, seq_len=4096, gpus=256, tp=2, pp=8, ep=32, etp=1, sequence_parallel=True)
+    assert parallel.dispatched_tokens(setup) == 2048
+    copies = 4 * 2048 * 8 * 4096 * 2
+    assert parallel.all_to_all_split(qwen, setup, 8) == (copies * 7 / 32, copies * 24 / 32)
+    assert parallel.expert_tp_bytes(qwen, setup) == 0
+    # etp = 2 (t x N_d = 64 on 512 GPUs): after the all-to-all each rank all-gathers its etp peer's copies and
+    # reduce-scatters them back, forward and backward: 4 x (2 - 1) x 2,048 x 8 copies, d-wide; a node holds 4 ranks.
+    wide = setup.model_copy(update={"gpus": 512, "etp": 2})
+    assert parallel.expert_tp_bytes(qwen, wide) == 4 * 2048 * 8 * 4096 * 2
+    assert parallel.all_to_all_split(qwen, wide, 8) == (copies * 3 / 32, copies * 28 / 32)
+
+
+def test_node_limited_routing_sends_a_token_once_to_each_node():
+    # DeepSeek-V3 §3.2.2: "we limit each token to be dispatched to at most 4 nodes"; with e = 64 over 8 nodes and
+    # k = 8 uniform picks a token reaches 8 (1 - (7/8)^8) = 5.25 nodes in expectation, capped at M = 4, of which 7/8
+    # are other nodes; every copy but the 1/64 on its own GPU crosses NVLink once it lands.
+    deepseek = load_model("deepseek-v3")
+    setup = TrainingSetup(tokens=10**9, seq_len=4096, gpus=2048, pp=16, ep=64, zero=1, pp_first_layers=4,
+                          pp_last_layers=1, moe_node_limit=4)  # fmt: skip
+    token_bytes = 4 * 4096 * 7168 * 2
+    intra, inter = parallel.all_to_all_split(deepseek, setup, 8)
+    assert inter == pytest.approx(token_bytes * 4 * 7 / 8)
+    assert intra == pytest.approx(token_bytes * 8 * 63 / 64)
+    # Padded to capacity (Megatron-Core's get_capacity: capacity_factor x tokens x k / E per expert), the copies grow
+    # by the factor.
+    padded = setup.model_copy(update={"moe_node_limit": 0, "moe_capacity_factor": 1.25})
+    plain = setup.model_copy(update={"moe_node_limit": 0})
+    assert parallel.all_to_all_bytes(deepseek, padded) == pytest.approx(
+        1.25 * parallel.all_to_all_bytes(deepseek, plain), rel=1e-6
+    )
+
+
+def test_token_permutations_are_counted_as_memory_traffic():
+    # Megatron-Core's dispatcher: "permute->A2A(EP)->AG(TP)->sort_chunk(if num_local_experts>1)" and back. DeepSeek-V3,
+    # e = 64 (4 local experts), t = 1, b 1, T 4096: the permute reads and writes 4,096 x 8 rows, the unpermute reads
+    # the 32,768 and writes 4,096, each sort reads and writes 32,768 (twice): 7 x 32,768 + 4,096 rows of 7,168 bf16.
+    deepseek = load_model("deepseek-v3")
+    setup = TrainingSetup(tokens=10**9, seq_len=4096, gpus=2048, pp=16, ep=64, pp_first_layers=4, pp_last_layers=1)
+    assert parallel.permute_bytes(deepseek, setup) == (7 * 32768 + 4096) * 7168 * 2
+    # with e = 256 each GPU holds one expert: no sort
+    one = setup.model_copy(update={"ep": 256})
+    assert parallel.permute_bytes(deepseek, one) == (3 * 32768 + 4096) * 7168 * 2
+    assert parallel.permute_bytes(load_model("gpt3-175b"), setup.model_copy(update={"ep": 1})) == 0
+
+
+def test_a_megatron_pipeline_layout_string_sets_each_stages_layers():
+    # Megatron-Core's parse_str_to_list (pipeline_parallel_layer_layout.py at d98e8a6): 'Example: "Ettt|(tt|)*29,m|L"
+    # will be parsed to [["E","t","t","t"]]+[["t","t"]]*29+[["m"],["L"]]'; chunk i runs on stage i mod p.
+    assert parallel.layout_chunks("Ettt|(tt|)*29,m|L") == ["Ettt"] + ["tt"] * 29 + ["m", "L"]
+    # Megatron-Bridge's DeepSeek-V3 H100 recipe: pp 8, vpp 4, pp_layout "Et|(tt|)*30mL" (deepseek_workload_base_configs
+    # .py): 32 chunks; stage 0 holds chunks 0, 8, 16, 24 = 1 + 2 + 2 + 2 = 7 layers, stage 7 holds 2 + 2 + 2 + 0 = 6,
+    # the others 8: 61 in all, where an even split cannot place 61 layers on 32 chunks.
+    stages = parallel.layout_stages("Et|(tt|)*30mL", 61, 8, 4)
+    assert stages == [7, 8, 8, 8, 8, 8, 8, 6] and sum(stages) == 61
+    deepseek = load_model("deepseek-v3")
+    setup = TrainingSetup(tokens=1, seq_len=4096, gpus=1024, tp=2, pp=8, virtual_stages=4, ep=64, etp=1,
+                          sequence_parallel=True, global_batch=8192, pp_layout="Et|(tt|)*30mL")  # fmt: skip
+    assert parallel.check_layout(deepseek, setup) == stages
+    with pytest.raises(UsageError, match="holds 60 transformer layers"):
+        parallel.layout_stages("Et|(tt|)*29,t|mL", 61, 8, 4)
+    with pytest.raises(UsageError, match="start with the embedding"):
+        parallel.layout_stages("t|(tt|)*30mEL", 61, 8, 4)
+    with pytest.raises(UsageError, match="without --pp-first-layers"):
+        parallel.check_layout(deepseek, setup.model_copy(update={"pp_first_layers": 7}))

@@ -32,7 +32,7 @@ def one_line(run, code: int = 2) -> str:
 @pytest.mark.parametrize("kind", ["train", "serve"])
 def test_a_gpu_count_past_the_cap_is_refused(tfcost, kind):
     message = one_line(tfcost("plan", kind, "llama-3-8b", "--gpus", str(MAX_PLAN_GPUS + 1)))
-    assert f"--gpus: {MAX_PLAN_GPUS + 1:,} is outside the range a plan searches (0 to {MAX_PLAN_GPUS:,})" in message
+    assert f"--gpus: {MAX_PLAN_GPUS + 1:,} is outside the range a plan searches (1 to {MAX_PLAN_GPUS:,})" in message
 
 
 @pytest.mark.parametrize(

@@ -302,7 +302,7 @@ def test_ep_overlap_exposes_what_outlasts_compute_or_the_comm_sms_share():
     deepseek = load_model("deepseek-v3")
     gpu = load_gpu("h800")
     branches = set()
-    for seq_len in (16384, 512):  # at 16,384 tokens MLA's causal attention outlasts the all-to-alls; at 512 not
+    for seq_len in (16384, 1024):  # at 16,384 tokens MLA's causal attention outlasts the all-to-alls; at 1,024 not
         setup = TrainingSetup(tokens=10**9, seq_len=seq_len, gpus=2048, pp=16, ep=64, zero=1, pp_first_layers=4,
                               pp_last_layers=1)  # fmt: skip
         plain = step_time.layer_seconds(deepseek, gpu, setup)
@@ -767,3 +767,39 @@ def test_deepseek_v3_moe_layers_against_deepseeks_training_profile():
                           ep_overlap=True)  # fmt: skip
     layer = step_time.layer_seconds(chunk, load_gpu("h800"), setup)
     assert 4 * sum(layer.values()) == pytest.approx(DEEPSEEK_V3_PROFILE_SECONDS, rel=0.08)
+
+
+def test_expert_tensor_parallel_reshapes_the_grouped_gemms():
+    # Mixtral at b 1, T 4096, t = 2 with sequence parallelism: with etp = t each GPU runs every routed row at half an
+    # expert's width (8,192 rows of 14,336 / 2 x 2 gate + up columns); with etp = 1 ("MoE parallel folding") each GPU
+    # runs whole experts over the tokens its t = 2 attention peers hold between them, halved: 4,096 rows. The FLOPs
+    # on a GPU are the same, the shapes not.
+    mixtral = load_model("mixtral-8x7b")
+    split = {gemm for gemm in step_time.layer_matmuls(mixtral, 1, 2, 4096, 1)[0] if gemm[3] > 1}
+    whole = {gemm for gemm in step_time.layer_matmuls(mixtral, 1, 2, 4096, 1, 1)[0] if gemm[3] > 1}
+    assert split == {(8192, 4096, 14336, 8), (8192, 7168, 4096, 8)}
+    assert whole == {(4096, 4096, 2 * 14336, 8), (4096, 14336, 4096, 8)}
+    assert step_time.layer_matmuls(mixtral, 1, 2, 4096, 1)[3] == step_time.layer_matmuls(mixtral, 1, 2, 4096, 1, 1)[3]
+    # An assumed imbalance of 1.25 (the busiest GPU's routed rows over the mean) scales the routed rows alone.
+    loaded = {gemm for gemm in step_time.layer_matmuls(mixtral, 1, 2, 4096, 1, 1, 1.25)[0] if gemm[3] > 1}
+    assert loaded == {(5120, 4096, 2 * 14336, 8), (5120, 14336, 4096, 8)}
+
+
+def test_expert_gemm_outputs_are_written_at_the_hbm_rate():
+    # The rule against DeepGEMM's dense FP8 table on H800 (deepseek-ai/DeepGEMM README at fea9309, M = 4096): its best
+    # rate, 1520 TFLOPS (N 7168, K 16384), for the FLOPs plus the bf16 output written at 3.35 TB/s gives each row's
+    # rate within 8%: "| 4096 | 32768 |  512  | 775 TFLOPS", "| 4096 | 24576 | 1536  | 1212 TFLOPS", "| 4096 | 4096  |
+    # 7168  | 1410 TFLOPS", "| 4096 | 7168  | 2048  | 1168 TFLOPS".
+    for n, k, measured in ((32768, 512, 775), (24576, 1536, 1212), (4096, 7168, 1410), (7168, 2048, 1168)):
+        flops = 2 * 4096 * n * k
+        seconds = flops / 1520e12 + 4096 * n * 2 / 3.35e12
+        assert flops / seconds / 1e12 == pytest.approx(measured, rel=0.08)
+    # Qwen3-30B-A3B, b 1, T 4096, e 8 (16 local experts), bf16: per layer the fused gate + up GEMM (32,768 rows,
+    # K 2048, N 1536) and the down GEMM (32,768 rows, K 768, N 2048): outputs forward (rows x N) and backward (rows x
+    # K), 2 bytes, and each local expert's weight gradient accumulated in fp32 (read and write, 8 bytes).
+    qwen, gpu = load_model("qwen3-30b-a3b"), load_gpu("h100-sxm")
+    setup = TrainingSetup(tokens=10**9, seq_len=4096, gpus=8, ep=8)
+    written = sum((32768 * n + 32768 * k) * 2 + 16 * k * n * 8 for k, n in ((2048, 1536), (768, 2048)))
+    expected = written / (gpu.memory_bandwidth_tb_per_s * 1e12)
+    assert step_time.expert_gemm_output_seconds(qwen, gpu, setup) == pytest.approx(expected, rel=1e-9)
+    assert step_time.expert_gemm_output_seconds(load_model("llama-3-8b"), gpu, setup.model_copy(update={"ep": 1})) == 0

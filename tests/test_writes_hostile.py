@@ -100,3 +100,19 @@ def test_a_new_file_gets_the_mode_a_plain_write_would_give(tmp_path, monkeypatch
     finally:
         os.umask(old)
     assert (folder / names[0]).stat().st_mode & 0o777 == 0o644
+
+
+@pytest.mark.parametrize("command", [["sweep", "gpt2-small", "--seq", "1k,2k"], ["plan", "serve", "llama-3.1-8b"]])
+def test_matplotlibs_own_warnings_never_reach_stderr(tmp_path, command):
+    """A HOME with no writable folder (here a file: no folder can be made under it, root or not): matplotlib logs
+    two warnings quoting the path while it loads; tfcost says one note of its own instead, and writes the chart."""
+    from conftest import run_tfcost
+
+    home = tmp_path / "home-is-a-file"
+    home.write_text("")
+    target = tmp_path / "chart.png"
+    run = run_tfcost(*command, "--plot", str(target), env={"HOME": str(home)})
+    assert run.code == 0, run.stderr
+    assert "matplotlib warned 2 time(s) while loading" in run.stderr
+    assert "Matplotlib" not in run.stderr and str(home) not in run.stderr and "mkdir" not in run.stderr
+    assert target.stat().st_size > 0

@@ -102,6 +102,13 @@ def request(
     )
 
 
+def check_flags(**flags: object) -> None:
+    """Flags (--explain, the crossovers) true or false, as the command line gives them."""
+    for name, flag in flags.items():
+        if not isinstance(flag, bool):
+            raise usage(f"{name}: expected True or False, not {shown(flag)}")
+
+
 def path_text(value: str | os.PathLike[str] | None, name: str) -> str | None:
     """A model or config given as text or as a path object, as text; anything else one usage error."""
     if value is None or isinstance(value, str):
@@ -241,6 +248,8 @@ def estimate(
     """
     from tfcost.schema import Workload
 
+    check_flags(explain=explain, crossovers=crossovers)
+
     workload = validated(
         Workload,
         **given(
@@ -299,6 +308,8 @@ def train(
     (["loss=full"] or {"loss": "full"}); a keyword given here wins over both.
     """
     from tfcost.schema import TrainingSetup
+
+    check_flags(explain=explain)
 
     used = conventions_of(framework, framework_set, "training")
     fields: dict[str, Any] = {**convention_values(used), **given(**setup)}
@@ -373,12 +384,16 @@ def serve(
 
     Every keyword after the model's is a field of `tfcost.schema.ServingSetup`, named as the command's option with
     underscores (gpus, pp, ep, weights_dtype, kv_dtype, batch, prompt, generate, reserve, compute_efficiency,
-    memory_efficiency, group_size, kv_block, kv_pool, vllm_profile, max_num_seqs); a field not given keeps its
-    default. With a measured `profile` the efficiencies are its own (1.0 over its measured rates). `framework`
-    names the engine and its release ("vllm@0.8", "sglang", `tfcost frameworks`), whose conventions set the setup's
-    convention fields (KV pool, profile run, reserve); `framework_set` overrides them; a keyword given here wins.
+    memory_efficiency, group_size, kv_block, kv_pool, vllm_profile, max_num_seqs; under load: concurrency or rate,
+    requests, length_spread, prefix_hit, speculative, draft_tokens, acceptance, seed, price_per_gpu_hour,
+    grid_gco2_per_kwh); a field not given keeps its default. With a measured `profile` the efficiencies are its own
+    (1.0 over its measured rates). `framework` names the engine and its release ("vllm@0.8", "sglang", `tfcost
+    frameworks`), whose conventions set the setup's convention fields (KV pool, profile run, reserve, the scheduler's
+    step budget); `framework_set` overrides them; a keyword given here wins.
     """
     from tfcost.schema import ServingSetup
+
+    check_flags(explain=explain)
 
     used = conventions_of(framework, framework_set, "serving")
     asked = request(model, config, overrides, strict, lenient, revision)

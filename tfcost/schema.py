@@ -825,6 +825,10 @@ class GpuSpec(Frozen):
     host_link_gb_per_s: float | None = Field(
         None, gt=0, description="the link to the host's memory (PCIe x16), one direction, 10^9 B/s; null: unknown"
     )
+    board_power_w: float | None = Field(
+        None, gt=0, description="the board's power limit (TDP), W: what a compute-bound step draws; null: unsourced"
+    )
+    power_source: str | None = Field(None, description="where the board power was read")
 
 
 # selective: Korthikanti et al. 2022's (the attention scores recomputed); selective-op: torchtitan's op-level policy
@@ -890,8 +894,22 @@ class TrainingSetup(Frozen):
         None, description="layers of the last pipeline stage (Megatron --decoder-last-pipeline-num-layers)"
     )
     virtual_stages: Size = Field(1, description="v: model chunks per pipeline stage (interleaved 1F1B)")
+    pp_layout: str | None = Field(
+        None,
+        max_length=1000,
+        description="the layers of every pipeline chunk as Megatron-Core's --pipeline-model-parallel-layout says them: "
+        "chunks split by '|', E the embedding, t a transformer layer, m a multi-token-prediction layer, L the loss, "
+        "'(...)*n' and 'x*n' repeats (DeepSeek-V3 on 8 stages of 4 chunks: 'Et|(tt|)*30mL')",
+    )
     cp: Size = Field(1, description="context-parallel size: each sequence split over cp GPUs")
     ep: Size = Field(1, description="expert-parallel size: each MoE layer's routed experts split over ep GPUs")
+    etp: Size | None = Field(
+        None,
+        description="expert-tensor-parallel size: each routed expert's matrices split over etp GPUs, the experts' "
+        "layout folded over tp x cp x data-parallel apart from the attention's (Megatron-Core's "
+        "--expert-tensor-parallel-size, 'MoE parallel folding', arXiv 2504.14960); default: tp, as Megatron-Core "
+        "defaults it",
+    )
     images: Images = 0
     image_size: ImageSide = None
     audio_seconds: AudioSeconds = 0
@@ -934,7 +952,35 @@ class TrainingSetup(Frozen):
     ep_overlap: bool = Field(
         False, description="expert all-to-alls overlapped with another micro-batch's compute (DualPipe, Megatron-Core)"
     )
+    moe_node_limit: SizeOrZero = Field(
+        0,
+        description="node-limited routing: each token goes to experts on at most M nodes, sent once to each node "
+        "and forwarded inside it over NVLink (DeepSeek-V3 with DeepEP: 'we limit each token to be dispatched to at "
+        "most 4 nodes', report §3.2.2); 0: no limit, every copy sent to its expert's GPU (Megatron-Core's all-to-all)",
+    )
+    moe_capacity_factor: float = Field(
+        0,
+        ge=0,
+        le=64,
+        description="each expert's tokens padded to capacity = factor x k x tokens / E (Megatron-Core's "
+        "--moe-expert-capacity-factor with --moe-pad-expert-input-to-capacity): the all-to-alls and expert GEMMs "
+        "move and run that many rows; 0: dropless, the tokens routed",
+    )
+    moe_load_imbalance: float = Field(
+        1.0,
+        ge=1,
+        le=64,
+        description="routed tokens of the busiest expert-parallel rank over the mean (an assumption: 1, balanced, "
+        "as DeepSeek's profile-data runs 'an absolutely balanced MoE routing strategy'); the step waits for it",
+    )
     price_per_gpu_hour: float | None = Field(None, ge=0, le=1e6, description="price of one GPU-hour, for the cost line")
+    grid_gco2_per_kwh: float | None = Field(
+        None,
+        gt=0,
+        le=1e5,
+        description="grams of CO2 the grid emits a kWh: the run's energy in CO2",
+        exclude_if=lambda grams: grams is None,
+    )
     lora_rank: Size | None = Field(None, description="r: fine-tune LoRA adapters of this rank on a frozen base")
     lora_targets: tuple[str, ...] = Field(("q", "k", "v", "o"), description="matrices LoRA adapts in each layer")
     qlora: bool = Field(False, description="store the frozen base in NF4 with double quantisation (QLoRA)")
@@ -1040,6 +1086,19 @@ class TrainingSetup(Frozen):
         """N_d: model replicas, each spread over tp x pp x cp GPUs."""
         return self.gpus // (self.tp * self.pp * self.cp)
 
+    @property
+    def expert_tp(self) -> int:
+        """The routed experts' tensor-parallel size: etp, else tp (Megatron-Core's parallel_state: "if
+        expert_tensor_parallel_size is None: expert_tensor_parallel_size = tensor_model_parallel_size")."""
+        return self.etp or self.tp
+
+    @property
+    def expert_data_parallel(self) -> int:
+        """The routed experts' data-parallel size, what their gradients are reduced and ZeRO shards them over:
+        gpus / (etp x ep x pp) (Megatron-Core's parallel_state: "expert_data_parallel_size = world_size //
+        expert_tensor_model_pipeline_parallel_size")."""
+        return max(1, self.gpus // (self.expert_tp * self.ep * self.pp))
+
 
 WeightsDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"]
 # How a serving engine sizes its KV-cache pool (tfcost.costs.engine_memory.kv_pool_bytes): vLLM, TensorRT-LLM, SGLang.
@@ -1128,6 +1187,124 @@ class ServingSetup(Frozen):
     images: Images = 0
     image_size: ImageSide = None
     audio_seconds: AudioSeconds = 0
+    # The engine's scheduler under load (issue 39): conventions a framework file sets, not the user's setup.
+    max_num_batched_tokens: Size = Field(
+        8192,
+        description="tokens one step may carry, prefill chunks and decodes together (vLLM's max_num_batched_tokens: "
+        "vllm/engine/arg_utils.py get_batch_defaults, 'For GPUs like H100 and MI300x, use larger default values', "
+        "UsageContext.OPENAI_API_SERVER: 8192; SGLang's chunked_prefill_size and TensorRT-LLM's max_num_tokens are "
+        "the same budget, set by their framework files)",
+        exclude_if=lambda tokens: tokens == 8192,
+    )
+    chunked_prefill: bool = Field(
+        True,
+        description="long prompts are split into chunks that share a step with the running decodes (vLLM V1's "
+        "scheduler, always on); off: a step is either whole prompts or decodes (vLLM V0 without "
+        "--enable-chunked-prefill)",
+        exclude_if=lambda chunked: chunked,
+    )
+    scheduler_steps: Size = Field(
+        1,
+        le=64,
+        description="decode steps one scheduling pass runs on a fixed batch, admitting no new prompt inside it, its "
+        "tokens streamed when the pass ends (vLLM V0's --num-scheduler-steps, 'Maximum number of forward steps per "
+        "scheduler call', vllm/engine/arg_utils.py; streamed at the end as with its later "
+        "--multi-step-stream-outputs False, 'If False, then multi-step will stream outputs at the end of all "
+        "steps'); 1: every step",
+        exclude_if=lambda steps: steps == 1,
+    )
+    # The load (issue 39): the published setup of a serving benchmark, the user's options.
+    concurrency: Size | None = Field(
+        None,
+        description="N requests in flight, each sent when one finishes (benchmark_serving's --max-concurrency, "
+        "genai-perf's --concurrency): a closed loop",
+        exclude_if=lambda n: n is None,
+    )
+    rate: float | None = Field(
+        None,
+        gt=0,
+        le=1e6,
+        description="requests per second arriving as a Poisson process (benchmark_serving's --request-rate)",
+        exclude_if=lambda r: r is None,
+    )
+    requests: Size | None = Field(
+        None,
+        le=100_000,
+        description="requests the benchmark sends (benchmark_serving's --num-prompts); null: 8 x concurrency, at "
+        "least 100 and at most 1,000, or 1,000 at a rate",
+        exclude_if=lambda n: n is None,
+    )
+    length_spread: float = Field(
+        0,
+        ge=0,
+        lt=1,
+        description="r: each prompt and output length drawn uniformly from [L(1 - r), L(1 + r)] (benchmark_serving's "
+        "--random-range-ratio); 0: every request P and G",
+        exclude_if=lambda r: r == 0,
+    )
+    prefix_hit: float = Field(
+        0,
+        ge=0,
+        lt=1,
+        description="share of each prompt already in the prefix cache: neither prefilled nor written again",
+        exclude_if=lambda f: f == 0,
+    )
+    speculative: Literal["mtp", "eagle"] | None = Field(
+        None,
+        description="speculative decoding: mtp (the model's own multi-token-prediction module, DeepSeek-V3) or eagle "
+        "(an EAGLE-3 draft head); each decode step verifies K drafted tokens",
+        exclude_if=lambda method: method is None,
+    )
+    draft_tokens: Size | None = Field(
+        None,
+        le=64,
+        description="K: tokens drafted per step; null: the method's default",
+        exclude_if=lambda k: k is None,
+    )
+    acceptance: float | None = Field(
+        None,
+        gt=0,
+        lt=1,
+        description="a: the chance each drafted token is accepted, given the ones before it were; null: the "
+        "method's published default",
+        exclude_if=lambda a: a is None,
+    )
+    seed: int = Field(0, ge=0, description="seed of the arrivals, lengths and acceptances", exclude_if=lambda s: s == 0)
+    price_per_gpu_hour: float | None = Field(
+        None,
+        gt=0,
+        le=1e6,
+        description="what one GPU costs an hour, in dollars: prices the tokens",
+        exclude_if=lambda price: price is None,
+    )
+
+    disaggregated: str | None = Field(
+        None,
+        pattern=r"^[1-9][0-9]{0,3}:[1-9][0-9]{0,3}$",
+        description="P:D: P replicas that only prefill and D that only decode, each of `gpus` GPUs, the KV cache "
+        "sent between them (DistServe, Splitwise; vLLM's and SGLang's prefill-decode disaggregation); under --rate",
+        exclude_if=lambda pools: pools is None,
+    )
+    grid_gco2_per_kwh: float | None = Field(
+        None,
+        gt=0,
+        le=1e5,
+        description="grams of CO2 the grid emits a kWh: prices the tokens' energy in CO2",
+        exclude_if=lambda grams: grams is None,
+    )
+
+    @property
+    def pools(self) -> tuple[int, int] | None:
+        """(prefill replicas, decode replicas) of a disaggregated engine; None for one engine doing both."""
+        if self.disaggregated is None:
+            return None
+        prefill, decode = self.disaggregated.split(":")
+        return int(prefill), int(decode)
+
+    @property
+    def under_load(self) -> bool:
+        """Whether a load was given (--concurrency or --rate): the scheduler's simulation runs."""
+        return self.concurrency is not None or self.rate is not None
 
     @property
     def context(self) -> int:
@@ -1151,6 +1328,9 @@ TRAINING_CONVENTIONS = frozenset(
         "logit_metrics",
         "dp_overlap",
         "ep_overlap",
+        "moe_node_limit",
+        "moe_capacity_factor",
+        "moe_load_imbalance",
         "reduce_every_micro_batch",
         "accumulate_unsharded",
         "reshard_after_forward",
@@ -1178,6 +1358,9 @@ SERVING_CONVENTIONS = frozenset(
         "kv_pool",
         "vllm_profile",
         "max_num_seqs",
+        "max_num_batched_tokens",
+        "chunked_prefill",
+        "scheduler_steps",
         "large_card_max_num_seqs",
     }
 )

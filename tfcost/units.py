@@ -6,6 +6,7 @@ Counts and FLOPs use SI (decimal) prefixes: 1 GFLOP = 10^9 FLOPs. Bytes use IEC 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Literal
 
@@ -14,7 +15,7 @@ DTYPE_BYTES: dict[str, int] = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8"
 
 Unit = Literal[
     "count", "flops", "bytes", "flops_per_s", "bytes_per_s", "fraction", "days", "hours", "ms", "usd", "per_s", "text",
-    "kernel_ms", "tflops_per_s", "gb_per_s", "ratio", "seconds", "whole",
+    "kernel_ms", "tflops_per_s", "gb_per_s", "ratio", "seconds", "usd_fine", "joules", "kwh", "whole",
 ]  # fmt: skip
 
 # The largest size tfcost accepts (layers, widths, heads, vocabulary, tokens per sequence, batch): far beyond any
@@ -72,6 +73,14 @@ def ceil_div(numerator: int, denominator: int) -> int:
     return -(-numerator // denominator)
 
 
+def three_figures(value: float) -> str:
+    """A measured quantity to three significant figures, never in exponent form: 0.0524, 14.6, 2,432."""
+    if value == 0 or abs(value) >= 100:
+        return f"{value:,.0f}"
+    digits = 2 - math.floor(math.log10(abs(value)))
+    return f"{value:.{digits}f}"
+
+
 def human(value: float | str | bool, unit: Unit) -> str:
     """A value in its unit's human form: SI for counts and FLOPs, IEC for bytes, decimal B/s for bandwidth
     (as datasheets give it), and plain forms for times, money and fractions."""
@@ -90,6 +99,9 @@ def human(value: float | str | bool, unit: Unit) -> str:
         "ms": lambda v: f"{v:,.2f} ms",
         "seconds": lambda v: f"{v:,.3f} s",
         "usd": lambda v: f"${v:,.0f}",
+        "usd_fine": lambda v: f"${v:,.3f}",
+        "joules": lambda v: f"{three_figures(v)} J",
+        "kwh": lambda v: f"{three_figures(v)} kWh",
         "per_s": lambda v: f"{v:,.0f} /s",
         "text": str,
         # a token count or a batch, whole with separators (T = 4,096, not 4.10 k): one reads them as set

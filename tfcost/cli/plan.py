@@ -200,6 +200,26 @@ def plan_serve(
     ] = None,
     framework: FrameworkOption = None,
     framework_set: FrameworkSetOption = None,
+    concurrency: Annotated[
+        int | None,
+        typer.Option(
+            "--concurrency",
+            min=1,
+            help="Rank layouts under load: N requests in flight on each replica, a simulated benchmark each (TTFT "
+            "and TPOT targets on its means).",
+        ),
+    ] = None,
+    rate: Annotated[
+        float | None,
+        typer.Option("--rate", help="Rank layouts under load: requests per second (Poisson) over all replicas."),
+    ] = None,
+    requests: Annotated[
+        int | None, typer.Option("--requests", min=1, help="Requests each simulated benchmark sends.")
+    ] = None,
+    price_per_gpu_hour: Annotated[
+        float | None,
+        typer.Option("--price-per-gpu-hour", help="Under load: $ a GPU-hour, for each layout's $ per million tokens."),
+    ] = None,
     top: TopOption = 10,
     plot: Annotated[
         str | None,
@@ -231,7 +251,8 @@ def plan_serve(
         report = run_plan(
             shape, load_gpu(gpu), gpus=gpus, prompt=prompt, generate=generate, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
             weights_dtype=weights_dtype, kv_dtype=kv_dtype, reserve=reserve, top=top,
-            conventions=convention_values(used),
+            conventions=convention_values(used), concurrency=concurrency, rate=rate, requests=requests,
+            price_per_gpu_hour=price_per_gpu_hour,
         )  # fmt: skip
     report = with_intervals(report, used)
     if output == "json":

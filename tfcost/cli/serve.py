@@ -4,7 +4,7 @@ No `from __future__ import annotations` here: typer would then eval and compile 
 string twice on each run, where real annotations cost nothing.
 """
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -116,6 +116,71 @@ def serve(
     group_size: Annotated[
         int, typer.Option("--group-size", min=1, help="Weights per quantization scale (int4, fp4).")
     ] = default(ServingSetup, "group_size"),
+    concurrency: Annotated[
+        int | None,
+        typer.Option(
+            "--concurrency",
+            min=1,
+            help="Under load: N requests in flight, each sent when one finishes (benchmark_serving's "
+            "--max-concurrency): per-request TTFT, TPOT, ITL and end-to-end percentiles from a simulated scheduler.",
+        ),
+    ] = None,
+    rate: Annotated[
+        float | None,
+        typer.Option("--rate", help="Under load: requests per second arriving as a Poisson process (--request-rate)."),
+    ] = None,
+    requests: Annotated[
+        int | None,
+        typer.Option(
+            "--requests", min=1, help="Requests the load sends (--num-prompts) [default: 8 per slot, 100-1,000; 1,000]."
+        ),
+    ] = None,
+    length_spread: Annotated[
+        float,
+        typer.Option(
+            "--length-spread",
+            help="Under load: each P and G drawn uniformly from [L(1 - r), L(1 + r)] (--random-range-ratio r).",
+        ),
+    ] = default(ServingSetup, "length_spread"),
+    prefix_hit: Annotated[
+        float,
+        typer.Option("--prefix-hit", help="Under load: share of each prompt already in the prefix cache, in [0, 1)."),
+    ] = default(ServingSetup, "prefix_hit"),
+    speculative: Annotated[
+        Literal["mtp", "eagle"] | None,
+        typer.Option(
+            "--speculative",
+            help="Under load: speculative decoding by the model's MTP module (DeepSeek-V3: K = 1, a = 0.875) or an "
+            "EAGLE-3 draft head (K = 3, a = 0.8).",
+        ),
+    ] = None,
+    draft_tokens: Annotated[
+        int | None, typer.Option("--draft-tokens", min=1, help="K: tokens drafted a step [default: the method's].")
+    ] = None,
+    acceptance: Annotated[
+        float | None,
+        typer.Option("--acceptance", help="a: chance each drafted token is accepted [default: the method's]."),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the load's draws.")] = default(
+        ServingSetup, "seed"
+    ),
+    price_per_gpu_hour: Annotated[
+        float | None,
+        typer.Option("--price-per-gpu-hour", help="Under load: $ a GPU-hour, for $ per million tokens."),
+    ] = None,
+    disaggregated: Annotated[
+        str | None,
+        typer.Option(
+            "--disaggregated",
+            metavar="P:D",
+            help="Under --rate: P replicas of --gpus that only prefill and D that only decode, the KV cache sent "
+            "between them.",
+        ),
+    ] = None,
+    grid_gco2_per_kwh: Annotated[
+        float | None,
+        typer.Option("--grid-gco2-per-kwh", help="Under load: grams of CO2 a kWh of the grid, for CO2 per token."),
+    ] = None,
     framework: FrameworkOption = None,
     framework_set: FrameworkSetOption = None,
     profile: ProfileOption = None,
@@ -141,6 +206,9 @@ def serve(
         reserve=reserve, compute_efficiency=compute_efficiency, memory_efficiency=memory_efficiency,
         group_size=group_size, framework=framework, framework_set=framework_set,
         images=images, image_size=image_size, audio_seconds=audio_seconds,
+        concurrency=concurrency, rate=rate, requests=requests, length_spread=length_spread, prefix_hit=prefix_hit,
+        speculative=speculative, draft_tokens=draft_tokens, acceptance=acceptance, seed=seed,
+        price_per_gpu_hour=price_per_gpu_hour, grid_gco2_per_kwh=grid_gco2_per_kwh, disaggregated=disaggregated,
     )  # fmt: skip
     # Does it fit? If not, the nearest layout that does; `tfcost plan`'s command module (its typer app) is
     # imported only then.

@@ -100,9 +100,26 @@ def train(
     ep: Annotated[
         int, typer.Option("--ep", min=1, help="Expert-parallel size (routed experts over ep GPUs).")
     ] = default(TrainingSetup, "ep"),
+    etp: Annotated[
+        int | None,
+        typer.Option(
+            "--etp",
+            min=1,
+            help="Expert-tensor-parallel size: each routed expert over etp GPUs, folded over tp x cp x dp "
+            "(Megatron-Core's --expert-tensor-parallel-size) [default: tp].",
+        ),
+    ] = None,
     virtual_stages: Annotated[
         int, typer.Option("--virtual-stages", min=1, help="Model chunks per pipeline stage (interleaved 1F1B).")
     ] = default(TrainingSetup, "virtual_stages"),
+    pp_layout: Annotated[
+        str | None,
+        typer.Option(
+            "--pp-layout",
+            help="Every pipeline chunk's layers as Megatron-Core's --pipeline-model-parallel-layout says them "
+            "(E embedding, t layer, m MTP, L loss, '|' between chunks, (...)*n repeats).",
+        ),
+    ] = None,
     pp_first_layers: Annotated[
         int | None, typer.Option("--pp-first-layers", help="Layers of the first pipeline stage (Megatron).")
     ] = None,
@@ -146,6 +163,10 @@ def train(
     ] = default(TrainingSetup, "offload"),
     price_per_gpu_hour: Annotated[
         float | None, typer.Option("--price-per-gpu-hour", min=0, help="Price of one GPU-hour, for the cost line.")
+    ] = None,
+    grid_gco2_per_kwh: Annotated[
+        float | None,
+        typer.Option("--grid-gco2-per-kwh", help="Grams of CO2 a kWh of the grid: the run's energy in CO2."),
     ] = None,
     lora: Annotated[
         int | None, typer.Option("--lora", help="Fine-tune LoRA adapters of rank r on a frozen base.")
@@ -217,10 +238,12 @@ def train(
         explain=explain, strict=strict, lenient=lenient, revision=revision, framework=framework,
         framework_set=framework_set,
         micro_batch=micro_batch, gpus=gpus, mfu=mfu, hfu=hfu, tflops_per_gpu=tflops_per_gpu,
-        global_batch=global_batch, cp=cp, ep=ep, virtual_stages=virtual_stages, pp_first_layers=pp_first_layers,
+        global_batch=global_batch, cp=cp, ep=ep, etp=etp, virtual_stages=virtual_stages,
+        pp_layout=pp_layout, pp_first_layers=pp_first_layers,
         pp_last_layers=pp_last_layers, zero=zero, tp=tp, pp=pp, sequence_parallel=sequence_parallel,
         recompute=recompute, optimizer=optimizer, precision=precision, offload=offload,
-        price_per_gpu_hour=price_per_gpu_hour, lora_rank=lora, lora_targets=lora_target_list, qlora=qlora,
+        price_per_gpu_hour=price_per_gpu_hour, grid_gco2_per_kwh=grid_gco2_per_kwh,
+        lora_rank=lora, lora_targets=lora_target_list, qlora=qlora,
         images=images, image_size=image_size, audio_seconds=audio_seconds,
     )  # fmt: skip
     # Does it fit? If not, the nearest layout that does; `tfcost plan`'s command module (its typer app) is

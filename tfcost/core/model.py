@@ -11,7 +11,7 @@ MLA's cache is its latent, and an MoE's experts are a grouped matmul of k of E c
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from tfcost.core.blocks import Block, blocks
 from tfcost.core.layers import embedding_ops, head_ops, layer_ops
@@ -83,9 +83,14 @@ class Model:
     def n_layers(self) -> int:
         return sum(group.count for group in self.layers)
 
-    def layer_rows(self) -> list[tuple[int, Op]]:
-        """(layers, row) for every row of every layer group."""
-        return [(group.count, op) for group in self.layers for op in group.rows]
+    def layer_rows(self) -> tuple[tuple[int, Op], ...]:
+        """(layers, row) for every row of every layer group (built once: a stack of thousands of distinct blocks
+        has hundreds of thousands of them, and each cost folds over them)."""
+        return self.all_layer_rows
+
+    @cached_property
+    def all_layer_rows(self) -> tuple[tuple[int, Op], ...]:
+        return tuple((group.count, op) for group in self.layers for op in group.rows)
 
     def outside_rows(self) -> tuple[Op, ...]:
         """The rows before and after the layers: embeddings and head."""
@@ -139,9 +144,21 @@ class Model:
         linear FLOPs fold (`linear_flops`)."""
         return [(rows, inner, cols) for rows, inner, cols, _ in self.gemm_groups(seq_len, sequences, tp, cp)]
 
-    def gemm_groups(self, seq_len: int, sequences: int, tp: int = 1, cp: int = 1) -> list[tuple[int, int, int, int]]:
+    def gemm_groups(
+        self,
+        seq_len: int,
+        sequences: int,
+        tp: int = 1,
+        cp: int = 1,
+        expert_tp: int | None = None,
+        expert_load: float = 1.0,
+    ) -> list[tuple[int, int, int, int]]:
         """`gemms` with the routed experts E each GEMM's rows are spread over (1 for a dense GEMM): a grouped GEMM
-        runs E problems of about rows / E rows each (tfcost.costs.step_time prices their tiles)."""
+        runs E problems of about rows / E rows each (tfcost.costs.step_time prices their tiles). `expert_tp`: the
+        routed experts' own tensor-parallel size (Megatron-Core's ETP, default t): an expert row's width splits over
+        it and its rows grow by etp / t, the tokens of the etp ranks gathered (the same FLOPs on a GPU); `expert_load`:
+        the busiest GPU's routed rows over the balanced share (a capacity factor, a load imbalance)."""
+        etp = tp if expert_tp is None else expert_tp
         out: list[tuple[int, int, int, int]] = []
         for group in self.layers:
             fused: list[tuple[Op, int, int, int]] = []  # (first row, rows, inner, cols)
@@ -155,10 +172,15 @@ class Model:
                 else:
                     fused.append((op, rows, op.fan_in, op.fan_out))
             for first, rows, inner, cols in fused:  # a width t does not divide (a gate of 1) rounds up
+                split = tp
+                if first.experts is not None and first.experts.experts > 1:
+                    split = etp
+                    if etp != tp or expert_load != 1.0:
+                        rows = max(1, round(rows * etp / tp * expert_load))
                 if first.tp_split == "row":
-                    inner = ceil_div(inner, tp)
+                    inner = ceil_div(inner, split)
                 else:
-                    cols = ceil_div(cols, tp)
+                    cols = ceil_div(cols, split)
                 experts = first.experts.experts if first.experts is not None else 1
                 out += [(rows, inner, cols, experts)] * group.count
         return out

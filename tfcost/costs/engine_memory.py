@@ -32,7 +32,6 @@ docs/serving.md ("NCCL under tensor parallelism") quotes the sources and what wa
 
 from __future__ import annotations
 
-from tfcost.core.blocks import layer_count
 from tfcost.core.model import model_of
 from tfcost.costs import expected, parallel
 from tfcost.hardware.rates import memory_bytes
@@ -397,7 +396,7 @@ def eager_norm_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
     per_layer = eager_norm_bytes_per_layer(shape, setup)
     if per_layer == 0:
         return 0
-    stages = parallel.stage_layers(layer_count(shape), setup.pp, setup.pp_first_layers, setup.pp_last_layers)
+    stages = parallel.setup_stages(shape, setup)
     in_flight = min(parallel.micro_batches(setup), setup.pp) if setup.pp > 1 else 1
     return per_layer * max(min(in_flight, setup.pp - i) * layers for i, layers in enumerate(stages))
 

@@ -9,6 +9,7 @@ c context-parallel size.
 from __future__ import annotations
 
 import math
+import re
 from functools import lru_cache
 
 from tfcost.core import activations, params
@@ -48,6 +49,63 @@ def stage_layers(n_layers: int, pp: int, first: int | None = None, last: int | N
     if last is not None:
         stages[-1] = last
     return stages
+
+
+# Megatron-Core's layout characters (pipeline_parallel_layer_layout.py at d98e8a6, parse_str_to_list: "E":
+# LayerType.embedding, "L": LayerType.loss, "t": LayerType.decoder, "m": LayerType.mtp) and the most chunks a layout
+# may unroll to here (a bad repeat count is refused in one line, not expanded)
+LAYOUT_CHARACTERS = frozenset("ELtm")
+MAX_LAYOUT_CHUNKS = 4096
+
+
+def layout_chunks(layout: str) -> list[str]:
+    """The chunks of a --pipeline-model-parallel-layout string, in layer order, as Megatron-Core parses it
+    (PipelineParallelLayerLayout.parse_str_to_list: commas are cosmetic, "(...)*n" and "x*n" are unrolled, chunks are
+    split by "|"): "Et|(tt|)*2mL" is ["Et", "tt", "tt", "mL"]."""
+    text = layout.replace(",", "")
+    for pattern in (r"\(([^()]+)\)\*(\d+)", r"(.)\*(\d+)"):
+
+        def unroll(match: re.Match[str]) -> str:
+            times = int(match.group(2))
+            if times * len(match.group(1)) > MAX_LAYOUT_CHUNKS * 64:
+                raise UsageError(f"--pp-layout repeats {match.group(0)!r} more than a layout can hold")
+            return match.group(1) * times
+
+        text = re.sub(pattern, unroll, text)
+    chunks = text.split("|")
+    if len(chunks) > MAX_LAYOUT_CHUNKS:
+        raise UsageError(f"--pp-layout has {len(chunks)} chunks, more than {MAX_LAYOUT_CHUNKS}")
+    wrong = sorted(set(text) - LAYOUT_CHARACTERS - {"|"})
+    if wrong:
+        raise UsageError(f"--pp-layout: unknown characters {''.join(wrong)!r} (E, t, m, L, |, (...)*n, x*n)")
+    return chunks
+
+
+def layout_stages(layout: str, n_layers: int, pp: int, virtual_stages: int) -> list[int]:
+    """Transformer layers of each pipeline stage under a Megatron-Core layout string: chunk i runs on stage i mod p
+    ("layout[vpp_rank * pipeline_model_parallel_size + pp_rank]"), the layout holds p x v chunks ("len(layout) %
+    pipeline_model_parallel_size == 0", v = their quotient), the embedding first and the loss last, once each, and
+    the model's L layers as t ("Number of decoder layers ... must match num_layers"). A multi-token-prediction layer
+    (m) is not one of the L: not counted."""
+    chunks = layout_chunks(layout)
+    if len(chunks) != pp * virtual_stages:
+        raise UsageError(
+            f"--pp-layout has {len(chunks)} chunks: it needs pp x virtual stages ({pp} x {virtual_stages}), one a "
+            "chunk (give --virtual-stages as the layout's chunks over pp)"
+        )
+    flat = "".join(chunks)
+    if not flat.startswith("E") or not flat.endswith("L") or flat.count("E") != 1 or flat.count("L") != 1:
+        raise UsageError("--pp-layout must start with the embedding (E) and end with the loss (L), each once")
+    if flat.count("t") != n_layers:
+        raise UsageError(f"--pp-layout holds {flat.count('t')} transformer layers (t); the model has {n_layers}")
+    return [sum(chunk.count("t") for chunk in chunks[stage::pp]) for stage in range(pp)]
+
+
+def setup_stages(shape: ModelShape, setup: TrainingSetup) -> list[int]:
+    """Layers of each pipeline stage: the layout string's (`layout_stages`) when given, else `stage_layers`."""
+    if setup.pp_layout is not None:
+        return layout_stages(setup.pp_layout, layer_count(shape), setup.pp, setup.virtual_stages)
+    return stage_layers(layer_count(shape), setup.pp, setup.pp_first_layers, setup.pp_last_layers)
 
 
 def accounted_slots(stages: list[int]) -> list[int]:
@@ -123,7 +181,10 @@ def check_layout(shape: ModelShape, setup: TrainingSetup) -> list[int]:
     - the stages' layers as `stage_layers`, and v divides each stage's layers (interleaved 1F1B), with p > 1, or
       the layer slots of a split that counts the embedding and the loss as layers (`interleavable_layers`);
     - b x N_d divides the global batch; the interleaved schedule needs m to be a multiple of p;
-    - e (expert parallelism) divides the routed experts and N_d x c.
+    - e (expert parallelism) divides the routed experts, and etp x e (the experts' tensor- and expert-parallel
+      ranks) divides t x c x N_d, the GPUs of one pipeline stage: Megatron-Core folds the experts' layout over the
+      attention's ("world_size ... is not divisible by expert_tensor_model_pipeline_parallel size", parallel_state
+      at 00caa53), so e may exceed N_d x c (Qwen3-235B's t 2, p 8, e 32 on 256 GPUs: 16 data-parallel replicas).
     """
     if shape.n_heads % setup.tp or shape.n_kv_heads % setup.tp:
         raise UsageError(
@@ -136,9 +197,13 @@ def check_layout(shape: ModelShape, setup: TrainingSetup) -> list[int]:
         raise UsageError(f"context parallelism needs 2 x cp ({2 * setup.cp}) to divide T ({setup.seq_len})")
     if setup.cp > 1 and not setup.flash:
         raise UsageError(f"context parallelism (cp {setup.cp}) needs fused attention (--flash): no ring runs unfused")
-    stages = stage_layers(layer_count(shape), setup.pp, setup.pp_first_layers, setup.pp_last_layers)
+    if setup.pp_layout is not None and (setup.pp_first_layers is not None or setup.pp_last_layers is not None):
+        raise UsageError("--pp-layout says every stage's layers: give it without --pp-first-layers/--pp-last-layers")
+    stages = setup_stages(shape, setup)
     v = setup.virtual_stages
-    if v > 1:
+    if v > 1 and setup.pp_layout is not None and setup.pp == 1:
+        raise UsageError("--virtual-stages needs pp > 1")
+    if v > 1 and setup.pp_layout is None:
         if setup.pp == 1:
             raise UsageError("--virtual-stages needs pp > 1")
         if all(layers % v for layers in interleavable_layers(stages)):
@@ -146,15 +211,18 @@ def check_layout(shape: ModelShape, setup: TrainingSetup) -> list[int]:
                 f"virtual stages ({v}) must divide every stage's layers ({stages}), or each stage's layer slots "
                 "where the first and last stages hold one layer fewer for the embedding and the loss"
             )
-    if setup.ep > 1:
+    if setup.etp is not None and shape.moe is None:
+        raise UsageError(f"--etp needs a mixture-of-experts model; {shape.name} is dense")
+    if setup.ep > 1 or setup.etp is not None:
         if shape.moe is None:
             raise UsageError(f"--ep needs a mixture-of-experts model; {shape.name} is dense")
         if shape.moe.n_experts % setup.ep:
             raise UsageError(f"ep ({setup.ep}) must divide the {shape.moe.n_experts} routed experts")
-        if (setup.data_parallel * setup.cp) % setup.ep:
+        stage_gpus = setup.tp * setup.cp * setup.data_parallel
+        if stage_gpus % (setup.expert_tp * setup.ep):
             raise UsageError(
-                f"ep ({setup.ep}) must divide data-parallel x cp ({setup.data_parallel * setup.cp}): Megatron-Core "
-                "draws the expert-parallel ranks from them"
+                f"etp x ep ({setup.expert_tp} x {setup.ep}) must divide tp x cp x data-parallel ({stage_gpus}), the "
+                "GPUs of a pipeline stage: Megatron-Core folds the experts' ranks over them"
             )
     replicas_batch = setup.micro_batch * setup.data_parallel
     if setup.global_batch is not None:
@@ -179,27 +247,94 @@ def routed_expert_params(shape: ModelShape) -> int:
     return moe_layer_count(shape) * shape.moe.n_experts * params.expert_params(shape)
 
 
+def dispatched_tokens(setup: TrainingSetup) -> int:
+    """Tokens one GPU routes per MoE layer per micro-batch: its sequence-parallel share b T / (c t) (Megatron-Core's
+    token dispatcher at 0014f13: "num_local_tokens: S/TP*B"; Megatron-LM refuses MoE with t > 1 without sequence
+    parallelism), or b T / c without sequence parallelism, each of the t ranks holding every token."""
+    tokens = setup.micro_batch * setup.seq_len // setup.cp
+    return tokens // setup.tp if setup.sequence_parallel else tokens
+
+
+def routed_copies_scale(setup: TrainingSetup) -> float:
+    """How many times the balanced share of routed token copies the busiest expert-parallel rank sends, receives and
+    computes: the capacity factor when experts are padded to capacity (Megatron-Core's get_capacity, "capacity =
+    math.ceil((num_tokens / num_experts) * capacity_factor)", moe_utils.py), else the assumed load imbalance."""
+    return setup.moe_capacity_factor if setup.moe_capacity_factor > 0 else setup.moe_load_imbalance
+
+
 def all_to_all_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
-    """Bytes one GPU sends per MoE layer per micro-batch: each of its b T / c tokens goes to k experts and comes
+    """Bytes one GPU sends per MoE layer per micro-batch: each of its `dispatched_tokens` goes to k experts and comes
     back (dispatch and combine), forward and again backward, d-wide at the activation width; (e - 1)/e of the
     experts live elsewhere (Megatron-Core's all-to-all token dispatcher)."""
     if shape.moe is None or setup.ep == 1:
         return 0
-    tokens = setup.micro_batch * setup.seq_len // setup.cp
     element = activations.ACTIVATION_BYTES[setup.precision]
-    per_pass = tokens * shape.moe.experts_per_token * shape.d_model * element * (setup.ep - 1) // setup.ep
+    copies = dispatched_tokens(setup) * shape.moe.experts_per_token * routed_copies_scale(setup)
+    per_pass = int(copies * shape.d_model * element) * (setup.ep - 1) // setup.ep
     return 4 * per_pass  # dispatch + combine, forward + backward
+
+
+def expert_ranks_per_node(setup: TrainingSetup, node_gpus: int) -> int:
+    """Ranks of one expert-parallel group a node of n GPUs holds: Megatron-Core orders the experts' ranks etp, ep,
+    edp, pp ("expert_decoder_rank_generator = RankGenerator(tp=expert_tensor_parallel_size,
+    ep=expert_model_parallel_size, dp=expert_data_parallel_size, pp=..., cp=1, order=order)", parallel_state at
+    00caa53, order "tp-cp-ep-dp-pp"), so the e ranks sit etp apart and a node holds min(e, n / etp) of them."""
+    return max(1, min(setup.ep, node_gpus // setup.expert_tp))
 
 
 def all_to_all_split(shape: ModelShape, setup: TrainingSetup, node_gpus: int) -> tuple[float, float]:
     """`all_to_all_bytes` split by the link each copy crosses: (to the other GPUs of this node, to other nodes).
-    Megatron-Core orders the ranks "tp-cp-ep-dp-pp", so the e ranks of an expert-parallel group sit t x c apart and
-    a node of n GPUs holds min(e, n / (t c)) of them; under uniform routing a token's k copies go to each rank of
-    the group alike, (inside - 1)/e of them over the node's link and (e - inside)/e across the network."""
+    A node holds `expert_ranks_per_node` ranks of the group; under uniform routing a token's k copies go to each rank
+    of the group alike, (inside - 1)/e of them over the node's link and (e - inside)/e across the network.
+
+    Node-limited routing (`moe_node_limit` M, DeepSeek-V3 with DeepEP): a token crosses the network once to each other
+    node it reaches, "first ... transmitted via IB to the GPUs with the same in-node index on its target nodes.
+    Once it reaches the target nodes ... instantaneously forwarded via NVLink to specific GPUs that host their target
+    experts" (report §3.2.2): its network copies are the distinct other nodes its k experts sit on, in expectation
+    N (1 - (1 - 1/N)^k) nodes of the group's N, at most M, times (N - 1)/N; its NVLink copies every copy but those on
+    its own GPU, (e - 1)/e of k."""
     if shape.moe is None or setup.ep == 1:
         return 0.0, 0.0
-    tokens = setup.micro_batch * setup.seq_len // setup.cp
     element = activations.ACTIVATION_BYTES[setup.precision]
-    copies = 4 * tokens * shape.moe.experts_per_token * shape.d_model * element  # dispatch + combine, fwd + bwd
-    inside = max(1, min(setup.ep, node_gpus // (setup.tp * setup.cp)))
+    k = shape.moe.experts_per_token
+    token_bytes = 4 * dispatched_tokens(setup) * routed_copies_scale(setup) * shape.d_model * element
+    inside = expert_ranks_per_node(setup, node_gpus)
+    if setup.moe_node_limit > 0 and inside < setup.ep:
+        nodes = setup.ep // inside
+        reached = min(float(setup.moe_node_limit), nodes * (1 - (1 - 1 / nodes) ** k))
+        return token_bytes * k * (setup.ep - 1) / setup.ep, token_bytes * reached * (nodes - 1) / nodes
+    copies = token_bytes * k  # dispatch + combine, fwd + bwd
     return copies * (inside - 1) / setup.ep, copies * (setup.ep - inside) / setup.ep
+
+
+def expert_tp_bytes(shape: ModelShape, setup: TrainingSetup) -> float:
+    """Bytes one GPU's expert-tensor-parallel collectives move per MoE layer per micro-batch: after the all-to-all
+    each rank all-gathers the tokens its etp peers received and reduce-scatters the experts' outputs before the
+    combine (Megatron-Core's dispatcher: "permute->A2A(EP)->AG(TP)->sort_chunk" and "sort_chunk->RS(TP)->A2A(EP)->
+    unpermute", its TP group the experts' "expt_tp_group"), and the reverse backward: 4 ring passes of (etp - 1) x
+    the k copies it received, d-wide. Without expert parallelism the layer's tensor-parallel collectives
+    (step_time's tp_comm) stand for them; with it tp_comm's MLP half is left as it is (one copy of k: a small
+    overcount)."""
+    if shape.moe is None or setup.expert_tp == 1 or setup.ep == 1:
+        return 0.0
+    element = activations.ACTIVATION_BYTES[setup.precision]
+    copies = dispatched_tokens(setup) * shape.moe.experts_per_token * routed_copies_scale(setup)
+    return 4 * (setup.expert_tp - 1) * copies * shape.d_model * element
+
+
+def permute_bytes(shape: ModelShape, setup: TrainingSetup) -> float:
+    """Bytes one GPU's token permutations move per MoE layer per micro-batch, forward: Megatron-Core's dispatcher runs
+    "permute->A2A(EP)->AG(TP)->sort_chunk(if num_local_experts>1)" and "sort_chunk(if num_local_experts>1)->RS(TP)->
+    A2A(EP)->unpermute" (token_dispatcher.py at 0014f13). The permute gathers each of its T tokens' k copies into
+    expert order (reads and writes T k rows), the unpermute reads the k copies back and sums them into T rows, and
+    each sort over the E / e local experts reads and writes the etp T k rows the GPU received; d-wide at the
+    activation width. Memory-bound, as the layer's other elementwise passes (backward twice the forward)."""
+    if shape.moe is None:
+        return 0.0
+    element = activations.ACTIVATION_BYTES[setup.precision]
+    tokens = dispatched_tokens(setup)
+    copies = tokens * shape.moe.experts_per_token * routed_copies_scale(setup)
+    rows = 2 * copies + (copies + tokens)  # permute: read and write k T; unpermute: read k T, write T
+    if shape.moe.n_experts // setup.ep > 1:
+        rows += 2 * 2 * setup.expert_tp * copies  # sort_chunk on dispatch and on combine: read and write
+    return rows * shape.d_model * element

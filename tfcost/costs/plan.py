@@ -6,8 +6,10 @@ step_time.step_seconds); serving layouts are priced by the caller's evaluation (
 live in tfcost.reports.serve), and this module enumerates them, keeps the Pareto front and ranks.
 
 What is searched, for training on N GPUs with a fixed global batch B (sequences per step):
-- tp x pp x cp x dp = N over every divisor, pp at most the layers L; ep over the divisors of the routed experts
-  that divide dp x cp (mixture-of-experts models only);
+- tp x pp x cp x dp = N over every divisor, pp at most the layers L; for a mixture of experts, the experts' own
+  layout folded over the attention's as Megatron-Core folds it (`parallel.check_layout`): the experts' tensor
+  parallelism etp = tp or 1 (Megatron-Core's default, and whole experts: "MoE parallel folding", arXiv 2504.14960),
+  and ep over the divisors of the routed experts with etp x ep dividing tp x cp x dp;
 - pipeline stages: even when p divides L; otherwise Megatron's uneven first and last stages
   (`--decoder-first/last-pipeline-num-layers`): the middle stages ceil(L / p) layers each and the two ends the rest,
   split equally (Llama 3 405B: 7 + 14 x 8 + 7; BLOOM-176B: 5 + 10 x 6 + 5), or only the last stage lighter when
@@ -65,6 +67,9 @@ LEAST_OFFLOAD: Offload = "params"
 LEAST_MEMORY = {"recompute": LEAST_RECOMPUTE, "zero": LEAST_ZERO, "offload": LEAST_OFFLOAD}
 DOES_NOT_FIT = "does not fit in GPU memory"
 FITS_WITHOUT_OFFLOAD = "fits without offload (offload is never faster: its PCIe time is not priced)"
+# With --top, a parallel shape whose step time cannot be under the top-th best found is not searched below
+# (`shape_bound`): its micro-batches, virtual stages and options are counted under this reason.
+CANNOT_RANK = "cannot rank among the best (a lower bound on its step time exceeds them)"
 # Where the GPU table lacks the link or matmul figures to predict a layout's step time (`step_time.can_predict`),
 # `train` falls back to its default MFU (docs/training.md: "a GPU without them falls back to MFU 0.4 and says so"),
 # and so does the search, by the same functions (`TrainPricer.assumed_seconds`): the step time is then the same for
@@ -76,6 +81,7 @@ LAYOUT_FIELDS = (
     "pp",
     "cp",
     "ep",
+    "etp",
     "virtual_stages",
     "pp_first_layers",
     "pp_last_layers",
@@ -172,11 +178,18 @@ class Search:
         return self.rejected.most_common(1)[0][0] if self.rejected else None
 
 
-def expert_sizes(shape: ModelShape, replicas: int) -> list[int]:
-    """ep over the divisors of the routed experts that divide dp x cp; 1 for a dense model."""
+def expert_layouts(shape: ModelShape, tp: int, stage_gpus: int) -> list[tuple[int, int | None]]:
+    """(ep, etp) of the experts' layout on a stage of `stage_gpus` = tp x cp x dp GPUs: etp = tp (None, Megatron-
+    Core's default) or 1 (whole experts on each GPU), ep over the divisors of the routed experts with etp x ep
+    dividing the stage's GPUs (`parallel.check_layout`); (1, None) for a dense model."""
     if shape.moe is None:
-        return [1]
-    return [e for e in divisors(shape.moe.n_experts) if replicas % e == 0]
+        return [(1, None)]
+    return [
+        (e, etp)
+        for etp in ((None, 1) if tp > 1 else (None,))
+        for e in divisors(shape.moe.n_experts)
+        if stage_gpus % ((etp or tp) * e) == 0 and (etp is None or e > 1)
+    ]
 
 
 def parallel_shapes(shape: ModelShape, base: TrainingSetup) -> Iterator[TrainingSetup]:
@@ -187,16 +200,17 @@ def parallel_shapes(shape: ModelShape, base: TrainingSetup) -> Iterator[Training
         for pp in (p for p in divisors(gpus // tp) if p <= n_layers):
             for first, last in stage_splits(n_layers, pp):
                 for cp in divisors(gpus // (tp * pp)):
-                    dp = gpus // (tp * pp * cp)
-                    for ep in expert_sizes(shape, dp * cp):
+                    for ep, etp in expert_layouts(shape, tp, gpus // pp):
                         yield base.model_copy(
                             update={
                                 "tp": tp,
                                 "pp": pp,
                                 "cp": cp,
                                 "ep": ep,
+                                "etp": etp,
                                 "pp_first_layers": first,
                                 "pp_last_layers": last,
+                                "pp_layout": None,
                                 "virtual_stages": 1,
                                 "micro_batch": 1,
                                 "sequence_parallel": tp > 1 and base.seq_len % tp == 0,
@@ -243,6 +257,7 @@ class TrainPricer:
         assert mfu is not None
         # The run's wall clock where the step time cannot be predicted, as `train` gives it (ASSUMED_MAIN_TERM).
         self.assumed_seconds = throughput.seconds_at_mfu(self.model_flops, base.gpus, self.peak, mfu)
+        self.prices: dict[int, TrainLayout] = {}  # `priced`, by the candidate's identity
 
     def memory(self, setup: TrainingSetup) -> dict[str, int]:
         """What the layout holds per GPU (`training.memory_per_gpu`)."""
@@ -292,6 +307,14 @@ class TrainPricer:
             layers[key] = step_time.layer_seconds(self.shape, self.gpu, setup)
         return layers[key]
 
+    def priced(self, candidate: Fitting) -> TrainLayout:
+        """`price` of a layout that fits, kept: the branch and bound prices a shape's best layouts as it goes, and
+        `price_ranked` asks for them again."""
+        key = id(candidate)  # the search's list of fitting layouts keeps every candidate alive
+        if key not in self.prices:
+            self.prices[key] = self.price(*self.held(candidate), candidate.layer)
+        return self.prices[key]
+
     def price(self, setup: TrainingSetup, held: dict[str, int], layer: dict[str, float] | None = None) -> TrainLayout:
         """The layout's step time, days, MFU and cost (`layer`: its `layer_seconds`, when known): predicted where the
         GPU table can (`step_time.can_predict`), else at train's default MFU (ASSUMED_MAIN_TERM)."""
@@ -328,31 +351,36 @@ def search_training(
         base = base.model_copy(update={"global_batch": default_global_batch(base.seq_len)})
     pricer = TrainPricer(shape, gpu_spec, base)
     found, fitting = Search(), list[Fitting]()
-    batch = base.global_batch
-    assert batch is not None
-    for structure in legal_shapes(shape, base, found):
-        predicted = step_time.can_predict(gpu_spec, structure)  # it reads only the parallel shape
-        too_big = False  # the micro-batches are tried smallest first: once none fits, no larger one will
-        for micro_batch in divisors(batch // structure.data_parallel):
-            layers: dict[LayerKey, dict[str, float]] = {}
-            states: dict[tuple[int, Offload], int] = {}
-            for virtual in virtual_stage_counts(shape, structure):
-                setup = with_options(structure, micro_batch=micro_batch, virtual_stages=virtual)
-                try:
-                    stages = parallel.check_layout(shape, setup)
-                except UsageError as error:
-                    found.reject(rule_reason(error, shape))
-                    continue
-                activations: dict[Recompute, int] = {}
-                if too_big or not pricer.fits_bytes(
-                    pricer.model_states(setup, LEAST_ZERO, LEAST_OFFLOAD, states)
-                    + pricer.activations(setup, LEAST_RECOMPUTE, activations)
-                ):
-                    found.reject(DOES_NOT_FIT, OPTIONS_PER_LAYOUT)
-                    too_big = too_big or virtual == 1
-                    continue
-                search_options(pricer, setup, max(stages), found, layers if predicted else None, states, activations,
-                               fitting)  # fmt: skip
+    structures = list(legal_shapes(shape, base, found))
+    if top is None:
+        for structure in structures:
+            search_shape(pricer, structure, found, fitting)
+        found.layouts = price_ranked(pricer, fitting, top)
+        return found
+    # Branch and bound over the parallel shapes: the shapes whose step time is predicted, by their lower bound
+    # (`shape_bound`), each searched whole and its fitting layouts priced by their own bounds (as `price_ranked`),
+    # until a shape's bound exceeds the top-th best step time found: no layout below it nor below any later shape can
+    # rank among the best, so the best `top` are exactly the whole search's. Offload and layouts at the default MFU
+    # rank after every predicted one that fits without offload (`rank`): they cannot displace those.
+    predicted = [structure for structure in structures if step_time.can_predict(gpu_spec, structure)]
+    for structure in structures:
+        if not step_time.can_predict(gpu_spec, structure):
+            search_shape(pricer, structure, found, fitting)
+    best: list[float] = []  # the `top` smallest step times of fitting layouts without offload, negated
+    ordered = sorted(zip(map(lambda st: shape_bound(pricer, st), predicted), range(len(predicted)), predicted,
+                         strict=True))  # fmt: skip
+    for index, (bound, _, structure) in enumerate(ordered):
+        if len(best) == top and bound > -best[0]:
+            for _, _, rest in ordered[index:]:
+                count_unsearched(pricer, rest, found)
+            break
+        start = len(fitting)
+        search_shape(pricer, structure, found, fitting)
+        for candidate in sorted(fitting[start:], key=lambda f: f.bound):
+            if candidate.offload != "none" or (len(best) == top and candidate.bound > -best[0]):
+                continue
+            step = pricer.priced(candidate).step_seconds
+            (heapq.heappush if len(best) < top else heapq.heappushpop)(best, -step)
     found.layouts = price_ranked(pricer, fitting, top)
     if collapse:
         found.layouts = collapse_zero(found.layouts)
@@ -377,6 +405,76 @@ def collapse_zero(layouts: list[TrainLayout]) -> list[TrainLayout]:
         keys.append(key)
         lowest[key] = min(lowest.get(key, layout.setup.zero), layout.setup.zero)
     return [layout for layout, key in zip(layouts, keys, strict=True) if layout.setup.zero == lowest[key]]
+
+
+def search_shape(pricer: TrainPricer, structure: TrainingSetup, found: Search, fitting: list[Fitting]) -> None:
+    """Every micro-batch, virtual-stage count and option over one parallel shape: those that fit appended to
+    `fitting`, the others counted in `found` under their reason."""
+    shape, batch = pricer.shape, pricer.base.global_batch
+    assert batch is not None
+    predicted = step_time.can_predict(pricer.gpu, structure)  # it reads only the parallel shape
+    too_big = False  # the micro-batches are tried smallest first: once none fits, no larger one will
+    for micro_batch in divisors(batch // structure.data_parallel):
+        layers: dict[LayerKey, dict[str, float]] = {}
+        states: dict[tuple[int, Offload], int] = {}
+        for virtual in virtual_stage_counts(shape, structure):
+            setup = with_options(structure, micro_batch=micro_batch, virtual_stages=virtual)
+            try:
+                stages = parallel.check_layout(shape, setup)
+            except UsageError as error:
+                found.reject(rule_reason(error, shape))
+                continue
+            activations: dict[Recompute, int] = {}
+            if too_big or not pricer.fits_bytes(
+                pricer.model_states(setup, LEAST_ZERO, LEAST_OFFLOAD, states)
+                + pricer.activations(setup, LEAST_RECOMPUTE, activations)
+            ):
+                found.reject(DOES_NOT_FIT, OPTIONS_PER_LAYOUT)
+                too_big = too_big or virtual == 1
+                continue
+            search_options(pricer, setup, max(stages), found, layers if predicted else None, states, activations,
+                           fitting)  # fmt: skip
+
+
+def count_unsearched(pricer: TrainPricer, structure: TrainingSetup, found: Search) -> None:
+    """A parallel shape the bound leaves unsearched, counted as the whole search would count it: each micro-batch and
+    virtual-stage count a layout rule refuses once under its reason, each other one's OPTIONS_PER_LAYOUT options
+    under CANNOT_RANK (the search never learns whether they fit)."""
+    shape, batch = pricer.shape, pricer.base.global_batch
+    assert batch is not None
+    for micro_batch in divisors(batch // structure.data_parallel):
+        for virtual in virtual_stage_counts(shape, structure):
+            try:
+                parallel.check_layout(shape, with_options(structure, micro_batch=micro_batch, virtual_stages=virtual))
+            except UsageError as error:
+                found.reject(rule_reason(error, shape))
+                continue
+            found.reject(CANNOT_RANK, OPTIONS_PER_LAYOUT)
+
+
+# The bound's margin for rounding: a GEMM's routed rows at b = 1 are rounded to whole rows (Model.gemm_groups), so b
+# x them may exceed the rows at b by up to half a row each; a thousandth of the bound covers it many times over.
+BOUND_MARGIN = 1e-3
+
+
+def shape_bound(pricer: TrainPricer, structure: TrainingSetup) -> float:
+    """A lower bound on the step time of every layout over one parallel shape, whatever its micro-batch b, virtual
+    stages v and options: one layer's `step_time.layer_seconds` at b = 1, ideal (the GEMMs at the GPU's best
+    efficiency, the parts that do not grow with b left out: b x it is under the layer's time at b) with no
+    recomputation and no ZeRO-3 (each only adds time); the busiest stage runs its S layers m times a step, m b = B /
+    dp, and idles (p - 1)/v of one micro-batch, at least (p - 1)/v_max of b = 1: S x layer x (B / dp + (p - 1)/v_max).
+    Every other part of the step (head, sends, data-parallel sync, optimizer) is a time, never negative.
+    tests/test_plan.py checks it under every layout of several searches."""
+    shape, batch = pricer.shape, pricer.base.global_batch
+    assert batch is not None
+    stages = parallel.stage_layers(
+        layer_count(shape), structure.pp, structure.pp_first_layers, structure.pp_last_layers
+    )
+    lightest = with_options(structure, micro_batch=1, virtual_stages=1, recompute="none", zero=0)
+    layer = sum(step_time.layer_seconds(shape, pricer.gpu, lightest, ideal=True).values())
+    most_virtual = max(virtual_stage_counts(shape, structure))
+    sequences = batch / structure.data_parallel + (structure.pp - 1) / most_virtual
+    return max(stages) * layer * sequences * (1 - BOUND_MARGIN)
 
 
 def step_bound(stage: int, m: int, pp: int, virtual_stages: int, layer: dict[str, float]) -> float:
@@ -409,7 +507,7 @@ def price_ranked(pricer: TrainPricer, fitting: list[Fitting], top: int | None) -
         for candidate in sorted(group, key=lambda f: f.bound):
             if wanted is not None and len(best) == wanted and candidate.bound > -best[0]:
                 break
-            layout = pricer.price(*pricer.held(candidate), candidate.layer)
+            layout = pricer.priced(candidate)
             priced.append(layout)
             if wanted is not None:
                 (heapq.heappush if len(best) < wanted else heapq.heappushpop)(best, -layout.step_seconds)
@@ -530,6 +628,8 @@ def suggested_options(shape: ModelShape, asked: TrainingSetup, setup: TrainingSe
     of the other 60, so a layout that leaves `pp_first_layers` unset there changes nothing; where they do change,
     the option names the stage's layers as a number. A layout without pipeline parallelism cannot drop a
     `--pp-first/last-layers` the asked one gives (an option can be changed, not removed): None."""
+    if asked.pp_layout is not None and setup.pp_layout != asked.pp_layout:
+        return None  # an asked --pp-layout cannot be dropped by adding options
     options: dict[str, object] = {}
     for name in LAYOUT_FIELDS[:-1]:
         if name not in ENDS and getattr(asked, name) != getattr(setup, name):
@@ -688,6 +788,14 @@ class ServeOutcome:
     memory_per_gpu_bytes: int
     fits: bool
     max_batch: int
+    mean_batch: float | None = None  # under load: the sequences a step carried, mean
+    usd_per_million_output_tokens: float | None = None  # under load, with a price a GPU-hour
+    joules_per_output_token: float | None = None  # under load, where the GPU's board power is known
+
+
+# Under load (--concurrency or --rate), a layout the load model does not price (pipeline stages, attention data
+# parallelism, an encoder-decoder model) is refused for this reason.
+NOT_UNDER_LOAD = "not modelled under load (pipeline or attention data parallelism)"
 
 
 @dataclass(frozen=True)
@@ -787,6 +895,9 @@ def search_serving(
                         "batch": 1,
                     }
                 )  # fmt: skip
+                if base.under_load:  # one simulated benchmark of the load on each replica
+                    search_under_load(found, first, gpus // replica, replica, evaluate, ttft_ms, tpot_ms)
+                    continue
                 at_one = evaluate(first)  # batch 1's figures, and the largest batch the KV pool holds
                 if at_one.max_batch < 1:
                     found.reject(WEIGHTS_DO_NOT_FIT)
@@ -809,9 +920,46 @@ def search_serving(
                         found.layouts.append(
                             ServeLayout(setup, gpus // replica, outcome, outcome.tokens_per_s / replica)
                         )
-    found.layouts.sort(key=lambda layout: (-layout.tokens_per_s_per_gpu, -layout.tokens_per_s_per_user))
+    if base.rate is not None:  # at a given rate every layout serves the same tokens: the fastest per user first
+        found.layouts.sort(key=lambda layout: (-layout.tokens_per_s_per_user, -layout.tokens_per_s_per_gpu))
+    else:
+        found.layouts.sort(key=lambda layout: (-layout.tokens_per_s_per_gpu, -layout.tokens_per_s_per_user))
     found.pareto = pareto_front(found.layouts, lambda p: p.tokens_per_s_per_gpu, lambda p: p.tokens_per_s_per_user)
     return found
+
+
+def search_under_load(
+    found: ServeSearch,
+    setup: ServingSetup,
+    replicas: int,
+    replica_gpus: int,
+    evaluate: Callable[[ServingSetup], ServeOutcome],
+    ttft_ms: float | None,
+    tpot_ms: float | None,
+) -> None:
+    """One layout under the load: each replica gets the --concurrency asked for, or its share of the --rate; kept
+    when its weights fit and its mean TTFT and TPOT meet the targets (tfcost.costs.scheduler's benchmark)."""
+    if setup.rate is not None:
+        setup = setup.model_copy(update={"rate": setup.rate / replicas})
+    try:
+        outcome = evaluate(setup)
+    except UsageError as error:
+        found.reject(NOT_UNDER_LOAD if "--pp" in str(error) or "encoder" in str(error) else str(error))
+        return
+    if not outcome.fits:
+        found.reject(DOES_NOT_FIT)
+    elif ttft_ms is not None and outcome.ttft_ms > ttft_ms:
+        found.reject(MISSES_TTFT)
+    elif tpot_ms is not None and outcome.tpot_ms > tpot_ms:
+        found.reject(MISSES_TPOT)
+    else:
+        found.searched += 1
+        batch = max(round(outcome.mean_batch or 1), 1)
+        found.layouts.append(
+            ServeLayout(
+                setup.model_copy(update={"batch": batch}), replicas, outcome, outcome.tokens_per_s / replica_gpus
+            )
+        )
 
 
 def nearest_serving_layout(

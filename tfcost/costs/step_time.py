@@ -39,14 +39,18 @@ rows (tfcost.core.model.Model), the average of its layers:
 - context-parallel ring attention: c-1 exchanges of what the cache rows hold (K and V; MLA's latent) forward, of
   them and their gradients backward, each collective also paying NCCL's ring latency: a base latency and one per
   step, 14 us for each step that crosses nodes (`cp_ring_latency_seconds`);
-- expert parallelism: the all-to-all dispatch and combine of each MoE layer, forward and backward, the copies to
-  this node's GPUs over NVLink and to other nodes over the network at once (`ep_seconds`); with `--ep-overlap`
+- expert parallelism: the all-to-all dispatch and combine of each MoE layer, forward and backward, of the tokens
+  the GPU holds (its sequence-parallel share), the copies to this node's GPUs over NVLink and to other nodes over
+  the network at once, a token sent once to each node under node-limited routing, and the experts' tensor-parallel
+  all-gathers and reduce-scatters around it (`ep_seconds`); with `--ep-overlap`
   (Megatron-Core's --overlap-moe-expert-parallel-comm, whose combined 1F1B schedule runs "MoE all-to-all
   communication (dispatch/combine) ... with computation on the other stream"; DeepSeek-V3's DualPipe, where "both
   all-to-all and PP communication can be fully hidden during execution", §3.2.1) only what outlasts the layer's
   compute is exposed, and while it runs its kernels hold EP_COMM_SMS of the SMs: exposed = max(C - W, C x 20/SMs);
 - routed experts: a grouped GEMM over the E / e experts a GPU holds, each expert's rows padded to whole tiles
-  (`grouped_wave_efficiency`);
+  (`grouped_wave_efficiency`), the experts' own tensor parallelism etp setting their width and rows (Megatron-Core's
+  ETP: `Model.gemm_groups`); the token permutations around it (permute, sort by local expert, unpermute) as
+  memory-bound passes (`parallel.permute_bytes`);
 - pipeline: each stage boundary sends one micro-batch's activations forward and their gradients back, split over
   t (Narayanan et al. 2021 §4.1), over the network unless the whole run is one node; bubble (p-1)/v of one
   micro-batch's stage time;
@@ -185,7 +189,7 @@ class MatmulTerms:
 
 def matmul_terms(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> MatmulTerms:
     """One layer's forward GEMMs (`layer_gemms`) and their time: what layer_seconds charges and --explain shows."""
-    key = (shape, setup.micro_batch, setup.tp, setup.seq_len, setup.cp)
+    key = (shape, setup.micro_batch, setup.tp, setup.seq_len, setup.cp, setup.expert_tp, expert_load(shape, setup))
     gemms, distinct, layers, flops = layer_matmuls(*key)
     if gemms:
         assert gpu.matmul_efficiency is not None and gpu.sm_count is not None
@@ -200,14 +204,21 @@ def matmul_terms(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> Matmu
     return MatmulTerms(distinct, layers, flops, peak, efficiency, efficiency * precision_scale)
 
 
+def expert_load(shape: ModelShape, setup: TrainingSetup) -> float:
+    """The busiest GPU's routed expert rows over the balanced share: `parallel.routed_copies_scale` (a capacity
+    factor's padding, an assumed imbalance), 1 for a dense model."""
+    return parallel.routed_copies_scale(setup) if shape.moe is not None else 1.0
+
+
 @lru_cache(maxsize=4096)  # a layout search (tfcost plan) asks for the same micro-batch's GEMMs thousands of times
 def layer_matmuls(
-    shape: ModelShape, micro_batch: int, t: int, s: int, c: int
+    shape: ModelShape, micro_batch: int, t: int, s: int, c: int, etp: int | None = None, load: float = 1.0
 ) -> tuple[tuple[tuple[int, int, int, int], ...], tuple[tuple[int, int, int, int], ...], int, float]:
     """(every GEMM with the routed experts its rows spread over, the distinct ones with their counts, layers, FLOPs
-    per layer) of one micro-batch's forward."""
+    per layer) of one micro-batch's forward; `etp`, `load`: the experts' tensor-parallel size and rows' scale
+    (`Model.gemm_groups`)."""
     model = model_of(shape)
-    grouped = model.gemm_groups(s, micro_batch, t, c)  # as layer_gemms: b sequences of T / c positions
+    grouped = model.gemm_groups(s, micro_batch, t, c, etp, load)  # as layer_gemms: b sequences of T / c positions
     gemms = [(rows, inner, cols) for rows, inner, cols, _ in grouped]
     counted = Counter(gemms)
     flops = sum(count * 2 * rows * inner * cols for (rows, inner, cols), count in counted.items()) / model.n_layers
@@ -222,15 +233,57 @@ def matmul_efficiency(gpu: GpuSpec, gemms: Sequence[tuple[int, int, int]]) -> fl
 
 @lru_cache(maxsize=4096)  # as layer_matmuls: once per micro-batch shape and GPU in a layout search
 def layer_matmul_efficiency(
-    shape: ModelShape, micro_batch: int, t: int, s: int, c: int, ep: int, sm_count: int, best: float
+    shape: ModelShape,
+    micro_batch: int,
+    t: int,
+    s: int,
+    c: int,
+    etp: int | None,
+    load: float,
+    ep: int,
+    sm_count: int,
+    best: float,
 ) -> float:
     """matmul_efficiency of one micro-batch's layer GEMMs (layer_matmuls) on a GPU of `sm_count` SMs, a routed
     expert GEMM as a grouped GEMM over the E / e experts each GPU holds under expert parallelism e."""
     gemms = Counter(
         (rows, inner, cols, experts // ep)
-        for rows, inner, cols, experts in layer_matmuls(shape, micro_batch, t, s, c)[0]
+        for rows, inner, cols, experts in layer_matmuls(shape, micro_batch, t, s, c, etp, load)[0]
     )
     return wave_weighted(sm_count, best, list(gemms), list(gemms.values()))
+
+
+# Main gradients are accumulated in fp32 by the weight-gradient GEMM itself (Megatron-Core's gradient accumulation
+# fusion; Transformer Engine's GroupedLinear "fuse_wgrad_accumulation": the GEMM reads and writes main_grad): 4 bytes
+# read and 4 written an element.
+MAIN_GRAD_ACCUMULATE_BYTES = 8
+
+
+def expert_gemm_output_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> float:
+    """The routed experts' GEMM outputs written at the HBM rate, one layer's forward and backward, one micro-batch on
+    one GPU (the average over the layers): a GEMM's output tiles are written after their main loop, so a GEMM of small
+    inner dimension K spends a share of its time writing that its FLOPs do not count. DeepGEMM's dense FP8 table on
+    H800 (deepseek-ai/DeepGEMM README at fea9309), its best rate 1520 TFLOPS (M 4096, N 7168, K 16384) plus the
+    output's write at 3.35 TB/s: N 32768, K 512, 806 against 775 measured; N 24576, K 1536, 1175 against 1212; N
+    4096, K 7168, 1449 against 1410; N 7168, K 2048, 1245 against 1168 (N 2112, K 7168: 1428 against 1127, its
+    inputs' reads not counted). Priced for the experts alone, whose K is an expert's width over etp (Qwen3-30B-A3B's
+    down projection: 768, 384 at etp 2) and whose row-parallel down projection writes the whole d-wide output on
+    every one of its etp GPUs; a dense layer's GEMMs keep the measured MAMF efficiency the validation was set with
+    (their K is the model's width over t, and MAMF's own shapes include their writes). Forward: rows x cols; backward:
+    the input gradient's rows x inner and each local expert's weight gradient inner x cols accumulated in fp32
+    (MAIN_GRAD_ACCUMULATE_BYTES)."""
+    if shape.moe is None:
+        return 0.0
+    element = activations.ACTIVATION_BYTES[setup.precision]
+    grouped, _, n_layers, _ = layer_matmuls(
+        shape, setup.micro_batch, setup.tp, setup.seq_len, setup.cp, setup.expert_tp, expert_load(shape, setup)
+    )
+    written = 0.0
+    for rows, inner, cols, experts in grouped:
+        if experts > 1:
+            local = max(1, experts // setup.ep)
+            written += (rows * cols + rows * inner) * element + local * inner * cols * MAIN_GRAD_ACCUMULATE_BYTES
+    return written / n_layers / hardware.bandwidth_bytes_per_s(gpu)
 
 
 def grouped_wave_efficiency(rows: int, cols: int, groups: int, sms: int) -> float:
@@ -331,8 +384,10 @@ def hierarchical_ring_seconds(size_bytes: float, gpu: GpuSpec, setup: TrainingSe
 def gradient_bucket_bytes(shape: ModelShape, setup: TrainingSetup, n_layers: int) -> float:
     """One layer's bucket of fp32 gradients on one GPU: what is trained (the adapters alone under LoRA), routed
     experts split over e, the rest over t x p, over the stage's layers."""
-    experts = parallel.routed_expert_params(shape) if setup.ep > 1 else 0
-    params_per_gpu = (params.total_params(shape) - experts + experts / setup.ep) / (setup.tp * setup.pp)
+    experts = parallel.routed_expert_params(shape) if setup.ep > 1 or setup.expert_tp != setup.tp else 0
+    params_per_gpu = (params.total_params(shape) - experts) / (setup.tp * setup.pp) + experts / (
+        setup.ep * setup.expert_tp * setup.pp
+    )
     if setup.lora_rank is not None:
         params_per_gpu = training.trainable_params(shape, setup) / (setup.tp * setup.pp)
     return params_per_gpu / n_layers * training.MAIN_GRADIENT_BYTES  # fp32 main gradients, all-reduced
@@ -350,9 +405,13 @@ def can_predict(gpu: GpuSpec, setup: TrainingSetup) -> bool:
     )
 
 
-def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict[str, float]:
+def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup, ideal: bool = False) -> dict[str, float]:
     """One layer's forward and backward of one micro-batch on one GPU, by part (the module docstring): the average
-    of the model's layers, each part a fold over their rows (`tfcost.core.model.Model`)."""
+    of the model's layers, each part a fold over their rows (`tfcost.core.model.Model`).
+
+    `ideal`: a lower bound of it that b x the bound at b = 1 stays under for any micro-batch b (`tfcost plan`'s
+    `shape_bound`): the GEMMs at the GPU's best efficiency with no wave lost (wave efficiency is at most 1), the
+    parts that do not grow with b (ring latency, FP8's weight casts) left out; every other part is linear in b."""
     t, c, b, s = setup.tp, setup.cp, setup.micro_batch, setup.seq_len
     model = model_of(shape)
     n_layers = model.n_layers
@@ -366,8 +425,15 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
     # (Dao-AILab/flash-attention benchmarks/benchmark_flash_attention.py), the FLOPs FLASH_EFFICIENCY's 225
     # TFLOP/s are measured in. A dense kernel computes every score entry whatever the mask (below).
     flash_flops = model.attention_flops(s, causal=True) * per_gpu
-    gemm = matmul_terms(shape, gpu, setup)
-    efficiency, matmul_fwd = gemm.efficiency, gemm.seconds
+    if ideal:
+        assert gpu.matmul_efficiency is not None  # can_predict
+        efficiency = gpu.matmul_efficiency * training_matmul_share(setup.zero)
+        flops = layer_matmuls(shape, b, t, s, c, setup.expert_tp, expert_load(shape, setup))[3]
+        precision_scale = FP8_TRAINING_GEMM_FRACTION / gpu.matmul_efficiency if setup.precision == "fp8" else 1.0
+        matmul_fwd = flops / (training.peak_flops_per_s(gpu, setup.precision) * efficiency * precision_scale)
+    else:
+        gemm = matmul_terms(shape, gpu, setup)
+        efficiency, matmul_fwd = gemm.efficiency, gemm.seconds
     attention_peak = attention_peak_flops_per_s(gpu, training.compute_dtype(setup.precision), setup.fp8_attention)
 
     d = shape.d_model
@@ -378,6 +444,7 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
     elementwise_fwd = tokens * (d_wide * d / (t if setup.sequence_parallel else 1) + activation / t) / bandwidth
     if setup.kernels != "fused":
         elementwise_fwd += tokens * eager_bytes_per_token(shape, setup, element) / bandwidth
+    elementwise_fwd += parallel.permute_bytes(shape, setup) * moe_share(shape) / bandwidth  # MoE token permutes
     if setup.flash:
         # its rate over the kept entries: a causal run gains 1.7-1.8x, not 2x (costs/efficiency.py)
         skip = causal_skip_efficiency(flash_flops, attention_flops)
@@ -400,11 +467,13 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
     kv_bytes = tokens * model.cache_width(t) / n_layers * element
     cp_fwd = 0.0
     if c > 1:
-        cp_fwd = (c - 1) * kv_bytes / link_bandwidth(gpu, t * c, True) + cp_ring_latency_seconds(gpu, setup)
+        cp_fwd = (c - 1) * kv_bytes / link_bandwidth(gpu, t * c, True)
+        cp_fwd += 0.0 if ideal else cp_ring_latency_seconds(gpu, setup)
 
     ep_comm = ep_seconds(shape, gpu, setup)
 
-    cast_fwd, cast_bwd = fp8_cast_seconds(shape, gpu, setup)  # FP8's quantization passes (0 otherwise)
+    # FP8's quantization passes (0 otherwise)
+    cast_fwd, cast_bwd = (0.0, 0.0) if ideal else fp8_cast_seconds(shape, gpu, setup)
     recompute = {
         "none": 0.0,
         "selective": attention_fwd,
@@ -412,6 +481,8 @@ def layer_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> dict
         "full": matmul_fwd + attention_fwd + elementwise_fwd + cast_fwd + tp_fwd + cp_fwd,
     }[setup.recompute]
     matmuls = (2 if setup.lora_rank is not None else 3) * matmul_fwd  # a frozen base has no weight grads
+    if not ideal and setup.lora_rank is None:
+        matmuls += expert_gemm_output_seconds(shape, gpu, setup)
     if setup.ep_overlap:  # the all-to-alls on their own stream beside another micro-batch's compute
         compute = matmuls + attention_fwd + attention_bwd + 3 * elementwise_fwd + cast_fwd + cast_bwd + recompute
         assert gpu.sm_count is not None  # can_predict
@@ -656,11 +727,15 @@ def ep_seconds(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup) -> float:
     Megatron-Core's alltoall dispatcher) is one group of sends and receives to every peer, each on its own link."""
     if setup.ep == 1:
         return 0.0
-    inside = max(1, min(setup.ep, node_size(gpu) // (setup.tp * setup.cp)))
+    inside = parallel.expert_ranks_per_node(setup, node_size(gpu))
     intra, inter = parallel.all_to_all_split(shape, setup, node_size(gpu))
-    seconds = intra / link_bandwidth(gpu, inside * setup.tp * setup.cp, True) if intra else 0.0
+    seconds = intra / link_bandwidth(gpu, inside * setup.expert_tp, True) if intra else 0.0
     if inter:
         seconds = max(seconds, inter / link_bandwidth(gpu, setup.ep, False))
+    # the experts' tensor-parallel all-gathers and reduce-scatters around it, on the node's link (etp ranks adjacent)
+    etp_bytes = parallel.expert_tp_bytes(shape, setup)
+    if etp_bytes:
+        seconds += etp_bytes / setup.expert_tp / link_bandwidth(gpu, setup.expert_tp, True)
     return seconds * moe_share(shape)
 
 
@@ -718,7 +793,7 @@ def step_seconds(
 ) -> dict[str, float]:
     """One optimizer step, by part, on the busiest pipeline stage; "total" is their sum. `layer`: this setup's
     `layer_seconds` when the caller has it (a plan search reuses it across v, ZeRO and offload)."""
-    stages = parallel.stage_layers(layer_count(shape), setup.pp, setup.pp_first_layers, setup.pp_last_layers)
+    stages = parallel.setup_stages(shape, setup)
     layer = layer_seconds(shape, gpu, setup) if layer is None else layer
     head = head_seconds(shape, gpu, setup)
     loss = loss_seconds(shape, gpu, setup) + metric_seconds(shape, gpu, setup)
@@ -756,8 +831,10 @@ def step_seconds(
 
 def stage_params_per_gpu(shape: ModelShape, setup: TrainingSetup) -> float:
     """The parameters one GPU's stage holds unsharded: the routed experts split over e, the rest over t x p."""
-    experts = parallel.routed_expert_params(shape) if setup.ep > 1 else 0
-    return (params.total_params(shape) - experts + experts / setup.ep) / (setup.tp * setup.pp)
+    experts = parallel.routed_expert_params(shape) if setup.ep > 1 or setup.expert_tp != setup.tp else 0
+    return (params.total_params(shape) - experts) / (setup.tp * setup.pp) + experts / (
+        setup.ep * setup.expert_tp * setup.pp
+    )
 
 
 # FSDP2 (PyTorch's fully_shard, `--fsdp2`) copies on the GPU what it gathers and reduces (torch/distributed/
@@ -796,7 +873,9 @@ def fsdp_float8_weight_share(shape: ModelShape, setup: TrainingSetup) -> float:
     without `--fsdp-float8-all-gather`."""
     if not training.gathers_float8(setup):
         return 0.0
-    grouped, _, _, _ = layer_matmuls(shape, setup.micro_batch, setup.tp, setup.seq_len, setup.cp)
+    grouped, _, _, _ = layer_matmuls(
+        shape, setup.micro_batch, setup.tp, setup.seq_len, setup.cp, setup.expert_tp, expert_load(shape, setup)
+    )
     weights = sum(max(1, experts // setup.ep) * inner * cols for _, inner, cols, experts in grouped)
     return min(1.0, weights / setup.pp / stage_params_per_gpu(shape, setup))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from tfcost.core import activations, flops, ops, params
-from tfcost.core.blocks import Block, blocks, layer_count
+from tfcost.core.blocks import Block, blocks
 from tfcost.core.layers import layer_ops
 from tfcost.core.model import model_of
 from tfcost.costs import finetune, fit, parallel
@@ -334,7 +334,7 @@ def loss_or_recompute_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
 
 def layers_activation_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
     """What the busiest GPU's layers save for the backward pass (`activation_bytes_per_gpu` less the logits)."""
-    stages = parallel.stage_layers(layer_count(shape), setup.pp, setup.pp_first_layers, setup.pp_last_layers)
+    stages = parallel.setup_stages(shape, setup)
     in_flight = min(parallel.micro_batches(setup), setup.pp) if setup.global_batch is not None else setup.pp
     busiest = max(min(in_flight, setup.pp - i) * layers for i, layers in enumerate(stages))
     factor = parallel.in_flight_factor(setup.pp, setup.virtual_stages)
@@ -476,9 +476,11 @@ def accumulates_unsharded_gradients(setup: TrainingSetup) -> bool:
 
 def gpu_share_params(shape: ModelShape, setup: TrainingSetup, n_params: int) -> int:
     """Of `n_params` (all the model's or its trainable ones), those one GPU holds before ZeRO shards them over the
-    data-parallel ranks: 1/(t p), the routed experts (of full training) 1/(t p e)."""
-    experts = parallel.routed_expert_params(shape) if setup.ep > 1 and setup.lora_rank is None else 0
-    return ceil_div(n_params - experts, setup.tp * setup.pp) + ceil_div(experts, setup.tp * setup.pp * setup.ep)
+    data-parallel ranks: 1/(t p), the routed experts (of full training) 1/(etp p e), etp their own tensor-parallel
+    size (t unless told)."""
+    split = setup.ep > 1 or setup.expert_tp != setup.tp
+    experts = parallel.routed_expert_params(shape) if split and setup.lora_rank is None else 0
+    return ceil_div(n_params - experts, setup.tp * setup.pp) + ceil_div(experts, setup.expert_tp * setup.pp * setup.ep)
 
 
 def gathered_weight_bytes(shape: ModelShape, setup: TrainingSetup) -> int:
@@ -644,14 +646,18 @@ def memory_per_gpu(shape: ModelShape, setup: TrainingSetup, activations: int | N
     """
     trainable = trainable_params(shape, setup)
     replicas = setup.data_parallel * setup.cp
-    experts = parallel.routed_expert_params(shape) if setup.ep > 1 and setup.lora_rank is None else 0
+    split = setup.ep > 1 or setup.expert_tp != setup.tp
+    experts = parallel.routed_expert_params(shape) if split and setup.lora_rank is None else 0
     zero = held_zero_stage(setup)
     parts = model_state_bytes_per_gpu(
         trainable - experts, setup.precision, setup.optimizer, zero, replicas, setup.tp * setup.pp
     )
-    if experts:  # expert parallelism: each GPU holds 1/e of the routed experts, ZeRO shards them over N_d c / e
+    if experts:  # expert parallelism: each GPU holds 1/(etp e) of the routed experts, ZeRO (the distributed
+        # optimizer, FSDP) shards them over the experts' data-parallel group, gpus / (etp e p) ranks (Megatron-Core
+        # parallel_state's expert_data_parallel_size: t c N_d / (etp e))
         sharded = model_state_bytes_per_gpu(
-            experts, setup.precision, setup.optimizer, zero, replicas // setup.ep, setup.tp * setup.pp * setup.ep,
+            experts, setup.precision, setup.optimizer, zero, setup.expert_data_parallel,
+            setup.expert_tp * setup.pp * setup.ep,
         )  # fmt: skip
         parts = {key: parts[key] + sharded[key] for key in parts}
     if setup.memory_convention == "deepspeed" and setup.zero in (2, 3) and setup.lora_rank is None:

@@ -262,7 +262,8 @@ def transformers_estimate(found: EngineModel, workload: Workload) -> EngineEstim
 # What `train` prices from tfcost's reader only: each field of TrainingSetup the engine's totals (parameters, FLOPs,
 # what autograd saves) cannot split, with its option.
 TRAIN_NEEDS_READER = {
-    "tp": "--tp", "pp": "--pp", "cp": "--cp", "ep": "--ep", "virtual_stages": "--virtual-stages",
+    "tp": "--tp", "pp": "--pp", "cp": "--cp", "ep": "--ep", "etp": "--etp", "pp_layout": "--pp-layout",
+    "virtual_stages": "--virtual-stages",
     "pp_first_layers": "--pp-first-layers", "pp_last_layers": "--pp-last-layers",
     "sequence_parallel": "--sequence-parallel", "recompute": "--recompute", "precision": "--precision",
     "lora_rank": "--lora", "qlora": "--qlora", "offload": "--offload",

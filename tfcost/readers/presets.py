@@ -302,6 +302,23 @@ def apply_overrides(mapping: dict[str, Any], overrides: Sequence[str]) -> dict[s
     return result
 
 
+# The shapes read last, each kept as the one object of its value: a model read twice in one command (a suggestion
+# reads it again) is then the same object, which the core's caches recognise at once, where an equal copy would be
+# compared field by field on every look-up (every layer of a `layers:` stack, each time).
+INTERNED: dict[ModelShape, ModelShape] = {}
+
+
+def interned(shape: ModelShape) -> ModelShape:
+    """The shape read before that equals this one, else this one (remembered; the last 16 are kept)."""
+    found = INTERNED.get(shape)
+    if found is not None:
+        return found
+    if len(INTERNED) >= 16:
+        INTERNED.pop(next(iter(INTERNED)))
+    INTERNED[shape] = shape
+    return shape
+
+
 def resolve_source(
     model: str | None,
     config: str | None = None,
@@ -338,7 +355,7 @@ def resolve_source(
     mapping = found if isinstance(found, dict) else found.mapping
     if overrides:
         origin = f"{origin} with --set {' '.join(overrides)}"
-    shape = model_from_mapping(apply_overrides(mapping, overrides), origin, default_name)
+    shape = interned(model_from_mapping(apply_overrides(mapping, overrides), origin, default_name))
     if reading is None:
         return ModelSource(shape)
     stored = None if overrides else reading.stored  # a shape changed by --set is no longer the files' model

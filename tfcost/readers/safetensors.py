@@ -251,7 +251,7 @@ class GgufHeader:
     bytes left in the file before anything is read for it (each item of any kind takes at least one byte); arrays
     of numbers are passed over in one step, strings in arrays one length at a time, so the time is at most a fraction
     of a microsecond per 8 bytes of header. Arrays keep only their length, or their items when they are numbers (at
-    most KEEP_ARRAY_ITEMS of them); arrays of arrays are refused past one level."""
+    most KEEP_ARRAY_ITEMS of them); arrays of arrays are refused, as ggml refuses them."""
 
     def __init__(self, data: Any, where: str) -> None:
         from gguf import GGUFValueType
@@ -316,15 +316,13 @@ class GgufHeader:
             raise self.ends(position - self.position)
         self.position = position
 
-    def value(self, kind: int, depth: int = 0) -> Any:
+    def value(self, kind: int) -> Any:
         if kind in self.scalar:
             return self.unpack(self.scalar[kind])
         if kind == self.string_kind:
             return self.string()
         if kind != self.array_kind:
             raise TfcostError(f"{self.where}: unknown GGUF value type {kind}")
-        if depth > 0:
-            raise TfcostError(f"{self.where}: arrays of arrays of arrays in the GGUF header")
         item_kind = int(self.unpack(self.u32))
         if item_kind in self.scalar:
             layout = self.scalar[item_kind]
@@ -340,10 +338,9 @@ class GgufHeader:
             self.skip_strings(length)
             return length
         if item_kind == self.array_kind:
-            length = self.count("arrays", 12)
-            for _ in range(length):
-                self.value(item_kind, depth + 1)
-            return length
+            # ggml's own reader refuses them (gguf.cpp, gguf_init_from_file_impl: "case GGUF_TYPE_ARRAY: default:
+            # ... key '%s' has invalid GGUF type"), so no file llama.cpp loads holds one.
+            raise TfcostError(f"{self.where}: an array of arrays in the GGUF header (llama.cpp reads none)")
         raise TfcostError(f"{self.where}: unknown GGUF value type {item_kind}")
 
 
@@ -512,7 +509,9 @@ def refuse_disagreements(mapping: dict[str, Any], names: dict[str, StoredTensor]
     import re
 
     blocks = {int(match.group(1)) for name in names if (match := re.match(r"blk\.(\d{1,9})\.", name))}
-    checks = [("block_count", mapping["n_layers"], max(blocks) + 1 if blocks else 0, "the blk.N tensors' layers")]
+    checks: list[tuple[str, Any, int | None, str]] = [
+        ("block_count", mapping["n_layers"], max(blocks) + 1 if blocks else 0, "the blk.N tensors' layers")
+    ]
     checks.append(("embedding_length", mapping["d_model"], names["token_embd.weight"].shape[1], "token_embd's width"))
 
     def rows(tensor: str, at: int = 0) -> int | None:

@@ -47,17 +47,20 @@ def plan_train_table(report: TrainPlanReport, markdown: bool = False) -> None:
     )
     costed = any(layout.cost is not None for layout in report.layouts)
     table = new_table(markdown, title=title, title_justify="left")
-    for header in ("#", "tp", "pp", "cp", "dp", "ep", "v", "ZeRO", "recompute", "b", "offload", "step", "days",
-                   "MFU", "memory/GPU", "main term", *(["cost"] if costed else [])):  # fmt: skip
+    experts = any(layout.etp is not None for layout in report.layouts)  # the etp column where a layout sets it
+    headers = ("#", "tp", "pp", "cp", "dp", "ep", *(["etp"] if experts else []), "v", "ZeRO", "recompute", "b",
+               "offload", "step", "days", "MFU", "memory/GPU", "main term", *(["cost"] if costed else []))  # fmt: skip
+    for header in headers:
         text = header in ("recompute", "offload", "main term")
         table.add_column(header, justify="left" if text else "right", no_wrap=header != "main term")
-    optional_columns(table, "v", "cp", "ep", "offload", "b", "main term", "dp", "cost", "days")
+    optional_columns(table, "v", "cp", "ep", "etp", "offload", "b", "main term", "dp", "cost", "days")
     for index, layout in enumerate(report.layouts, 1):
         stages = f"{layout.pp}" if layout.pp_first_layers is None and layout.pp_last_layers is None else (
             f"{layout.pp} ({layout.pp_first_layers or '='}|{layout.pp_last_layers or '='})"
         )  # fmt: skip
         table.add_row(
             str(index), str(layout.tp), stages, str(layout.cp), f"{layout.dp:,}", str(layout.ep),
+            *([str(layout.tp if layout.etp is None else layout.etp)] if experts else []),
             str(layout.virtual_stages), str(layout.zero), layout.recompute, str(layout.micro_batch), layout.offload,
             human(layout.step_seconds, "seconds"), f"{layout.days:,.2f}", human(layout.mfu, "fraction"),
             human(layout.memory_per_gpu_bytes, "bytes"), layout.main_term,
@@ -67,9 +70,11 @@ def plan_train_table(report: TrainPlanReport, markdown: bool = False) -> None:
     notes = [
         f"Searched {report.searched:,} layouts; {report.feasible:,} fit. Rejected: {rejected_line(report.rejected)}.",
         "step: predicted (Calculon's method, as `train` predicts it), the busiest pipeline stage; main term: its "
-        "largest part. pp (first|last): Megatron's uneven first and last stages. Layouts that need offload come "
-        "last: the step time does not price their host traffic. Layouts equal in step time and memory but for a "
-        "higher ZeRO stage are shown once, at the lowest. How the search works: docs/plan.md.",
+        "largest part. pp (first|last): Megatron's uneven first and last stages."
+        + (" etp: the experts' own tensor parallelism (Megatron-Core's folded layout)." if experts else "")
+        + " Layouts that need offload come last: the step time does not price their host traffic. Layouts equal in "
+        "step time and memory but for a higher ZeRO stage are shown once, at the lowest. How the search works: "
+        "docs/plan.md.",
         *(
             [
                 f"MFU assumed: the GPU table lacks the link or matmul figures to predict the step time of "
@@ -123,12 +128,19 @@ def plan_serve_table(report: ServePlanReport, markdown: bool = False) -> None:
     front = new_table(markdown, title="Pareto front: tokens/s per GPU against tokens/s per user", title_justify="left")
     serve_columns(front)
     serve_rows(front, report.pareto)
+    figures = (
+        "TTFT, TPOT and memory: `serve`'s expected figures (not the bound). tok/s/GPU: batch / TPOT over the "
+        "pp x max(tp, ep) GPUs of a replica (decode); tok/s/user: 1 / TPOT. ep > tp: ep / tp attention data-parallel "
+        "ranks share the experts. How the search works: docs/plan.md."
+        if report.load is None
+        else f"Under load ({report.load}): TTFT and TPOT the means of each layout's simulated benchmark (`serve "
+        "--concurrency/--rate`, docs/serving.md); batch the sequences a step carried, mean; tok/s/GPU its output "
+        "tokens over the run over a replica's GPUs; tok/s/user (G - 1) / (E2E - TTFT); memory `serve`'s expected."
+    )
     notes = [
         f"Searched {report.searched:,} layouts; {report.feasible:,} fit and meet the targets. Rejected: "
         f"{rejected_line(report.rejected)}.",
-        "TTFT, TPOT and memory: `serve`'s expected figures (not the bound). tok/s/GPU: batch / TPOT over the "
-        "pp x max(tp, ep) GPUs of a replica (decode); tok/s/user: 1 / TPOT. ep > tp: ep / tp attention data-parallel "
-        "ranks share the experts. How the search works: docs/plan.md.",
+        figures,
     ]
     print_table(front, *notes)
 

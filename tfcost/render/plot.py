@@ -28,13 +28,40 @@ REFERENCES = {"attention_vs_6n": "6N", "kv_cache_vs_weights": "the weights", "sc
 
 
 def need(module: str) -> Any:
-    """Import an optional plotting library, or fail in one line saying what to install."""
+    """Import an optional plotting library, or fail in one line saying what to install. matplotlib's own log
+    messages while it loads (where HOME has no writable folder for its settings and cache it logs two warnings,
+    quoting the path, and makes a temporary one) are kept from stderr and said as one note of tfcost's."""
     import importlib
+    import logging
+    import sys
 
+    class Kept(logging.Handler):
+        def __init__(self) -> None:
+            super().__init__(logging.WARNING)
+            self.count = 0
+
+        def emit(self, record: logging.LogRecord) -> None:
+            self.count += 1
+
+    logger = logging.getLogger("matplotlib")
+    loading = module.split(".")[0] == "matplotlib" and "matplotlib" not in sys.modules
+    kept, propagates = Kept(), logger.propagate
+    if loading:
+        logger.addHandler(kept)
+        logger.propagate = False
     try:
         return importlib.import_module(module)
     except ImportError:
         raise TfcostError(f"charts need {module.split('.')[0]}: {INSTALL}") from None
+    finally:
+        if loading:
+            logger.removeHandler(kept)
+            logger.propagate = propagates
+            if kept.count:
+                sys.stderr.write(
+                    f"tfcost: note: matplotlib warned {kept.count} time(s) while loading, as it does when HOME has no "
+                    "writable folder for its settings (set MPLCONFIGDIR to one)\n"
+                )
 
 
 def installed(module: str) -> bool:

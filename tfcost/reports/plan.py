@@ -8,7 +8,7 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from tfcost.costs import engine_memory, expected, parallel, serving, training
 from tfcost.costs import plan as search
@@ -39,6 +39,7 @@ class TrainPlanLayout(Frozen):
     dp: int
     cp: int
     ep: int
+    etp: int | None  # the routed experts' tensor-parallel size; None: tp's (Megatron-Core's default)
     virtual_stages: int
     zero: int
     recompute: str
@@ -79,7 +80,7 @@ class TrainPlanReport(Frozen, PricedUnder):
 def train_layout(layout: search.TrainLayout) -> TrainPlanLayout:
     s = layout.setup
     return TrainPlanLayout(
-        tp=s.tp, pp=s.pp, dp=s.data_parallel, cp=s.cp, ep=s.ep, virtual_stages=s.virtual_stages, zero=s.zero,
+        tp=s.tp, pp=s.pp, dp=s.data_parallel, cp=s.cp, ep=s.ep, etp=s.etp, virtual_stages=s.virtual_stages, zero=s.zero,
         recompute=s.recompute, micro_batch=s.micro_batch, global_batch=parallel.global_batch(s), offload=s.offload,
         step_seconds=layout.step_seconds, days=layout.days, mfu=layout.mfu,
         memory_per_gpu_bytes=layout.memory_per_gpu_bytes, pp_first_layers=s.pp_first_layers,
@@ -128,6 +129,16 @@ class ServePlanLayout(Frozen):
     tokens_per_s_per_user: float
     memory_per_gpu_bytes: int
     tokens_per_s: float
+    usd_per_million_output_tokens: float | None = Field(
+        default=None,
+        description="under load with --price-per-gpu-hour: $ per million output tokens",
+        exclude_if=lambda value: value is None,
+    )
+    joules_per_output_token: float | None = Field(
+        default=None,
+        description="under load: energy per output token, J (the GPU's board power by phase)",
+        exclude_if=lambda value: value is None,
+    )
 
 
 class ServePlanReport(Frozen, PricedUnder):
@@ -140,6 +151,11 @@ class ServePlanReport(Frozen, PricedUnder):
     generate: int
     ttft_ms_target: float | None
     tpot_ms_target: float | None
+    load: str | None = Field(
+        default=None,
+        description="under load: the benchmark each layout was simulated on (targets on mean TTFT and TPOT)",
+        exclude_if=lambda load: load is None,
+    )
     searched: int
     feasible: int
     rejected: dict[str, int]
@@ -173,6 +189,28 @@ def serving_evaluator(shape: ModelShape, gpu: GpuSpec) -> Callable[[ServingSetup
             weights_cache[layout] = serving.layout_weight_bytes_per_gpu(
                 shape, served, dtype, setup.gpus, setup.ep, setup.group_size
             )
+        if setup.under_load:  # the simulated benchmark: its mean TTFT and TPOT, its throughput
+            from tfcost.reports.serve import serve_load
+
+            static = serve_expected(
+                shape, setup, rates_cache[dtype, setup.fp8_attention], usable_cache[setup.reserve],
+                weights_cache[layout],
+            )  # fmt: skip
+            if not static.fits:  # the weights and one sequence do not fit: nothing to simulate
+                return search.ServeOutcome(0, 0, 0, 0, static.total_bytes_per_gpu, False, static.max_batch)
+            load = serve_load(shape, gpu, setup, rates_cache[dtype, setup.fp8_attention], weights_cache[layout])
+            return search.ServeOutcome(
+                ttft_ms=load.ttft_mean_ms,
+                tpot_ms=load.tpot_mean_ms,
+                tokens_per_s=load.output_tokens_per_s,
+                tokens_per_s_per_sequence=load.output_tokens_per_s_per_user,
+                memory_per_gpu_bytes=static.total_bytes_per_gpu,
+                fits=True,
+                max_batch=static.max_batch,
+                mean_batch=load.mean_batch,
+                usd_per_million_output_tokens=load.usd_per_million_output_tokens,
+                joules_per_output_token=load.joules_per_output_token,
+            )
         result = serve_expected(
             shape, setup, rates_cache[dtype, setup.fp8_attention], usable_cache[setup.reserve], weights_cache[layout]
         )
@@ -197,6 +235,8 @@ def serve_layout(layout: search.ServeLayout, shape: ModelShape) -> ServePlanLayo
         tpot_ms=outcome.tpot_ms, tokens_per_s_per_gpu=layout.tokens_per_s_per_gpu,
         tokens_per_s_per_user=layout.tokens_per_s_per_user, memory_per_gpu_bytes=outcome.memory_per_gpu_bytes,
         tokens_per_s=outcome.tokens_per_s * layout.replicas,
+        usd_per_million_output_tokens=outcome.usd_per_million_output_tokens,
+        joules_per_output_token=outcome.joules_per_output_token,
     )  # fmt: skip
 
 
@@ -224,6 +264,13 @@ def plan_serve_setup(
         generate=base.generate,
         ttft_ms_target=ttft_ms,
         tpot_ms_target=tpot_ms,
+        load=None
+        if not base.under_load
+        else (
+            f"closed loop, {base.concurrency} requests in flight a replica"
+            if base.concurrency is not None
+            else f"Poisson arrivals, {base.rate:g} requests/s over all replicas"
+        ),
         searched=found.searched,
         feasible=found.feasible,
         rejected=dict(found.rejected.most_common()),
@@ -366,9 +413,18 @@ def plan_serve(
     reserve: float | None = None,
     top: int = 10,
     conventions: Mapping[str, object] | None = None,
+    concurrency: int | None = None,
+    rate: float | None = None,
+    requests: int | None = None,
+    price_per_gpu_hour: float | None = None,
 ) -> ServePlanReport:
     """`tfcost plan serve`: weights_dtype and kv_dtype list the formats to try ("bf16,fp8" or a list); `conventions`
-    are an engine's (tfcost.readers.frameworks.convention_values), every layout priced under them."""
+    are an engine's (tfcost.readers.frameworks.convention_values), every layout priced under them. With a
+    `concurrency` (each replica's requests in flight) or a `rate` (requests a second over all replicas), every
+    layout is ranked by its simulated benchmark (`serve --concurrency/--rate`), its targets on the mean TTFT and
+    TPOT, and its batch the mean the scheduler ran."""
+    if concurrency is not None and rate is not None:
+        raise UsageError("give --concurrency (a closed loop) or --rate (Poisson arrivals), not both")
     check_plan_size("--gpus", gpus, MAX_PLAN_GPUS, low=1, whole=True)
     check_plan_size("--prompt", prompt, MAX_PLAN_TOKENS_PER_SEQUENCE, low=1)
     check_plan_size("--generate", generate, MAX_PLAN_TOKENS_PER_SEQUENCE, low=1)
@@ -378,6 +434,10 @@ def plan_serve(
     setup = validated(
         ServingSetup,
         **{**(conventions or {}), "gpus": gpus, "prompt": prompt, "generate": generate, "reserve": reserve},
+        concurrency=concurrency,
+        rate=rate,
+        requests=requests,
+        price_per_gpu_hour=price_per_gpu_hour,
     )
     weights = [
         validated(ServingSetup, weights_dtype=name).weights_dtype for name in names_of(weights_dtype, "--weights-dtype")

@@ -8,7 +8,7 @@ from functools import lru_cache
 from pydantic import Field
 
 from tfcost.core import memory, params
-from tfcost.costs import engine_memory, expected, images, serving
+from tfcost.costs import energy, engine_memory, expected, images, scheduler, serving
 from tfcost.errors import UsageError
 from tfcost.hardware import rates as hardware
 from tfcost.reports.base import PricedUnder, Section, SourceNotes, quantity, stepped_cache_note
@@ -118,6 +118,124 @@ class ServeExpected(ServeLatency):
     sources: dict[str, str] = quantity("where each rate comes from", "text")
 
 
+class ServeLoad(Section):
+    """Serving under load (issue 39): per-request latency percentiles of a simulated benchmark, the throughput, and
+    what the tokens cost in money and energy (tfcost.costs.scheduler, tfcost.costs.energy)."""
+
+    load: str = quantity("load", "text")
+    requests: int = quantity("requests simulated (benchmark_serving's --num-prompts)", "count")
+    ttft_p50_ms: float = quantity("time to first token (TTFT), p50, queueing included", "ms")
+    ttft_p90_ms: float = quantity("TTFT p90", "ms")
+    ttft_p99_ms: float = quantity("TTFT p99", "ms")
+    ttft_mean_ms: float = quantity("TTFT mean", "ms")
+    tpot_p50_ms: float = quantity("time per output token (TPOT) p50, (end to end - TTFT) / (G - 1)", "ms")
+    tpot_p90_ms: float = quantity("TPOT p90", "ms")
+    tpot_p99_ms: float = quantity("TPOT p99", "ms")
+    tpot_mean_ms: float = quantity("TPOT mean", "ms")
+    itl_p50_ms: float = quantity("inter-token latency (ITL) p50, between streamed chunks", "ms")
+    itl_p90_ms: float = quantity("ITL p90", "ms")
+    itl_p99_ms: float = quantity("ITL p99", "ms")
+    e2e_p50_ms: float = quantity("end-to-end latency p50", "ms")
+    e2e_p90_ms: float = quantity("end-to-end latency p90", "ms")
+    e2e_p99_ms: float = quantity("end-to-end latency p99", "ms")
+    e2e_mean_ms: float = quantity("end-to-end latency mean", "ms")
+    queueing_p50_ms: float = quantity("queueing delay (arrival to first scheduled) p50", "ms")
+    queueing_p90_ms: float = quantity("queueing delay p90", "ms")
+    queueing_p99_ms: float = quantity("queueing delay p99", "ms")
+    duration_s: float = quantity("benchmark duration, first arrival to last token", "seconds")
+    request_throughput_per_s: float = quantity("requests per second", "per_s")
+    output_tokens_per_s: float = quantity("output tokens per second, all GPUs", "per_s")
+    total_tokens_per_s: float = quantity("input + output tokens per second, all GPUs", "per_s")
+    output_tokens_per_s_per_gpu: float = quantity("output tokens per second per GPU", "per_s")
+    output_tokens_per_s_per_user: float = quantity("output tokens per second per user, (G - 1) / (E2E - TTFT)", "per_s")
+    mean_batch: float = quantity("sequences per step, mean", "count")
+    busy_share: float = quantity("share of the run the GPUs were stepping", "fraction")
+    prefill_share: float = quantity("share of the busy time priced as prefill work", "fraction")
+    kv_capacity_tokens: int = quantity("KV-cache slots the engine has, whole blocks", "count")
+    speculative: str | None = Field(
+        default=None, description="speculative decoding", exclude_if=lambda value: value is None
+    )
+    acceptance: float | None = Field(
+        default=None,
+        description="a: chance a drafted token is accepted, given the ones before it were",
+        json_schema_extra={"unit": "fraction"},
+        exclude_if=lambda value: value is None,
+    )
+    expected_tokens_per_step: float | None = Field(
+        default=None,
+        description="tokens a verify step yields a sequence, expected: (1 - a^(K+1)) / (1 - a)",
+        json_schema_extra={"unit": "count"},
+        exclude_if=lambda value: value is None,
+    )
+    tokens_per_step: float | None = Field(
+        default=None,
+        description="tokens a verify step yielded a sequence in the simulation, mean",
+        json_schema_extra={"unit": "count"},
+        exclude_if=lambda value: value is None,
+    )
+    usd_per_million_input_tokens: float | None = Field(
+        default=None,
+        description="$ per million input tokens (the prefill's share of the GPU-hours)",
+        json_schema_extra={"unit": "usd_fine"},
+        exclude_if=lambda value: value is None,
+    )
+    usd_per_million_output_tokens: float | None = Field(
+        default=None,
+        description="$ per million output tokens (the decode's share of the GPU-hours)",
+        json_schema_extra={"unit": "usd_fine"},
+        exclude_if=lambda value: value is None,
+    )
+    usd_per_million_tokens: float | None = Field(
+        default=None,
+        description="$ per million tokens, input and output together",
+        json_schema_extra={"unit": "usd_fine"},
+        exclude_if=lambda value: value is None,
+    )
+    joules_per_input_token: float | None = Field(
+        default=None,
+        description="energy per input token (prefill), GPUs only",
+        json_schema_extra={"unit": "joules"},
+        exclude_if=lambda value: value is None,
+    )
+    joules_per_output_token: float | None = Field(
+        default=None,
+        description="energy per output token (decode), GPUs only",
+        json_schema_extra={"unit": "joules"},
+        exclude_if=lambda value: value is None,
+    )
+    kwh_per_million_input_tokens: float | None = Field(
+        default=None,
+        description="energy per million input tokens",
+        json_schema_extra={"unit": "kwh"},
+        exclude_if=lambda value: value is None,
+    )
+    kwh_per_million_output_tokens: float | None = Field(
+        default=None,
+        description="energy per million output tokens",
+        json_schema_extra={"unit": "kwh"},
+        exclude_if=lambda value: value is None,
+    )
+    gco2_per_million_input_tokens: float | None = Field(
+        default=None,
+        description="CO2 per million input tokens, g (--grid-gco2-per-kwh x kWh)",
+        json_schema_extra={"unit": "count"},
+        exclude_if=lambda value: value is None,
+    )
+    gco2_per_million_output_tokens: float | None = Field(
+        default=None,
+        description="CO2 per million output tokens, g (--grid-gco2-per-kwh x kWh)",
+        json_schema_extra={"unit": "count"},
+        exclude_if=lambda value: value is None,
+    )
+    power_model: str | None = Field(
+        default=None,
+        description="the power model and its source",
+        json_schema_extra={"unit": "text"},
+        exclude_if=lambda value: value is None,
+    )
+    assumptions: str = quantity("what the simulation assumes", "text")
+
+
 class ServeReport(SourceNotes, PricedUnder):
     """Everything `tfcost serve` reports for one model, GPU and setup."""
 
@@ -134,6 +252,11 @@ class ServeReport(SourceNotes, PricedUnder):
     model_max_context: int = quantity("the model's own maximum context", "whole")
     latency: ServeLatency = Field(description="bound: the roofline, the best any engine could do")
     expected: ServeExpected = Field(description="expected: what an engine reaches (rates, floor, all-reduce, ...)")
+    load: ServeLoad | None = Field(
+        default=None,
+        description="under load (--concurrency or --rate): continuous batching simulated step by step",
+        exclude_if=lambda load: load is None,
+    )
     profile: str | None = Field(None, description="the measured profile used in place of the GPU table")
     suggestion: Suggestion | None = Field(
         default=None,
@@ -152,8 +275,9 @@ SERVE_SECTIONS: dict[str, str] = {
     "memory": "Memory",
     "": "Capacity",
     "stored": "Stored bytes (the files' headers)",
-    "latency": "Bound (roofline)",
-    "expected": "Expected (engine)",
+    "latency": "Bound (roofline, static batch of B)",
+    "expected": "Expected (engine, static batch of B)",
+    "load": "Under load (engine, continuous batching simulated)",
 }
 
 
@@ -275,7 +399,118 @@ def serve(
         expected=serve_expected(
             shape, setup, rates, engine_memory.engine_usable_bytes(gpu, setup.reserve), layout_weights
         ),
+        load=serve_load(shape, gpu, setup, rates, layout_weights) if setup.under_load else None,
         profile=profile,
+    )
+
+
+def serve_load(
+    shape: ModelShape, gpu: GpuSpec, setup: ServingSetup, rates: expected.EngineRates, weights_per_gpu: int
+) -> ServeLoad:
+    """The load's simulated benchmark (tfcost.costs.scheduler) on one replica, its KV capacity that of the engine
+    profiled at its step budget (vLLM profiles max_num_batched_tokens tokens: ceil(budget / P') prompts of
+    P' = min(P, budget) tokens stand for them), and its tokens' price and energy (tfcost.costs.energy)."""
+    if setup.pp > 1 or serving.attention_ranks(setup.gpus, setup.ep) > 1:
+        raise UsageError("--concurrency and --rate model one tensor-parallel replica: not with --pp or --ep > --gpus")
+    if serving.is_encoder_decoder(shape):
+        raise UsageError(f"{shape.name} is an encoder-decoder model: --concurrency and --rate price decoder-only ones")
+    if setup.rate is None and setup.concurrency is None:
+        raise UsageError("give --concurrency or --rate")
+    chunk = min(setup.prompt, setup.max_num_batched_tokens)  # the profile run's tokens: one step's budget
+    profiled = setup.model_copy(update={"prompt": chunk, "batch": ceil_div(setup.max_num_batched_tokens, chunk)})
+    engine = serve_expected(
+        shape, profiled, rates, engine_memory.engine_usable_bytes(gpu, setup.reserve), weights_per_gpu
+    )
+    capacity = engine.max_kv_tokens
+    pricer = scheduler.StepPricer(shape, setup, rates, weights_per_gpu)
+    # A model with a recurrent state holds one a sequence: the engine's largest batch at P + G bounds them.
+    states = engine.max_batch if pricer.state_per_sequence > 0 else None
+    pools = setup.pools
+    if pools is None:
+        run = scheduler.simulate(pricer, setup, capacity, states)
+    else:  # both pools on the same layout: the same steps and KV capacity a replica
+        run = scheduler.simulate_disaggregated(pricer, pricer, setup, (pools[0], capacity), (pools[1], capacity))
+    replica = serving.stage_gpus(setup.gpus, setup.ep)
+    gpus = replica * run.replicas
+    speculative = scheduler.speculative_setting(setup)
+    decode_busy = run.busy - run.prefill_busy
+    prefill_share = run.prefill_busy / run.busy if run.busy else 0.0
+    money: dict[str, float] = {}
+    if setup.price_per_gpu_hour is not None:  # idle time split as the busy time is
+        cost = energy.dollars(setup.price_per_gpu_hour, gpus, run.duration)
+        money = {
+            "usd_per_million_input_tokens": energy.per_million(cost * prefill_share, run.input_tokens),
+            "usd_per_million_output_tokens": energy.per_million(cost * (1 - prefill_share), run.output_tokens),
+            "usd_per_million_tokens": energy.per_million(cost, run.input_tokens + run.output_tokens),
+        }
+    joules = energy.busy_joules(gpu, replica, run.prefill_busy, decode_busy)
+    power: dict[str, float | str] = {}
+    if joules is not None:
+        power = {
+            "joules_per_input_token": joules[0] / run.input_tokens,
+            "joules_per_output_token": joules[1] / run.output_tokens,
+            "kwh_per_million_input_tokens": energy.per_million(joules[0], run.input_tokens) / energy.J_PER_KWH,
+            "kwh_per_million_output_tokens": energy.per_million(joules[1], run.output_tokens) / energy.J_PER_KWH,
+            "power_model": f"{gpu.board_power_w:g} W a GPU: {energy.POWER_SOURCE}",
+        }
+        if setup.grid_gco2_per_kwh is not None:
+            for part, spent, tokens in (
+                ("input", joules[0], run.input_tokens),
+                ("output", joules[1], run.output_tokens),
+            ):
+                kwh_per_million = energy.per_million(spent, tokens) / energy.J_PER_KWH
+                power[f"gco2_per_million_{part}_tokens"] = kwh_per_million * setup.grid_gco2_per_kwh
+    ms = 1000.0
+    load = (
+        f"closed loop, concurrency {setup.concurrency}"
+        if setup.concurrency is not None
+        else f"Poisson arrivals, {setup.rate:g} requests/s"
+    )
+    if pools is not None:
+        load += f"; disaggregated: {pools[0]} prefill + {pools[1]} decode replicas of {replica} GPUs"
+    user_rates = [
+        (generate - 1) / (e2e - ttft)
+        for generate, e2e, ttft in zip(run.generates, run.e2e, run.ttft, strict=True)
+        if generate > 1 and e2e > ttft
+    ]
+    return ServeLoad(
+        load=load,
+        requests=run.requests,
+        ttft_p50_ms=scheduler.percentile(run.ttft, 0.5) * ms,
+        ttft_p90_ms=scheduler.percentile(run.ttft, 0.9) * ms,
+        ttft_p99_ms=scheduler.percentile(run.ttft, 0.99) * ms,
+        ttft_mean_ms=scheduler.mean(run.ttft) * ms,
+        tpot_p50_ms=scheduler.percentile(run.tpot, 0.5) * ms,
+        tpot_p90_ms=scheduler.percentile(run.tpot, 0.9) * ms,
+        tpot_p99_ms=scheduler.percentile(run.tpot, 0.99) * ms,
+        tpot_mean_ms=scheduler.mean(run.tpot) * ms,
+        itl_p50_ms=scheduler.percentile(run.itl, 0.5) * ms,
+        itl_p90_ms=scheduler.percentile(run.itl, 0.9) * ms,
+        itl_p99_ms=scheduler.percentile(run.itl, 0.99) * ms,
+        e2e_p50_ms=scheduler.percentile(run.e2e, 0.5) * ms,
+        e2e_p90_ms=scheduler.percentile(run.e2e, 0.9) * ms,
+        e2e_p99_ms=scheduler.percentile(run.e2e, 0.99) * ms,
+        e2e_mean_ms=scheduler.mean(run.e2e) * ms,
+        queueing_p50_ms=scheduler.percentile(run.queueing, 0.5) * ms,
+        queueing_p90_ms=scheduler.percentile(run.queueing, 0.9) * ms,
+        queueing_p99_ms=scheduler.percentile(run.queueing, 0.99) * ms,
+        duration_s=run.duration,
+        request_throughput_per_s=run.requests / run.duration,
+        output_tokens_per_s=run.output_tokens / run.duration,
+        total_tokens_per_s=(run.input_tokens + run.output_tokens) / run.duration,
+        output_tokens_per_s_per_gpu=run.output_tokens / run.duration / gpus,
+        output_tokens_per_s_per_user=scheduler.mean(user_rates),
+        mean_batch=run.mean_batch,
+        busy_share=run.busy / run.duration / run.replicas,
+        prefill_share=prefill_share,
+        kv_capacity_tokens=capacity,
+        speculative=None if speculative is None else f"{setup.speculative}, K = {speculative[0]} drafted tokens a step",
+        acceptance=None if speculative is None else speculative[1],
+        expected_tokens_per_step=None if speculative is None else scheduler.tokens_per_step(*speculative),
+        tokens_per_step=run.tokens_per_step,
+        assumptions=scheduler.ASSUMPTIONS,
+        **money,
+        **power,
     )
 
 

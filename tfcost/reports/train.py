@@ -8,8 +8,7 @@ from collections.abc import Callable
 from pydantic import Field
 
 from tfcost.core import flops, params
-from tfcost.core.blocks import layer_count
-from tfcost.costs import engine_memory, finetune, fit, images, parallel, step_time, throughput, training
+from tfcost.costs import energy, engine_memory, finetune, fit, images, parallel, step_time, throughput, training
 from tfcost.hardware import rates as hardware
 from tfcost.reports.base import PricedUnder, Section, SourceNotes, quantity
 from tfcost.reports.suggestion import Suggestion
@@ -51,6 +50,18 @@ class TrainTime(Section):
     hardware_utilization: float = quantity("HFU = hardware FLOP/s / (gpus x peak)", "fraction")
     achieved_flops_per_s: float = quantity("achieved per GPU, counting recomputation", "flops_per_s")
     cost: float | None = quantity("cost = GPU-hours x price", "usd")
+    energy_kwh: float | None = Field(
+        default=None,
+        description="energy = GPU-hours x board power (GPUs only)",
+        json_schema_extra={"unit": "kwh"},
+        exclude_if=lambda value: value is None,
+    )
+    co2_kg: float | None = Field(
+        default=None,
+        description="CO2 = energy x grid's g/kWh",
+        json_schema_extra={"unit": "count"},
+        exclude_if=lambda value: value is None,
+    )
 
 
 class TrainStep(Section):
@@ -138,8 +149,9 @@ def train(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup, explained: bool
     else:
         source, seconds = run_seconds(setup, model_flops, hardware_flops, peak)
     hours = training.gpu_hours(seconds, setup.gpus)
+    energy_kwh = energy.gpu_hours_kwh(gpu, hours)
     mfu = throughput.utilization(model_flops, seconds, setup.gpus, peak)
-    stages = parallel.stage_layers(layer_count(shape), setup.pp, setup.pp_first_layers, setup.pp_last_layers)
+    stages = parallel.setup_stages(shape, setup)
     m = parallel.micro_batches(setup)
     held = engine_memory.with_eager_norms(training.memory_per_gpu(shape, setup), shape, setup)
     overhead = fit.overhead_bytes(hardware.memory_bytes(gpu), setup.cuda_context_gib, setup.allocator_reserve)
@@ -187,6 +199,10 @@ def train(shape: ModelShape, gpu: GpuSpec, setup: TrainingSetup, explained: bool
             hardware_utilization=throughput.utilization(hardware_flops, seconds, setup.gpus, peak),
             achieved_flops_per_s=hardware_flops / (seconds * setup.gpus),
             cost=None if setup.price_per_gpu_hour is None else training.training_cost(hours, setup.price_per_gpu_hour),
+            energy_kwh=energy_kwh,
+            co2_kg=None
+            if energy_kwh is None or setup.grid_gco2_per_kwh is None
+            else energy_kwh * setup.grid_gco2_per_kwh / 1000,
         ),
         step=step,
         memory_per_gpu=TrainMemory(

@@ -70,10 +70,40 @@ def table_of(registry: dict[str, OpTable], role: str, kind: str) -> OpTable:
     return registry[kind]
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=16)
+def shape_tables(shape: ModelShape) -> dict[Block, tuple[Op, ...]]:
+    """The operation tables of a shape's blocks, each built once (layer_ops fills it). One dictionary per shape,
+    the last 16 shapes kept: a single cache of (shape, block) pairs of bounded size was swept end to end by every
+    pass over a stack with more distinct blocks than it held (5,000 sliding windows against 4,096 entries), so
+    every look-up missed and each pass rebuilt every table."""
+    return {}
+
+
+# The tables of the shape objects asked about last, by identity: equal shapes that are distinct objects (a copy
+# made along the way) would otherwise be compared field by field on every look-up, a pass over every layer of a
+# `layers:` stack each time. Each entry holds its shape, so no id is reused while it is here.
+RECENT_SHAPES: dict[int, tuple[ModelShape, dict[Block, tuple[Op, ...]]]] = {}
+
+
 def layer_ops(shape: ModelShape, block: Block) -> tuple[Op, ...]:
     """One layer's operation table: its mixer, cross-attention (encoder-decoder decoders), its FFN, its norms, and
     the hyper-connections around them where the model has them."""
+    recent = RECENT_SHAPES.get(id(shape))
+    if recent is not None and recent[0] is shape:
+        tables = recent[1]
+    else:
+        tables = shape_tables(shape)
+        if len(RECENT_SHAPES) >= 16:
+            RECENT_SHAPES.pop(next(iter(RECENT_SHAPES)))
+        RECENT_SHAPES[id(shape)] = (shape, tables)
+    found = tables.get(block)
+    if found is None:
+        found = tables[block] = build_layer_ops(shape, block)
+    return found
+
+
+def build_layer_ops(shape: ModelShape, block: Block) -> tuple[Op, ...]:
+    """layer_ops, uncached."""
     ops = table_of(MIXERS, "mixer", block.mixer)(shape, block)
     if block.cross_attention:  # queries from the decoder, keys and values from the encoder output
         ops += attention_ops(shape, block, prefix="cross_attention", cross=True)
