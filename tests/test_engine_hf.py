@@ -192,6 +192,7 @@ def test_check_report_difference_is_transformers_minus_tfcost():
     assert check_report(analytic, engine).agree  # type: ignore[arg-type]
 
 
+@pytest.mark.usefixtures("gptj_unread")
 def test_presets_map_onto_transformers_configs():
     """The one translation of a preset's shape into a transformers config.json."""
     assert hf_config_for(load_model("llama-3-8b"))["model_type"] == "llama"
@@ -203,12 +204,13 @@ def test_presets_map_onto_transformers_configs():
         hf_config_for(load_model("t5-small"))
 
 
-GPTJ = {  # a model_type tfcost has no reader for
+GPTJ = {  # a model_type tfcost has no reader for while the gptj_unread fixture hides GPT-J's (conftest.py)
     "model_type": "gptj", "vocab_size": 1000, "n_embd": 64, "n_layer": 2, "n_head": 4, "rotary_dim": 8,
     "n_positions": 256, "bos_token_id": 0, "eos_token_id": 0,
 }  # fmt: skip
 
 
+@pytest.mark.usefixtures("gptj_unread")
 def test_auto_answers_an_unread_model_type_with_transformers(tmp_path):
     path = tmp_path / "gptj.json"
     path.write_text(json.dumps(GPTJ))
@@ -236,6 +238,7 @@ def test_engine_transformers_on_a_preset_gives_the_analytic_numbers():
     assert [column["engine"] for column in compared["results"]] == ["transformers", "transformers"]
 
 
+@pytest.mark.usefixtures("gptj_unread")
 def test_without_the_extra_the_error_says_to_install_it(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "transformers", None)  # import transformers now raises ImportError
     path = tmp_path / "gptj.json"
@@ -252,6 +255,7 @@ def gptj_path(tmp_path: Path, **changes: object) -> str:
 
 
 @pytest.mark.parametrize("command", ["train", "serve"])
+@pytest.mark.usefixtures("gptj_unread")
 def test_train_and_serve_price_a_model_only_transformers_reads(tmp_path, command):
     """A model_type tfcost has no reader for: train and serve run on the engine's totals, and say so."""
     path = gptj_path(tmp_path)
@@ -311,6 +315,7 @@ def test_train_by_the_engine_equals_the_analytic_compute_and_states(zero):
 
 
 @pytest.mark.parametrize("command", ["train", "serve"])
+@pytest.mark.usefixtures("gptj_unread")
 def test_every_working_line_of_the_engine_equals_its_result(tmp_path, command):
     """--explain on the engine's train and serve: each line's working, evaluated, is the number it reports, and the
     lines name the figures the report prints."""
@@ -345,6 +350,7 @@ def test_saved_activations_on_meta_are_what_a_real_forward_saves():
     assert meta.scores == 2 * 3 * 4 * 48 * 48 * (4 + 2)
 
 
+@pytest.mark.usefixtures("gptj_unread")
 def test_engine_train_and_serve_refuse_what_needs_the_reader(tmp_path):
     path = gptj_path(tmp_path)
     tp = invoke("train", path, "--tp", "2", "--gpus", "2")
@@ -365,6 +371,7 @@ def test_a_model_type_nobody_knows_is_one_line(tmp_path):
     assert "\x1b" not in result.stderr  # the file's escape sequence is shown, not sent to the terminal
 
 
+@pytest.mark.usefixtures("gptj_unread")
 def test_engine_refuses_what_it_cannot_count(tmp_path):
     assert invoke("estimate", "llama-3.2-1b", "--engine", "transformers", "--causal").code == 2
     path = tmp_path / "gptj.json"
