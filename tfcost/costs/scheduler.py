@@ -36,6 +36,7 @@ import random
 from collections import deque
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 
 from tfcost.costs import expected, serving
 from tfcost.errors import UsageError
@@ -239,6 +240,26 @@ class LoadResult:
     replicas: int = 1  # engines the busy times are summed over (disaggregated: both pools')
 
 
+def per_request(finished: list[Request]) -> dict[str, Any]:
+    """What a LoadResult says of each finished request (TTFT, TPOT, ITL, end to end, queueing) and their totals."""
+    return {
+        "ttft": [r.first_token - r.arrival for r in finished if r.first_token is not None],
+        "generates": [r.generate for r in finished],
+        "tpot": [
+            (r.done - r.first_token) / (r.generate - 1)
+            for r in finished
+            if r.done is not None and r.first_token is not None and r.generate > 1
+        ],
+        "itl": [gap for r in finished for gap in r.gaps],
+        "e2e": [r.done - r.arrival for r in finished if r.done is not None],
+        "queueing": [r.admitted - r.arrival for r in finished if r.admitted is not None],
+        "input_tokens": sum(r.prompt for r in finished),
+        "prefilled_tokens": sum(r.prompt - r.cached for r in finished),
+        "output_tokens": sum(r.generate for r in finished),
+        "requests": len(finished),
+    }
+
+
 def default_requests(setup: ServingSetup) -> int:
     """benchmark_serving's --num-prompts when not given: 8 per slot of a closed loop (100 to 1,000), else 1,000."""
     if setup.requests is not None:
@@ -437,26 +458,13 @@ def simulate(
         running = still
 
     return LoadResult(
-        ttft=[r.first_token - r.arrival for r in finished if r.first_token is not None],
-        generates=[r.generate for r in finished],
-        tpot=[
-            (r.done - r.first_token) / (r.generate - 1)
-            for r in finished
-            if r.done is not None and r.first_token is not None and r.generate > 1
-        ],
-        itl=[gap for r in finished for gap in r.gaps],
-        e2e=[r.done - r.arrival for r in finished if r.done is not None],
-        queueing=[r.admitted - r.arrival for r in finished if r.admitted is not None],
+        **per_request(finished),
         duration=now,
         busy=busy,
         prefill_busy=prefill_busy,
-        input_tokens=sum(r.prompt for r in finished),
-        prefilled_tokens=sum(r.prompt - r.cached for r in finished),
-        output_tokens=sum(r.generate for r in finished),
         steps=steps,
         mean_batch=carried / steps if steps else 0.0,
         tokens_per_step=yielded / verifies if verifies else None,
-        requests=len(finished),
     )
 
 
@@ -519,26 +527,13 @@ def simulate_disaggregated(
     verifies = [pool.tokens_per_step for pool in decoding if pool.tokens_per_step is not None]
     finished = [request for request in requests if request.done is not None and request.first_token is not None]
     return LoadResult(
-        ttft=[r.first_token - r.arrival for r in finished if r.first_token is not None],
-        generates=[r.generate for r in finished],
-        tpot=[
-            (r.done - r.first_token) / (r.generate - 1)
-            for r in finished
-            if r.done is not None and r.first_token is not None and r.generate > 1
-        ],
-        itl=[gap for r in finished for gap in r.gaps],
-        e2e=[r.done - r.arrival for r in finished if r.done is not None],
-        queueing=[r.admitted - r.arrival for r in finished if r.admitted is not None],
+        **per_request(finished),
         duration=max(r.done for r in finished if r.done is not None),
         busy=sum(pool.busy for pool in every),
         prefill_busy=prefill_busy,
-        input_tokens=sum(r.prompt for r in finished),
-        prefilled_tokens=sum(r.prompt - r.cached for r in finished),
-        output_tokens=sum(r.generate for r in finished),
         steps=steps,
         mean_batch=sum(pool.mean_batch * pool.steps for pool in decoding) / max(sum(p.steps for p in decoding), 1),
         tokens_per_step=sum(verifies) / len(verifies) if verifies else None,
-        requests=len(finished),
         replicas=prefill_replicas + decode_replicas,
     )
 
