@@ -108,3 +108,13 @@ def test_headers_wrap_between_words_and_after_slashes(text, width, wrapped):
 def test_cells_wrap_between_words_only():
     assert wrap_words("  pipeline bubble", 10) == "  pipeline\nbubble"
     assert wrap_words("deepseek-r1-distill", 5) == "deepseek-r1-distill"  # longer than the width: whole
+
+
+@pytest.mark.parametrize("listing", ["gpus", "list"])
+def test_a_one_column_terminal_keeps_every_row_and_name_whole(tfcost, listing):
+    # COLUMNS=1 once split every cell into single characters (issue 37): tables are laid out at no less than
+    # layout.MIN_TERMINAL_WIDTH, so each row's name is still printed whole
+    names = [row.split(",")[0] for row in tfcost(listing, "-f", "csv").stdout.splitlines()[1:]]
+    narrow = tfcost(listing, env={"COLUMNS": "1"})
+    assert narrow.code == 0 and names
+    assert all(re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w.-])", narrow.stdout) for name in names)

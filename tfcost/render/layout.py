@@ -218,18 +218,24 @@ def cell_len(text: str) -> int:
     return rich_cell_len(text)
 
 
+# Below this many columns no table can keep a number or a unit whole (a 1-column terminal split every cell into
+# single characters): tables are laid out at this width, and the terminal wraps the lines.
+MIN_TERMINAL_WIDTH = 40
+
+
 def terminal_width() -> int | None:
-    """The width tables must fit: COLUMNS when set (as rich and the shell set it), else the terminal's; None when
-    standard output is no terminal and COLUMNS is unset (a file or a pipe: tables at their natural width)."""
+    """The width tables must fit: COLUMNS when set (as rich and the shell set it), else the terminal's, at least
+    MIN_TERMINAL_WIDTH; None when standard output is no terminal and COLUMNS is unset (a file or a pipe: tables at
+    their natural width)."""
     import os
     import shutil
 
     columns = os.environ.get("COLUMNS", "").strip()
     if columns.isdigit() and int(columns) > 0:
-        return int(columns)
+        return max(int(columns), MIN_TERMINAL_WIDTH)
     stream = sys.stdout
     if stream is not None and hasattr(stream, "isatty") and stream.isatty():
-        return shutil.get_terminal_size().columns
+        return max(shutil.get_terminal_size().columns, MIN_TERMINAL_WIDTH)
     return None
 
 
