@@ -81,13 +81,7 @@ def frameworks(
     from tfcost.render.common import print_csv, print_json
 
     if name is None:
-        listed = all_frameworks(kind)
-        if output == "json":
-            print_json(listed)
-        elif output == "csv":
-            print_csv(render.framework_rows(listed))
-        else:
-            render.frameworks_table(listed, markdown=output == "markdown")
+        render.print_frameworks(all_frameworks(kind), output)
         return
     framework, _ = load_framework(name, kind or load_framework_kind(name))
     used = framework_used(name, framework.kind, {})

@@ -26,14 +26,25 @@ def framework_rows(frameworks: Sequence[Framework]) -> list[dict[str, Any]]:
     ]
 
 
-def frameworks_table(frameworks: Sequence[Framework], markdown: bool = False) -> None:
-    rows = neutral(framework_rows(frameworks))
-    table = new_table(markdown, title="Frameworks (--framework NAME[@VERSION])", title_justify="left")
-    for column in ("name", "kind", "title", "versions"):
-        table.add_column(column)
-    for row in rows:
-        table.add_row(row["name"], row["kind"], row["title"], row["versions"])
-    print_table(table, "Every field with its source: `tfcost frameworks NAME`; as data: --format json or csv.")
+def print_frameworks(frameworks: Sequence[Framework], output: str) -> None:
+    """The listing in the format asked (table, JSON of the whole files, CSV, markdown), by name in natural order."""
+    from tfcost.render.listing import Column, print_listing
+
+    columns = [
+        Column("name", lambda row: row["name"], "left"),
+        Column("kind", lambda row: row["kind"], "left"),
+        Column("title", lambda row: row["title"], "left"),
+        Column("versions", lambda row: row["versions"], "left"),
+    ]
+    print_listing(
+        framework_rows(frameworks),
+        columns,
+        output,
+        "Frameworks (--framework NAME[@VERSION])",
+        notes=["Every field with its source: `tfcost frameworks NAME`; as data: --format json or csv."],
+        optional=["title"],
+        document=list(frameworks),
+    )
 
 
 def field_rows(used: FrameworkUsed) -> list[dict[str, Any]]:
