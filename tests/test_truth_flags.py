@@ -40,6 +40,10 @@ PATCHES: dict[str, dict[str, Any]] = {
     "hunyuan_v1_moe": {"head_dim": 128},
     "dots1": {"n_routed_experts": 128, "num_experts_per_tok": 6, "n_shared_experts": 2, "first_k_dense_replace": 1},
 }
+# Defaults transformers cannot build that tfcost still reads as a config says (Nemotron's num_key_value_heads
+# defaults to None, which its attention divides by; tfcost reads None as one key-value head per query head, as the
+# Llama family's configs mean it): checked with the field set, as tests/data/hf_configs/nemotron-default.json sets it.
+BUILD_PATCHES: dict[str, dict[str, Any]] = {"nemotron": {"num_key_value_heads": 48}}
 # The types read through tfcost/readers/families/flags.py's rows.
 TYPES = sorted(t for t, family in FAMILIES.items() if family.read.__module__ == "tfcost.readers.families.flags")
 
@@ -50,7 +54,7 @@ def forms(model_type: str) -> dict[str, dict[str, Any]]:
     out = {}
     for form, data in saved_forms(model_type).items():
         data = json.loads(json.dumps(data))
-        data.update(PATCHES.get(model_type, {}))
+        data.update(PATCHES.get(model_type, {}) | BUILD_PATCHES.get(model_type, {}))
         out[form] = data
     return out
 
