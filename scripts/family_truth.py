@@ -65,7 +65,7 @@ def run_one(label: str, make_config: Any, limit_s: int) -> dict[str, Any]:
     signal.alarm(limit_s)
     try:
         truth = measure(make_config())
-        row = {"label": label, "ok": True, **dataclasses.asdict(truth)}
+        row = {"label": label, "ok": True, **dataclasses.asdict(truth), "seconds": time.perf_counter() - start}
     except TooSlow:
         row = {"label": label, "ok": False, "error": f"over {limit_s} s", "seconds": time.perf_counter() - start}
     except Exception as error:  # noqa: BLE001 - the table reports why a type does not build

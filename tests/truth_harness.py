@@ -21,7 +21,6 @@ count).
 from __future__ import annotations
 
 import inspect
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -188,14 +187,12 @@ class Truth:
     cache_split: dict[str, tuple[int, int]] = field(default_factory=dict)  # attribute -> (per token, fixed)
     flops_by_op: dict[str, int] = field(default_factory=dict)
     wrapper_params: int | None = None  # the whole multimodal model, where the config is a wrapper
-    seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
 
 
 def measure(config: PretrainedConfig, tokens: int = T_LONG, whole: bool = True) -> Truth:
     """Parameters, forward FLOPs and cache bytes of one config. A stage transformers cannot run on the meta
     device leaves its figure at -1 and says why in `notes`; the other stages still run."""
-    start = time.perf_counter()
     model = build(config)
     notes: list[str] = []
     params = parameter_count(model)
@@ -236,7 +233,6 @@ def measure(config: PretrainedConfig, tokens: int = T_LONG, whole: bool = True) 
         cache_split=split,
         flops_by_op=by_op,
         wrapper_params=wrapper,
-        seconds=time.perf_counter() - start,
         notes=notes,
     )
 
