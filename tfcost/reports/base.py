@@ -40,6 +40,13 @@ def quantity(label: str, unit: Unit) -> Any:
     return Field(description=label, json_schema_extra={"unit": unit})
 
 
+def optional_quantity(label: str, unit: Unit) -> Any:
+    """A reported number that only some setups have (None otherwise): left out of the JSON when None."""
+    return Field(
+        default=None, description=label, json_schema_extra={"unit": unit}, exclude_if=lambda value: value is None
+    )
+
+
 class Section(BaseModel):
     # Validators are built on first use, so a command builds only the reports it prints (estimate: 4 ms less).
     model_config = ConfigDict(frozen=True, defer_build=True)

@@ -11,7 +11,7 @@ from tfcost.core import memory, params
 from tfcost.costs import energy, engine_memory, expected, images, scheduler, serving
 from tfcost.errors import UsageError
 from tfcost.hardware import rates as hardware
-from tfcost.reports.base import PricedUnder, Section, SourceNotes, quantity, stepped_cache_note
+from tfcost.reports.base import PricedUnder, Section, SourceNotes, optional_quantity, quantity, stepped_cache_note
 from tfcost.reports.suggestion import Suggestion
 from tfcost.schema import GpuSpec, ModelShape, ServingSetup
 from tfcost.units import ceil_div, milliseconds
@@ -82,23 +82,14 @@ class ServeExpected(ServeLatency):
     decode_kernels_ms: float = quantity("decode kernels at the rates reached", "ms")
     decode_dequant_ms: float = quantity("decode dequantization of int8/int4/fp4 weights", "ms")
     decode_allreduce_ms: float = quantity("decode tensor-parallel all-reduces (2 per layer)", "ms")
-    prefill_all_to_all_ms: float | None = Field(
-        default=None,
-        description="prefill expert-parallel dispatch and combine (2 all-to-alls per MoE layer)",
-        json_schema_extra={"unit": "ms"},
-        exclude_if=lambda value: value is None,
+    prefill_all_to_all_ms: float | None = optional_quantity(
+        "prefill expert-parallel dispatch and combine (2 all-to-alls per MoE layer)", "ms"
     )
-    decode_all_to_all_ms: float | None = Field(
-        default=None,
-        description="decode expert-parallel dispatch and combine (2 all-to-alls per MoE layer)",
-        json_schema_extra={"unit": "ms"},
-        exclude_if=lambda value: value is None,
+    decode_all_to_all_ms: float | None = optional_quantity(
+        "decode expert-parallel dispatch and combine (2 all-to-alls per MoE layer)", "ms"
     )
-    pipeline_send_ms: float | None = Field(
-        default=None,
-        description="decode stage-to-stage sends (hidden states and residual), the pp - 1 of one pass",
-        json_schema_extra={"unit": "ms"},
-        exclude_if=lambda value: value is None,
+    pipeline_send_ms: float | None = optional_quantity(
+        "decode stage-to-stage sends (hidden states and residual), the pp - 1 of one pass", "ms"
     )
     step_floor_ms: float = quantity("per-step floor: kernels x one kernel's fixed cost", "ms")
     decode_mean_ms_per_token: float = quantity("mean decode step of the generation, at context P + (G + 1) / 2", "ms")
@@ -155,84 +146,35 @@ class ServeLoad(Section):
     speculative: str | None = Field(
         default=None, description="speculative decoding", exclude_if=lambda value: value is None
     )
-    acceptance: float | None = Field(
-        default=None,
-        description="a: chance a drafted token is accepted, given the ones before it were",
-        json_schema_extra={"unit": "fraction"},
-        exclude_if=lambda value: value is None,
+    acceptance: float | None = optional_quantity(
+        "a: chance a drafted token is accepted, given the ones before it were", "fraction"
     )
-    expected_tokens_per_step: float | None = Field(
-        default=None,
-        description="tokens a verify step yields a sequence, expected: (1 - a^(K+1)) / (1 - a)",
-        json_schema_extra={"unit": "count"},
-        exclude_if=lambda value: value is None,
+    expected_tokens_per_step: float | None = optional_quantity(
+        "tokens a verify step yields a sequence, expected: (1 - a^(K+1)) / (1 - a)", "count"
     )
-    tokens_per_step: float | None = Field(
-        default=None,
-        description="tokens a verify step yielded a sequence in the simulation, mean",
-        json_schema_extra={"unit": "count"},
-        exclude_if=lambda value: value is None,
+    tokens_per_step: float | None = optional_quantity(
+        "tokens a verify step yielded a sequence in the simulation, mean", "count"
     )
-    usd_per_million_input_tokens: float | None = Field(
-        default=None,
-        description="$ per million input tokens (the prefill's share of the GPU-hours)",
-        json_schema_extra={"unit": "usd_fine"},
-        exclude_if=lambda value: value is None,
+    usd_per_million_input_tokens: float | None = optional_quantity(
+        "$ per million input tokens (the prefill's share of the GPU-hours)", "usd_fine"
     )
-    usd_per_million_output_tokens: float | None = Field(
-        default=None,
-        description="$ per million output tokens (the decode's share of the GPU-hours)",
-        json_schema_extra={"unit": "usd_fine"},
-        exclude_if=lambda value: value is None,
+    usd_per_million_output_tokens: float | None = optional_quantity(
+        "$ per million output tokens (the decode's share of the GPU-hours)", "usd_fine"
     )
-    usd_per_million_tokens: float | None = Field(
-        default=None,
-        description="$ per million tokens, input and output together",
-        json_schema_extra={"unit": "usd_fine"},
-        exclude_if=lambda value: value is None,
+    usd_per_million_tokens: float | None = optional_quantity(
+        "$ per million tokens, input and output together", "usd_fine"
     )
-    joules_per_input_token: float | None = Field(
-        default=None,
-        description="energy per input token (prefill), GPUs only",
-        json_schema_extra={"unit": "joules"},
-        exclude_if=lambda value: value is None,
+    joules_per_input_token: float | None = optional_quantity("energy per input token (prefill), GPUs only", "joules")
+    joules_per_output_token: float | None = optional_quantity("energy per output token (decode), GPUs only", "joules")
+    kwh_per_million_input_tokens: float | None = optional_quantity("energy per million input tokens", "kwh")
+    kwh_per_million_output_tokens: float | None = optional_quantity("energy per million output tokens", "kwh")
+    gco2_per_million_input_tokens: float | None = optional_quantity(
+        "CO2 per million input tokens, g (--grid-gco2-per-kwh x kWh)", "count"
     )
-    joules_per_output_token: float | None = Field(
-        default=None,
-        description="energy per output token (decode), GPUs only",
-        json_schema_extra={"unit": "joules"},
-        exclude_if=lambda value: value is None,
+    gco2_per_million_output_tokens: float | None = optional_quantity(
+        "CO2 per million output tokens, g (--grid-gco2-per-kwh x kWh)", "count"
     )
-    kwh_per_million_input_tokens: float | None = Field(
-        default=None,
-        description="energy per million input tokens",
-        json_schema_extra={"unit": "kwh"},
-        exclude_if=lambda value: value is None,
-    )
-    kwh_per_million_output_tokens: float | None = Field(
-        default=None,
-        description="energy per million output tokens",
-        json_schema_extra={"unit": "kwh"},
-        exclude_if=lambda value: value is None,
-    )
-    gco2_per_million_input_tokens: float | None = Field(
-        default=None,
-        description="CO2 per million input tokens, g (--grid-gco2-per-kwh x kWh)",
-        json_schema_extra={"unit": "count"},
-        exclude_if=lambda value: value is None,
-    )
-    gco2_per_million_output_tokens: float | None = Field(
-        default=None,
-        description="CO2 per million output tokens, g (--grid-gco2-per-kwh x kWh)",
-        json_schema_extra={"unit": "count"},
-        exclude_if=lambda value: value is None,
-    )
-    power_model: str | None = Field(
-        default=None,
-        description="the power model and its source",
-        json_schema_extra={"unit": "text"},
-        exclude_if=lambda value: value is None,
-    )
+    power_model: str | None = optional_quantity("the power model and its source", "text")
     assumptions: str = quantity("what the simulation assumes", "text")
 
 

@@ -10,7 +10,7 @@ from pydantic import Field
 from tfcost.core import flops, params
 from tfcost.costs import energy, engine_memory, finetune, fit, images, parallel, step_time, throughput, training
 from tfcost.hardware import rates as hardware
-from tfcost.reports.base import PricedUnder, Section, SourceNotes, quantity
+from tfcost.reports.base import PricedUnder, Section, SourceNotes, optional_quantity, quantity
 from tfcost.reports.suggestion import Suggestion
 from tfcost.schema import GpuSpec, ModelShape, TrainingSetup
 from tfcost.units import TERA, human
@@ -50,18 +50,8 @@ class TrainTime(Section):
     hardware_utilization: float = quantity("HFU = hardware FLOP/s / (gpus x peak)", "fraction")
     achieved_flops_per_s: float = quantity("achieved per GPU, counting recomputation", "flops_per_s")
     cost: float | None = quantity("cost = GPU-hours x price", "usd")
-    energy_kwh: float | None = Field(
-        default=None,
-        description="energy = GPU-hours x board power (GPUs only)",
-        json_schema_extra={"unit": "kwh"},
-        exclude_if=lambda value: value is None,
-    )
-    co2_kg: float | None = Field(
-        default=None,
-        description="CO2 = energy x grid's g/kWh",
-        json_schema_extra={"unit": "count"},
-        exclude_if=lambda value: value is None,
-    )
+    energy_kwh: float | None = optional_quantity("energy = GPU-hours x board power (GPUs only)", "kwh")
+    co2_kg: float | None = optional_quantity("CO2 = energy x grid's g/kWh", "count")
 
 
 class TrainStep(Section):
